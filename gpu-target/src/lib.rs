@@ -1,0 +1,1 @@
+//! GPU model (filled by the gpu-target issue).

@@ -1,0 +1,81 @@
+//! # protocol-tests: a conformance suite for GDB remote serial protocol stubs
+//!
+//! This crate tests *any* GDB-remote stub — gdbmux, GNU `gdbserver`,
+//! `lldb-server gdbserver` — from the outside, the way real clients use it.
+//! It never shares code with the stub it tests: framing, escaping and reply
+//! parsing are implemented here independently.
+//!
+//! ## Layers
+//!
+//! * [`framing`] — `$…#cs` / `%…#cs` frames, checksums, `}` escapes, RLE,
+//!   and an incremental [`framing::FrameDecoder`].
+//! * [`client`] — [`client::RspClient`], a blocking client over TCP or a unix
+//!   socket: ack and no-ack modes, NAK + retransmit, `\x03` interrupts, `%`
+//!   notifications, raw byte writes for framing tests, and deadlines on every
+//!   wait (10 s by default) that fail loudly.
+//! * [`reply`] — typed parsers for what servers send back: stop replies
+//!   (`T`/`S`/`W`/`X`/`O`), `qSupported` features, `qXfer` chunks, thread
+//!   lists and ids (`p<pid>.<tid>`, `-1`, `0`), `g` register blocks,
+//!   `key:value;` replies (`qHostInfo`, `qProcessInfo`, `qMemoryRegionInfo`),
+//!   `jThreadsInfo`, schema-checked `jAcceleratorPluginInitialize` JSON and
+//!   error replies (`Exx`, `Exx;hex`, `E.msg`). They are property-tested to
+//!   never panic.
+//! * [`drivers`] — runs stock `gdb -batch` and `lldb --batch` with a hard
+//!   timeout, builds the C fixtures in `fixtures/` once, and launches stubs
+//!   from command templates ([`drivers::Stub`]).
+//! * [`scenarios`] — raw-protocol scenarios shared by `tests/raw_protocol.rs`
+//!   and the `rsp-conform` runner.
+//!
+//! ## Choosing the stub under test
+//!
+//! Every test reads `RSP_STUB`:
+//!
+//! | `RSP_STUB` | command |
+//! |---|---|
+//! | unset / `gdbmux` | `gdbmux {addr} -- {prog} {args}` (binary from `GDBMUX_BIN`, `$CARGO_TARGET_DIR/debug`, or `target/debug`; built once if missing) |
+//! | `gdbserver` | `gdbserver {addr} {prog} {args}` |
+//! | `lldb-server` | `lldb-server gdbserver {addr} -- {prog} {args}` |
+//! | anything with `{addr}` | used as a template verbatim |
+//!
+//! ```text
+//! RSP_STUB=gdbserver   cargo test -p protocol-tests
+//! RSP_STUB=lldb-server cargo test -p protocol-tests --test raw_protocol
+//! cargo run -p protocol-tests --bin rsp-conform -- --stub 'gdbserver {addr} {prog} {args}'
+//! ```
+//!
+//! Each scenario is tagged [`scenarios::Requirement::Required`] (every stub
+//! serving gdb 13 and lldb 23.1 must pass) or
+//! [`scenarios::Requirement::ImplementationDefined`] (the protocol allows
+//! several answers; the result is reported, not enforced). Where the two
+//! reference servers legitimately differ (signal numbering, stop-reply keys),
+//! expectations are keyed by [`drivers::Dialect`].
+//!
+//! ## Example
+//!
+//! ```no_run
+//! use protocol_tests::client::RspClient;
+//! use protocol_tests::reply::StopReply;
+//!
+//! let mut c = RspClient::connect("127.0.0.1:1234")?;
+//! let features = c.handshake_gdb()?;
+//! assert!(features.packet_size().is_some());
+//! let (stop, _console) = c.stop_reply("?")?;
+//! if let StopReply::Signal(s) = stop {
+//!     println!("stopped with signal {} in {:?}", s.signo, s.thread);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod client;
+pub mod drivers;
+pub mod framing;
+pub mod reply;
+pub mod scenarios;
+
+/// The `qSupported` request gdb 13 sends (research/client-traces.md §4).
+pub const GDB_QSUPPORTED: &str = "qSupported:multiprocess+;swbreak+;hwbreak+;qRelocInsn+;fork-events+;vfork-events+;exec-events+;vContSupported+;QThreadEvents+;no-resumed+;memory-tagging+;xmlRegisters=i386";
+
+/// The `qSupported` request lldb 23 sends (research/client-traces.md §4).
+pub const LLDB_QSUPPORTED: &str = "qSupported:xmlRegisters=i386,arm,mips,arc;multiprocess+;fork-events+;vfork-events+;swbreak+;hwbreak+;qXfer:libraries:read+;qXfer:libraries-svr4:read+";

@@ -1,0 +1,133 @@
+//! Attaching to a running process: `PTRACE_ATTACH` every thread in
+//! `/proc/PID/task` until no new one appears.
+
+use nix::errno::Errno;
+
+use super::errors::explain_attach_eperm;
+use super::errors::NativeError;
+use super::process::LinuxProcess;
+use super::process::BASE_OPTIONS;
+use super::procfs;
+use super::ptrace;
+use super::ptrace::RawTid;
+use super::ptrace::WaitStatus;
+use super::thread::Thread;
+use crate::stop::StopEvent;
+use crate::stop::StopKind;
+use crate::target::Pid;
+
+/// Wait for the attach SIGSTOP of `tid`. Other signals that arrive first
+/// are suppressed now and returned for redelivery on the first resume.
+/// `Ok(None)` when the thread died meanwhile.
+fn wait_attach_stop(tid: RawTid) -> Result<Option<Option<i32>>, Errno> {
+    let mut deliver = None;
+    loop {
+        match ptrace::wait(tid, false)? {
+            Some(WaitStatus::Stopped(libc::SIGSTOP)) => return Ok(Some(deliver)),
+            // Attaching while the process is still finishing an execve
+            // (e.g. right after it was spawned): the kernel's legacy
+            // post-exec SIGTRAP arrives; delivering it later would kill
+            // the untraced-by-design process, so drop it.
+            Some(WaitStatus::Stopped(libc::SIGTRAP)) => ptrace::cont(tid, 0)?,
+            Some(WaitStatus::Stopped(sig)) => {
+                deliver = Some(sig);
+                ptrace::cont(tid, 0)?;
+            }
+            Some(WaitStatus::Exited(_)) | Some(WaitStatus::Signaled(_)) => return Ok(None),
+            Some(_) | None => ptrace::cont(tid, 0)?,
+        }
+    }
+}
+
+impl LinuxProcess {
+    /// Attach to `pid` and every thread of it. All threads are stopped;
+    /// the initial event has signal 0 and [`StopKind::Initial`].
+    pub fn attach(pid: Pid) -> Result<(LinuxProcess, StopEvent), NativeError> {
+        if pid == std::process::id() {
+            return Err(NativeError::AttachDenied {
+                pid,
+                detail: "that is the debugger itself".into(),
+            });
+        }
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(NativeError::NoSuchProcess { pid });
+        }
+        let mut threads: Vec<Thread> = Vec::new();
+        let cleanup = |threads: &[Thread]| {
+            for t in threads {
+                let _ = ptrace::detach(t.tid, t.deliver.unwrap_or(0));
+            }
+        };
+        loop {
+            let tids = match procfs::task_ids(pid) {
+                Ok(t) => t,
+                Err(_) => {
+                    cleanup(&threads);
+                    return Err(NativeError::NoSuchProcess { pid });
+                }
+            };
+            let mut added = false;
+            for tid in tids {
+                if threads.iter().any(|t| t.tid == tid) {
+                    continue;
+                }
+                match ptrace::attach(tid) {
+                    Ok(()) => {}
+                    Err(Errno::ESRCH) if tid != pid as RawTid => continue,
+                    Err(Errno::ESRCH) => {
+                        cleanup(&threads);
+                        return Err(NativeError::NoSuchProcess { pid });
+                    }
+                    Err(Errno::EPERM) => {
+                        cleanup(&threads);
+                        return Err(NativeError::AttachDenied {
+                            pid,
+                            detail: explain_attach_eperm(pid),
+                        });
+                    }
+                    Err(e) => {
+                        cleanup(&threads);
+                        return Err(NativeError::sys(format!("PTRACE_ATTACH {tid}"), e));
+                    }
+                }
+                added = true;
+                match wait_attach_stop(tid) {
+                    Ok(Some(deliver)) => {
+                        if let Err(e) = ptrace::set_options(tid, BASE_OPTIONS) {
+                            tracing::warn!(target: "native", "PTRACE_SETOPTIONS {tid}: {e}");
+                        }
+                        let mut t = Thread::stopped(tid);
+                        t.deliver = deliver;
+                        threads.push(t);
+                    }
+                    Ok(None) if tid != pid as RawTid => {}
+                    Ok(None) => {
+                        cleanup(&threads);
+                        return Err(NativeError::Vanished {
+                            pid,
+                            how: "exited".into(),
+                            during: "attach",
+                        });
+                    }
+                    Err(e) => {
+                        cleanup(&threads);
+                        return Err(NativeError::sys(format!("waitpid {tid} after attach"), e));
+                    }
+                }
+            }
+            if !added {
+                break;
+            }
+        }
+        threads.sort_by_key(|t| (t.tid != pid as RawTid, t.tid));
+        tracing::debug!(target: "native", "attached to {pid} ({} threads)", threads.len());
+        let p = LinuxProcess::from_stopped(pid as RawTid, threads, true);
+        let ev = StopEvent::Stopped {
+            pid,
+            tid: u64::from(pid),
+            signal: 0,
+            kind: StopKind::Initial,
+        };
+        Ok((p, ev))
+    }
+}

@@ -1,0 +1,318 @@
+//! Launching a program under ptrace: fork, `PTRACE_TRACEME`, exec, and the
+//! stop at the exec `SIGTRAP`.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::fs::OpenOptions;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::path::PathBuf;
+
+use nix::errno::Errno;
+
+use super::errors::NativeError;
+use super::process::LinuxProcess;
+use super::process::BASE_OPTIONS;
+use super::ptrace;
+use super::ptrace::WaitStatus;
+use super::thread::Thread;
+use crate::stop::StopEvent;
+use crate::stop::StopKind;
+use crate::target::Pid;
+
+/// How to start the inferior.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchOptions {
+    /// Program to run (a path, or a name looked up in `PATH`).
+    pub program: PathBuf,
+    /// Arguments after `argv[0]`.
+    pub args: Vec<String>,
+    /// Environment; `None` inherits ours.
+    pub env: Option<Vec<(String, String)>>,
+    /// Working directory; `None` inherits ours.
+    pub cwd: Option<PathBuf>,
+    /// `personality(ADDR_NO_RANDOMIZE)`.
+    pub disable_aslr: bool,
+    /// Run through `/bin/sh -c 'exec PROGRAM ARGS'` (gdb's
+    /// startup-with-shell: the arguments are shell words, so redirections
+    /// and globs work; the program path is quoted).
+    pub startup_with_shell: bool,
+    /// File for stdin; `None` inherits ours.
+    pub stdin: Option<PathBuf>,
+    /// File for stdout; `None` inherits ours.
+    pub stdout: Option<PathBuf>,
+    /// File for stderr; `None` inherits ours.
+    pub stderr: Option<PathBuf>,
+}
+
+impl LaunchOptions {
+    /// Run `program` with `args`, everything else inherited.
+    pub fn new(program: impl Into<PathBuf>, args: &[&str]) -> Self {
+        LaunchOptions {
+            program: program.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+}
+
+fn launch_err(program: &Path, reason: impl Into<String>) -> NativeError {
+    NativeError::Launch {
+        program: program.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+fn cstr(program: &Path, s: &[u8]) -> Result<CString, NativeError> {
+    CString::new(s).map_err(|_| launch_err(program, "argument contains a NUL byte"))
+}
+
+fn check_executable(program: &Path, p: &Path) -> Result<(), NativeError> {
+    let md =
+        std::fs::metadata(p).map_err(|e| launch_err(program, format!("{}: {e}", p.display())))?;
+    if !md.is_file() {
+        return Err(launch_err(
+            program,
+            format!("{} is not a regular file", p.display()),
+        ));
+    }
+    if md.permissions().mode() & 0o111 == 0 {
+        return Err(launch_err(
+            program,
+            format!(
+                "{} is not executable (mode {:o})",
+                p.display(),
+                md.permissions().mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Resolve the program like `execvp` would, failing before any fork.
+fn resolve(opts: &LaunchOptions) -> Result<PathBuf, NativeError> {
+    let program = &opts.program;
+    if program.as_os_str().is_empty() {
+        return Err(launch_err(program, "empty program name"));
+    }
+    if program.as_os_str().as_bytes().contains(&b'/') {
+        let p = match &opts.cwd {
+            Some(cwd) if program.is_relative() => cwd.join(program),
+            _ => program.clone(),
+        };
+        check_executable(program, &p)?;
+        return Ok(program.clone());
+    }
+    let path = opts
+        .env
+        .as_ref()
+        .and_then(|e| e.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()))
+        .or_else(|| std::env::var("PATH").ok())
+        .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    for dir in path.split(':').filter(|d| !d.is_empty()) {
+        let cand = Path::new(dir).join(program);
+        if check_executable(program, &cand).is_ok() {
+            return Ok(cand);
+        }
+    }
+    Err(launch_err(program, "not found in PATH"))
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn open_stdio(
+    program: &Path,
+    p: &Option<PathBuf>,
+    write: bool,
+) -> Result<Option<File>, NativeError> {
+    let Some(p) = p else { return Ok(None) };
+    let f = if write {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(p)
+    } else {
+        OpenOptions::new().read(true).open(p)
+    };
+    f.map(Some)
+        .map_err(|e| launch_err(program, format!("open {}: {e}", p.display())))
+}
+
+impl LinuxProcess {
+    /// Start a program stopped at its first instruction after exec (the
+    /// dynamic loader's entry), reported as `SIGTRAP` /
+    /// [`StopKind::Initial`].
+    pub fn launch(opts: &LaunchOptions) -> Result<(LinuxProcess, StopEvent), NativeError> {
+        let program = &opts.program;
+        let resolved = resolve(opts)?;
+        // Everything the child needs is allocated before fork: after it,
+        // only async-signal-safe calls are allowed.
+        let (path, argv): (CString, Vec<CString>) = if opts.startup_with_shell {
+            let mut cmd = format!("exec {}", shell_quote(&resolved.to_string_lossy()));
+            for a in &opts.args {
+                cmd.push(' ');
+                cmd.push_str(a);
+            }
+            (
+                cstr(program, b"/bin/sh")?,
+                vec![
+                    cstr(program, b"sh")?,
+                    cstr(program, b"-c")?,
+                    cstr(program, cmd.as_bytes())?,
+                ],
+            )
+        } else {
+            let mut argv = vec![cstr(program, program.as_os_str().as_bytes())?];
+            for a in &opts.args {
+                argv.push(cstr(program, a.as_bytes())?);
+            }
+            (cstr(program, resolved.as_os_str().as_bytes())?, argv)
+        };
+        let envp: Option<Vec<CString>> = match &opts.env {
+            Some(env) => Some(
+                env.iter()
+                    .map(|(k, v)| cstr(program, format!("{k}={v}").as_bytes()))
+                    .collect::<Result<_, _>>()?,
+            ),
+            None => None,
+        };
+        let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).collect();
+        argv_ptrs.push(std::ptr::null());
+        let envp_ptrs: Option<Vec<*const libc::c_char>> = envp.as_ref().map(|v| {
+            let mut p: Vec<*const libc::c_char> = v.iter().map(|c| c.as_ptr()).collect();
+            p.push(std::ptr::null());
+            p
+        });
+        let cwd = match &opts.cwd {
+            Some(c) => Some(cstr(program, c.as_os_str().as_bytes())?),
+            None => None,
+        };
+        let stdio = [
+            open_stdio(program, &opts.stdin, false)?,
+            open_stdio(program, &opts.stdout, true)?,
+            open_stdio(program, &opts.stderr, true)?,
+        ];
+        let stdio_fds: [i32; 3] =
+            [0, 1, 2].map(|i| stdio[i].as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1));
+        let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| NativeError::sys("pipe2", e))?;
+        let disable_aslr = opts.disable_aslr;
+
+        // SAFETY: the child only calls async-signal-safe functions (raw
+        // syscalls via libc) on memory prepared above, then execs or exits.
+        let fork = unsafe { nix::unistd::fork() }.map_err(|e| NativeError::sys("fork", e))?;
+        let child = match fork {
+            nix::unistd::ForkResult::Child => {
+                // SAFETY: async-signal-safe libc calls only; pointers refer
+                // to CStrings and arrays that outlive this block.
+                unsafe {
+                    let wfd = wr.as_raw_fd();
+                    let fail = |errno: i32| -> ! {
+                        let b = errno.to_ne_bytes();
+                        libc::write(wfd, b.as_ptr() as *const libc::c_void, 4);
+                        libc::_exit(127)
+                    };
+                    let mut empty: libc::sigset_t = std::mem::zeroed();
+                    libc::sigemptyset(&mut empty);
+                    libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+                    // Rust ignores SIGPIPE; ignored dispositions survive exec.
+                    libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                    for (target, fd) in stdio_fds.iter().enumerate() {
+                        if *fd >= 0 && libc::dup2(*fd, target as i32) < 0 {
+                            fail(*libc::__errno_location());
+                        }
+                    }
+                    if let Some(c) = &cwd {
+                        if libc::chdir(c.as_ptr()) < 0 {
+                            fail(*libc::__errno_location());
+                        }
+                    }
+                    if disable_aslr {
+                        let cur = libc::personality(0xffff_ffff);
+                        if cur != -1 {
+                            libc::personality(
+                                (cur as libc::c_ulong) | libc::ADDR_NO_RANDOMIZE as libc::c_ulong,
+                            );
+                        }
+                    }
+                    if ptrace::traceme().is_err() {
+                        fail(*libc::__errno_location());
+                    }
+                    match &envp_ptrs {
+                        Some(e) => libc::execve(path.as_ptr(), argv_ptrs.as_ptr(), e.as_ptr()),
+                        None => libc::execv(path.as_ptr(), argv_ptrs.as_ptr()),
+                    };
+                    fail(*libc::__errno_location())
+                }
+            }
+            nix::unistd::ForkResult::Parent { child } => child.as_raw(),
+        };
+        drop(wr);
+        drop(stdio);
+        // EOF = exec succeeded (the CLOEXEC pipe closed before the exec stop).
+        let mut buf = [0u8; 4];
+        let n = nix::unistd::read(rd.as_raw_fd(), &mut buf).unwrap_or(0);
+        drop(rd);
+        if n == 4 {
+            let _ = ptrace::wait(child, false);
+            let errno = Errno::from_raw(i32::from_ne_bytes(buf));
+            return Err(launch_err(
+                program,
+                format!("exec failed: {errno} ({})", errno.desc()),
+            ));
+        }
+        // The shell execs once itself, then once more for the program.
+        let execs = if opts.startup_with_shell { 2 } else { 1 };
+        let mut seen = 0;
+        while seen < execs {
+            match ptrace::wait(child, false) {
+                Ok(Some(WaitStatus::Stopped(libc::SIGTRAP))) => {
+                    seen += 1;
+                    if seen < execs {
+                        let _ = ptrace::cont(child, 0);
+                    }
+                }
+                Ok(Some(WaitStatus::Stopped(sig))) => {
+                    let _ = ptrace::cont(child, sig);
+                }
+                Ok(Some(WaitStatus::Exited(code))) => {
+                    return Err(NativeError::Vanished {
+                        pid: child as Pid,
+                        how: format!("exited with code {code}"),
+                        during: "launch",
+                    })
+                }
+                Ok(Some(WaitStatus::Signaled(sig))) => {
+                    return Err(NativeError::Vanished {
+                        pid: child as Pid,
+                        how: format!("was killed by signal {sig}"),
+                        during: "launch",
+                    })
+                }
+                Ok(Some(_)) | Ok(None) => {
+                    let _ = ptrace::cont(child, 0);
+                }
+                Err(e) => return Err(NativeError::sys("waitpid after exec", e)),
+            }
+        }
+        if let Err(e) = ptrace::set_options(child, BASE_OPTIONS | libc::PTRACE_O_EXITKILL) {
+            let _ = ptrace::kill(child, libc::SIGKILL);
+            let _ = ptrace::wait(child, false);
+            return Err(NativeError::sys("PTRACE_SETOPTIONS", e));
+        }
+        tracing::debug!(target: "native", "launched {} as {child}", resolved.display());
+        let proc_ = LinuxProcess::from_stopped(child, vec![Thread::stopped(child)], false);
+        let ev = StopEvent::Stopped {
+            pid: child as Pid,
+            tid: child as u64,
+            signal: libc::SIGTRAP,
+            kind: StopKind::Initial,
+        };
+        Ok((proc_, ev))
+    }
+}

@@ -1,0 +1,29 @@
+//! Linux ptrace CPU target (x86-64).
+//!
+//! - [`LinuxProcess`] implements [`crate::target::Target`] for one traced
+//!   process (all-stop). See `process` for the event model.
+//! - [`SigchldFd`] is the process-wide SIGCHLD signalfd the loop watches;
+//!   [`block_sigchld`] must run at program start before any thread exists.
+//! - Raw ptrace calls live only in `ptrace` (logged on the `ptrace` tracing
+//!   target); all x86-64 register knowledge lives in `x86_64`.
+
+mod attach;
+mod breakpoints;
+mod errors;
+mod hwdebug;
+mod launch;
+mod memory;
+mod process;
+mod procfs;
+mod ptrace;
+mod sigchld;
+mod svr4;
+mod thread;
+mod x86_64;
+
+pub use errors::NativeError;
+pub use launch::LaunchOptions;
+pub use process::LinuxProcess;
+pub use procfs::pid_by_name;
+pub use sigchld::block_sigchld;
+pub use sigchld::SigchldFd;

@@ -1,0 +1,1091 @@
+//! [`LinuxProcess`]: one traced Linux process, all-stop.
+//!
+//! # Event model
+//!
+//! `resume` starts threads and returns. The loop calls `process_events`
+//! whenever the SIGCHLD signalfd is readable; it collects statuses with
+//! `waitpid(tid, WNOHANG | __WALL)` on each of *our* threads (never
+//! `waitpid(-1)`: several processes coexist). Statuses that are not
+//! reportable (clone/fork/exec bookkeeping, our own SIGSTOPs, passed
+//! signals, range-step progress) resume the thread again. The first
+//! reportable stop moves the process to *stopping*: every other running
+//! thread gets a SIGSTOP, and once all threads are stopped exactly one
+//! [`StopEvent`] is returned. Other threads' reportable stops collected
+//! meanwhile stay *pending* and are reported on a later resume instead of
+//! resuming the thread.
+//!
+//! When a resume finds such a pending stop (or `kill` has reaped the
+//! process), nothing in the kernel changes state, so no SIGCHLD would come:
+//! the process raises SIGCHLD on the loop thread itself (it is blocked, so
+//! it only makes the signalfd readable) and the next `process_events`
+//! returns the stored event. The loop therefore needs no special case.
+
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+
+use nix::errno::Errno;
+
+use super::breakpoints::Owner;
+use super::breakpoints::SwBreakpoints;
+use super::errors::terr;
+use super::hwdebug;
+use super::hwdebug::HwDebug;
+use super::hwdebug::HwError;
+use super::memory::Memory;
+use super::procfs;
+use super::ptrace;
+use super::ptrace::event;
+use super::ptrace::RawTid;
+use super::ptrace::WaitStatus;
+use super::sigchld::raise_sigchld;
+use super::svr4;
+use super::thread::PendingStop;
+use super::thread::Thread;
+use super::x86_64;
+use super::x86_64::RegTable;
+use crate::stop::StopEvent;
+use crate::stop::StopKind;
+use crate::target::ArchInfo;
+use crate::target::BreakpointKind;
+use crate::target::MemoryRegion;
+use crate::target::Pid;
+use crate::target::ProcessInfo;
+use crate::target::RegisterInfo;
+use crate::target::ResumeAction;
+use crate::target::ResumePlan;
+use crate::target::Target;
+use crate::target::TargetError;
+use crate::target::TargetResult;
+use crate::target::Tid;
+
+const SIGTRAP: i32 = libc::SIGTRAP;
+const SIGSTOP: i32 = libc::SIGSTOP;
+/// `si_code` of an `int3` trap.
+const SI_KERNEL: i32 = 0x80;
+/// `si_code` of a single-step trap.
+const TRAP_TRACE: i32 = 2;
+
+/// ptrace options for every traced thread (`EXITKILL` is added for
+/// processes we launched). `TRACEEXIT` is deliberately not set: it would
+/// add one more stop per thread exit that we have no use for.
+pub(crate) const BASE_OPTIONS: libc::c_int = libc::PTRACE_O_TRACECLONE
+    | libc::PTRACE_O_TRACEEXEC
+    | libc::PTRACE_O_TRACEFORK
+    | libc::PTRACE_O_TRACEVFORK
+    | libc::PTRACE_O_TRACEVFORKDONE;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Every thread is stopped; the last event was reported.
+    Stopped,
+    /// Threads run; no reportable stop yet.
+    Running,
+    /// A reportable stop is pending; waiting for the other threads to stop.
+    Stopping,
+    /// Exited, killed or detached.
+    Gone,
+}
+
+/// A traced Linux process. Not `Send`: ptrace requests must come from the
+/// tracer thread.
+pub struct LinuxProcess {
+    pid: RawTid,
+    threads: Vec<Thread>,
+    state: State,
+    ready: VecDeque<StopEvent>,
+    mem: Memory,
+    bps: SwBreakpoints,
+    hw: HwDebug,
+    table: RegTable,
+    arch: ArchInfo,
+    attached: bool,
+    pass: [bool; 65],
+    report_forks: bool,
+    report_exec: bool,
+    fork_children: Vec<LinuxProcess>,
+    vfork_suspends: u32,
+    seq: u64,
+    exe: Option<String>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl LinuxProcess {
+    /// Wrap a process whose threads are all ptrace-stopped.
+    pub(crate) fn from_stopped(pid: RawTid, threads: Vec<Thread>, attached: bool) -> Self {
+        LinuxProcess {
+            pid,
+            threads,
+            state: State::Stopped,
+            ready: VecDeque::new(),
+            mem: Memory::new(pid),
+            bps: SwBreakpoints::default(),
+            hw: HwDebug::default(),
+            table: x86_64::register_table(x86_64::has_avx()),
+            arch: x86_64::arch_info(),
+            attached,
+            pass: [false; 65],
+            report_forks: false,
+            report_exec: false,
+            fork_children: Vec::new(),
+            vfork_suspends: 0,
+            seq: 0,
+            exe: procfs::exe(pid as Pid),
+            _not_send: PhantomData,
+        }
+    }
+
+    fn idx(&self, tid: RawTid) -> Option<usize> {
+        self.threads.iter().position(|t| t.tid == tid)
+    }
+
+    fn stopped_idx(&self, tid: Tid) -> TargetResult<usize> {
+        if self.state == State::Gone {
+            return Err(TargetError::Gone(tid));
+        }
+        let i = self
+            .idx(tid as RawTid)
+            .ok_or(TargetError::NoSuchThread(tid))?;
+        if self.threads[i].running {
+            return Err(TargetError::Running);
+        }
+        Ok(i)
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Start (or restart) thread `i` with its current action.
+    fn run_thread(&mut self, i: usize) {
+        let gen = self.hw.generation;
+        let t = &mut self.threads[i];
+        if t.dr_generation != gen {
+            match self.hw.apply(t.tid) {
+                Ok(()) => t.dr_generation = gen,
+                Err(e) => tracing::warn!(target: "native", "debug registers of {}: {e}", t.tid),
+            }
+        }
+        t.regs.invalidate();
+        let (step, sig) = match t.action {
+            ResumeAction::Continue(s) => {
+                t.action = ResumeAction::Continue(None);
+                (false, s)
+            }
+            ResumeAction::Step(s) => {
+                t.action = ResumeAction::Step(None);
+                (true, s)
+            }
+            ResumeAction::RangeStep { .. } => (true, None),
+            ResumeAction::Stop => return,
+        };
+        let sig = sig.or(t.deliver.take()).unwrap_or(0);
+        let r = if step {
+            ptrace::step(t.tid, sig)
+        } else {
+            ptrace::cont(t.tid, sig)
+        };
+        // Even on ESRCH the thread is "running": its death will be reaped.
+        t.running = true;
+        if let Err(e) = r {
+            tracing::debug!(target: "native", "resume {}: {e}", t.tid);
+            raise_sigchld();
+        }
+    }
+
+    /// A non-reportable stop was handled: keep the thread going if the
+    /// process is running.
+    fn quiet(&mut self, i: usize) {
+        if self.state == State::Running {
+            self.run_thread(i);
+        }
+    }
+
+    fn set_pending(&mut self, i: usize, signal: i32, kind: StopKind) {
+        let seq = self.next_seq();
+        tracing::debug!(target: "native", "thread {} stop pending: {kind:?} sig {signal}", self.threads[i].tid);
+        self.threads[i].pending = Some(PendingStop { signal, kind, seq });
+        if self.state == State::Running {
+            self.begin_stop();
+        }
+    }
+
+    /// Send SIGSTOP to every running thread that is not already expecting
+    /// one.
+    fn begin_stop(&mut self) {
+        self.state = State::Stopping;
+        let pid = self.pid;
+        for t in &mut self.threads {
+            if t.running && !t.sigstop_expected {
+                match ptrace::tgkill(pid, t.tid, SIGSTOP) {
+                    Ok(()) => t.sigstop_expected = true,
+                    Err(e) => tracing::debug!(target: "native", "tgkill {}: {e}", t.tid),
+                }
+            }
+            // A zombie leader (it called pthread_exit) never stops; its exit
+            // is reported with the whole group.
+            if t.running && t.tid == pid && procfs::is_zombie(pid as Pid, pid as Tid) {
+                t.running = false;
+            }
+        }
+    }
+
+    /// All threads stopped: pick the oldest pending stop and report it.
+    fn finalize(&mut self) -> Option<StopEvent> {
+        let i = self
+            .threads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.pending.as_ref().map(|p| (p.seq, i)))
+            .min()?
+            .1;
+        let p = self.threads[i].pending.take()?;
+        // Any stop satisfies an interrupt request.
+        for t in &mut self.threads {
+            t.interrupt = false;
+            if matches!(
+                t.pending,
+                Some(PendingStop {
+                    kind: StopKind::Interrupt,
+                    ..
+                })
+            ) {
+                t.pending = None;
+            }
+        }
+        let tid = self.threads[i].tid;
+        if let ResumeAction::RangeStep { .. } = self.threads[i].action {
+            self.threads[i].action = ResumeAction::Continue(None);
+        }
+        self.state = State::Stopped;
+        tracing::debug!(target: "native", "stop: thread {tid} {:?} sig {}", p.kind, p.signal);
+        Some(StopEvent::Stopped {
+            pid: self.pid as Pid,
+            tid: tid as Tid,
+            signal: p.signal,
+            kind: p.kind,
+        })
+    }
+
+    fn process_gone(&mut self, st: WaitStatus) -> StopEvent {
+        // Reap whatever is left of the other threads.
+        for t in &self.threads {
+            if t.tid != self.pid {
+                let _ = ptrace::wait(t.tid, true);
+            }
+        }
+        self.threads.clear();
+        self.state = State::Gone;
+        let pid = self.pid as Pid;
+        match st {
+            WaitStatus::Signaled(sig) => StopEvent::Terminated { pid, signal: sig },
+            WaitStatus::Exited(code) => StopEvent::Exited { pid, code },
+            _ => StopEvent::Exited { pid, code: 0 },
+        }
+    }
+
+    /// Handle one wait status of thread `tid`. Returns an event only for
+    /// the end of the process.
+    fn handle_status(&mut self, tid: RawTid, st: WaitStatus) -> Option<StopEvent> {
+        let i = self.idx(tid)?;
+        match st {
+            WaitStatus::Exited(_) | WaitStatus::Signaled(_) => {
+                if tid == self.pid {
+                    return Some(self.process_gone(st));
+                }
+                tracing::debug!(target: "native", "thread {tid} exited");
+                self.threads.remove(i);
+                None
+            }
+            WaitStatus::Stopped(sig) => {
+                let t = &mut self.threads[i];
+                t.running = false;
+                t.regs.invalidate();
+                if sig == SIGSTOP && t.sigstop_expected {
+                    t.sigstop_expected = false;
+                    if t.interrupt {
+                        t.interrupt = false;
+                        self.set_pending(i, SIGSTOP, StopKind::Interrupt);
+                    } else {
+                        self.quiet(i);
+                    }
+                    return None;
+                }
+                if sig == SIGTRAP {
+                    self.handle_trap(i);
+                    return None;
+                }
+                if self.pass.get(sig as usize).copied().unwrap_or(false) {
+                    if self.state == State::Running {
+                        let t = &mut self.threads[i];
+                        t.deliver = Some(sig);
+                        self.run_thread(i);
+                    } else {
+                        self.threads[i].deliver = Some(sig);
+                    }
+                    return None;
+                }
+                self.set_pending(i, sig, StopKind::Signal);
+                None
+            }
+            WaitStatus::Event(ev) => {
+                self.threads[i].running = false;
+                self.threads[i].regs.invalidate();
+                self.handle_event(i, ev)
+            }
+            WaitStatus::Syscall => {
+                self.threads[i].running = false;
+                self.quiet(i);
+                None
+            }
+        }
+    }
+
+    fn handle_trap(&mut self, i: usize) {
+        let tid = self.threads[i].tid;
+        let code = ptrace::get_siginfo(tid)
+            .map(|si| ptrace::siginfo_signo_code(&si).1)
+            .unwrap_or(0);
+        let pc = self.threads[i].regs.pc(tid).unwrap_or(0);
+        // 1. One of our int3s: rewind over it.
+        if code == SI_KERNEL && pc > 0 && self.bps.contains(pc - 1) {
+            if let Err(e) = self.threads[i].regs.set_pc(tid, pc - 1) {
+                tracing::warn!(target: "native", "rewind pc of {tid}: {e}");
+            }
+            self.set_pending(i, SIGTRAP, StopKind::SwBreak);
+            return;
+        }
+        // 2. Debug status: hardware breakpoint / watchpoint / step.
+        let dr6 = hwdebug::read_dr6(tid).unwrap_or(0);
+        if dr6 & 0xf != 0 || dr6 & hwdebug::DR6_BS != 0 {
+            let _ = hwdebug::clear_dr6(tid);
+        }
+        for slot in 0..hwdebug::SLOTS {
+            if dr6 & (1 << slot) == 0 {
+                continue;
+            }
+            if let Some(s) = self.hw.slot(slot) {
+                let kind = match s.kind {
+                    BreakpointKind::Hardware | BreakpointKind::Software => StopKind::HwBreak,
+                    BreakpointKind::WatchWrite => StopKind::Watch { addr: s.addr },
+                    BreakpointKind::WatchRead => StopKind::ReadWatch { addr: s.addr },
+                    BreakpointKind::WatchAccess => StopKind::AccessWatch { addr: s.addr },
+                };
+                self.set_pending(i, SIGTRAP, kind);
+                return;
+            }
+        }
+        let stepping = matches!(
+            self.threads[i].action,
+            ResumeAction::Step(_) | ResumeAction::RangeStep { .. }
+        );
+        if dr6 & hwdebug::DR6_BS != 0 || code == TRAP_TRACE || (stepping && code > 0) {
+            if let ResumeAction::RangeStep { start, end } = self.threads[i].action {
+                if start <= pc && pc < end && self.state == State::Running {
+                    self.run_thread(i);
+                    return;
+                }
+            }
+            self.set_pending(i, SIGTRAP, StopKind::Step);
+            return;
+        }
+        // A SIGTRAP of the program's own (raise, foreign int3).
+        if self.pass[SIGTRAP as usize] {
+            self.threads[i].deliver = Some(SIGTRAP);
+            self.quiet(i);
+            return;
+        }
+        self.set_pending(i, SIGTRAP, StopKind::Signal);
+    }
+
+    fn handle_event(&mut self, i: usize, ev: i32) -> Option<StopEvent> {
+        let tid = self.threads[i].tid;
+        match ev {
+            event::CLONE => {
+                match ptrace::event_msg(tid) {
+                    Ok(new) => {
+                        let new = new as RawTid;
+                        if self.idx(new).is_none() {
+                            tracing::debug!(target: "native", "new thread {new}");
+                            let mut t = Thread::new_clone(new);
+                            t.action = match self.threads[i].action {
+                                ResumeAction::Stop => ResumeAction::Stop,
+                                _ => ResumeAction::Continue(None),
+                            };
+                            self.threads.push(t);
+                        }
+                    }
+                    Err(e) => tracing::warn!(target: "native", "clone event of {tid}: {e}"),
+                }
+                self.quiet(i);
+            }
+            event::FORK | event::VFORK => {
+                let vfork = ev == event::VFORK;
+                let child = match ptrace::event_msg(tid) {
+                    Ok(c) => c as RawTid,
+                    Err(e) => {
+                        tracing::warn!(target: "native", "fork event of {tid}: {e}");
+                        self.quiet(i);
+                        return None;
+                    }
+                };
+                let child_deliver = wait_initial_stop(child);
+                if self.report_forks {
+                    let mut c = LinuxProcess::from_stopped(
+                        child,
+                        vec![Thread::stopped(child)],
+                        self.attached,
+                    );
+                    c.threads[0].deliver = child_deliver;
+                    c.bps = self.bps.clone();
+                    c.pass = self.pass;
+                    c.report_forks = self.report_forks;
+                    c.report_exec = self.report_exec;
+                    self.fork_children.push(c);
+                    let kind = if vfork {
+                        StopKind::VFork {
+                            child_pid: child as Pid,
+                            child_tid: child as Tid,
+                        }
+                    } else {
+                        StopKind::Fork {
+                            child_pid: child as Pid,
+                            child_tid: child as Tid,
+                        }
+                    };
+                    self.set_pending(i, SIGTRAP, kind);
+                } else {
+                    if vfork {
+                        // The child shares our memory: lift the patches until
+                        // VFORK_DONE, or the untraced child dies on an int3.
+                        self.bps.suspend(&mut self.mem);
+                        self.vfork_suspends += 1;
+                    } else {
+                        self.bps.restore_into(&mut Memory::new(child));
+                    }
+                    let _ = ptrace::detach(child, child_deliver.unwrap_or(0));
+                    self.quiet(i);
+                }
+            }
+            event::VFORK_DONE => {
+                if self.vfork_suspends > 0 {
+                    self.vfork_suspends -= 1;
+                    if self.vfork_suspends == 0 {
+                        self.bps.resume(&mut self.mem);
+                    }
+                }
+                if self.report_forks {
+                    self.set_pending(i, SIGTRAP, StopKind::VForkDone);
+                } else {
+                    self.quiet(i);
+                }
+            }
+            event::EXEC => return self.handle_exec(i),
+            _ => self.quiet(i),
+        }
+        None
+    }
+
+    fn handle_exec(&mut self, i: usize) -> Option<StopEvent> {
+        let leader = self.threads[i].tid;
+        let former = ptrace::event_msg(leader)
+            .map(|f| f as RawTid)
+            .unwrap_or(leader);
+        let sigstop_expected = self
+            .idx(former)
+            .map(|j| self.threads[j].sigstop_expected)
+            .unwrap_or(false);
+        // The other threads are gone; reap what the kernel reports of them.
+        for t in &self.threads {
+            if t.tid != leader {
+                let _ = ptrace::wait(t.tid, true);
+            }
+        }
+        self.threads.retain(|t| t.tid == leader);
+        let i = self.idx(leader)?;
+        {
+            let t = &mut self.threads[i];
+            t.sigstop_expected = sigstop_expected;
+            t.running = false;
+            t.regs.invalidate();
+            // The kernel flushed the ptrace debug registers.
+            t.dr_generation = u64::MAX;
+            if !matches!(t.action, ResumeAction::Stop) {
+                t.action = ResumeAction::Continue(None);
+            }
+        }
+        self.mem.reopen();
+        self.bps.clear();
+        self.vfork_suspends = 0;
+        self.exe = procfs::exe(self.pid as Pid);
+        tracing::debug!(target: "native", "exec: {:?} (from thread {former})", self.exe);
+        if self.report_exec {
+            let path = self.exe.clone().unwrap_or_default();
+            self.set_pending(i, SIGTRAP, StopKind::Exec { path });
+        } else {
+            self.quiet(i);
+        }
+        None
+    }
+
+    /// Stop every thread synchronously (for detach while running).
+    fn stop_all_blocking(&mut self) -> Option<StopEvent> {
+        if self.state == State::Running {
+            self.begin_stop();
+        }
+        for _ in 0..10_000 {
+            let Some(tid) = self.threads.iter().find(|t| t.running).map(|t| t.tid) else {
+                break;
+            };
+            match ptrace::wait(tid, false) {
+                Ok(Some(st)) => {
+                    if let Some(ev) = self.handle_status(tid, st) {
+                        return Some(ev);
+                    }
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    if let Some(i) = self.idx(tid) {
+                        self.threads.remove(i);
+                    }
+                }
+            }
+        }
+        self.state = State::Stopped;
+        None
+    }
+
+    fn all_tids(&self) -> Vec<RawTid> {
+        self.threads.iter().map(|t| t.tid).collect()
+    }
+}
+
+/// Wait for the initial SIGSTOP of an auto-attached fork child. Returns a
+/// signal that arrived first (to deliver later).
+fn wait_initial_stop(child: RawTid) -> Option<i32> {
+    let mut deliver = None;
+    for _ in 0..64 {
+        match ptrace::wait(child, false) {
+            Ok(Some(WaitStatus::Stopped(SIGSTOP))) => break,
+            Ok(Some(WaitStatus::Stopped(sig))) => {
+                deliver = Some(sig);
+                let _ = ptrace::cont(child, 0);
+            }
+            Ok(Some(WaitStatus::Event(_))) | Ok(Some(WaitStatus::Syscall)) => {
+                let _ = ptrace::cont(child, 0);
+            }
+            Ok(Some(WaitStatus::Exited(_))) | Ok(Some(WaitStatus::Signaled(_))) | Err(_) => break,
+            Ok(None) => {}
+        }
+    }
+    deliver
+}
+
+impl Target for LinuxProcess {
+    fn arch(&self) -> &ArchInfo {
+        &self.arch
+    }
+
+    fn registers(&self) -> &[RegisterInfo] {
+        &self.table.infos
+    }
+
+    fn pid(&self) -> Pid {
+        self.pid as Pid
+    }
+
+    fn threads(&self) -> Vec<Tid> {
+        self.threads.iter().map(|t| t.tid as Tid).collect()
+    }
+
+    fn thread_name(&self, tid: Tid) -> Option<String> {
+        procfs::thread_name(self.pid as Pid, tid)
+    }
+
+    fn is_stopped(&self) -> bool {
+        matches!(self.state, State::Stopped)
+    }
+
+    fn read_register(&mut self, tid: Tid, regnum: u32) -> TargetResult<Vec<u8>> {
+        let i = self.stopped_idx(tid)?;
+        let r = regnum as usize;
+        let (info, loc) = self
+            .table
+            .infos
+            .get(r)
+            .zip(self.table.locs.get(r))
+            .ok_or(TargetError::NoSuchRegister(regnum))?;
+        let size = (info.bitsize / 8) as usize;
+        let t = &mut self.threads[i];
+        let mut out = Vec::with_capacity(size);
+        t.regs
+            .read(t.tid, *loc, size, &mut out)
+            .map_err(|e| terr("read register", t.tid, e))?;
+        Ok(out)
+    }
+
+    fn write_register(&mut self, tid: Tid, regnum: u32, value: &[u8]) -> TargetResult<()> {
+        let i = self.stopped_idx(tid)?;
+        let r = regnum as usize;
+        let (info, loc) = self
+            .table
+            .infos
+            .get(r)
+            .zip(self.table.locs.get(r))
+            .ok_or(TargetError::NoSuchRegister(regnum))?;
+        if value.len() != (info.bitsize / 8) as usize {
+            return Err(TargetError::Invalid(format!(
+                "register {} is {} bytes, got {}",
+                info.name,
+                info.bitsize / 8,
+                value.len()
+            )));
+        }
+        let t = &mut self.threads[i];
+        t.regs
+            .write(t.tid, *loc, value)
+            .map_err(|e| terr("write register", t.tid, e))
+    }
+
+    fn read_g_registers(&mut self, tid: Tid) -> TargetResult<Vec<u8>> {
+        let i = self.stopped_idx(tid)?;
+        let t = &mut self.threads[i];
+        let mut out = Vec::with_capacity(1024);
+        for (info, loc) in self.table.infos.iter().zip(&self.table.locs) {
+            if info.in_g_packet {
+                t.regs
+                    .read(t.tid, *loc, (info.bitsize / 8) as usize, &mut out)
+                    .map_err(|e| terr("read registers", t.tid, e))?;
+            }
+        }
+        Ok(out)
+    }
+
+    fn write_g_registers(&mut self, tid: Tid, data: &[u8]) -> TargetResult<()> {
+        let i = self.stopped_idx(tid)?;
+        let t = &mut self.threads[i];
+        let mut off = 0usize;
+        let mut cur = Vec::with_capacity(64);
+        for (info, loc) in self.table.infos.iter().zip(&self.table.locs) {
+            if !info.in_g_packet {
+                continue;
+            }
+            let size = (info.bitsize / 8) as usize;
+            let Some(value) = data.get(off..off + size) else {
+                break;
+            };
+            off += size;
+            cur.clear();
+            t.regs
+                .read(t.tid, *loc, size, &mut cur)
+                .map_err(|e| terr("read registers", t.tid, e))?;
+            if cur != value {
+                t.regs
+                    .write(t.tid, *loc, value)
+                    .map_err(|e| terr("write registers", t.tid, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn pc(&mut self, tid: Tid) -> TargetResult<u64> {
+        let i = self.stopped_idx(tid)?;
+        let t = &mut self.threads[i];
+        t.regs.pc(t.tid).map_err(|e| terr("read pc", t.tid, e))
+    }
+
+    fn read_memory(&mut self, addr: u64, len: usize) -> TargetResult<Vec<u8>> {
+        if self.state == State::Gone {
+            return Err(TargetError::Gone(self.pid as Tid));
+        }
+        let mut data = self.mem.read(addr, len).map_err(|e| TargetError::Errno {
+            what: format!("read memory at {addr:#x}"),
+            errno: e,
+        })?;
+        self.bps.mask(addr, &mut data);
+        Ok(data)
+    }
+
+    fn write_memory(&mut self, addr: u64, data: &[u8]) -> TargetResult<usize> {
+        if self.state == State::Gone {
+            return Err(TargetError::Gone(self.pid as Tid));
+        }
+        let filtered = self.bps.filter_write(addr, data);
+        let bytes = filtered.as_deref().unwrap_or(data);
+        self.mem.write(addr, bytes).map_err(|e| TargetError::Errno {
+            what: format!("write memory at {addr:#x}"),
+            errno: e,
+        })
+    }
+
+    fn insert_breakpoint(&mut self, kind: BreakpointKind, addr: u64, len: u64) -> TargetResult<()> {
+        if self.state == State::Gone {
+            return Err(TargetError::Gone(self.pid as Tid));
+        }
+        match kind {
+            BreakpointKind::Software => self
+                .bps
+                .insert(&mut self.mem, addr, Owner::Client)
+                .map_err(|e| TargetError::Errno {
+                    what: format!("insert breakpoint at {addr:#x}"),
+                    errno: e,
+                }),
+            _ => self.hw.insert(kind, addr, len).map_err(|e| match e {
+                HwError::Full => TargetError::NoHwSlot,
+                HwError::Invalid(m) => TargetError::Invalid(m),
+            }),
+        }
+    }
+
+    fn remove_breakpoint(&mut self, kind: BreakpointKind, addr: u64, len: u64) -> TargetResult<()> {
+        if self.state == State::Gone {
+            return Ok(());
+        }
+        match kind {
+            BreakpointKind::Software => self
+                .bps
+                .remove(&mut self.mem, addr, Owner::Client)
+                .map_err(|e| TargetError::Errno {
+                    what: format!("remove breakpoint at {addr:#x}"),
+                    errno: e,
+                }),
+            _ => {
+                self.hw.remove(kind, addr, len);
+                Ok(())
+            }
+        }
+    }
+
+    fn resume(&mut self, plan: &ResumePlan) -> TargetResult<()> {
+        match self.state {
+            State::Gone => return Err(TargetError::Gone(self.pid as Tid)),
+            State::Running | State::Stopping => return Err(TargetError::Running),
+            State::Stopped => {}
+        }
+        for tid in self.all_tids() {
+            let Some(i) = self.idx(tid) else { continue };
+            let action = plan
+                .threads
+                .iter()
+                .find(|(t, _)| *t == tid as Tid)
+                .map(|(_, a)| *a)
+                .or(plan.default)
+                .unwrap_or(ResumeAction::Stop);
+            let t = &mut self.threads[i];
+            t.action = action;
+            // A breakpoint stop whose breakpoint is gone is stale: the pc
+            // was rewound, so the instruction simply runs again.
+            if let Some(PendingStop {
+                kind: StopKind::SwBreak,
+                ..
+            }) = t.pending
+            {
+                let pc = t.regs.pc(t.tid).unwrap_or(0);
+                if !self.bps.contains(pc) {
+                    tracing::debug!(target: "native", "discarding stale breakpoint stop of {}", t.tid);
+                    t.pending = None;
+                }
+            }
+        }
+        let resumed: Vec<usize> = (0..self.threads.len())
+            .filter(|i| self.threads[*i].action != ResumeAction::Stop)
+            .collect();
+        if resumed.is_empty() {
+            return Err(TargetError::Invalid(
+                "resume plan leaves every thread stopped".into(),
+            ));
+        }
+        if resumed.iter().any(|i| self.threads[*i].pending.is_some()) {
+            // Report a stored stop without running anything.
+            self.state = State::Stopping;
+            raise_sigchld();
+            return Ok(());
+        }
+        self.state = State::Running;
+        for i in resumed {
+            self.run_thread(i);
+        }
+        Ok(())
+    }
+
+    fn interrupt(&mut self) -> TargetResult<()> {
+        match self.state {
+            State::Gone => return Err(TargetError::Gone(self.pid as Tid)),
+            State::Stopped | State::Stopping => return Ok(()),
+            State::Running => {}
+        }
+        let pid = self.pid;
+        let pick = self
+            .threads
+            .iter()
+            .position(|t| t.running && t.tid == pid && !procfs::is_zombie(pid as Pid, pid as Tid))
+            .or_else(|| self.threads.iter().position(|t| t.running));
+        let Some(i) = pick else { return Ok(()) };
+        let t = &mut self.threads[i];
+        t.interrupt = true;
+        if !t.sigstop_expected {
+            ptrace::tgkill(pid, t.tid, SIGSTOP).map_err(|e| terr("interrupt", t.tid, e))?;
+            t.sigstop_expected = true;
+        }
+        Ok(())
+    }
+
+    fn process_events(&mut self) -> TargetResult<Option<StopEvent>> {
+        if let Some(ev) = self.ready.pop_front() {
+            return Ok(Some(ev));
+        }
+        if matches!(self.state, State::Stopped | State::Gone) {
+            return Ok(None);
+        }
+        loop {
+            let mut progress = false;
+            for tid in self.all_tids() {
+                let Some(i) = self.idx(tid) else { continue };
+                if !self.threads[i].running {
+                    continue;
+                }
+                match ptrace::wait(tid, true) {
+                    Ok(None) => {}
+                    Ok(Some(st)) => {
+                        progress = true;
+                        if let Some(ev) = self.handle_status(tid, st) {
+                            return Ok(Some(ev));
+                        }
+                    }
+                    Err(Errno::ECHILD) => {
+                        progress = true;
+                        if tid == self.pid && self.threads.len() == 1 {
+                            return Ok(Some(self.process_gone(WaitStatus::Exited(0))));
+                        }
+                        self.threads.remove(i);
+                    }
+                    Err(e) => tracing::warn!(target: "native", "waitpid({tid}): {e}"),
+                }
+            }
+            if self.state == State::Running && self.threads.iter().any(|t| t.pending.is_some()) {
+                self.begin_stop();
+            }
+            if self.state == State::Stopping && self.threads.iter().all(|t| !t.running) {
+                return Ok(self.finalize());
+            }
+            if !progress {
+                return Ok(None);
+            }
+        }
+    }
+
+    fn kill(&mut self) -> TargetResult<()> {
+        if self.state == State::Gone {
+            return Ok(());
+        }
+        let _ = ptrace::kill(self.pid, libc::SIGKILL);
+        let mut leader_status = WaitStatus::Signaled(libc::SIGKILL);
+        // Non-leaders first: the leader's exit is only reported once every
+        // other traced thread has been reaped.
+        let mut order: Vec<&Thread> = self.threads.iter().collect();
+        order.sort_by_key(|t| t.tid == self.pid);
+        for t in order {
+            for _ in 0..64 {
+                match ptrace::wait(t.tid, false) {
+                    Ok(Some(st @ (WaitStatus::Exited(_) | WaitStatus::Signaled(_)))) => {
+                        if t.tid == self.pid {
+                            leader_status = st;
+                        }
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        self.threads.clear();
+        self.state = State::Gone;
+        let pid = self.pid as Pid;
+        let ev = match leader_status {
+            WaitStatus::Exited(code) => StopEvent::Exited { pid, code },
+            WaitStatus::Signaled(signal) => StopEvent::Terminated { pid, signal },
+            _ => StopEvent::Terminated {
+                pid,
+                signal: libc::SIGKILL,
+            },
+        };
+        self.ready.push_back(ev);
+        raise_sigchld();
+        Ok(())
+    }
+
+    fn detach(&mut self) -> TargetResult<()> {
+        if self.state == State::Gone {
+            return Ok(());
+        }
+        if self.state != State::Stopped {
+            if let Some(ev) = self.stop_all_blocking() {
+                self.ready.push_back(ev);
+                return Ok(());
+            }
+        }
+        self.bps.remove_all(&mut self.mem);
+        self.hw.clear();
+        for t in std::mem::take(&mut self.threads) {
+            let _ = ptrace::poke_user(t.tid, x86_64::DEBUGREG_OFFSET + 7 * 8, 0);
+            let mut deliver = match &t.pending {
+                Some(PendingStop {
+                    kind: StopKind::Signal,
+                    signal,
+                    ..
+                }) => Some(*signal),
+                _ => None,
+            }
+            .or(t.deliver);
+            if t.sigstop_expected {
+                // Flush our SIGSTOP, or the untraced process would stop.
+                for _ in 0..64 {
+                    if ptrace::cont(t.tid, deliver.take().unwrap_or(0)).is_err() {
+                        break;
+                    }
+                    match ptrace::wait(t.tid, false) {
+                        Ok(Some(WaitStatus::Stopped(SIGSTOP))) => break,
+                        Ok(Some(WaitStatus::Stopped(sig))) => deliver = Some(sig),
+                        Ok(Some(WaitStatus::Event(_) | WaitStatus::Syscall)) | Ok(None) => {}
+                        Ok(Some(WaitStatus::Exited(_) | WaitStatus::Signaled(_))) | Err(_) => break,
+                    }
+                }
+            }
+            if let Err(e) = ptrace::detach(t.tid, deliver.unwrap_or(0)) {
+                tracing::debug!(target: "native", "detach {}: {e}", t.tid);
+            }
+        }
+        self.state = State::Gone;
+        tracing::debug!(target: "native", "detached from {}", self.pid);
+        Ok(())
+    }
+
+    fn auxv(&mut self) -> TargetResult<Vec<u8>> {
+        std::fs::read(format!("/proc/{}/auxv", self.pid)).map_err(|e| TargetError::Errno {
+            what: "read auxv".into(),
+            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+        })
+    }
+
+    fn libraries_svr4_xml(&mut self) -> TargetResult<String> {
+        let auxv = self.auxv()?;
+        let mut read = |a: u64, n: usize| self.read_memory(a, n).ok().filter(|v| v.len() == n);
+        Ok(svr4::library_list(&mut read, &auxv))
+    }
+
+    fn exec_file(&self) -> Option<String> {
+        self.exe.clone()
+    }
+
+    fn siginfo(&mut self, tid: Tid) -> TargetResult<Vec<u8>> {
+        let i = self.stopped_idx(tid)?;
+        let t = &self.threads[i];
+        ptrace::get_siginfo(t.tid)
+            .map(|b| b.to_vec())
+            .map_err(|e| terr("siginfo", t.tid, e))
+    }
+
+    fn memory_region(&mut self, addr: u64) -> TargetResult<MemoryRegion> {
+        let text = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).map_err(|e| {
+            TargetError::Errno {
+                what: "read maps".into(),
+                errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+            }
+        })?;
+        Ok(procfs::region_for(&procfs::parse_maps(&text), addr))
+    }
+
+    fn process_info(&self) -> Option<ProcessInfo> {
+        procfs::process_info(self.pid as Pid)
+    }
+
+    fn set_pass_signals(&mut self, signals: &[i32]) {
+        self.pass = [false; 65];
+        for s in signals {
+            if let Some(p) = self.pass.get_mut(*s as usize) {
+                *p = true;
+            }
+        }
+        // Never pass what drives the debugger itself.
+        self.pass[0] = false;
+        self.pass[SIGSTOP as usize] = false;
+        self.pass[libc::SIGKILL as usize] = false;
+    }
+
+    fn thread_core(&self, tid: Tid) -> Option<u32> {
+        procfs::thread_core(self.pid as Pid, tid)
+    }
+
+    fn hw_watchpoint_slots(&self) -> u32 {
+        hwdebug::SLOTS as u32
+    }
+
+    fn set_report_forks(&mut self, on: bool) {
+        self.report_forks = on;
+    }
+
+    fn attached(&self) -> bool {
+        self.attached
+    }
+
+    /// Report `exec` as [`StopKind::Exec`] (the client negotiated
+    /// exec-events); otherwise an exec is followed silently.
+    fn set_report_exec(&mut self, on: bool) {
+        self.report_exec = on;
+    }
+
+    /// Insert a breakpoint the stub itself needs (reference counted,
+    /// shared with a client `Z0` at the same address).
+    fn insert_internal_breakpoint(&mut self, addr: u64) -> TargetResult<()> {
+        self.bps
+            .insert(&mut self.mem, addr, Owner::Internal)
+            .map_err(|e| TargetError::Errno {
+                what: format!("insert breakpoint at {addr:#x}"),
+                errno: e,
+            })
+    }
+
+    /// Drop one internal reference at `addr`.
+    fn remove_internal_breakpoint(&mut self, addr: u64) -> TargetResult<()> {
+        self.bps
+            .remove(&mut self.mem, addr, Owner::Internal)
+            .map_err(|e| TargetError::Errno {
+                what: format!("remove breakpoint at {addr:#x}"),
+                errno: e,
+            })
+    }
+
+    /// Whether the stub holds an internal breakpoint at `addr`.
+    fn is_internal_breakpoint(&self, addr: u64) -> bool {
+        self.bps.get(addr).is_some_and(|b| b.internal > 0)
+    }
+
+    /// Whether the client holds a breakpoint at `addr`.
+    fn is_client_breakpoint(&self, addr: u64) -> bool {
+        self.bps.get(addr).is_some_and(|b| b.client)
+    }
+
+    fn take_fork_child(&mut self, child: Pid) -> Option<Box<dyn Target>> {
+        let i = self
+            .fork_children
+            .iter()
+            .position(|c| c.pid as Pid == child)?;
+        Some(Box::new(self.fork_children.remove(i)))
+    }
+}
+
+impl Drop for LinuxProcess {
+    fn drop(&mut self) {
+        if self.state == State::Gone {
+            return;
+        }
+        let r = if self.attached {
+            self.detach()
+        } else {
+            self.kill()
+        };
+        if let Err(e) = r {
+            tracing::warn!(target: "native", "cleanup of {} on drop: {e}", self.pid);
+        }
+    }
+}

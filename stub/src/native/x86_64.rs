@@ -1,0 +1,682 @@
+//! x86-64 architecture code: the register table (gdb's amd64-linux layout),
+//! the mapping from table entries to kernel register sets, and packing.
+//!
+//! All architecture-specific register knowledge lives here so that an
+//! aarch64 module can follow with the same shape.
+//!
+//! Wire numbers follow the target description gdbserver sends for
+//! amd64 GNU/Linux: `org.gnu.gdb.i386.core` (0–39), `org.gnu.gdb.i386.sse`
+//! (40–56), `org.gnu.gdb.i386.linux` (`orig_rax` = 57, which gdb writes
+//! with `P39=ffffffffffffffff` on `run`), `org.gnu.gdb.i386.segments`
+//! (58–59) and `org.gnu.gdb.i386.avx` (`ymm0h`… from 60).
+
+use std::mem::offset_of;
+
+use nix::errno::Errno;
+
+use super::ptrace;
+use super::ptrace::RawTid;
+use crate::target::ArchInfo;
+use crate::target::RegisterInfo;
+
+/// Where a register lives in the kernel's register sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loc {
+    /// A 64-bit slot of `user_regs_struct` at this byte offset (32-bit
+    /// registers use its low half).
+    Gpr(usize),
+    /// Bytes of the 512-byte FXSAVE area (`PTRACE_GETFPREGS`).
+    Fx {
+        /// Byte offset.
+        off: usize,
+        /// Bytes stored there (zero-extended to the register size).
+        len: usize,
+    },
+    /// `fop`: 11 bits at FXSAVE offset 6.
+    Fop,
+    /// `ftag`: the full 16-bit tag word, rebuilt from the abridged one.
+    Ftag,
+    /// Upper 128 bits of `ymmN` from the XSAVE area.
+    YmmH(usize),
+}
+
+/// Offset of `ymm0h` in the standard-format XSAVE area.
+const XSAVE_YMMH_OFFSET: usize = 576;
+/// Offset of `XSTATE_BV` in the XSAVE header.
+const XSAVE_XSTATE_BV_OFFSET: usize = 512;
+/// `XSTATE_BV` bit for the AVX state component.
+const XSTATE_AVX: u64 = 1 << 2;
+/// Buffer size for `NT_X86_XSTATE` (large enough for AVX-512 + AMX tiles
+/// headers; the kernel truncates to what it has).
+const XSAVE_BUF: usize = 16384;
+
+/// Byte offset of `u_debugreg` in `struct user` (for PEEKUSER/POKEUSER).
+pub const DEBUGREG_OFFSET: usize = offset_of!(libc::user, u_debugreg);
+
+macro_rules! gpr {
+    ($f:ident) => {
+        Loc::Gpr(offset_of!(libc::user_regs_struct, $f))
+    };
+}
+
+/// The register table and the location of each entry, index-aligned.
+pub struct RegTable {
+    /// Client-visible descriptions.
+    pub infos: Vec<RegisterInfo>,
+    /// Location of each entry.
+    pub locs: Vec<Loc>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn push(
+    t: &mut RegTable,
+    name: &str,
+    bitsize: u32,
+    dwarf: Option<u32>,
+    generic: Option<&'static str>,
+    reg_type: &str,
+    feature: &str,
+    group: Option<&'static str>,
+    encoding: &'static str,
+    format: &'static str,
+    loc: Loc,
+) {
+    let regnum = t.infos.len() as u32;
+    t.infos.push(RegisterInfo {
+        name: name.to_string(),
+        bitsize,
+        regnum,
+        dwarf,
+        generic,
+        reg_type: reg_type.to_string(),
+        feature: feature.to_string(),
+        group,
+        in_g_packet: true,
+        encoding,
+        format,
+    });
+    t.locs.push(loc);
+}
+
+const CORE: &str = "org.gnu.gdb.i386.core";
+const SSE: &str = "org.gnu.gdb.i386.sse";
+const LINUX: &str = "org.gnu.gdb.i386.linux";
+const SEGMENTS: &str = "org.gnu.gdb.i386.segments";
+const AVX: &str = "org.gnu.gdb.i386.avx";
+
+/// Build the amd64-linux register table. `avx` adds `ymm0h`–`ymm15h`.
+pub fn register_table(avx: bool) -> RegTable {
+    let mut t = RegTable {
+        infos: Vec::new(),
+        locs: Vec::new(),
+    };
+    // (name, dwarf, generic, type, loc)
+    let gprs: [(&str, u32, Option<&'static str>, &str, Loc); 17] = [
+        ("rax", 0, None, "int64", gpr!(rax)),
+        ("rbx", 3, None, "int64", gpr!(rbx)),
+        ("rcx", 2, Some("arg4"), "int64", gpr!(rcx)),
+        ("rdx", 1, Some("arg3"), "int64", gpr!(rdx)),
+        ("rsi", 4, Some("arg2"), "int64", gpr!(rsi)),
+        ("rdi", 5, Some("arg1"), "int64", gpr!(rdi)),
+        ("rbp", 6, Some("fp"), "data_ptr", gpr!(rbp)),
+        ("rsp", 7, Some("sp"), "data_ptr", gpr!(rsp)),
+        ("r8", 8, Some("arg5"), "int64", gpr!(r8)),
+        ("r9", 9, Some("arg6"), "int64", gpr!(r9)),
+        ("r10", 10, None, "int64", gpr!(r10)),
+        ("r11", 11, None, "int64", gpr!(r11)),
+        ("r12", 12, None, "int64", gpr!(r12)),
+        ("r13", 13, None, "int64", gpr!(r13)),
+        ("r14", 14, None, "int64", gpr!(r14)),
+        ("r15", 15, None, "int64", gpr!(r15)),
+        ("rip", 16, Some("pc"), "code_ptr", gpr!(rip)),
+    ];
+    for (name, dwarf, generic, ty, loc) in gprs {
+        push(
+            &mut t,
+            name,
+            64,
+            Some(dwarf),
+            generic,
+            ty,
+            CORE,
+            Some("general"),
+            "uint",
+            "hex",
+            loc,
+        );
+    }
+    push(
+        &mut t,
+        "eflags",
+        32,
+        Some(49),
+        Some("flags"),
+        "i386_eflags",
+        CORE,
+        Some("general"),
+        "uint",
+        "hex",
+        gpr!(eflags),
+    );
+    let segs: [(&str, u32, Loc); 6] = [
+        ("cs", 51, gpr!(cs)),
+        ("ss", 52, gpr!(ss)),
+        ("ds", 53, gpr!(ds)),
+        ("es", 50, gpr!(es)),
+        ("fs", 54, gpr!(fs)),
+        ("gs", 55, gpr!(gs)),
+    ];
+    for (name, dwarf, loc) in segs {
+        push(
+            &mut t,
+            name,
+            32,
+            Some(dwarf),
+            None,
+            "int32",
+            CORE,
+            Some("general"),
+            "uint",
+            "hex",
+            loc,
+        );
+    }
+    for i in 0..8u32 {
+        let loc = Loc::Fx {
+            off: 32 + 16 * i as usize,
+            len: 10,
+        };
+        push(
+            &mut t,
+            &format!("st{i}"),
+            80,
+            Some(33 + i),
+            None,
+            "i387_ext",
+            CORE,
+            Some("float"),
+            "vector",
+            "vector-uint8",
+            loc,
+        );
+    }
+    let fpctl: [(&str, Option<u32>, Loc); 8] = [
+        ("fctrl", Some(65), Loc::Fx { off: 0, len: 2 }),
+        ("fstat", Some(66), Loc::Fx { off: 2, len: 2 }),
+        ("ftag", None, Loc::Ftag),
+        ("fiseg", None, Loc::Fx { off: 12, len: 2 }),
+        ("fioff", None, Loc::Fx { off: 8, len: 4 }),
+        ("foseg", None, Loc::Fx { off: 20, len: 2 }),
+        ("fooff", None, Loc::Fx { off: 16, len: 4 }),
+        ("fop", None, Loc::Fop),
+    ];
+    for (name, dwarf, loc) in fpctl {
+        push(
+            &mut t,
+            name,
+            32,
+            dwarf,
+            None,
+            "int",
+            CORE,
+            Some("float"),
+            "uint",
+            "hex",
+            loc,
+        );
+    }
+    for i in 0..16u32 {
+        let loc = Loc::Fx {
+            off: 160 + 16 * i as usize,
+            len: 16,
+        };
+        push(
+            &mut t,
+            &format!("xmm{i}"),
+            128,
+            Some(17 + i),
+            None,
+            "vec128",
+            SSE,
+            Some("vector"),
+            "vector",
+            "vector-uint8",
+            loc,
+        );
+    }
+    push(
+        &mut t,
+        "mxcsr",
+        32,
+        Some(64),
+        None,
+        "i386_mxcsr",
+        SSE,
+        Some("vector"),
+        "uint",
+        "hex",
+        Loc::Fx { off: 24, len: 4 },
+    );
+    push(
+        &mut t,
+        "orig_rax",
+        64,
+        None,
+        None,
+        "int",
+        LINUX,
+        Some("system"),
+        "sint",
+        "hex",
+        gpr!(orig_rax),
+    );
+    push(
+        &mut t,
+        "fs_base",
+        64,
+        Some(58),
+        None,
+        "int",
+        SEGMENTS,
+        Some("system"),
+        "uint",
+        "hex",
+        gpr!(fs_base),
+    );
+    push(
+        &mut t,
+        "gs_base",
+        64,
+        Some(59),
+        None,
+        "int",
+        SEGMENTS,
+        Some("system"),
+        "uint",
+        "hex",
+        gpr!(gs_base),
+    );
+    if avx {
+        for i in 0..16 {
+            push(
+                &mut t,
+                &format!("ymm{i}h"),
+                128,
+                None,
+                None,
+                "uint128",
+                AVX,
+                Some("vector"),
+                "vector",
+                "vector-uint8",
+                Loc::YmmH(i),
+            );
+        }
+    }
+    t
+}
+
+/// Whether the CPU has AVX state (and therefore `ymmNh` registers).
+pub fn has_avx() -> bool {
+    std::arch::is_x86_feature_detected!("avx")
+}
+
+/// XML types the i386 features reference (`vec128`, `i386_eflags`,
+/// `i386_mxcsr`). gdb looks types up per feature, so the session should
+/// emit this block inside every `<feature>` that uses them (core and
+/// sse) — repeating it is harmless.
+pub const XML_TYPES: &str = concat!(
+    r#"<vector id="v8bf16" type="bfloat16" count="8"/>"#,
+    r#"<vector id="v4f" type="ieee_single" count="4"/>"#,
+    r#"<vector id="v2d" type="ieee_double" count="2"/>"#,
+    r#"<vector id="v16i8" type="int8" count="16"/>"#,
+    r#"<vector id="v8i16" type="int16" count="8"/>"#,
+    r#"<vector id="v4i32" type="int32" count="4"/>"#,
+    r#"<vector id="v2i64" type="int64" count="2"/>"#,
+    r#"<union id="vec128"><field name="v8_bfloat16" type="v8bf16"/><field name="v4_float" type="v4f"/>"#,
+    r#"<field name="v2_double" type="v2d"/><field name="v16_int8" type="v16i8"/>"#,
+    r#"<field name="v8_int16" type="v8i16"/><field name="v4_int32" type="v4i32"/>"#,
+    r#"<field name="v2_int64" type="v2i64"/><field name="uint128" type="uint128"/></union>"#,
+    r#"<flags id="i386_eflags" size="4"><field name="CF" start="0" end="0"/><field name="" start="1" end="1"/>"#,
+    r#"<field name="PF" start="2" end="2"/><field name="AF" start="4" end="4"/><field name="ZF" start="6" end="6"/>"#,
+    r#"<field name="SF" start="7" end="7"/><field name="TF" start="8" end="8"/><field name="IF" start="9" end="9"/>"#,
+    r#"<field name="DF" start="10" end="10"/><field name="OF" start="11" end="11"/><field name="NT" start="14" end="14"/>"#,
+    r#"<field name="RF" start="16" end="16"/><field name="VM" start="17" end="17"/><field name="AC" start="18" end="18"/>"#,
+    r#"<field name="VIF" start="19" end="19"/><field name="VIP" start="20" end="20"/><field name="ID" start="21" end="21"/></flags>"#,
+    r#"<flags id="i386_mxcsr" size="4"><field name="IE" start="0" end="0"/><field name="DE" start="1" end="1"/>"#,
+    r#"<field name="ZE" start="2" end="2"/><field name="OE" start="3" end="3"/><field name="UE" start="4" end="4"/>"#,
+    r#"<field name="PE" start="5" end="5"/><field name="DAZ" start="6" end="6"/><field name="IM" start="7" end="7"/>"#,
+    r#"<field name="DM" start="8" end="8"/><field name="ZM" start="9" end="9"/><field name="OM" start="10" end="10"/>"#,
+    r#"<field name="UM" start="11" end="11"/><field name="PM" start="12" end="12"/><field name="FZ" start="15" end="15"/></flags>"#,
+);
+
+/// Architecture facts for x86-64 Linux.
+pub fn arch_info() -> ArchInfo {
+    ArchInfo {
+        triple: "x86_64-pc-linux-gnu".to_string(),
+        gdb_arch: "i386:x86-64".to_string(),
+        osabi: Some("GNU/Linux".to_string()),
+        ptr_size: 8,
+        xml_types: XML_TYPES.to_string(),
+    }
+}
+
+/// Per-thread cache of the kernel register sets, valid while the thread
+/// stays stopped. Each set is fetched at most once; writes go through.
+#[derive(Default)]
+pub struct RegCache {
+    gpr: Option<libc::user_regs_struct>,
+    fp: Option<[u8; 512]>,
+    xstate: Option<Vec<u8>>,
+}
+
+fn gpr_bytes(r: &libc::user_regs_struct) -> &[u8] {
+    // SAFETY: user_regs_struct is a repr(C) struct of u64s without padding;
+    // viewing it as bytes is sound for its whole size.
+    unsafe {
+        std::slice::from_raw_parts(
+            r as *const _ as *const u8,
+            std::mem::size_of::<libc::user_regs_struct>(),
+        )
+    }
+}
+
+fn gpr_bytes_mut(r: &mut libc::user_regs_struct) -> &mut [u8] {
+    // SAFETY: as in `gpr_bytes`; any byte pattern is a valid u64.
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            r as *mut _ as *mut u8,
+            std::mem::size_of::<libc::user_regs_struct>(),
+        )
+    }
+}
+
+/// Full 16-bit x87 tag word from the FXSAVE abridged tag (gdb's
+/// `i387_supply_fxsave` rule): 0 valid, 1 zero, 2 special, 3 empty.
+fn full_tag(fx: &[u8; 512]) -> u16 {
+    let fstat = u16::from_le_bytes([fx[2], fx[3]]);
+    let abridged = fx[4];
+    let top = ((fstat >> 11) & 7) as usize;
+    let mut tag = 0u16;
+    for phys in 0..8usize {
+        let val = if abridged & (1 << phys) != 0 {
+            let st = (phys + 8 - top) & 7;
+            let raw = &fx[32 + 16 * st..32 + 16 * st + 10];
+            let exponent = (u16::from(raw[9] & 0x7f) << 8) | u16::from(raw[8]);
+            let integer = raw[7] & 0x80 != 0;
+            let fraction_zero = raw[..7].iter().all(|b| *b == 0) && raw[7] & 0x7f == 0;
+            if exponent == 0x7fff {
+                2
+            } else if exponent == 0 {
+                if fraction_zero && !integer {
+                    1
+                } else {
+                    2
+                }
+            } else if integer {
+                0
+            } else {
+                2
+            }
+        } else {
+            3
+        };
+        tag |= val << (2 * phys);
+    }
+    tag
+}
+
+/// Abridged tag from a full tag word: a register is valid unless tagged 3.
+fn abridged_tag(full: u16) -> u8 {
+    let mut ab = 0u8;
+    for phys in 0..8 {
+        if (full >> (2 * phys)) & 3 != 3 {
+            ab |= 1 << phys;
+        }
+    }
+    ab
+}
+
+impl RegCache {
+    /// Forget everything (the thread is about to run).
+    pub fn invalidate(&mut self) {
+        *self = RegCache::default();
+    }
+
+    /// General-purpose registers.
+    pub fn gpr(&mut self, tid: RawTid) -> Result<&mut libc::user_regs_struct, Errno> {
+        if self.gpr.is_none() {
+            self.gpr = Some(ptrace::get_regs(tid)?);
+        }
+        self.gpr.as_mut().ok_or(Errno::EIO)
+    }
+
+    fn fp(&mut self, tid: RawTid) -> Result<&mut [u8; 512], Errno> {
+        if self.fp.is_none() {
+            self.fp = Some(ptrace::get_fpregs(tid)?);
+        }
+        self.fp.as_mut().ok_or(Errno::EIO)
+    }
+
+    fn xstate(&mut self, tid: RawTid) -> Result<&mut Vec<u8>, Errno> {
+        if self.xstate.is_none() {
+            let mut buf = vec![0u8; XSAVE_BUF];
+            let n = ptrace::get_regset(tid, ptrace::NT_X86_XSTATE, &mut buf)?;
+            buf.truncate(n);
+            self.xstate = Some(buf);
+        }
+        self.xstate.as_mut().ok_or(Errno::EIO)
+    }
+
+    /// Program counter.
+    pub fn pc(&mut self, tid: RawTid) -> Result<u64, Errno> {
+        Ok(self.gpr(tid)?.rip)
+    }
+
+    /// Set the program counter (written through).
+    pub fn set_pc(&mut self, tid: RawTid, pc: u64) -> Result<(), Errno> {
+        let regs = self.gpr(tid)?;
+        regs.rip = pc;
+        let copy = *regs;
+        ptrace::set_regs(tid, &copy)
+    }
+
+    /// Read one register as `size` little-endian bytes into `out`.
+    pub fn read(
+        &mut self,
+        tid: RawTid,
+        loc: Loc,
+        size: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Errno> {
+        let start = out.len();
+        match loc {
+            Loc::Gpr(off) => {
+                let regs = self.gpr(tid)?;
+                let bytes = gpr_bytes(regs);
+                out.extend_from_slice(&bytes[off..off + size.min(8)]);
+            }
+            Loc::Fx { off, len } => {
+                let fx = self.fp(tid)?;
+                out.extend_from_slice(&fx[off..off + len.min(size)]);
+            }
+            Loc::Fop => {
+                let fx = self.fp(tid)?;
+                let v = u16::from_le_bytes([fx[6], fx[7]]) & 0x7ff;
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            Loc::Ftag => {
+                let fx = self.fp(tid)?;
+                out.extend_from_slice(&full_tag(fx).to_le_bytes());
+            }
+            Loc::YmmH(i) => {
+                let xs = self.xstate(tid)?;
+                let off = XSAVE_YMMH_OFFSET + 16 * i;
+                let bv = xs
+                    .get(XSAVE_XSTATE_BV_OFFSET..XSAVE_XSTATE_BV_OFFSET + 8)
+                    .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                    .unwrap_or(0);
+                match xs.get(off..off + 16) {
+                    Some(b) if bv & XSTATE_AVX != 0 => out.extend_from_slice(b),
+                    _ => out.extend_from_slice(&[0u8; 16]),
+                }
+            }
+        }
+        out.resize(start + size, 0);
+        Ok(())
+    }
+
+    /// Write one register (read-modify-write of its register set).
+    pub fn write(&mut self, tid: RawTid, loc: Loc, value: &[u8]) -> Result<(), Errno> {
+        match loc {
+            Loc::Gpr(off) => {
+                let regs = self.gpr(tid)?;
+                let mut slot = [0u8; 8];
+                let n = value.len().min(8);
+                slot[..n].copy_from_slice(&value[..n]);
+                gpr_bytes_mut(regs)[off..off + 8].copy_from_slice(&slot);
+                let copy = *regs;
+                ptrace::set_regs(tid, &copy)
+            }
+            Loc::Fx { off, len } => {
+                let fx = self.fp(tid)?;
+                let n = value.len().min(len);
+                fx[off..off + len].fill(0);
+                fx[off..off + n].copy_from_slice(&value[..n]);
+                let copy = *fx;
+                self.xstate = None;
+                ptrace::set_fpregs(tid, &copy)
+            }
+            Loc::Fop => {
+                let fx = self.fp(tid)?;
+                let v = u16::from_le_bytes([
+                    value.first().copied().unwrap_or(0),
+                    value.get(1).copied().unwrap_or(0),
+                ]) & 0x7ff;
+                fx[6..8].copy_from_slice(&v.to_le_bytes());
+                let copy = *fx;
+                self.xstate = None;
+                ptrace::set_fpregs(tid, &copy)
+            }
+            Loc::Ftag => {
+                let fx = self.fp(tid)?;
+                let v = u16::from_le_bytes([
+                    value.first().copied().unwrap_or(0),
+                    value.get(1).copied().unwrap_or(0),
+                ]);
+                fx[4] = abridged_tag(v);
+                let copy = *fx;
+                self.xstate = None;
+                ptrace::set_fpregs(tid, &copy)
+            }
+            Loc::YmmH(i) => {
+                let xs = self.xstate(tid)?;
+                let off = XSAVE_YMMH_OFFSET + 16 * i;
+                if xs.len() < off + 16 || xs.len() < XSAVE_XSTATE_BV_OFFSET + 8 {
+                    return Err(Errno::EIO);
+                }
+                let mut bv_bytes = [0u8; 8];
+                bv_bytes.copy_from_slice(&xs[XSAVE_XSTATE_BV_OFFSET..XSAVE_XSTATE_BV_OFFSET + 8]);
+                let bv = u64::from_le_bytes(bv_bytes);
+                if bv & XSTATE_AVX == 0 {
+                    // The component was in its init state: make it explicit
+                    // so the other halves read back as zero, not stale data.
+                    for j in 0..16 {
+                        let o = XSAVE_YMMH_OFFSET + 16 * j;
+                        xs[o..o + 16].fill(0);
+                    }
+                }
+                xs[XSAVE_XSTATE_BV_OFFSET..XSAVE_XSTATE_BV_OFFSET + 8]
+                    .copy_from_slice(&(bv | XSTATE_AVX).to_le_bytes());
+                let n = value.len().min(16);
+                xs[off..off + 16].fill(0);
+                xs[off..off + n].copy_from_slice(&value[..n]);
+                let r = ptrace::set_regset(tid, ptrace::NT_X86_XSTATE, xs);
+                self.fp = None;
+                r
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn table_layout_matches_gdb_amd64_linux() {
+        let t = register_table(true);
+        assert_eq!(t.infos.len(), t.locs.len());
+        let names: Vec<&str> = t.infos.iter().map(|r| r.name.as_str()).collect();
+        for (i, r) in t.infos.iter().enumerate() {
+            assert_eq!(r.regnum as usize, i, "regnums are dense and in order");
+        }
+        let find = |n: &str| names.iter().position(|x| *x == n).unwrap();
+        assert_eq!(find("rax"), 0);
+        assert_eq!(find("rip"), 16);
+        assert_eq!(find("eflags"), 17);
+        assert_eq!(find("cs"), 18);
+        assert_eq!(find("gs"), 23);
+        assert_eq!(find("st0"), 24);
+        assert_eq!(find("fctrl"), 32);
+        assert_eq!(find("fop"), 39);
+        assert_eq!(find("xmm0"), 40);
+        assert_eq!(find("mxcsr"), 56);
+        assert_eq!(find("orig_rax"), 57);
+        assert_eq!(find("fs_base"), 58);
+        assert_eq!(find("gs_base"), 59);
+        assert_eq!(find("ymm0h"), 60);
+        assert_eq!(find("ymm15h"), 75);
+        let uniq: HashSet<&str> = names.iter().copied().collect();
+        assert_eq!(uniq.len(), names.len());
+        let dwarfs: Vec<u32> = t.infos.iter().filter_map(|r| r.dwarf).collect();
+        let uniq_dwarf: HashSet<u32> = dwarfs.iter().copied().collect();
+        assert_eq!(uniq_dwarf.len(), dwarfs.len());
+        assert_eq!(t.infos[find("rdx")].dwarf, Some(1));
+        assert_eq!(t.infos[find("xmm0")].dwarf, Some(17));
+        assert_eq!(t.infos[find("st0")].dwarf, Some(33));
+        // Features appear in one contiguous run each, in gdbserver's order.
+        let mut order: Vec<&str> = Vec::new();
+        for r in &t.infos {
+            if order.last() != Some(&r.feature.as_str()) {
+                order.push(&r.feature);
+            }
+        }
+        assert_eq!(order, [CORE, SSE, LINUX, SEGMENTS, AVX]);
+        for (r, l) in t.infos.iter().zip(&t.locs) {
+            assert_eq!(r.bitsize % 8, 0);
+            match l {
+                Loc::Gpr(off) => assert!(off + 8 <= std::mem::size_of::<libc::user_regs_struct>()),
+                Loc::Fx { off, len } => assert!(off + len <= 512 && *len as u32 * 8 <= r.bitsize),
+                _ => {}
+            }
+        }
+        for g in ["pc", "sp", "fp", "flags", "arg1", "arg6"] {
+            assert_eq!(
+                t.infos.iter().filter(|r| r.generic == Some(g)).count(),
+                1,
+                "{g}"
+            );
+        }
+        assert_eq!(register_table(false).infos.len(), 60);
+        assert_eq!(DEBUGREG_OFFSET, 848);
+    }
+
+    #[test]
+    fn tag_word_round_trip() {
+        let mut fx = [0u8; 512];
+        // Empty stack: abridged 0 -> all empty.
+        assert_eq!(full_tag(&fx), 0xffff);
+        // st0 = 1.0 (exponent 0x3fff, integer bit), top = 7 -> physical 7.
+        fx[2..4].copy_from_slice(&(7u16 << 11).to_le_bytes());
+        fx[4] = 1 << 7;
+        fx[32 + 7] = 0x80;
+        fx[32 + 8] = 0xff;
+        fx[32 + 9] = 0x3f;
+        let tag = full_tag(&fx);
+        assert_eq!(tag, 0x3fff);
+        assert_eq!(abridged_tag(tag), 1 << 7);
+    }
+}

@@ -1,0 +1,369 @@
+//! Stop replies (`T`, `W`, `X`), built in exactly one place from a typed
+//! [`StopEvent`] plus a snapshot of the registers and threads taken at the
+//! moment of the stop.
+//!
+//! ```text
+//! T AA [key:value;]…     W AA[;process:pid]     X AA[;process:pid]
+//! ```
+//! Keys emitted (see research/client-traces.md §6):
+//! - always: `thread:`, expedited registers `NN:value;` (pc, sp, fp);
+//! - gdb: `swbreak:;`/`hwbreak:;` when negotiated, `watch:`/`rwatch:`/
+//!   `awatch:<addr>`, `fork:`/`vfork:`/`vforkdone:`/`exec:` when negotiated,
+//!   `core:`;
+//! - lldb (`QListThreadsInStopReply`): `name:`, `threads:`, `thread-pcs:`
+//!   and `reason:` (`breakpoint`, `trace`, `watchpoint`, `signal`, …).
+//!
+//! The session stores the bytes in its stop journal; `?` and
+//! `qThreadStopInfo` replay them verbatim.
+
+use std::fmt::Write as _;
+
+use super::reply::push_hex_u8;
+use super::signals::linux_to_gdb;
+use crate::stop::StopEvent;
+use crate::stop::StopKind;
+use crate::target::Pid;
+use crate::target::Tid;
+use crate::wire::hex;
+
+/// What the client negotiated that changes stop replies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StopReplyOptions {
+    /// `multiprocess+`: `p<pid>.<tid>` ids and `;process:` on W/X.
+    pub multiprocess: bool,
+    /// Linux signal numbers (lldb with `native-signals+`).
+    pub native_signals: bool,
+    /// `swbreak+`
+    pub swbreak: bool,
+    /// `hwbreak+`
+    pub hwbreak: bool,
+    /// `fork-events+`
+    pub fork_events: bool,
+    /// `vfork-events+`
+    pub vfork_events: bool,
+    /// `exec-events+`
+    pub exec_events: bool,
+    /// lldb `QListThreadsInStopReply` (also turns on `name:`/`reason:`).
+    pub list_threads: bool,
+    /// Interrupts are reported as SIGINT (gdb) instead of SIGSTOP (lldb).
+    pub interrupt_as_sigint: bool,
+}
+
+/// State of one thread at the stop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadSnapshot {
+    /// Thread id.
+    pub tid: Tid,
+    /// Program counter.
+    pub pc: u64,
+}
+
+/// Everything a stop reply needs, captured when the stop happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopSnapshot {
+    /// The event.
+    pub event: StopEvent,
+    /// Expedited registers of the reporting thread: (regnum, bytes).
+    pub expedited: Vec<(u32, Vec<u8>)>,
+    /// All threads with their PCs (lldb `threads:`/`thread-pcs:`).
+    pub threads: Vec<ThreadSnapshot>,
+    /// Reporting thread's name.
+    pub thread_name: Option<String>,
+    /// Core the reporting thread ran on.
+    pub core: Option<u32>,
+}
+
+/// Format a thread id the way the client negotiated.
+pub fn thread_id(out: &mut Vec<u8>, pid: Pid, tid: Tid, multiprocess: bool) {
+    if multiprocess {
+        let _ = write!(Buf(out), "p{pid:x}.{tid:x}");
+    } else {
+        let _ = write!(Buf(out), "{tid:x}");
+    }
+}
+
+struct Buf<'a>(&'a mut Vec<u8>);
+impl std::fmt::Write for Buf<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+fn wire_signal(sig: i32, o: &StopReplyOptions) -> u8 {
+    if o.native_signals {
+        u8::try_from(sig).unwrap_or(0)
+    } else {
+        linux_to_gdb(sig)
+    }
+}
+
+/// Build the stop reply payload for `snap`.
+pub fn build(snap: &StopSnapshot, o: &StopReplyOptions) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    match &snap.event {
+        StopEvent::Exited { pid, code } => {
+            out.push(b'W');
+            push_hex_u8(&mut out, (*code & 0xff) as u8);
+            if o.multiprocess {
+                let _ = write!(Buf(&mut out), ";process:{pid:x}");
+            }
+        }
+        StopEvent::Terminated { pid, signal } => {
+            out.push(b'X');
+            push_hex_u8(&mut out, wire_signal(*signal, o));
+            if o.multiprocess {
+                let _ = write!(Buf(&mut out), ";process:{pid:x}");
+            }
+        }
+        StopEvent::Stopped {
+            pid,
+            tid,
+            signal,
+            kind,
+        } => build_t(&mut out, snap, o, *pid, *tid, *signal, kind),
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_t(
+    out: &mut Vec<u8>,
+    snap: &StopSnapshot,
+    o: &StopReplyOptions,
+    pid: Pid,
+    tid: Tid,
+    signal: i32,
+    kind: &StopKind,
+) {
+    let signal = match kind {
+        StopKind::Interrupt if o.interrupt_as_sigint => libc::SIGINT,
+        StopKind::Interrupt => libc::SIGSTOP,
+        StopKind::Initial if signal == 0 && o.list_threads => libc::SIGSTOP,
+        _ => signal,
+    };
+    out.push(b'T');
+    push_hex_u8(out, wire_signal(signal, o));
+    out.extend_from_slice(b"thread:");
+    thread_id(out, pid, tid, o.multiprocess);
+    out.push(b';');
+    if o.list_threads {
+        if let Some(name) = &snap.thread_name {
+            // lldb-server sends the name hex-encoded when it has special
+            // characters; plain names are sent as is.
+            if name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
+                let _ = write!(Buf(out), "name:{name};");
+            } else {
+                out.extend_from_slice(b"hexname:");
+                hex::encode(name.as_bytes(), out);
+                out.push(b';');
+            }
+        }
+        out.extend_from_slice(b"threads:");
+        for (i, t) in snap.threads.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            let _ = write!(Buf(out), "{:x}", t.tid);
+        }
+        out.extend_from_slice(b";thread-pcs:");
+        for (i, t) in snap.threads.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            let _ = write!(Buf(out), "{:016x}", t.pc);
+        }
+        out.push(b';');
+    }
+    for (regnum, value) in &snap.expedited {
+        push_hex_u8(out, (*regnum & 0xff) as u8);
+        out.push(b':');
+        hex::encode(value, out);
+        out.push(b';');
+    }
+    let reason = match kind {
+        StopKind::SwBreak => {
+            if o.swbreak {
+                out.extend_from_slice(b"swbreak:;");
+            }
+            "breakpoint"
+        }
+        StopKind::HwBreak => {
+            if o.hwbreak {
+                out.extend_from_slice(b"hwbreak:;");
+            }
+            "breakpoint"
+        }
+        StopKind::Watch { addr }
+        | StopKind::ReadWatch { addr }
+        | StopKind::AccessWatch { addr } => {
+            let key = match kind {
+                StopKind::Watch { .. } => "watch",
+                StopKind::ReadWatch { .. } => "rwatch",
+                _ => "awatch",
+            };
+            let _ = write!(Buf(out), "{key}:{addr:x};");
+            if o.list_threads {
+                // lldb-server's form: "<addr> <index> <hit addr>", hex-encoded.
+                let desc = format!("{addr} 0 {}", u64::MAX);
+                out.extend_from_slice(b"description:");
+                hex::encode(desc.as_bytes(), out);
+                out.push(b';');
+            }
+            "watchpoint"
+        }
+        StopKind::Step => "trace",
+        StopKind::Fork {
+            child_pid,
+            child_tid,
+        } if o.fork_events => {
+            out.extend_from_slice(b"fork:");
+            thread_id(out, *child_pid, *child_tid, true);
+            out.push(b';');
+            "fork"
+        }
+        StopKind::VFork {
+            child_pid,
+            child_tid,
+        } if o.vfork_events => {
+            out.extend_from_slice(b"vfork:");
+            thread_id(out, *child_pid, *child_tid, true);
+            out.push(b';');
+            "vfork"
+        }
+        StopKind::VForkDone if o.vfork_events => {
+            out.extend_from_slice(b"vforkdone:;");
+            "vforkdone"
+        }
+        StopKind::Exec { path } if o.exec_events => {
+            out.extend_from_slice(b"exec:");
+            hex::encode(path.as_bytes(), out);
+            out.push(b';');
+            "exec"
+        }
+        _ => "signal",
+    };
+    if o.list_threads {
+        let _ = write!(Buf(out), "reason:{reason};");
+    } else if let Some(core) = snap.core {
+        let _ = write!(Buf(out), "core:{core:x};");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(kind: StopKind, signal: i32) -> StopSnapshot {
+        StopSnapshot {
+            event: StopEvent::Stopped {
+                pid: 0x10,
+                tid: 0x11,
+                signal,
+                kind,
+            },
+            expedited: vec![(6, vec![1, 0, 0, 0, 0, 0, 0, 0]), (0x10, vec![0xaa; 8])],
+            threads: vec![
+                ThreadSnapshot { tid: 0x10, pc: 1 },
+                ThreadSnapshot { tid: 0x11, pc: 2 },
+            ],
+            thread_name: Some("prog".into()),
+            core: Some(1),
+        }
+    }
+
+    #[test]
+    fn gdb_breakpoint() {
+        let o = StopReplyOptions {
+            multiprocess: true,
+            swbreak: true,
+            interrupt_as_sigint: true,
+            ..Default::default()
+        };
+        let r = build(&snap(StopKind::SwBreak, 5), &o);
+        assert_eq!(
+            String::from_utf8(r).unwrap(),
+            "T05thread:p10.11;06:0100000000000000;10:aaaaaaaaaaaaaaaa;swbreak:;core:1;"
+        );
+    }
+
+    #[test]
+    fn lldb_breakpoint() {
+        let o = StopReplyOptions {
+            native_signals: true,
+            list_threads: true,
+            ..Default::default()
+        };
+        let r = String::from_utf8(build(&snap(StopKind::SwBreak, 5), &o)).unwrap();
+        assert_eq!(
+            r,
+            "T05thread:11;name:prog;threads:10,11;thread-pcs:0000000000000001,0000000000000002;\
+             06:0100000000000000;10:aaaaaaaaaaaaaaaa;reason:breakpoint;"
+        );
+    }
+
+    #[test]
+    fn signals_and_interrupts() {
+        let gdb = StopReplyOptions {
+            interrupt_as_sigint: true,
+            ..Default::default()
+        };
+        let lldb = StopReplyOptions {
+            native_signals: true,
+            list_threads: true,
+            ..Default::default()
+        };
+        assert!(build(&snap(StopKind::Signal, 10), &gdb).starts_with(b"T1e"));
+        assert!(build(&snap(StopKind::Signal, 10), &lldb).starts_with(b"T0a"));
+        assert!(build(&snap(StopKind::Interrupt, 19), &gdb).starts_with(b"T02"));
+        assert!(build(&snap(StopKind::Interrupt, 19), &lldb).starts_with(b"T13"));
+        let w = build(
+            &StopSnapshot {
+                event: StopEvent::Terminated {
+                    pid: 0x4d,
+                    signal: 9,
+                },
+                ..snap(StopKind::Signal, 0)
+            },
+            &StopReplyOptions {
+                multiprocess: true,
+                ..gdb
+            },
+        );
+        assert_eq!(w, b"X09;process:4d");
+        let w = build(
+            &StopSnapshot {
+                event: StopEvent::Exited { pid: 0x4d, code: 3 },
+                ..snap(StopKind::Signal, 0)
+            },
+            &gdb,
+        );
+        assert_eq!(w, b"W03");
+    }
+
+    #[test]
+    fn watch_and_fork() {
+        let o = StopReplyOptions {
+            multiprocess: true,
+            fork_events: true,
+            ..Default::default()
+        };
+        let r = String::from_utf8(build(&snap(StopKind::Watch { addr: 0x4010 }, 5), &o)).unwrap();
+        assert!(r.contains("watch:4010;"), "{r}");
+        let r = String::from_utf8(build(
+            &snap(
+                StopKind::Fork {
+                    child_pid: 0x20,
+                    child_tid: 0x20,
+                },
+                5,
+            ),
+            &o,
+        ))
+        .unwrap();
+        assert!(r.contains("fork:p20.20;"), "{r}");
+    }
+}

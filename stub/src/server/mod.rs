@@ -1,0 +1,518 @@
+//! The server: one mio loop that owns every piece of debugger state.
+//!
+//! Registered fds: the listener, each client connection, and the
+//! process-wide SIGCHLD signalfd (ptrace stops of every tracee). The loop
+//! drains each readiness event to `WouldBlock` (mio's rules: events are
+//! hints, spurious wake-ups happen) and never sleeps or blocks.
+//!
+//! Listener policy (DESIGN §3.2): the first connection is the CPU session;
+//! any other connection while it is live is refused with a readable error
+//! reply to its first packet and closed; live sessions are untouched.
+
+pub mod transport;
+
+use std::collections::HashMap;
+use std::io;
+use std::io::ErrorKind;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use mio::unix::SourceFd;
+use mio::Events;
+use mio::Interest;
+use mio::Poll;
+use mio::Token;
+pub use transport::Conn;
+pub use transport::ListenAddr;
+pub use transport::Listener;
+
+use crate::native;
+use crate::native::LinuxProcess;
+use crate::packet::reply;
+use crate::session::LaunchDefaults;
+use crate::session::Session;
+use crate::session::SessionControl;
+use crate::stop::StopEvent;
+use crate::target::Pid;
+use crate::target::Target;
+use crate::wire::Encoder;
+use crate::wire::Framer;
+use crate::wire::WireEvent;
+
+const LISTENER: Token = Token(0);
+const SIGCHLD: Token = Token(1);
+const FIRST_CONN: usize = 16;
+
+/// How long the server lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lifetime {
+    /// Exit when the first session ends (gdbserver default).
+    #[default]
+    Once,
+    /// Keep serving new sessions (extended-remote, `--multi`).
+    Multi,
+}
+
+/// What to debug when the server starts.
+#[derive(Debug, Clone, Default)]
+pub enum Inferior {
+    /// Nothing yet (extended mode: the client uses vRun/vAttach).
+    #[default]
+    None,
+    /// Launch the program in `LaunchDefaults::program`.
+    Launch,
+    /// Attach to a pid.
+    Attach(Pid),
+}
+
+/// Server configuration (the builder's product).
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Listen address.
+    pub listen: ListenAddr,
+    /// Lifetime.
+    pub lifetime: Lifetime,
+    /// Initial inferior.
+    pub inferior: Inferior,
+    /// Launch settings.
+    pub launch: LaunchDefaults,
+}
+
+/// Builder for an embedded server.
+///
+/// ```no_run
+/// use stub::server::ServerBuilder;
+/// let server = ServerBuilder::new("127.0.0.1:0")
+///     .unwrap()
+///     .launch("/bin/true", &[])
+///     .build()
+///     .unwrap();
+/// eprintln!("listening on {}", server.local_address());
+/// server.run().unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct ServerBuilder {
+    cfg: ServerConfig,
+}
+
+impl ServerBuilder {
+    /// Start from a listen address (`HOST:PORT`, `:PORT`, `unix:PATH`, `-`).
+    pub fn new(listen: &str) -> Result<Self, String> {
+        Ok(ServerBuilder {
+            cfg: ServerConfig {
+                listen: ListenAddr::parse(listen)?,
+                lifetime: Lifetime::Once,
+                inferior: Inferior::None,
+                launch: LaunchDefaults::default(),
+            },
+        })
+    }
+
+    /// Launch `program args…` before accepting the client.
+    pub fn launch(mut self, program: &str, args: &[String]) -> Self {
+        self.cfg.launch.program = Some(program.into());
+        self.cfg.launch.args = args.to_vec();
+        self.cfg.inferior = Inferior::Launch;
+        self
+    }
+
+    /// Attach to `pid` before accepting the client.
+    pub fn attach(mut self, pid: Pid) -> Self {
+        self.cfg.inferior = Inferior::Attach(pid);
+        self
+    }
+
+    /// Keep serving after the first session (`--multi`).
+    pub fn multi(mut self, on: bool) -> Self {
+        self.cfg.lifetime = if on { Lifetime::Multi } else { Lifetime::Once };
+        self
+    }
+
+    /// Disable ASLR for launched programs.
+    pub fn disable_aslr(mut self, on: bool) -> Self {
+        self.cfg.launch.disable_aslr = on;
+        self
+    }
+
+    /// Bind, launch/attach, and return the ready server.
+    pub fn build(self) -> Result<Server, ServerError> {
+        Server::new(self.cfg)
+    }
+}
+
+/// Errors that stop the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// I/O on the listener or poll.
+    #[error("{what}: {source}")]
+    Io {
+        /// What we were doing.
+        what: String,
+        /// Cause.
+        source: io::Error,
+    },
+    /// Launch or attach failed.
+    #[error("{0}")]
+    Native(#[from] native::NativeError),
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ServerError {
+    let what = what.into();
+    move |source| ServerError::Io { what, source }
+}
+
+struct Client {
+    conn: Conn,
+    kind: ClientKind,
+    writable: bool,
+}
+
+enum ClientKind {
+    Session(Box<Session>),
+    /// Refused: answer the first packet with an error, then close.
+    Refused {
+        framer: Framer,
+        reason: String,
+        out: Vec<u8>,
+    },
+}
+
+/// A ready-to-run server.
+pub struct Server {
+    cfg: ServerConfig,
+    poll: Poll,
+    listener: Option<Listener>,
+    sigchld: native::SigchldFd,
+    clients: HashMap<Token, Client>,
+    next_token: usize,
+    next_session: u64,
+    cpu_session: Option<Token>,
+    initial: Option<(Box<dyn Target>, StopEvent)>,
+    served_one: bool,
+    exit_requested: bool,
+}
+
+impl Server {
+    fn new(cfg: ServerConfig) -> Result<Self, ServerError> {
+        native::block_sigchld()?;
+        let poll = Poll::new().map_err(io_err("creating poll"))?;
+        let sigchld = native::SigchldFd::new()?;
+        poll.registry()
+            .register(
+                &mut SourceFd(&sigchld.as_raw_fd()),
+                SIGCHLD,
+                Interest::READABLE,
+            )
+            .map_err(io_err("registering SIGCHLD fd"))?;
+        let initial: Option<(Box<dyn Target>, StopEvent)> = match &cfg.inferior {
+            Inferior::None => None,
+            Inferior::Launch => {
+                let program = cfg.launch.program.clone().unwrap_or_default();
+                let opts = cfg.launch.options(program, cfg.launch.args.clone());
+                let (p, stop) = LinuxProcess::launch(&opts)?;
+                Some((Box::new(p), stop))
+            }
+            Inferior::Attach(pid) => {
+                let (p, stop) = LinuxProcess::attach(*pid)?;
+                Some((Box::new(p), stop))
+            }
+        };
+        let stdio = cfg.listen == ListenAddr::Stdio;
+        let mut listener = if stdio {
+            None
+        } else {
+            Some(Listener::bind(&cfg.listen).map_err(io_err(format!("binding {:?}", cfg.listen)))?)
+        };
+        if let Some(l) = listener.as_mut() {
+            poll.registry()
+                .register(l.source(), LISTENER, Interest::READABLE)
+                .map_err(io_err("registering listener"))?;
+        }
+        let mut s = Server {
+            cfg,
+            poll,
+            listener,
+            sigchld,
+            clients: HashMap::new(),
+            next_token: FIRST_CONN,
+            next_session: 1,
+            cpu_session: None,
+            initial,
+            served_one: false,
+            exit_requested: false,
+        };
+        if stdio {
+            nix::fcntl::fcntl(
+                0,
+                nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+            )
+            .map_err(|e| ServerError::Io {
+                what: "stdin non-blocking".into(),
+                source: e.into(),
+            })?;
+            s.add_client(Conn::Stdio, "stdio".into())?;
+        }
+        Ok(s)
+    }
+
+    /// Where the server listens (`127.0.0.1:PORT`, `unix:PATH`, `stdio`).
+    pub fn local_address(&self) -> String {
+        self.listener
+            .as_ref()
+            .map(|l| l.describe())
+            .unwrap_or_else(|| "stdio".into())
+    }
+
+    /// Pid of the initially launched/attached process, if any.
+    pub fn initial_pid(&self) -> Option<Pid> {
+        self.initial.as_ref().map(|(t, _)| t.pid())
+    }
+
+    /// Run until the lifetime ends.
+    pub fn run(mut self) -> Result<(), ServerError> {
+        let mut events = Events::with_capacity(128);
+        loop {
+            match self.poll.poll(&mut events, None::<Duration>) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_err("poll")(e)),
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => self.accept_all()?,
+                    SIGCHLD => {
+                        self.sigchld.drain();
+                        let tokens: Vec<Token> = self.clients.keys().copied().collect();
+                        for t in tokens {
+                            if let Some(Client {
+                                kind: ClientKind::Session(s),
+                                ..
+                            }) = self.clients.get_mut(&t)
+                            {
+                                s.on_target_event();
+                            }
+                            self.flush(t);
+                        }
+                    }
+                    t => {
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.on_readable(t);
+                        }
+                        if ev.is_writable() {
+                            self.flush(t);
+                        }
+                    }
+                }
+            }
+            if self.should_exit() {
+                tracing::info!(target: "mux", "server exiting");
+                return Ok(());
+            }
+        }
+    }
+
+    fn should_exit(&self) -> bool {
+        if self.exit_requested {
+            return true;
+        }
+        self.cfg.lifetime == Lifetime::Once && self.served_one && self.cpu_session.is_none()
+    }
+
+    fn accept_all(&mut self) -> Result<(), ServerError> {
+        loop {
+            let Some(l) = self.listener.as_ref() else {
+                return Ok(());
+            };
+            match l.accept() {
+                Ok((conn, peer)) => self.add_client(conn, peer)?,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+                Err(e) => {
+                    tracing::warn!(target: "mux", "accept failed: {e}");
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn add_client(&mut self, conn: Conn, peer: String) -> Result<(), ServerError> {
+        let token = Token(self.next_token);
+        self.next_token += 1;
+        let kind = if self.cpu_session.is_none()
+            && !(self.served_one && self.cfg.lifetime == Lifetime::Once)
+        {
+            let id = self.next_session;
+            self.next_session += 1;
+            let mut s = Session::new(id, self.cfg.launch.clone());
+            if let Some((t, stop)) = self.initial.take() {
+                s.adopt(t, stop);
+            }
+            self.cpu_session = Some(token);
+            self.served_one = true;
+            tracing::info!(target: "mux", session = id, %peer, "accepted CPU session");
+            ClientKind::Session(Box::new(s))
+        } else {
+            let reason = "gdbmux: a debugger session is already active on this server; \
+                          only one CPU session is allowed (the connection was refused, the live session is untouched)"
+                .to_string();
+            tracing::warn!(target: "mux", %peer, "refused extra connection: {reason}");
+            ClientKind::Refused {
+                framer: Framer::new(4096),
+                reason,
+                out: Vec::new(),
+            }
+        };
+        let fd = conn.read_fd();
+        self.poll
+            .registry()
+            .register(&mut SourceFd(&fd), token, Interest::READABLE)
+            .map_err(io_err("registering connection"))?;
+        self.clients.insert(
+            token,
+            Client {
+                conn,
+                kind,
+                writable: false,
+            },
+        );
+        Ok(())
+    }
+
+    fn on_readable(&mut self, token: Token) {
+        let mut buf = [0u8; 64 * 1024];
+        let mut closed = false;
+        let mut control = SessionControl::Continue;
+        loop {
+            let Some(c) = self.clients.get_mut(&token) else {
+                return;
+            };
+            match c.conn.read(&mut buf) {
+                Ok(0) => {
+                    closed = true;
+                    break;
+                }
+                Ok(n) => {
+                    let data = buf.get(..n).unwrap_or_default();
+                    match &mut c.kind {
+                        ClientKind::Session(s) => {
+                            control = s.on_input(data);
+                            if control != SessionControl::Continue {
+                                break;
+                            }
+                        }
+                        ClientKind::Refused {
+                            framer,
+                            reason,
+                            out,
+                        } => {
+                            framer.push(data);
+                            while let Some(ev) = framer.next_event() {
+                                if let Some(r) = framer.take_replies() {
+                                    out.extend_from_slice(&r);
+                                }
+                                if let WireEvent::Packet(_) = ev {
+                                    let p = reply::error(0x01, reason, true);
+                                    Encoder::new().packet(&p, out);
+                                    control = SessionControl::Close;
+                                }
+                            }
+                            if control != SessionControl::Continue {
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::debug!(target: "mux", "read error: {e}");
+                    closed = true;
+                    break;
+                }
+            }
+        }
+        self.flush(token);
+        match control {
+            SessionControl::Continue => {}
+            SessionControl::Close => closed = true,
+            SessionControl::ExitServer => {
+                closed = true;
+                self.exit_requested = true;
+            }
+        }
+        if closed {
+            self.close(token);
+        }
+    }
+
+    fn flush(&mut self, token: Token) {
+        let Some(c) = self.clients.get_mut(&token) else {
+            return;
+        };
+        let out = match &mut c.kind {
+            ClientKind::Session(s) => s.pending_output(),
+            ClientKind::Refused { out, .. } => out,
+        };
+        let mut written = 0;
+        let mut failed = false;
+        while written < out.len() {
+            match c.conn.write(out.get(written..).unwrap_or_default()) {
+                Ok(0) => {
+                    failed = true;
+                    break;
+                }
+                Ok(n) => written += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::debug!(target: "mux", "write error: {e}");
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        out.drain(..written);
+        let want_write = !out.is_empty() && !failed;
+        if want_write != c.writable {
+            let fd = c.conn.read_fd();
+            let interest = if want_write {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if let Err(e) = self
+                .poll
+                .registry()
+                .reregister(&mut SourceFd(&fd), token, interest)
+            {
+                tracing::warn!(target: "mux", "reregister: {e}");
+            }
+            c.writable = want_write;
+        }
+        if failed {
+            self.close(token);
+        }
+    }
+
+    fn close(&mut self, token: Token) {
+        let Some(mut c) = self.clients.remove(&token) else {
+            return;
+        };
+        // Best effort: push out what is left (e.g. the refusal reply).
+        let out = match &mut c.kind {
+            ClientKind::Session(s) => std::mem::take(s.pending_output()),
+            ClientKind::Refused { out, .. } => std::mem::take(out),
+        };
+        if !out.is_empty() {
+            let _ = c.conn.write(&out);
+        }
+        let fd = c.conn.read_fd();
+        let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+        if let ClientKind::Session(mut s) = c.kind {
+            tracing::info!(target: "mux", session = s.id(), "session closed");
+            s.on_disconnect();
+        }
+        if self.cpu_session == Some(token) {
+            self.cpu_session = None;
+        }
+    }
+}

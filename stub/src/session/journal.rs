@@ -1,0 +1,120 @@
+//! The stop journal: what the last stop was, captured at the moment it
+//! happened, and rendered into reply bytes at most once per negotiated
+//! option set. `?`, `qThreadStopInfo` and the vRun/vAttach replies read it;
+//! reading never touches a target, never drains events and never delivers
+//! an action, so N replays give N identical byte strings.
+
+use std::collections::BTreeMap;
+
+use crate::packet::stop_reply;
+use crate::packet::stop_reply::StopReplyOptions;
+use crate::packet::stop_reply::StopSnapshot;
+use crate::stop::StopEvent;
+use crate::stop::StopKind;
+use crate::target::Tid;
+
+#[derive(Debug, Clone)]
+struct Rendered {
+    opts: StopReplyOptions,
+    bytes: Vec<u8>,
+}
+
+/// The last stop of a session.
+#[derive(Debug, Clone, Default)]
+pub struct Journal {
+    primary: Option<StopSnapshot>,
+    others: BTreeMap<Tid, StopSnapshot>,
+    rendered: Option<Rendered>,
+}
+
+impl Journal {
+    /// Record a new stop (replaces the previous one).
+    pub fn record(&mut self, primary: StopSnapshot, others: BTreeMap<Tid, StopSnapshot>) {
+        self.primary = Some(primary);
+        self.others = others;
+        self.rendered = None;
+    }
+
+    /// Forget everything (no process).
+    pub fn clear(&mut self) {
+        *self = Journal::default();
+    }
+
+    /// The recorded event, if any.
+    pub fn event(&self) -> Option<&StopEvent> {
+        self.primary.as_ref().map(|s| &s.event)
+    }
+
+    /// Reply bytes for `?` (rendered once per option set, then replayed).
+    pub fn reply(&mut self, opts: &StopReplyOptions) -> Option<Vec<u8>> {
+        let snap = self.primary.as_ref()?;
+        match &self.rendered {
+            Some(r) if r.opts == *opts => Some(r.bytes.clone()),
+            _ => {
+                let bytes = stop_reply::build(snap, opts);
+                self.rendered = Some(Rendered {
+                    opts: *opts,
+                    bytes: bytes.clone(),
+                });
+                Some(bytes)
+            }
+        }
+    }
+
+    /// Reply for `qThreadStopInfo<tid>`: the primary stop for the reporting
+    /// thread, a signal-0 stop for the others.
+    pub fn thread_reply(&mut self, tid: Tid, opts: &StopReplyOptions) -> Option<Vec<u8>> {
+        let primary_tid = match self.event()? {
+            StopEvent::Stopped { tid, .. } => *tid,
+            _ => return self.reply(opts),
+        };
+        if primary_tid == tid {
+            return self.reply(opts);
+        }
+        let snap = self.others.get(&tid)?;
+        Some(stop_reply::build(snap, opts))
+    }
+
+    /// A signal-0 snapshot for a thread that did not report the stop.
+    pub fn quiet(
+        pid: u32,
+        tid: Tid,
+        expedited: Vec<(u32, Vec<u8>)>,
+        name: Option<String>,
+    ) -> StopSnapshot {
+        StopSnapshot {
+            event: StopEvent::Stopped {
+                pid,
+                tid,
+                signal: 0,
+                kind: StopKind::Signal,
+            },
+            expedited,
+            threads: Vec::new(),
+            thread_name: name,
+            core: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_is_identical_and_cached() {
+        let mut j = Journal::default();
+        assert!(j.reply(&StopReplyOptions::default()).is_none());
+        j.record(
+            Journal::quiet(1, 1, vec![(0x10, vec![1; 8])], None),
+            BTreeMap::new(),
+        );
+        let o = StopReplyOptions::default();
+        let a = j.reply(&o).unwrap();
+        for _ in 0..100 {
+            assert_eq!(j.reply(&o).unwrap(), a);
+        }
+        assert_eq!(j.thread_reply(1, &o).unwrap(), a);
+        assert!(j.thread_reply(2, &o).is_none());
+    }
+}

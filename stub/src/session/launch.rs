@@ -1,0 +1,157 @@
+//! Extended-remote process creation: `vRun`, `vAttach` and the settings
+//! packets that shape a launch (`QEnvironment*`, `QSetWorkingDir`,
+//! `QDisableRandomization`, `QStartupWithShell`).
+
+use std::path::PathBuf;
+
+use super::Session;
+use crate::native::LaunchOptions;
+use crate::native::LinuxProcess;
+use crate::packet::reply;
+use crate::target::Pid;
+use crate::target::Target;
+
+/// Launch settings: from the command line, then adjusted by the client.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchDefaults {
+    /// Program given on the command line (used by `vRun;` with an empty
+    /// program).
+    pub program: Option<PathBuf>,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Environment for new processes; `None` = inherit ours.
+    pub env: Option<Vec<(String, String)>>,
+    /// Working directory.
+    pub cwd: Option<PathBuf>,
+    /// Disable ASLR.
+    pub disable_aslr: bool,
+    /// Start through `/bin/sh -c exec …`.
+    pub startup_with_shell: bool,
+}
+
+impl LaunchDefaults {
+    fn env_mut(&mut self) -> &mut Vec<(String, String)> {
+        self.env.get_or_insert_with(|| std::env::vars().collect())
+    }
+
+    /// `QEnvironmentHexEncoded:` / `QEnvironment:` (`NAME=VALUE`).
+    pub fn set_env(&mut self, kv: &[u8]) {
+        let kv = String::from_utf8_lossy(kv);
+        let (k, v) = kv.split_once('=').unwrap_or((&kv, ""));
+        let (k, v) = (k.to_string(), v.to_string());
+        let env = self.env_mut();
+        env.retain(|(name, _)| *name != k);
+        env.push((k, v));
+    }
+
+    /// `QEnvironmentUnset:`
+    pub fn unset_env(&mut self, k: &[u8]) {
+        let k = String::from_utf8_lossy(k).into_owned();
+        self.env_mut().retain(|(name, _)| *name != k);
+    }
+
+    /// `QEnvironmentReset`: back to the server's own environment.
+    pub fn reset_env(&mut self) {
+        self.env = None;
+    }
+
+    /// Options for launching `program` with `args`.
+    pub fn options(&self, program: PathBuf, args: Vec<String>) -> LaunchOptions {
+        LaunchOptions {
+            program,
+            args,
+            env: self.env.clone(),
+            cwd: self.cwd.clone(),
+            disable_aslr: self.disable_aslr,
+            startup_with_shell: self.startup_with_shell,
+            ..LaunchOptions::default()
+        }
+    }
+}
+
+impl Session {
+    pub(super) fn handle_vrun(&mut self, args: Vec<Vec<u8>>) {
+        let mut it = args.into_iter();
+        let prog = it.next().unwrap_or_default();
+        let program = if prog.is_empty() {
+            match &self.launch.program {
+                Some(p) => p.clone(),
+                None => {
+                    self.send_error(
+                        libc::ENOENT as u8,
+                        "vRun without a program and none given on the command line",
+                    );
+                    return;
+                }
+            }
+        } else {
+            PathBuf::from(String::from_utf8_lossy(&prog).into_owned())
+        };
+        let mut args: Vec<String> = it
+            .map(|a| String::from_utf8_lossy(&a).into_owned())
+            .collect();
+        if prog.is_empty() && args.is_empty() {
+            args = self.launch.args.clone();
+        }
+        // gdbserver kills the current process before running a new one.
+        self.kill_all();
+        let opts = self.launch.options(program.clone(), args);
+        match LinuxProcess::launch(&opts) {
+            Ok((proc_, stop)) => {
+                tracing::info!(target: "ptrace", session = self.id, pid = proc_.pid(), program = %program.display(), "launched");
+                self.install(Box::new(proc_), stop);
+            }
+            Err(e) => {
+                tracing::warn!(target: "ptrace", session = self.id, "launch failed: {e}");
+                self.send_error(libc::ENOENT as u8, &e.to_string());
+            }
+        }
+    }
+
+    pub(super) fn handle_vattach(&mut self, pid: u64) {
+        let Ok(pid) = Pid::try_from(pid) else {
+            self.send_error(libc::EINVAL as u8, "bad pid");
+            return;
+        };
+        match LinuxProcess::attach(pid) {
+            Ok((proc_, stop)) => {
+                tracing::info!(target: "ptrace", session = self.id, pid, "attached");
+                self.install(Box::new(proc_), stop);
+            }
+            Err(e) => {
+                tracing::warn!(target: "ptrace", session = self.id, pid, "attach failed: {e}");
+                self.send_error(libc::EPERM as u8, &e.to_string());
+            }
+        }
+    }
+
+    /// Adopt a fresh process and answer with its initial stop (a journal
+    /// replay, like `?`).
+    fn install(&mut self, mut t: Box<dyn Target>, stop: crate::stop::StopEvent) {
+        let forks = self.features.fork_events || self.features.vfork_events;
+        t.set_report_forks(forks);
+        if !self.pass_signals.is_empty() {
+            t.set_pass_signals(&self.pass_signals);
+        }
+        self.adopt(t, stop);
+        let opts = self.features.stop_options();
+        match self.journal.reply(&opts) {
+            Some(r) => self.send(&r),
+            None => self.send(&reply::error(
+                libc::EIO as u8,
+                "no initial stop",
+                self.features.error_strings,
+            )),
+        }
+    }
+
+    fn kill_all(&mut self) {
+        for (pid, mut t) in std::mem::take(&mut self.procs) {
+            if let Err(e) = t.kill() {
+                tracing::warn!(target: "ptrace", pid, "kill before vRun: {e}");
+            }
+        }
+        self.current = None;
+        self.journal.clear();
+    }
+}

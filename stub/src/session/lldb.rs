@@ -1,0 +1,218 @@
+//! lldb-dialect queries: qHostInfo, qProcessInfo, jThreadsInfo,
+//! qMemoryRegionInfo, qGetWorkingDir, qRegisterInfo.
+//! Reference: <https://lldb.llvm.org/resources/lldbgdbremote.html>.
+
+use std::fmt::Write as _;
+
+use super::Session;
+use crate::packet::reply;
+use crate::stop::StopEvent;
+use crate::stop::StopKind;
+use crate::wire::hex;
+
+fn hexs(s: &str) -> String {
+    hex::encode_to_string(s.as_bytes())
+}
+
+fn json_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+impl Session {
+    fn triple(&self) -> String {
+        self.procs
+            .values()
+            .next()
+            .map(|t| t.arch().triple.clone())
+            .unwrap_or_else(|| "x86_64-pc-linux-gnu".to_string())
+    }
+
+    pub(super) fn handle_host_info(&mut self) {
+        let uts = nix::sys::utsname::uname().ok();
+        let mut r = format!(
+            "triple:{};ptrsize:8;endian:little;ostype:linux;vendor:pc;watchpoint_exceptions_received:after;",
+            hexs(&self.triple())
+        );
+        if let Some(u) = uts {
+            let host = u.nodename().to_string_lossy().into_owned();
+            let rel = u.release().to_string_lossy().into_owned();
+            let _ = write!(r, "hostname:{};os_kernel:{};", hexs(&host), hexs(&rel));
+            let ver: String = rel
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            let _ = write!(r, "os_version:{};", ver.trim_end_matches('.'));
+        }
+        self.send(r.as_bytes());
+    }
+
+    pub(super) fn handle_process_info(&mut self) {
+        let info = self.current_target().ok().and_then(|t| t.process_info());
+        let Some(i) = info else {
+            self.send_error(0x44, "no process");
+            return;
+        };
+        let r = format!(
+            "pid:{:x};parent-pid:{:x};real-uid:{:x};real-gid:{:x};effective-uid:{:x};effective-gid:{:x};\
+             triple:{};ostype:linux;endian:little;ptrsize:8;",
+            i.pid,
+            i.ppid,
+            i.uid,
+            i.gid,
+            i.euid,
+            i.egid,
+            hexs(&self.triple())
+        );
+        self.send(r.as_bytes());
+    }
+
+    pub(super) fn handle_get_working_dir(&mut self) {
+        let dir = self
+            .current
+            .and_then(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).ok())
+            .or_else(|| std::env::current_dir().ok());
+        match dir {
+            Some(d) => self.send(&reply::hex_bytes(d.as_os_str().as_encoded_bytes())),
+            None => self.send_error(libc::ENOENT as u8, "no working directory"),
+        }
+    }
+
+    pub(super) fn handle_memory_region(&mut self, addr: u64) {
+        match self.current_target().and_then(|t| t.memory_region(addr)) {
+            Ok(m) => {
+                let mut r = format!("start:{:x};size:{:x};", m.start, m.size);
+                if m.read || m.write || m.exec {
+                    r.push_str("permissions:");
+                    if m.read {
+                        r.push('r');
+                    }
+                    if m.write {
+                        r.push('w');
+                    }
+                    if m.exec {
+                        r.push('x');
+                    }
+                    r.push(';');
+                }
+                if let Some(n) = &m.name {
+                    let _ = write!(r, "name:{};", hexs(n));
+                }
+                self.send(r.as_bytes());
+            }
+            Err(e) => self.send_target_error(&e),
+        }
+    }
+
+    pub(super) fn handle_register_info(&mut self, n: u32) {
+        let info = self
+            .current_target()
+            .ok()
+            .and_then(|t| t.registers().iter().find(|r| r.regnum == n).cloned());
+        let Some(r) = info else {
+            // lldb stops iterating at the first error.
+            self.send_error(0x45, "no such register");
+            return;
+        };
+        let set = match r.feature.as_str() {
+            f if f.ends_with(".core") || f.ends_with(".linux") || f.ends_with(".segments") => {
+                "General Purpose Registers"
+            }
+            f if f.ends_with(".sse") => "SSE Registers",
+            f if f.ends_with(".avx") => "AVX Registers",
+            _ => "Other Registers",
+        };
+        let mut s = format!(
+            "name:{};bitsize:{};encoding:{};format:{};set:{};",
+            r.name, r.bitsize, r.encoding, r.format, set
+        );
+        if let Some(d) = r.dwarf {
+            let _ = write!(s, "ehframe:{d};dwarf:{d};");
+        }
+        if let Some(g) = r.generic {
+            let _ = write!(s, "generic:{g};");
+        }
+        self.send(s.as_bytes());
+    }
+
+    pub(super) fn handle_jthreads_info(&mut self) {
+        let Some(pid) = self.current else {
+            self.send_error(libc::ESRCH as u8, "no process");
+            return;
+        };
+        let stop = self.journal.event().cloned();
+        let Ok(t) = self.target_mut(pid) else {
+            self.send_error(libc::ESRCH as u8, "no process");
+            return;
+        };
+        let regs: Vec<u32> = ["fp", "sp", "pc"]
+            .iter()
+            .filter_map(|g| {
+                t.registers()
+                    .iter()
+                    .find(|r| r.generic == Some(g))
+                    .map(|r| r.regnum)
+            })
+            .collect();
+        let mut out = String::from("[");
+        for (i, tid) in t.threads().into_iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{{\"tid\":{tid}");
+            if let Some(name) = t.thread_name(tid) {
+                let _ = write!(out, ",\"name\":\"{}\"", json_escape(&name));
+            }
+            if let Some(StopEvent::Stopped {
+                tid: st,
+                signal,
+                kind,
+                ..
+            }) = &stop
+            {
+                if *st == tid {
+                    let reason = match kind {
+                        StopKind::SwBreak | StopKind::HwBreak => "breakpoint",
+                        StopKind::Step => "trace",
+                        StopKind::Watch { .. }
+                        | StopKind::ReadWatch { .. }
+                        | StopKind::AccessWatch { .. } => "watchpoint",
+                        _ => "signal",
+                    };
+                    let sig = if matches!(kind, StopKind::Interrupt) {
+                        libc::SIGSTOP
+                    } else {
+                        *signal
+                    };
+                    let _ = write!(out, ",\"reason\":\"{reason}\",\"signal\":{sig}");
+                } else {
+                    out.push_str(",\"signal\":0");
+                }
+            }
+            out.push_str(",\"registers\":{");
+            let mut first = true;
+            for r in &regs {
+                if let Ok(v) = t.read_register(tid, *r) {
+                    if !first {
+                        out.push(',');
+                    }
+                    first = false;
+                    let _ = write!(out, "\"{r}\":\"{}\"", hex::encode_to_string(&v));
+                }
+            }
+            out.push_str("}}");
+        }
+        out.push(']');
+        self.send(out.as_bytes());
+    }
+}

@@ -1,0 +1,293 @@
+//! One session per client connection.
+//!
+//! A session owns: the wire codec state (acks, no-ack mode), what the client
+//! negotiated, the selected threads (`Hg`/`Hc`), the stop journal, and the
+//! CPU processes it debugs. Protocol-only packets (qSupported, no-ack,
+//! thread-list paging, qXfer windows, `?` replay) are answered here; real
+//! work goes to the [`Target`].
+//!
+//! ## State
+//! ```text
+//!            resume (vCont/c/s)            target stop event
+//!   Stopped ───────────────────► Running ─────────────────────► Stopped
+//!      ▲                            │ \x03 → Target::interrupt
+//!      └── vRun / vAttach ──────────┘
+//! ```
+//! Exactly one stop reply is sent per resume. The reply bytes go into the
+//! **stop journal**; `?`, `qThreadStopInfo` and the vRun/vAttach reply are
+//! byte-identical replays of the journal and have no side effects.
+
+mod handlers;
+mod journal;
+mod launch;
+mod lldb;
+mod monitor;
+mod xfer;
+
+use std::collections::BTreeMap;
+
+pub use journal::Journal;
+pub use launch::LaunchDefaults;
+
+use crate::hostio::HostIo;
+use crate::packet;
+use crate::packet::reply;
+use crate::packet::stop_reply::StopReplyOptions;
+use crate::stop::StopEvent;
+use crate::target::Pid;
+use crate::target::Target;
+use crate::target::TargetError;
+use crate::target::Tid;
+use crate::wire::Encoder;
+use crate::wire::Framer;
+use crate::wire::WireEvent;
+
+/// Largest packet we accept and advertise (`PacketSize`, hex on the wire).
+/// Large on purpose: bulk memory reads are one round trip per MiB.
+pub const MAX_PACKET: usize = 0x10_0000;
+
+/// Client dialect, detected from its `qSupported` feature list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// gdb (or an unknown client): GDB signal numbers, gdb stop keys.
+    #[default]
+    Gdb,
+    /// lldb: native signal numbers, `reason:` keys, thread lists.
+    Lldb,
+}
+
+/// What the client negotiated.
+#[derive(Debug, Clone, Default)]
+pub struct Features {
+    /// Dialect.
+    pub dialect: Dialect,
+    /// `multiprocess+`
+    pub multiprocess: bool,
+    /// `swbreak+`
+    pub swbreak: bool,
+    /// `hwbreak+`
+    pub hwbreak: bool,
+    /// `fork-events+`
+    pub fork_events: bool,
+    /// `vfork-events+`
+    pub vfork_events: bool,
+    /// `exec-events+`
+    pub exec_events: bool,
+    /// lldb `QThreadSuffixSupported`
+    pub thread_suffix: bool,
+    /// lldb `QListThreadsInStopReply`
+    pub list_threads: bool,
+    /// lldb `QEnableErrorStrings`
+    pub error_strings: bool,
+    /// `!` extended mode
+    pub extended: bool,
+}
+
+impl Features {
+    /// Options for building stop replies.
+    pub fn stop_options(&self) -> StopReplyOptions {
+        StopReplyOptions {
+            multiprocess: self.multiprocess,
+            native_signals: self.dialect == Dialect::Lldb,
+            swbreak: self.swbreak,
+            hwbreak: self.hwbreak,
+            fork_events: self.fork_events,
+            vfork_events: self.vfork_events,
+            exec_events: self.exec_events,
+            list_threads: self.list_threads,
+            interrupt_as_sigint: self.dialect == Dialect::Gdb,
+        }
+    }
+}
+
+/// What the server should do after feeding input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionControl {
+    /// Keep going.
+    Continue,
+    /// Close this connection (after flushing output).
+    Close,
+    /// The client asked the whole server to exit (`monitor exit`).
+    ExitServer,
+}
+
+/// One client connection and the processes it debugs.
+pub struct Session {
+    id: u64,
+    framer: Framer,
+    encoder: Encoder,
+    out: Vec<u8>,
+    last_packet: Vec<u8>,
+    /// Negotiated features.
+    pub features: Features,
+    procs: BTreeMap<Pid, Box<dyn Target>>,
+    current: Option<Pid>,
+    g_thread: Option<(Pid, Tid)>,
+    c_thread: Option<(Pid, Tid)>,
+    thread_cursor: bool,
+    journal: Journal,
+    running: bool,
+    control: SessionControl,
+    launch: LaunchDefaults,
+    hostio: HostIo,
+    xfer_cache: BTreeMap<String, Vec<u8>>,
+    pass_signals: Vec<i32>,
+    unknown_logged: std::collections::HashSet<Vec<u8>>,
+}
+
+impl Session {
+    /// New session, optionally with a process already launched/attached
+    /// (gdbserver style: `gdbmux :PORT -- prog`), and its initial stop.
+    pub fn new(id: u64, launch: LaunchDefaults) -> Self {
+        Session {
+            id,
+            framer: Framer::new(MAX_PACKET),
+            encoder: Encoder::new(),
+            out: Vec::with_capacity(4096),
+            last_packet: Vec::new(),
+            features: Features::default(),
+            procs: BTreeMap::new(),
+            current: None,
+            g_thread: None,
+            c_thread: None,
+            thread_cursor: false,
+            journal: Journal::default(),
+            running: false,
+            control: SessionControl::Continue,
+            launch,
+            hostio: HostIo::new(),
+            xfer_cache: BTreeMap::new(),
+            pass_signals: Vec::new(),
+            unknown_logged: Default::default(),
+        }
+    }
+
+    /// Session id (for logs).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Add a process that is stopped at `stop` (launch/attach before the
+    /// client connected). Its stop becomes the journal.
+    pub fn adopt(&mut self, target: Box<dyn Target>, stop: StopEvent) {
+        let pid = target.pid();
+        self.procs.insert(pid, target);
+        self.current = Some(pid);
+        self.record_stop(stop);
+    }
+
+    /// Whether a process is running (a resume is waiting for its stop).
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
+    /// Whether the session debugs any process.
+    pub fn has_process(&self) -> bool {
+        !self.procs.is_empty()
+    }
+
+    /// Bytes waiting to be written to the client.
+    pub fn pending_output(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
+    /// Feed bytes read from the connection; handles every complete packet.
+    pub fn on_input(&mut self, data: &[u8]) -> SessionControl {
+        self.framer.push(data);
+        while let Some(ev) = self.framer.next_event() {
+            if let Some(r) = self.framer.take_replies() {
+                self.out.extend_from_slice(&r);
+            }
+            match ev {
+                WireEvent::Packet(p) => {
+                    tracing::trace!(target: "packets", session = self.id, "<-- {}", String::from_utf8_lossy(&p));
+                    self.handle_packet(&p);
+                }
+                WireEvent::Notification(_) | WireEvent::Ack => {}
+                WireEvent::Nak => {
+                    let again = self.last_packet.clone();
+                    self.out.extend_from_slice(&again);
+                }
+                WireEvent::Interrupt => self.handle_interrupt(),
+                WireEvent::BadChecksum => {
+                    tracing::debug!(target: "packets", session = self.id, "bad checksum");
+                }
+                WireEvent::Oversize => {
+                    self.send_error(libc::E2BIG as u8, "packet too large");
+                }
+            }
+            if self.control != SessionControl::Continue {
+                break;
+            }
+        }
+        if let Some(r) = self.framer.take_replies() {
+            self.out.extend_from_slice(&r);
+        }
+        self.control
+    }
+
+    /// Frame and queue one reply payload.
+    pub fn send(&mut self, payload: &[u8]) {
+        tracing::trace!(target: "packets", session = self.id, "--> {}", String::from_utf8_lossy(&payload[..payload.len().min(512)]));
+        let start = self.out.len();
+        self.encoder.packet(payload, &mut self.out);
+        if !self.framer.no_ack() {
+            self.last_packet.clear();
+            self.last_packet
+                .extend_from_slice(self.out.get(start..).unwrap_or_default());
+        }
+    }
+
+    fn send_error(&mut self, code: u8, msg: &str) {
+        let p = reply::error(code, msg, self.features.error_strings);
+        self.send(&p);
+    }
+
+    fn send_target_error(&mut self, e: &TargetError) {
+        tracing::debug!(target: "packets", session = self.id, "error reply: {e}");
+        let p = reply::error(e.errno_code(), &e.to_string(), self.features.error_strings);
+        self.send(&p);
+    }
+
+    fn handle_packet(&mut self, p: &[u8]) {
+        match packet::parse(p) {
+            Ok(cmd) => self.dispatch(cmd),
+            Err(e) => {
+                tracing::debug!(target: "packets", session = self.id, "{e}: {}", String::from_utf8_lossy(p));
+                self.send_error(libc::EINVAL as u8, &e.to_string());
+            }
+        }
+    }
+
+    /// Called when the SIGCHLD fd (or a target's own fd) was readable:
+    /// collects target events and sends the stop reply if one is due.
+    pub fn on_target_event(&mut self) {
+        let pids: Vec<Pid> = self.procs.keys().copied().collect();
+        for pid in pids {
+            let ev = match self.procs.get_mut(&pid) {
+                Some(t) => t.process_events(),
+                None => continue,
+            };
+            match ev {
+                Ok(Some(stop)) => self.on_stop(stop),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(target: "ptrace", session = self.id, pid, "event processing failed: {e}")
+                }
+            }
+        }
+    }
+
+    /// The client went away: kill what we launched, detach what we attached
+    /// (gdbserver's policy); never leave a process stopped.
+    pub fn on_disconnect(&mut self) {
+        for (pid, mut t) in std::mem::take(&mut self.procs) {
+            let r = if t.attached() { t.detach() } else { t.kill() };
+            if let Err(e) = r {
+                tracing::warn!(target: "ptrace", session = self.id, pid, "cleanup after disconnect: {e}");
+            } else {
+                tracing::info!(target: "ptrace", session = self.id, pid, attached = t.attached(), "released process after disconnect");
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! `qRcmd` (gdb `monitor …`, lldb `process plugin packet monitor …`).
+//! Output goes out as `O` packets, then `OK`.
+
+use std::fmt::Write as _;
+
+use super::Session;
+use super::SessionControl;
+use crate::packet::reply;
+
+const HELP: &str = "gdbmux monitor commands:\n\
+  help              this text\n\
+  info | ps         the debugged processes and their threads (tid, name, pc)\n\
+  exit              stop the gdbmux server after this session\n";
+
+impl Session {
+    pub(super) fn handle_monitor(&mut self, cmd: &[u8]) {
+        let cmd = String::from_utf8_lossy(cmd).trim().to_string();
+        let mut words = cmd.split_whitespace();
+        match words.next().unwrap_or("help") {
+            "help" => self.console_then_ok(HELP),
+            "info" | "ps" | "threads" => {
+                let text = self.monitor_info();
+                self.console_then_ok(&text);
+            }
+            "exit" => {
+                self.console_then_ok("gdbmux: exiting\n");
+                self.control = SessionControl::ExitServer;
+            }
+            other => {
+                let msg = format!("unknown monitor command '{other}'; try 'monitor help'\n");
+                self.console_then_ok(&msg);
+            }
+        }
+    }
+
+    fn console_then_ok(&mut self, text: &str) {
+        // Keep O packets well under the client's buffer.
+        let bytes = text.as_bytes();
+        for chunk in bytes.chunks(1024) {
+            self.send(&reply::console(&String::from_utf8_lossy(chunk)));
+        }
+        self.send(&reply::ok());
+    }
+
+    fn monitor_info(&mut self) -> String {
+        let mut s = String::new();
+        if self.procs.is_empty() {
+            s.push_str("no process\n");
+        }
+        let pids: Vec<_> = self.procs.keys().copied().collect();
+        for pid in pids {
+            let Some(t) = self.procs.get_mut(&pid) else {
+                continue;
+            };
+            let exe = t.exec_file().unwrap_or_else(|| "?".into());
+            let _ = writeln!(
+                s,
+                "process {pid} ({}) {exe}{}",
+                if t.attached() { "attached" } else { "launched" },
+                if pid == self.current.unwrap_or(0) {
+                    " [current]"
+                } else {
+                    ""
+                }
+            );
+            for tid in t.threads() {
+                let name = t.thread_name(tid).unwrap_or_default();
+                let pc = t
+                    .pc(tid)
+                    .map(|p| format!("{p:#x}"))
+                    .unwrap_or_else(|_| "?".into());
+                let _ = writeln!(s, "  thread {tid} {name:<16} pc={pc}");
+            }
+        }
+        s
+    }
+}

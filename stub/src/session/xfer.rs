@@ -1,0 +1,217 @@
+//! `qXfer:*:read` objects. Documents are generated once (at offset 0) and
+//! cached until the next resume, so a windowed read (gdb asks 0x1000 bytes
+//! at a time) always sees one consistent document.
+
+use std::fmt::Write as _;
+
+use super::Session;
+use crate::packet::reply;
+use crate::packet::XferRead;
+use crate::target::ArchInfo;
+use crate::target::RegisterInfo;
+use crate::target::TargetError;
+
+/// Escape text for an XML attribute.
+pub fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '&' => o.push_str("&amp;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// target.xml generated from a register table. Features appear in table
+/// order; gdb requires `i386:x86-64` (not lldb-server's `x86_64`, which gdb
+/// rejects: research/client-traces.md §9).
+pub fn target_xml(arch: &ArchInfo, regs: &[RegisterInfo]) -> String {
+    let mut x = String::with_capacity(16 * 1024);
+    x.push_str("<?xml version=\"1.0\"?>\n<!DOCTYPE target SYSTEM \"gdb-target.dtd\">\n<target version=\"1.0\">\n");
+    let _ = writeln!(
+        x,
+        "<architecture>{}</architecture>",
+        xml_escape(&arch.gdb_arch)
+    );
+    if let Some(os) = &arch.osabi {
+        let _ = writeln!(x, "<osabi>{}</osabi>", xml_escape(os));
+    }
+    let mut current: Option<&str> = None;
+    for r in regs {
+        if current != Some(r.feature.as_str()) {
+            if current.is_some() {
+                x.push_str("</feature>\n");
+            }
+            let _ = writeln!(x, "<feature name=\"{}\">", xml_escape(&r.feature));
+            // gdb looks a register's type up in its own feature (then the
+            // predefined types), so the shared types go in every feature.
+            x.push_str(&arch.xml_types);
+            current = Some(r.feature.as_str());
+        }
+        let _ = write!(
+            x,
+            "<reg name=\"{}\" bitsize=\"{}\" regnum=\"{}\" type=\"{}\"",
+            xml_escape(&r.name),
+            r.bitsize,
+            r.regnum,
+            xml_escape(&r.reg_type)
+        );
+        if let Some(g) = r.group {
+            let _ = write!(x, " group=\"{g}\"");
+        }
+        // lldb-only attributes; gdb ignores unknown attributes.
+        if let Some(d) = r.dwarf {
+            let _ = write!(x, " dwarf_regnum=\"{d}\" ehframe_regnum=\"{d}\"");
+        }
+        if let Some(g) = r.generic {
+            let _ = write!(x, " generic=\"{g}\"");
+        }
+        x.push_str("/>\n");
+    }
+    if current.is_some() {
+        x.push_str("</feature>\n");
+    }
+    x.push_str("</target>\n");
+    x
+}
+
+impl Session {
+    pub(super) fn handle_xfer(&mut self, x: &XferRead) {
+        let key = format!("{}:{}", x.object, x.annex);
+        if x.offset == 0 || !self.xfer_cache.contains_key(&key) {
+            match self.xfer_document(x) {
+                Ok(Some(doc)) => {
+                    self.xfer_cache.insert(key.clone(), doc);
+                }
+                Ok(None) => {
+                    self.send(&reply::empty());
+                    return;
+                }
+                Err(e) => {
+                    self.send_target_error(&e);
+                    return;
+                }
+            }
+        }
+        let chunk = self
+            .xfer_cache
+            .get(&key)
+            .map(|doc| {
+                reply::xfer_chunk(doc, x.offset, x.length.min(super::MAX_PACKET as u64 - 16))
+            })
+            .unwrap_or_default();
+        self.send(&chunk);
+    }
+
+    fn xfer_document(&mut self, x: &XferRead) -> Result<Option<Vec<u8>>, TargetError> {
+        Ok(Some(match (x.object.as_str(), x.annex.as_str()) {
+            ("features", "target.xml") => {
+                let t = self.current_target()?;
+                target_xml(t.arch(), t.registers()).into_bytes()
+            }
+            ("features", _) => return Err(TargetError::Invalid(format!("no annex {}", x.annex))),
+            ("auxv", _) => self.current_target()?.auxv()?,
+            ("libraries-svr4", _) => self.current_target()?.libraries_svr4_xml()?.into_bytes(),
+            ("exec-file", annex) => {
+                let pid = if annex.is_empty() {
+                    self.current
+                        .ok_or(TargetError::Invalid("no process".into()))?
+                } else {
+                    crate::wire::hex::parse_u64(annex.as_bytes())
+                        .and_then(|p| u32::try_from(p).ok())
+                        .ok_or(TargetError::Invalid("bad pid".into()))?
+                };
+                self.target_mut(pid)?
+                    .exec_file()
+                    .ok_or(TargetError::Unsupported("exec-file"))?
+                    .into_bytes()
+            }
+            ("threads", _) => self.threads_xml().into_bytes(),
+            ("siginfo", _) => {
+                let (pid, tid) = self
+                    .g_thread
+                    .or_else(|| {
+                        self.resolve_thread(Some(crate::packet::ThreadId {
+                            pid: None,
+                            tid: crate::packet::IdSel::Any,
+                        }))
+                    })
+                    .ok_or(TargetError::Invalid("no thread".into()))?;
+                self.target_mut(pid)?.siginfo(tid)?
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    fn threads_xml(&self) -> String {
+        let mut x = String::from("<?xml version=\"1.0\"?>\n<threads>\n");
+        for (pid, t) in &self.procs {
+            for tid in t.threads() {
+                let mut id = Vec::new();
+                crate::packet::stop_reply::thread_id(
+                    &mut id,
+                    *pid,
+                    tid,
+                    self.features.multiprocess,
+                );
+                let _ = write!(x, "<thread id=\"{}\"", String::from_utf8_lossy(&id));
+                if let Some(c) = t.thread_core(tid) {
+                    let _ = write!(x, " core=\"{c}\"");
+                }
+                if let Some(n) = t.thread_name(tid) {
+                    let _ = write!(x, " name=\"{}\"", xml_escape(&n));
+                }
+                x.push_str("/>\n");
+            }
+        }
+        x.push_str("</threads>\n");
+        x
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_shape() {
+        let arch = ArchInfo {
+            triple: "x86_64-pc-linux-gnu".into(),
+            gdb_arch: "i386:x86-64".into(),
+            osabi: Some("GNU/Linux".into()),
+            ptr_size: 8,
+            xml_types: "<vector id=\"v4f\" type=\"ieee_single\" count=\"4\"/>\n".into(),
+        };
+        let reg = |n: &str, num, f: &str| RegisterInfo {
+            name: n.into(),
+            bitsize: 64,
+            regnum: num,
+            dwarf: Some(num),
+            generic: None,
+            reg_type: "int64".into(),
+            feature: f.into(),
+            group: Some("general"),
+            in_g_packet: true,
+            encoding: "uint",
+            format: "hex",
+        };
+        let x = target_xml(
+            &arch,
+            &[
+                reg("rax", 0, "a.core"),
+                reg("rbx", 1, "a.core"),
+                reg("xmm0", 2, "a.sse"),
+            ],
+        );
+        assert!(x.contains("<architecture>i386:x86-64</architecture>"));
+        assert_eq!(x.matches("<feature").count(), 2);
+        assert_eq!(x.matches("</feature>").count(), 2);
+        assert!(x.contains("<reg name=\"rbx\" bitsize=\"64\" regnum=\"1\""));
+        assert_eq!(xml_escape("a<&>\""), "a&lt;&amp;&gt;&quot;");
+    }
+}

@@ -1,0 +1,417 @@
+//! `rsp-bench`: runs the same program under gdbmux, gdbserver and
+//! lldb-server in one run and prints each figure with its ratio to the best
+//! peer.
+//!
+//! Measured (as in research/client-traces.md §12): `qC` round trip (median
+//! of N), reading 16 MiB of inferior memory in the largest packets each
+//! server allows (`m` and, where offered, binary `x`), single steps per
+//! second (`vCont;s`), and breakpoint cycles per second (hit, `z0`, step,
+//! `Z0`, continue — the client step-over both gdb and lldb do).
+//!
+//! ```text
+//! cargo run --release -p bench -- [--gdbmux target/release/gdbmux] [--steps 5000] [--bp 2000]
+//! ```
+#![forbid(unsafe_code)]
+
+use std::io::Read;
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Child;
+use std::process::Command;
+use std::process::Stdio;
+use std::time::Duration;
+use std::time::Instant;
+
+use anyhow::bail;
+use anyhow::Context;
+use anyhow::Result;
+use clap::Parser;
+
+#[derive(Parser, Debug)]
+struct Args {
+    /// gdbmux binary.
+    #[arg(long)]
+    gdbmux: Option<PathBuf>,
+    /// Round trips for the latency figure.
+    #[arg(long, default_value_t = 2000)]
+    latency: usize,
+    /// Single steps.
+    #[arg(long, default_value_t = 5000)]
+    steps: usize,
+    /// Breakpoint hit/step-over/continue cycles.
+    #[arg(long, default_value_t = 2000)]
+    bp: usize,
+    /// Only these stubs (comma list of gdbmux,gdbserver,lldb-server).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+}
+
+/// Minimal no-ack RSP client (the tool measures servers, it does not test
+/// them; protocol-tests has the full client).
+struct Rsp {
+    s: TcpStream,
+    buf: Vec<u8>,
+    noack: bool,
+}
+
+impl Rsp {
+    fn connect(port: u16) -> Result<Self> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match TcpStream::connect(("127.0.0.1", port)) {
+                Ok(s) => {
+                    s.set_nodelay(true)?;
+                    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+                    return Ok(Rsp {
+                        s,
+                        buf: Vec::with_capacity(1 << 21),
+                        noack: false,
+                    });
+                }
+                Err(e) if Instant::now() > deadline => bail!("connect to port {port}: {e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+
+    fn send(&mut self, p: &[u8]) -> Result<()> {
+        let cs = p.iter().fold(0u8, |a, b| a.wrapping_add(*b));
+        let mut out = Vec::with_capacity(p.len() + 4);
+        out.push(b'$');
+        out.extend_from_slice(p);
+        out.extend_from_slice(format!("#{cs:02x}").as_bytes());
+        self.s.write_all(&out)?;
+        Ok(())
+    }
+
+    fn recv(&mut self) -> Result<Vec<u8>> {
+        let mut tmp = [0u8; 1 << 16];
+        loop {
+            if let Some(start) = self.buf.iter().position(|b| *b == b'$') {
+                if let Some(h) = self.buf[start..].iter().position(|b| *b == b'#') {
+                    let end = start + h;
+                    if self.buf.len() >= end + 3 {
+                        let raw = self.buf[start + 1..end].to_vec();
+                        self.buf.drain(..end + 3);
+                        if !self.noack {
+                            self.s.write_all(b"+")?;
+                        }
+                        return Ok(decode(&raw));
+                    }
+                }
+            }
+            let n = self.s.read(&mut tmp)?;
+            if n == 0 {
+                bail!("connection closed");
+            }
+            self.buf.extend_from_slice(&tmp[..n]);
+        }
+    }
+
+    fn ask(&mut self, p: &str) -> Result<Vec<u8>> {
+        self.send(p.as_bytes())?;
+        self.recv()
+    }
+
+    fn ask_s(&mut self, p: &str) -> Result<String> {
+        Ok(String::from_utf8_lossy(&self.ask(p)?).into_owned())
+    }
+}
+
+/// Undo `}` escapes and RLE.
+fn decode(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        match raw[i] {
+            b'}' if i + 1 < raw.len() => {
+                out.push(raw[i + 1] ^ 0x20);
+                i += 2;
+            }
+            b'*' if i + 1 < raw.len() && !out.is_empty() => {
+                let n = raw[i + 1].saturating_sub(29) as usize;
+                let last = *out.last().unwrap_or(&0);
+                out.extend(std::iter::repeat_n(last, n));
+                i += 2;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+fn nm(bin: &Path, sym: &str) -> Result<u64> {
+    let out = Command::new("nm").arg(bin).output().context("running nm")?;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() == 3 && f[2] == sym {
+            return Ok(u64::from_str_radix(f[0], 16)?);
+        }
+    }
+    bail!("symbol {sym} not found in {}", bin.display())
+}
+
+struct Figures {
+    qc_us: f64,
+    mread_mibs: f64,
+    mread_how: String,
+    steps_s: f64,
+    bp_s: f64,
+}
+
+fn start(stub: &str, gdbmux: &Path, port: u16, prog: &Path) -> Result<Child> {
+    let addr = format!("127.0.0.1:{port}");
+    let mut cmd = match stub {
+        "gdbmux" => {
+            let mut c = Command::new(gdbmux);
+            c.args([&addr, "--"]).arg(prog);
+            c
+        }
+        "gdbserver" => {
+            let mut c = Command::new("gdbserver");
+            c.arg(&addr).arg(prog);
+            c
+        }
+        _ => {
+            let mut c = Command::new("lldb-server");
+            c.args(["gdbserver", &addr, "--"]).arg(prog);
+            c
+        }
+    };
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    cmd.spawn().with_context(|| format!("starting {stub}"))
+}
+
+fn measure(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<Figures> {
+    let port = free_port()?;
+    let mut child = start(stub, gdbmux, port, prog)?;
+    let r = measure_on(port, prog, a);
+    let _ = child.kill();
+    let _ = child.wait();
+    r
+}
+
+fn measure_on(port: u16, prog: &Path, a: &Args) -> Result<Figures> {
+    let mut c = Rsp::connect(port)?;
+    c.s.write_all(b"+")?;
+    let sup = c.ask_s("qSupported:multiprocess+;swbreak+;hwbreak+;vContSupported+")?;
+    let psize = sup
+        .split(';')
+        .find_map(|f| f.strip_prefix("PacketSize="))
+        .and_then(|v| usize::from_str_radix(v, 16).ok())
+        .unwrap_or(4096);
+    if c.ask_s("QStartNoAckMode")? == "OK" {
+        c.noack = true;
+    }
+    let stop = c.ask_s("?")?;
+    let tid = stop
+        .split(';')
+        .find_map(|k| k.strip_prefix("thread:"))
+        .map(|s| s.to_string())
+        .context("no thread in stop reply")?;
+    let func = nm(prog, "bench_func")?;
+    let big = nm(prog, "g_big")?;
+    let hits = nm(prog, "g_hits")?;
+    // Run to bench_func: the buffer is filled by then.
+    c.ask_s(&format!("Z0,{func:x},1"))?;
+    let s = c.ask_s("vCont;c")?;
+    if !s.starts_with('T') {
+        bail!("expected a stop, got {s}");
+    }
+
+    // qC latency.
+    let mut v = Vec::with_capacity(a.latency);
+    for _ in 0..a.latency {
+        let t = Instant::now();
+        c.ask("qC")?;
+        v.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    v.sort_by(|x, y| x.total_cmp(y));
+    let qc_us = v[v.len() / 2];
+
+    // Memory: m in the largest chunk, and x where offered.
+    const TOTAL: usize = 16 << 20;
+    let expect = |i: usize| (i.wrapping_mul(7).wrapping_add(0x11)) as u8;
+    let mut best = (0.0f64, String::new());
+    let m_chunk = (psize.saturating_sub(8) / 2).max(1);
+    let x_ok = c.ask_s("x0,0")? == "OK";
+    let mut modes = vec![("m", m_chunk)];
+    if x_ok {
+        modes.push(("x", psize.saturating_sub(8).max(1)));
+    }
+    for (mode, chunk) in modes {
+        let t = Instant::now();
+        let mut off = 0;
+        while off < TOTAL {
+            let n = chunk.min(TOTAL - off);
+            let r = c.ask(&format!("{mode}{:x},{n:x}", big + off as u64))?;
+            let data = if mode == "m" {
+                (0..r.len() / 2)
+                    .map(|i| {
+                        u8::from_str_radix(
+                            std::str::from_utf8(&r[2 * i..2 * i + 2]).unwrap_or("00"),
+                            16,
+                        )
+                        .unwrap_or(0)
+                    })
+                    .collect::<Vec<u8>>()
+            } else {
+                r
+            };
+            if data.is_empty() {
+                bail!("{mode} read returned nothing at offset {off}");
+            }
+            if data[0] != expect(off) {
+                bail!("{mode} read: wrong data at offset {off}");
+            }
+            off += data.len();
+        }
+        let mibs = 16.0 / t.elapsed().as_secs_f64();
+        if mibs > best.0 {
+            best = (mibs, format!("{mode} {chunk} B"));
+        }
+    }
+
+    // Single steps.
+    c.ask_s(&format!("z0,{func:x},1"))?;
+    let t = Instant::now();
+    for _ in 0..a.steps {
+        let s = c.ask_s(&format!("vCont;s:{tid}"))?;
+        if !s.starts_with('T') {
+            bail!("step: {s}");
+        }
+    }
+    let steps_s = a.steps as f64 / t.elapsed().as_secs_f64();
+
+    // Breakpoint cycles: continue to the bp, then client step-over.
+    let read_hits = |c: &mut Rsp| -> Result<u64> {
+        let r = c.ask_s(&format!("m{hits:x},8"))?;
+        let b: Vec<u8> = (0..8)
+            .map(|i| u8::from_str_radix(&r[2 * i..2 * i + 2], 16).unwrap_or(0))
+            .collect();
+        Ok(u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    };
+    c.ask_s(&format!("Z0,{func:x},1"))?;
+    let s = c.ask_s("vCont;c")?;
+    if !s.starts_with('T') {
+        bail!("continue: {s}");
+    }
+    // gdbserver/lldb-server do not rewind the PC in a way we rely on; the
+    // client step-over is the same for all three.
+    let before = read_hits(&mut c)?;
+    let t = Instant::now();
+    for _ in 0..a.bp {
+        c.ask_s(&format!("z0,{func:x},1"))?;
+        c.ask_s(&format!("vCont;s:{tid}"))?;
+        c.ask_s(&format!("Z0,{func:x},1"))?;
+        let s = c.ask_s("vCont;c")?;
+        if !s.starts_with('T') {
+            bail!("bp cycle: {s}");
+        }
+    }
+    let bp_s = a.bp as f64 / t.elapsed().as_secs_f64();
+    let after = read_hits(&mut c)?;
+    if after.saturating_sub(before) != a.bp as u64 {
+        bail!(
+            "breakpoint cycles advanced the loop {} times, expected {}",
+            after - before,
+            a.bp
+        );
+    }
+    let _ = c.send(b"k");
+    Ok(Figures {
+        qc_us,
+        mread_mibs: best.0,
+        mread_how: best.1,
+        steps_s,
+        bp_s,
+    })
+}
+
+fn main() -> Result<()> {
+    let a = Args::parse();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = std::env::temp_dir().join("gdbmux-bench");
+    std::fs::create_dir_all(&out)?;
+    let prog = out.join("bench");
+    let st = Command::new("gcc")
+        .args(["-g", "-O0", "-no-pie", "-o"])
+        .arg(&prog)
+        .arg(root.join("fixtures/bench.c"))
+        .status()?;
+    if !st.success() {
+        bail!("gcc failed");
+    }
+    let gdbmux = a
+        .gdbmux
+        .clone()
+        .unwrap_or_else(|| root.join("../../target/release/gdbmux"));
+    let stubs: Vec<&str> = ["gdbmux", "gdbserver", "lldb-server"]
+        .into_iter()
+        .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s))
+        .collect();
+    let mut results = Vec::new();
+    for s in &stubs {
+        eprintln!("measuring {s} …");
+        match measure(s, &gdbmux, &prog, &a) {
+            Ok(f) => results.push((*s, f)),
+            Err(e) => eprintln!("  {s}: {e:#}"),
+        }
+    }
+    let peer_best = |f: &dyn Fn(&Figures) -> f64, lower_better: bool| -> Option<f64> {
+        let it = results
+            .iter()
+            .filter(|(n, _)| *n != "gdbmux")
+            .map(|(_, x)| f(x));
+        if lower_better {
+            it.reduce(f64::min)
+        } else {
+            it.reduce(f64::max)
+        }
+    };
+    type Getter = fn(&Figures) -> f64;
+    let rows: [(&str, Getter, bool, &str); 4] = [
+        ("qC round trip (µs, median)", |f| f.qc_us, true, "≤ 0.8"),
+        ("read 16 MiB (MiB/s)", |f| f.mread_mibs, false, "≥ 2.0"),
+        ("single steps/s", |f| f.steps_s, false, "≥ 1.2"),
+        ("bp hit+step-over cycles/s", |f| f.bp_s, false, "≥ 1.2"),
+    ];
+    println!(
+        "| metric | {} | gdbmux ÷ best peer | target |",
+        results
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!("|---|{}---|---|", "---|".repeat(results.len()));
+    for (name, get, lower, target) in rows {
+        let vals: Vec<String> = results
+            .iter()
+            .map(|(_, f)| format!("{:.1}", get(f)))
+            .collect();
+        let ratio = match (
+            results.iter().find(|(n, _)| *n == "gdbmux"),
+            peer_best(&get, lower),
+        ) {
+            (Some((_, g)), Some(p)) if p > 0.0 => format!("{:.2}", get(g) / p),
+            _ => "-".into(),
+        };
+        println!("| {name} | {} | {ratio} | {target} |", vals.join(" | "));
+    }
+    for (n, f) in &results {
+        println!("- {n}: memory read used {}", f.mread_how);
+    }
+    Ok(())
+}

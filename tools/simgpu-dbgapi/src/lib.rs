@@ -1,0 +1,1 @@
+//! Simulated amd-dbgapi library (filled by the gpu-target issue).

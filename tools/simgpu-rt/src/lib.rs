@@ -1,0 +1,1 @@
+//! Runtime for sample GPU programs (filled by the gpu-target issue).

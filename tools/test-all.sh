@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# README's test command: everything CI checks, in order of cost.
+# Installs missing debugger/toolchain packages when it can (apt/pip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+command -v gdbserver >/dev/null || need+=(gdbserver)
+command -v gdb >/dev/null || need+=(gdb)
+command -v clang-19 >/dev/null || need+=(clang-19 lld-19 llvm-19)
+command -v socat >/dev/null || need+=(socat)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+command -v lldb >/dev/null || python3 -m pip install -q lldb-for-pwndbg
+
+echo "== fmt"; cargo fmt --all -- --check
+echo "== clippy"; cargo clippy --workspace --all-targets -- -D warnings
+echo "== build"; cargo build --workspace --all-targets
+if [ -x samples/build-kernels.sh ]; then
+  echo "== GPU code objects match their sources"; samples/build-kernels.sh --check
+fi
+echo "== tests"; cargo test --workspace -- --test-threads=2
+echo "== all green"
