@@ -24,7 +24,9 @@
 //!   timeout, builds the C fixtures in `fixtures/` once, and launches stubs
 //!   from command templates ([`drivers::Stub`]).
 //! * [`scenarios`] — raw-protocol scenarios shared by `tests/raw_protocol.rs`
-//!   and the `rsp-conform` runner.
+//!   and the `rsp-conform` runner: Rust ones, and
+//! * [`transcript`] — scenarios as data (`scenarios/*.txt`: `send:` /
+//!   `expect:` lines with regex captures), parsed and run by the same code.
 //!
 //! ## Choosing the stub under test
 //!
@@ -73,6 +75,7 @@ pub mod drivers;
 pub mod framing;
 pub mod reply;
 pub mod scenarios;
+pub mod transcript;
 
 /// The `qSupported` request gdb 13 sends (research/client-traces.md §4).
 pub const GDB_QSUPPORTED: &str = "qSupported:multiprocess+;swbreak+;hwbreak+;qRelocInsn+;fork-events+;vfork-events+;exec-events+;vContSupported+;QThreadEvents+;no-resumed+;memory-tagging+;xmlRegisters=i386";

@@ -9,6 +9,7 @@
 //! (research/client-traces.md). Where the two reference servers legitimately
 //! differ, the check is keyed by [`Dialect`].
 
+use std::sync::OnceLock;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -24,6 +25,7 @@ use crate::reply::classify;
 use crate::reply::ReplyKind;
 use crate::reply::StopReply;
 use crate::reply::StopSignal;
+use crate::transcript::Transcript;
 
 /// Whether a scenario is mandatory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +107,28 @@ pub struct Ctx {
     pub client: RspClient,
     /// The stub's dialect.
     pub dialect: Dialect,
+    /// The fixture program the stub runs (for symbols), if known.
+    pub program: Option<std::path::PathBuf>,
+    /// The stub's address (for scenarios that open more connections).
+    pub addr: std::net::SocketAddr,
+}
+
+/// How the stub is started for a scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchMode {
+    /// With the fixture (`StubSpec::launch`).
+    Launch,
+    /// Multi-process, no program (`StubSpec::launch_multi`, extended mode).
+    Multi,
+}
+
+/// A scenario body: Rust code, or a data transcript (`scenarios/*.txt`).
+#[derive(Debug, Clone, Copy)]
+pub enum Body {
+    /// A function.
+    Rust(fn(&mut Ctx) -> ScenarioResult),
+    /// A parsed transcript.
+    Data(&'static Transcript),
 }
 
 /// One scenario.
@@ -120,8 +144,40 @@ pub struct Scenario {
     pub fixture: Fixture,
     /// Its arguments.
     pub args: &'static [&'static str],
+    /// Dialects (`gdbserver`, `lldb-server`, ...) for which a required
+    /// scenario is only implementation-defined (a reference server lacks
+    /// the packet, and clients fall back).
+    pub relaxed_for: &'static [&'static str],
+    /// How the stub is started.
+    pub mode: LaunchMode,
     /// The body.
-    pub run: fn(&mut Ctx) -> ScenarioResult,
+    pub run: Body,
+}
+
+impl Scenario {
+    /// The requirement that applies to a stub of `dialect`.
+    pub fn requirement_for(&self, dialect: Dialect) -> Requirement {
+        if self
+            .relaxed_for
+            .contains(&crate::transcript::dialect_name(dialect))
+        {
+            Requirement::ImplementationDefined
+        } else {
+            self.requirement
+        }
+    }
+
+    /// `rust` or the transcript file name.
+    pub fn source(&self) -> String {
+        match self.run {
+            Body::Rust(_) => "rust".into(),
+            Body::Data(t) => t
+                .path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
 }
 
 /// Outcome of running a scenario, for reports.
@@ -148,11 +204,20 @@ impl Outcome {
 
 /// Launch a fresh stub from `spec` and run `s` against it.
 pub fn run_with_spec(spec: &StubSpec, s: &Scenario) -> Outcome {
-    let stub = match spec.launch(s.fixture, s.args) {
+    let started = match s.mode {
+        LaunchMode::Launch => spec.launch(s.fixture, s.args),
+        LaunchMode::Multi => spec.launch_multi(),
+    };
+    let mut stub = match started {
         Ok(st) => st,
+        Err(crate::drivers::StubError::NoTemplate { name, mode }) => {
+            return Outcome::Unsupported(format!("{name} has no {mode} mode template"))
+        }
         Err(e) => return Outcome::Fail(fail(format!("stub did not start: {e}"))),
     };
-    let outcome = run_at(stub.addr(), spec.dialect, s);
+    let outcome = run_at_with(stub.addr(), spec.dialect, s, &mut || {
+        stub.remember_descendants()
+    });
     if let Outcome::Fail(mut f) = outcome {
         f.message = format!("{}\n--- stub output ---\n{}", f.message, stub.output());
         return Outcome::Fail(f);
@@ -162,12 +227,34 @@ pub fn run_with_spec(spec: &StubSpec, s: &Scenario) -> Outcome {
 
 /// Run `s` against a stub already listening at `addr`.
 pub fn run_at(addr: std::net::SocketAddr, dialect: Dialect, s: &Scenario) -> Outcome {
+    run_at_with(addr, dialect, s, &mut || {})
+}
+
+/// [`run_at`], calling `before_disconnect` after the body while the
+/// connection is still open.
+pub fn run_at_with(
+    addr: std::net::SocketAddr,
+    dialect: Dialect,
+    s: &Scenario,
+    before_disconnect: &mut dyn FnMut(),
+) -> Outcome {
     let client = match RspClient::connect(addr) {
         Ok(c) => c,
         Err(e) => return Outcome::Fail(fail(format!("cannot connect to {addr}: {e}"))),
     };
-    let mut ctx = Ctx { client, dialect };
-    match (s.run)(&mut ctx) {
+    let mut ctx = Ctx {
+        client,
+        dialect,
+        program: Some(crate::drivers::fixture(s.fixture)),
+        addr,
+    };
+    let result = match s.run {
+        Body::Rust(f) => f(&mut ctx),
+        Body::Data(t) => crate::transcript::run(t, &mut ctx),
+    };
+    before_disconnect();
+    drop(ctx);
+    match result {
         Ok(Verdict::Pass(n)) => Outcome::Pass(n),
         Ok(Verdict::Unsupported(n)) => Outcome::Unsupported(n),
         Err(f) => Outcome::Fail(f),
@@ -176,18 +263,49 @@ pub fn run_at(addr: std::net::SocketAddr, dialect: Dialect, s: &Scenario) -> Out
 
 /// Look a scenario up by name.
 pub fn find(name: &str) -> Option<&'static Scenario> {
-    ALL.iter().find(|s| s.name == name)
+    all().iter().find(|s| s.name == name)
 }
 
-/// Every scenario, in report order.
-pub static ALL: &[Scenario] = &[
+/// Every scenario, in report order: the Rust ones ([`RUST`]), then the
+/// transcripts of [`crate::transcript::default_dir`] sorted by file name.
+///
+/// Panics (once, with the file and line) if a transcript does not parse.
+pub fn all() -> &'static [Scenario] {
+    static ALL: OnceLock<Vec<Scenario>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let data = crate::transcript::load_dir(&crate::transcript::default_dir())
+            .unwrap_or_else(|e| panic!("scenario transcripts: {e}"));
+        let mut v = RUST.to_vec();
+        for t in data {
+            let t: &'static Transcript = Box::leak(Box::new(t));
+            let args: Vec<&'static str> = t.args.iter().map(String::as_str).collect();
+            let relaxed: Vec<&'static str> = t.relaxed_for.iter().map(String::as_str).collect();
+            v.push(Scenario {
+                name: t.name.as_str(),
+                requirement: t.requirement,
+                description: t.description.as_str(),
+                fixture: t.fixture,
+                args: Box::leak(args.into_boxed_slice()),
+                relaxed_for: Box::leak(relaxed.into_boxed_slice()),
+                mode: LaunchMode::Launch,
+                run: Body::Data(t),
+            });
+        }
+        v
+    })
+}
+
+/// The scenarios written in Rust (where data would be awkward).
+pub static RUST: &[Scenario] = &[
     Scenario {
         name: "handshake-gdb",
         requirement: Requirement::Required,
         description: "gdb 13 order: qSupported, vMustReplyEmpty, QStartNoAckMode, Hgp0.0, target.xml windows, ?",
         fixture: Fixture::Single,
         args: &[],
-        run: handshake_gdb,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(handshake_gdb),
     },
     Scenario {
         name: "handshake-lldb",
@@ -195,7 +313,9 @@ pub static ALL: &[Scenario] = &[
         description: "lldb 23 order: QStartNoAckMode before qSupported, vCont?, ?",
         fixture: Fixture::Single,
         args: &[],
-        run: handshake_lldb,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(handshake_lldb),
     },
     Scenario {
         name: "stop-replay",
@@ -203,7 +323,9 @@ pub static ALL: &[Scenario] = &[
         description: "`?` answered 8 times with byte-identical stop replies",
         fixture: Fixture::Single,
         args: &[],
-        run: stop_replay,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(stop_replay),
     },
     Scenario {
         name: "unknown-packet",
@@ -211,7 +333,9 @@ pub static ALL: &[Scenario] = &[
         description: "unknown packets get the empty reply and the session goes on",
         fixture: Fixture::Single,
         args: &[],
-        run: unknown_packet,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(unknown_packet),
     },
     Scenario {
         name: "framing-bad-checksum",
@@ -219,7 +343,9 @@ pub static ALL: &[Scenario] = &[
         description: "ack mode: a bad checksum is NAKed with `-`; the retransmission is answered",
         fixture: Fixture::Single,
         args: &[],
-        run: framing_bad_checksum,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(framing_bad_checksum),
     },
     Scenario {
         name: "framing-nak-retransmit",
@@ -227,7 +353,9 @@ pub static ALL: &[Scenario] = &[
         description: "ack mode: the client's `-` makes the server retransmit its last reply",
         fixture: Fixture::Single,
         args: &[],
-        run: framing_nak_retransmit,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(framing_nak_retransmit),
     },
     Scenario {
         name: "framing-split",
@@ -235,7 +363,9 @@ pub static ALL: &[Scenario] = &[
         description: "a packet split at every byte boundary (two writes) is answered like an unsplit one",
         fixture: Fixture::Single,
         args: &[],
-        run: framing_split,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(framing_split),
     },
     Scenario {
         name: "registers-g",
@@ -243,7 +373,9 @@ pub static ALL: &[Scenario] = &[
         description: "`g` decodes (RLE expanded) and its rip equals the expedited rip of the stop",
         fixture: Fixture::Single,
         args: &[],
-        run: registers_g,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(registers_g),
     },
     Scenario {
         name: "memory-unmapped",
@@ -251,7 +383,9 @@ pub static ALL: &[Scenario] = &[
         description: "`m` at 0 is an error; `m` across the end of a mapping is partial or an error",
         fixture: Fixture::Single,
         args: &[],
-        run: memory_unmapped,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(memory_unmapped),
     },
     Scenario {
         name: "breakpoint-twice",
@@ -259,7 +393,9 @@ pub static ALL: &[Scenario] = &[
         description: "Z0 twice at the same address, then z0 twice (second z0: OK or error)",
         fixture: Fixture::Single,
         args: &[],
-        run: breakpoint_twice,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(breakpoint_twice),
     },
     Scenario {
         name: "malformed-input",
@@ -267,7 +403,9 @@ pub static ALL: &[Scenario] = &[
         description: "malformed packets of each family get an empty or E reply; the connection stays usable",
         fixture: Fixture::Single,
         args: &[],
-        run: malformed_input,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(malformed_input),
     },
     Scenario {
         name: "thread-list",
@@ -275,7 +413,9 @@ pub static ALL: &[Scenario] = &[
         description: "qfThreadInfo/qsThreadInfo paginate to `l` and include the stopped thread",
         fixture: Fixture::Single,
         args: &[],
-        run: thread_list,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(thread_list),
     },
     Scenario {
         name: "vcont-step",
@@ -283,7 +423,9 @@ pub static ALL: &[Scenario] = &[
         description: "vCont? lists c and s; vCont;s:<tid> stops with SIGTRAP in that thread",
         fixture: Fixture::Single,
         args: &[],
-        run: vcont_step,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(vcont_step),
     },
     Scenario {
         name: "interrupt",
@@ -291,7 +433,9 @@ pub static ALL: &[Scenario] = &[
         description: "vCont;c then \\x03 stops the process (gdbserver T02, lldb-server T13)",
         fixture: Fixture::Single,
         args: &["100000000000"],
-        run: interrupt,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(interrupt),
     },
     Scenario {
         name: "kill",
@@ -299,7 +443,9 @@ pub static ALL: &[Scenario] = &[
         description: "`k` ends the inferior (reply X/W/OK or close) and the process disappears",
         fixture: Fixture::Single,
         args: &[],
-        run: kill,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(kill),
     },
     Scenario {
         name: "lldb-info",
@@ -307,7 +453,9 @@ pub static ALL: &[Scenario] = &[
         description: "qHostInfo / qProcessInfo parse as key:value with an x86_64 triple and ptrsize 8",
         fixture: Fixture::Single,
         args: &[],
-        run: lldb_info,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(lldb_info),
     },
     Scenario {
         name: "jthreadsinfo",
@@ -315,7 +463,9 @@ pub static ALL: &[Scenario] = &[
         description: "jThreadsInfo is escaped JSON listing the stopped thread",
         fixture: Fixture::Single,
         args: &[],
-        run: jthreadsinfo,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(jthreadsinfo),
     },
     Scenario {
         name: "accelerator-initialize",
@@ -323,7 +473,49 @@ pub static ALL: &[Scenario] = &[
         description: "jAcceleratorPluginInitialize is empty, or a schema-valid JSON array",
         fixture: Fixture::Single,
         args: &[],
-        run: accelerator_initialize,
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(accelerator_initialize),
+    },
+    Scenario {
+        name: "threads-select-registers",
+        requirement: Requirement::Required,
+        description: "at a breakpoint in a worker: every listed thread answers Hg<tid> OK, T<tid> OK and its own `g` block",
+        fixture: Fixture::Threads,
+        args: &["5"],
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(threads_select_registers),
+    },
+    Scenario {
+        name: "extended-mode",
+        requirement: Requirement::Required,
+        description: "multi mode: `!`, vRun, vKill, vRun again, vAttach to a running process, D",
+        fixture: Fixture::Single,
+        args: &[],
+        relaxed_for: &[],
+        mode: LaunchMode::Multi,
+        run: Body::Rust(extended_mode),
+    },
+    Scenario {
+        name: "connection-duplicate",
+        requirement: Requirement::Required,
+        description: "a second connection while one is live is refused (E reply and close, or never served); the live session is untouched",
+        fixture: Fixture::Single,
+        args: &[],
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(connection_duplicate),
+    },
+    Scenario {
+        name: "accelerator-exactly-once",
+        requirement: Requirement::ImplementationDefined,
+        description: "jAcceleratorPluginInitialize twice: schema-valid, and no connection offer or action identifier is repeated",
+        fixture: Fixture::Single,
+        args: &[],
+        relaxed_for: &[],
+        mode: LaunchMode::Launch,
+        run: Body::Rust(accelerator_exactly_once),
     },
 ];
 
@@ -747,6 +939,17 @@ pub const MALFORMED: &[&str] = &[
     "QPassSignals:zz",
     "qRcmd,zz",
     "jThreadsInfo:{",
+    "vAttach;zz",
+    "vKill;zz",
+    "vRun;zz",
+    "qXfer:threads:read::zz,10",
+    "qMemoryRegionInfo:zz",
+    "qThreadStopInfozz",
+    "QNonStop:zz",
+    "xzz,4",
+    "X10,zz:",
+    "D;zz",
+    "Hc",
 ];
 
 /// Known deviations of the reference servers on [`MALFORMED`] input
@@ -765,10 +968,20 @@ pub fn reference_quirk(dialect: Dialect, packet: &str) -> Option<&'static str> {
             "Z0,zz,1" | "z0" => Some("gdbserver 13 drops the connection"),
             "Hgzz" => Some("gdbserver 13 answers OK"),
             "G0" => Some("gdbserver 13 logs \"Wrong sized register packet\" and answers OK"),
+            "qXfer:threads:read::zz,10" | "X10,zz:" => {
+                Some("gdbserver 13 answers E01, then stops answering")
+            }
+            "vKill;zz" => Some("gdbserver 13 kills the process and answers OK"),
+            "D;zz" => Some("gdbserver 13 detaches and answers OK"),
+            "Hc" => Some("gdbserver 13 answers OK to an empty thread id"),
             _ => None,
         },
         Dialect::LldbServer => match packet {
             "pzz" => Some("lldb-server 23 reads register 0"),
+            "qMemoryRegionInfo:zz" => Some("lldb-server 23 reads `zz` as address 0"),
+            "vRun;zz" => {
+                Some("lldb-server 23 ignores the bad argument and launches the program again")
+            }
             _ => None,
         },
         Dialect::Gdbmux | Dialect::Custom => None,
@@ -794,6 +1007,14 @@ fn malformed_input(ctx: &mut Ctx) -> ScenarioResult {
         let vfile_error = p.starts_with("vFile:") && r.starts_with(b"F-1");
         if !is_error_or_empty(&r) && !vfile_error {
             bad.push(format!("{p} -> {}", framing::printable(&r)));
+        }
+        // The stop state must be untouched after every packet.
+        let _ =
+            initial_stop(c).map_err(|e| fail(format!("after malformed {p:?}: {}", e.message)))?;
+        if c.last_reply_raw() != before.as_slice() {
+            let mut f = differ("?", framing::printable(&before), c.last_reply_raw());
+            f.message = format!("malformed {p:?} changed the stop state");
+            return Err(f);
         }
     }
     let _ = initial_stop(c)?;
@@ -990,4 +1211,250 @@ fn accelerator_initialize(ctx: &mut Ctx) -> ScenarioResult {
         )
     })?;
     Ok(Verdict::Pass(format!("{} plugin(s)", a.len())))
+}
+
+fn thread_list_ids(c: &mut RspClient) -> Result<Vec<reply::ThreadId>, Failure> {
+    let mut ids = Vec::new();
+    let mut p = "qfThreadInfo";
+    for _ in 0..1000 {
+        let r = req(c, p)?;
+        let chunk =
+            reply::ThreadListChunk::parse(&r).map_err(|e| differ(p, format!("m…/l ({e})"), &r))?;
+        ids.extend(chunk.ids);
+        if chunk.last {
+            break;
+        }
+        p = "qsThreadInfo";
+    }
+    Ok(ids)
+}
+
+fn symbol(ctx: &mut Ctx, pid: u64, name: &str) -> Result<u64, Failure> {
+    let prog = ctx
+        .program
+        .clone()
+        .ok_or_else(|| fail("no fixture program known"))?;
+    crate::transcript::symbol_address(&prog, pid, name).map_err(fail)
+}
+
+fn threads_select_registers(ctx: &mut Ctx) -> ScenarioResult {
+    handshake(ctx)?;
+    let s = initial_stop(&mut ctx.client)?;
+    let pid = pid_of(&mut ctx.client, &s)?;
+    let work = symbol(ctx, pid, "thread_work")?;
+    let c = &mut ctx.client;
+    expect_exact(c, &format!("Z0,{work:x},1"), "OK")?;
+    let (stop, _) = c.stop_reply("vCont;c")?;
+    let st = stop
+        .signal()
+        .ok_or_else(|| differ("vCont;c", "a breakpoint stop", c.last_reply_raw()))?
+        .clone();
+    let hit = stop_thread(&st)?;
+    expect_exact(c, &format!("z0,{work:x},1"), "OK")?;
+    let ids = thread_list_ids(c)?;
+    if ids.len() < 5 {
+        return Err(fail(format!("expected 5 threads, listed {ids:?}")));
+    }
+    let lldb = ctx.dialect == Dialect::LldbServer;
+    if lldb {
+        let _ = req(c, "QThreadSuffixSupported")?;
+    }
+    let mut pcs = Vec::new();
+    for t in &ids {
+        expect_exact(c, &format!("T{t}"), "OK")?;
+        let g = if lldb {
+            format!("g;thread:{:x};", t.tid.id().unwrap_or(0))
+        } else {
+            expect_exact(c, &format!("Hg{t}"), "OK")?;
+            "g".to_string()
+        };
+        let r = req(c, &g)?;
+        let block =
+            reply::RegisterBlock::parse(&r).map_err(|e| differ(&g, format!("hex ({e})"), &r))?;
+        let pc = block
+            .amd64_rip()
+            .ok_or_else(|| differ(&g, "a block with rip", &r))?;
+        if t.tid == hit.tid {
+            if let Some(want) = st.register_u64(0x10) {
+                if want != pc {
+                    return Err(differ(&g, format!("rip {want:#x} of the stop"), &r));
+                }
+            }
+        }
+        pcs.push(pc);
+    }
+    let mut distinct = pcs.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    Ok(Verdict::Pass(format!(
+        "{} threads, {} distinct pcs",
+        ids.len(),
+        distinct.len()
+    )))
+}
+
+fn hex_str(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn extended_mode(ctx: &mut Ctx) -> ScenarioResult {
+    let prog = ctx
+        .program
+        .clone()
+        .ok_or_else(|| fail("no fixture program known"))?;
+    handshake(ctx)?;
+    let c = &mut ctx.client;
+    // lldb-server has no `!` (it always accepts vRun/vAttach).
+    let bang = req(c, "!")?;
+    if bang != b"OK" && !(ctx.dialect == Dialect::LldbServer && bang.is_empty()) {
+        return Err(differ("!", "OK", &bang));
+    }
+    let run = format!(
+        "vRun;{};{}",
+        hex_str(&prog.display().to_string()),
+        hex_str("100000000000")
+    );
+    let mut pids = Vec::new();
+    for round in 0..2 {
+        let (stop, _) = c.stop_reply(&run)?;
+        let st = stop
+            .signal()
+            .ok_or_else(|| differ(&run, "a T stop", c.last_reply_raw()))?
+            .clone();
+        let pid = pid_of(c, &st)?;
+        pids.push(pid);
+        // `?` replays the vRun stop.
+        let first = c.last_reply_raw().to_vec();
+        let _ = initial_stop(c)?;
+        if c.last_reply_raw() != first.as_slice() {
+            return Err(differ("?", framing::printable(&first), c.last_reply_raw()));
+        }
+        let k = format!("vKill;{pid:x}");
+        let r = req(c, &k)?;
+        if r != b"OK" && !(round == 1 && matches!(classify(&r), ReplyKind::Other)) {
+            return Err(differ(&k, "OK", &r));
+        }
+    }
+    // vAttach to a process started outside the stub.
+    let mut child = std::process::Command::new(&prog)
+        .arg("100000000000")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| fail(format!("cannot start {}: {e}", prog.display())))?;
+    struct Reap<'a>(&'a mut std::process::Child);
+    impl Drop for Reap<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let guard = Reap(&mut child);
+    let pid = guard.0.id();
+    let att = format!("vAttach;{pid:x}");
+    let (stop, _) = c.stop_reply(&att)?;
+    if stop.signal().is_none() {
+        return Err(differ(&att, "a T stop", c.last_reply_raw()));
+    }
+    let d = format!("D;{pid:x}");
+    expect_exact(c, &d, "OK")?;
+    drop(guard);
+    Ok(Verdict::Pass(format!("pids {pids:x?}, attached {pid}")))
+}
+
+fn connection_duplicate(ctx: &mut Ctx) -> ScenarioResult {
+    handshake(ctx)?;
+    let _ = initial_stop(&mut ctx.client)?;
+    let before = ctx.client.last_reply_raw().to_vec();
+    let note = match RspClient::connect(ctx.addr) {
+        Err(e) => format!("second connect refused ({e})"),
+        Ok(mut second) => {
+            second.set_timeout(Duration::from_secs(2));
+            let r = second
+                .send_ack()
+                .and_then(|()| second.send_packet(crate::GDB_QSUPPORTED.as_bytes()))
+                .and_then(|()| second.recv_packet());
+            match r {
+                Ok(r) if matches!(classify(&r), ReplyKind::Error(_)) => {
+                    // Refused: the stub must close it.
+                    match second.recv_packet_within(Duration::from_secs(2)) {
+                        Err(ClientError::Closed { .. }) => {
+                            format!("refused with {}", framing::printable(&r))
+                        }
+                        Err(ClientError::Io(_)) => {
+                            format!("refused with {}", framing::printable(&r))
+                        }
+                        other => {
+                            return Err(fail(format!(
+                                "second connection got {} but was not closed: {other:?}",
+                                framing::printable(&r)
+                            )))
+                        }
+                    }
+                }
+                Ok(r) => {
+                    return Err(differ(
+                        "qSupported (second connection)",
+                        "an E reply and close, or no answer",
+                        &r,
+                    ))
+                }
+                Err(ClientError::Timeout { .. }) => "second connection never served".into(),
+                Err(ClientError::Closed { .. }) | Err(ClientError::Io(_)) => {
+                    "second connection closed".into()
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    let c = &mut ctx.client;
+    let _ = initial_stop(c)?;
+    if c.last_reply_raw() != before.as_slice() {
+        return Err(differ("?", framing::printable(&before), c.last_reply_raw()));
+    }
+    Ok(Verdict::Pass(note))
+}
+
+fn accelerator_exactly_once(ctx: &mut Ctx) -> ScenarioResult {
+    handshake(ctx)?;
+    let c = &mut ctx.client;
+    let mut seen_ids = Vec::new();
+    let mut offers = 0;
+    for i in 0..2 {
+        let r = req(c, "jAcceleratorPluginInitialize")?;
+        if r.is_empty() {
+            return Ok(Verdict::Unsupported("empty reply".into()));
+        }
+        let a = reply::parse_accelerator_actions(&r).map_err(|e| {
+            differ(
+                "jAcceleratorPluginInitialize",
+                format!("schema-valid array ({e})"),
+                &r,
+            )
+        })?;
+        for act in a {
+            if act.connect_info.is_some() {
+                offers += 1;
+                if i > 0 {
+                    return Err(differ(
+                        "jAcceleratorPluginInitialize (again)",
+                        "no repeated connection offer",
+                        &r,
+                    ));
+                }
+            }
+            if seen_ids.contains(&(act.plugin_name.clone(), act.identifier)) {
+                return Err(differ(
+                    "jAcceleratorPluginInitialize (again)",
+                    format!("no repeated identifier {}", act.identifier),
+                    &r,
+                ));
+            }
+            seen_ids.push((act.plugin_name, act.identifier));
+        }
+    }
+    Ok(Verdict::Pass(format!(
+        "{} action(s), {offers} offer(s)",
+        seen_ids.len()
+    )))
 }

@@ -25,6 +25,11 @@ macro_rules! spec {
     };
 }
 
+/// The threads fixture runs this many seconds (default 30): enough for the
+/// test, short enough that a program the debugger left running (detach,
+/// disconnect) ends right after the test.
+const THREADS_ARGS: &[&str] = &["3"];
+
 fn remote(f: Fixture, addr: std::net::SocketAddr) -> GdbSession {
     GdbSession::new(Some(&fixture(f))).ex(format!("target remote {addr}"))
 }
@@ -98,7 +103,7 @@ fn remote_step_next_stepi_finish() {
 #[test]
 fn remote_threads() {
     let spec = spec!("remote_threads");
-    let stub = common::launch(&spec, Fixture::Threads, &[]);
+    let stub = common::launch(&spec, Fixture::Threads, THREADS_ARGS);
     let out = remote(Fixture::Threads, stub.addr())
         .ex("break thread_work")
         .ex("continue")
@@ -137,7 +142,7 @@ fn remote_hw_watchpoint() {
 #[test]
 fn remote_signal_sigusr1() {
     let spec = spec!("remote_signal_sigusr1");
-    let stub = common::launch(&spec, Fixture::Threads, &[]);
+    let stub = common::launch(&spec, Fixture::Threads, THREADS_ARGS);
     let out = remote(Fixture::Threads, stub.addr())
         .ex("break thread_work")
         .ex("continue")

@@ -40,6 +40,11 @@ macro_rules! spec {
     };
 }
 
+/// The threads fixture runs this many seconds (default 30): enough for the
+/// test, short enough that a program the debugger left running (detach,
+/// disconnect) ends right after the test.
+const THREADS_ARGS: &[&str] = &["3"];
+
 fn remote(f: Fixture, port: u16) -> LldbSession {
     LldbSession::new(Some(&fixture(f))).o(format!("gdb-remote {port}"))
 }
@@ -100,7 +105,7 @@ fn lldb_step_over() {
 #[test]
 fn lldb_threads() {
     let spec = spec!("lldb_threads", threads);
-    let stub = common::launch(&spec, Fixture::Threads, &[]);
+    let stub = common::launch(&spec, Fixture::Threads, THREADS_ARGS);
     let out = remote(Fixture::Threads, stub.addr().port())
         .o("breakpoint set -n thread_work")
         .o("process continue")
@@ -118,7 +123,7 @@ fn lldb_threads() {
 #[test]
 fn lldb_signal_while_running() {
     let spec = spec!("lldb_signal_while_running", threads);
-    let stub = common::launch(&spec, Fixture::Threads, &[]);
+    let stub = common::launch(&spec, Fixture::Threads, THREADS_ARGS);
     let out = remote(Fixture::Threads, stub.addr().port())
         .o(format!(
             "command script import {}",

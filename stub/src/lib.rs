@@ -27,6 +27,9 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "gdbstub-adapter")]
+pub mod adapters;
+pub mod gpu;
 pub mod hostio;
 pub mod mux;
 pub mod native;

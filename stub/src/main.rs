@@ -31,6 +31,26 @@ struct Cli {
     /// Attach to the single process with this name.
     #[arg(long, value_name = "NAME")]
     attach_name: Option<String>,
+    /// amd-dbgapi library to load (default: the simulated GPU library next
+    /// to this executable, or $GDBMUX_DBGAPI; the real one is
+    /// librocm-dbgapi.so.0).
+    #[arg(long, value_name = "PATH")]
+    dbgapi: Option<std::path::PathBuf>,
+    /// Do not load any GPU library (CPU debugging only).
+    #[arg(long, conflicts_with = "dbgapi")]
+    no_gpu: bool,
+    /// Symbol of the GPU runtime's debugger hook (default: the simulated
+    /// runtime's, or ROCr's rocr::_loader_debug_state for the real library).
+    #[arg(long, value_name = "SYMBOL")]
+    gpu_hook: Option<String>,
+    /// What to do when a GPU wave stops while gdb waits on the CPU process:
+    /// report it (a stop with a console line naming the wave) or only log.
+    #[arg(long, default_value = "report", value_parser = ["report", "log"])]
+    gpu_stops: String,
+    /// HOST:PORT to put in GPU connection offers (when the client reaches
+    /// gdbmux through a forwarded port).
+    #[arg(long, value_name = "HOST:PORT")]
+    advertise: Option<String>,
     /// Disable address-space randomization for launched programs.
     #[arg(long)]
     disable_randomization: bool,
@@ -136,6 +156,11 @@ fn demo_cli(args: Vec<String>) -> Result<Cli, String> {
         attach: None,
         attach_name: None,
         disable_randomization: false,
+        dbgapi: None,
+        no_gpu: false,
+        gpu_hook: None,
+        gpu_stops: "report".into(),
+        advertise: None,
         log_file: None,
         log_channels: vec![],
         log_format: "text".into(),
@@ -173,7 +198,14 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<(), String> {
     let mut b = ServerBuilder::new(&cli.comm)?
         .multi(cli.multi)
-        .disable_aslr(cli.disable_randomization);
+        .disable_aslr(cli.disable_randomization)
+        .advertise(cli.advertise.clone());
+    if !cli.no_gpu {
+        b = b
+            .gpu(cli.dbgapi.clone())
+            .gpu_hook(cli.gpu_hook.clone())
+            .gpu_report_stops(cli.gpu_stops == "report");
+    }
     let attach = match (&cli.attach, &cli.attach_name) {
         (Some(pid), _) => Some(*pid),
         (None, Some(name)) => Some(stub::native::pid_by_name(name).map_err(|e| e.to_string())?),

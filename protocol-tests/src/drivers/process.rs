@@ -128,9 +128,17 @@ pub fn descendants(pid: u32) -> Vec<u32> {
 /// Kill `child` and all its descendants, then reap it.
 pub fn kill_tree(child: &mut Child) {
     let pid = child.id();
-    let kids = descendants(pid);
+    // Descendants first (deepest first), while their tracer still holds
+    // them: a tracee whose tracer dies first is detached and runs on, and
+    // a debug server may fork again in between, so scan twice.
+    for _ in 0..2 {
+        let kids = descendants(pid);
+        for k in kids.iter().rev() {
+            kill_pid(*k);
+        }
+    }
     kill_pid(pid);
-    for k in kids {
+    for k in descendants(pid) {
         kill_pid(k);
     }
     let _ = child.wait();

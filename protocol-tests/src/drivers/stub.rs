@@ -332,6 +332,7 @@ impl StubSpec {
             command,
             output,
             dialect: self.dialect,
+            remembered: Vec::new(),
         };
         stub.wait_listening()?;
         Ok(stub)
@@ -412,9 +413,22 @@ pub struct Stub {
     command: String,
     output: Arc<Mutex<Vec<u8>>>,
     dialect: Dialect,
+    remembered: Vec<u32>,
 }
 
 impl Stub {
+    /// Remember the stub's current descendants (its inferiors), so that
+    /// drop kills them even if the stub exits first and orphans them
+    /// (lldb-server exits when its client disconnects, leaving the
+    /// inferior stopped or running). Call it while a client is connected.
+    pub fn remember_descendants(&mut self) {
+        for p in process::descendants(self.child.id()) {
+            if !self.remembered.contains(&p) {
+                self.remembered.push(p);
+            }
+        }
+    }
+
     fn wait_listening(&mut self) -> Result<(), StubError> {
         // Polling with a deadline is the only portable readiness signal for an
         // arbitrary stub; the back-off keeps it cheap.
@@ -486,6 +500,15 @@ impl Stub {
 
 impl Drop for Stub {
     fn drop(&mut self) {
+        for p in &self.remembered {
+            // Only a process that still runs our fixture: the pid may have
+            // been reused in between.
+            let ours = std::fs::read_link(format!("/proc/{p}/exe"))
+                .is_ok_and(|e| e.starts_with(fixtures::target_dir()));
+            if ours {
+                process::kill_pid(*p);
+            }
+        }
         process::kill_tree(&mut self.child);
     }
 }

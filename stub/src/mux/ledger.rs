@@ -112,6 +112,19 @@ impl Ledger {
         }
     }
 
+    /// Why a claim would be refused now (no side effects).
+    pub fn refusal(&self) -> Option<ClaimError> {
+        if self.pending().is_some() {
+            return None;
+        }
+        match self.offers.last() {
+            Some(o) if matches!(o.state, OfferState::Claimed(_)) => {
+                Some(ClaimError::AlreadyClaimed(o.id))
+            }
+            _ => Some(ClaimError::NoOffer),
+        }
+    }
+
     /// The GPU session of `session` ended, or the lifetime ended: close.
     pub fn close_session(&mut self, session: u64) {
         for o in &mut self.offers {

@@ -246,9 +246,10 @@ fn build_t(
         }
         _ => "signal",
     };
-    if o.list_threads {
+    let quiet = signal == 0 && reason == "signal";
+    if o.list_threads && !quiet {
         let _ = write!(Buf(out), "reason:{reason};");
-    } else if let Some(core) = snap.core {
+    } else if let Some(core) = snap.core.filter(|_| !o.list_threads) {
         let _ = write!(Buf(out), "core:{core:x};");
     }
 }

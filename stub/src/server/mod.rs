@@ -26,10 +26,17 @@ pub use transport::Conn;
 pub use transport::ListenAddr;
 pub use transport::Listener;
 
+use std::path::PathBuf;
+
+use crate::gpu::GpuController;
+use crate::gpu::GpuTarget;
+use crate::mux::Mux;
+use crate::mux::MuxHandle;
 use crate::native;
 use crate::native::LinuxProcess;
 use crate::packet::reply;
 use crate::session::LaunchDefaults;
+use crate::session::Role;
 use crate::session::Session;
 use crate::session::SessionControl;
 use crate::stop::StopEvent;
@@ -41,7 +48,9 @@ use crate::wire::WireEvent;
 
 const LISTENER: Token = Token(0);
 const SIGCHLD: Token = Token(1);
+const GPU_NOTIFIER: Token = Token(2);
 const FIRST_CONN: usize = 16;
+const READ_CHUNK: usize = 256 * 1024;
 
 /// How long the server lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -65,6 +74,22 @@ pub enum Inferior {
     Attach(Pid),
 }
 
+/// GPU settings.
+#[derive(Debug, Clone, Default)]
+pub struct GpuConfig {
+    /// Load a GPU library at all.
+    pub enabled: bool,
+    /// Path of the amd-dbgapi library; `None` = the simulated library next
+    /// to the executable, `$GDBMUX_DBGAPI`, or `librocm-dbgapi.so.0`.
+    pub library: Option<PathBuf>,
+    /// Whether `library` was given explicitly (failure is then fatal).
+    pub explicit: bool,
+    /// The runtime's debugger hook symbol.
+    pub hook: Option<String>,
+    /// Report GPU stops to the CPU session (gdb) or only log them.
+    pub report_stops: bool,
+}
+
 /// Server configuration (the builder's product).
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -76,6 +101,11 @@ pub struct ServerConfig {
     pub inferior: Inferior,
     /// Launch settings.
     pub launch: LaunchDefaults,
+    /// GPU settings.
+    pub gpu: GpuConfig,
+    /// `HOST:PORT` to advertise in GPU connection offers (for clients that
+    /// reach us through a forwarded port).
+    pub advertise: Option<String>,
 }
 
 /// Builder for an embedded server.
@@ -104,8 +134,38 @@ impl ServerBuilder {
                 lifetime: Lifetime::Once,
                 inferior: Inferior::None,
                 launch: LaunchDefaults::default(),
+                gpu: GpuConfig::default(),
+                advertise: None,
             },
         })
+    }
+
+    /// Serve the GPU through an amd-dbgapi library (`None` = default
+    /// search: the simulated GPU next to the executable first).
+    pub fn gpu(mut self, library: Option<PathBuf>) -> Self {
+        self.cfg.gpu.enabled = true;
+        self.cfg.gpu.explicit = library.is_some();
+        self.cfg.gpu.library = library;
+        self.cfg.gpu.report_stops = true;
+        self
+    }
+
+    /// Symbol of the GPU runtime's debugger hook.
+    pub fn gpu_hook(mut self, symbol: Option<String>) -> Self {
+        self.cfg.gpu.hook = symbol;
+        self
+    }
+
+    /// Report GPU wave stops to the CPU session (default) or only log them.
+    pub fn gpu_report_stops(mut self, on: bool) -> Self {
+        self.cfg.gpu.report_stops = on;
+        self
+    }
+
+    /// Address to advertise in GPU offers.
+    pub fn advertise(mut self, addr: Option<String>) -> Self {
+        self.cfg.advertise = addr;
+        self
     }
 
     /// Launch `program args…` before accepting the client.
@@ -154,11 +214,44 @@ pub enum ServerError {
     /// Launch or attach failed.
     #[error("{0}")]
     Native(#[from] native::NativeError),
+    /// The GPU library could not be loaded.
+    #[error("GPU library: {0}")]
+    Gpu(String),
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ServerError {
     let what = what.into();
     move |source| ServerError::Io { what, source }
+}
+
+fn refused(reason: String) -> ClientKind {
+    ClientKind::Refused {
+        framer: Framer::new(4096),
+        reason,
+        out: Vec::new(),
+    }
+}
+
+fn load_gpu(cfg: &GpuConfig) -> Result<Option<GpuController>, ServerError> {
+    let path = cfg
+        .library
+        .clone()
+        .or_else(|| std::env::var_os("GDBMUX_DBGAPI").map(PathBuf::from))
+        .or_else(|| {
+            let sim = std::env::current_exe()
+                .ok()?
+                .parent()?
+                .join("libsimgpu_dbgapi.so");
+            sim.exists().then_some(sim)
+        });
+    match GpuController::load(path.as_deref()) {
+        Ok(g) => Ok(Some(g)),
+        Err(e) if cfg.explicit => Err(ServerError::Gpu(e)),
+        Err(e) => {
+            tracing::warn!(target: "dbgapi", "no GPU support: {e}");
+            Ok(None)
+        }
+    }
 }
 
 struct Client {
@@ -188,8 +281,11 @@ pub struct Server {
     next_session: u64,
     cpu_session: Option<Token>,
     initial: Option<(Box<dyn Target>, StopEvent)>,
+    mux: MuxHandle,
+    session_tokens: HashMap<u64, Token>,
     served_one: bool,
     exit_requested: bool,
+    read_buf: Vec<u8>,
 }
 
 impl Server {
@@ -228,8 +324,32 @@ impl Server {
                 .register(l.source(), LISTENER, Interest::READABLE)
                 .map_err(io_err("registering listener"))?;
         }
+        let gpu = if cfg.gpu.enabled {
+            load_gpu(&cfg.gpu)?
+        } else {
+            None
+        };
+        let hook = cfg.gpu.hook.clone().unwrap_or_else(|| {
+            let sim = gpu
+                .as_ref()
+                .is_some_and(|g: &GpuController| g.library().contains("simgpu"));
+            if sim {
+                "_simgpu_loader_debug_state".to_string()
+            } else {
+                // ROCr's rendezvous hook (rocr::_loader_debug_state()).
+                "_ZN4rocr19_loader_debug_stateEv".to_string()
+            }
+        });
+        let mut mux = Mux::new(
+            gpu.map(|g| std::rc::Rc::new(std::cell::RefCell::new(g))),
+            hook,
+        );
+        mux.report_gpu_stops = cfg.gpu.report_stops;
+        let mux = std::rc::Rc::new(std::cell::RefCell::new(mux));
         let mut s = Server {
             cfg,
+            mux,
+            session_tokens: HashMap::new(),
             poll,
             listener,
             sigchld,
@@ -240,6 +360,7 @@ impl Server {
             initial,
             served_one: false,
             exit_requested: false,
+            read_buf: vec![0; READ_CHUNK],
         };
         if stdio {
             nix::fcntl::fcntl(
@@ -280,6 +401,7 @@ impl Server {
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept_all()?,
+                    GPU_NOTIFIER => self.on_gpu_notifier(),
                     SIGCHLD => {
                         self.sigchld.drain();
                         let tokens: Vec<Token> = self.clients.keys().copied().collect();
@@ -304,6 +426,7 @@ impl Server {
                     }
                 }
             }
+            self.sync_mux();
             if self.should_exit() {
                 tracing::info!(target: "mux", "server exiting");
                 return Ok(());
@@ -316,6 +439,79 @@ impl Server {
             return true;
         }
         self.cfg.lifetime == Lifetime::Once && self.served_one && self.cpu_session.is_none()
+    }
+
+    /// The URL a client should use to reach this listener again: the
+    /// `--advertise` address, else the address the CPU client connected to
+    /// (right behind port forwarding on the same host), else the socket.
+    fn offer_url(&self, conn: &Conn) -> String {
+        if let Some(a) = &self.cfg.advertise {
+            return format!("connect://{a}");
+        }
+        if let Some(a) = conn.local_addr() {
+            return format!("connect://{a}");
+        }
+        match &self.cfg.listen {
+            ListenAddr::Unix(p) => format!("unix-connect://{}", p.display()),
+            ListenAddr::Tcp(a) => format!("connect://{a}"),
+            ListenAddr::Stdio => "stdio".to_string(),
+        }
+    }
+
+    /// Apply what sessions asked of the multiplexer: watch new fds, tell
+    /// the GPU session that the CPU process ended.
+    fn sync_mux(&mut self) {
+        let fds = std::mem::take(&mut self.mux.borrow_mut().new_fds);
+        for fd in fds {
+            if let Err(e) =
+                self.poll
+                    .registry()
+                    .register(&mut SourceFd(&fd), GPU_NOTIFIER, Interest::READABLE)
+            {
+                tracing::warn!(target: "mux", "registering GPU notifier: {e}");
+            }
+        }
+        let exit = self.mux.borrow_mut().cpu_exit.take();
+        if let Some(ev) = exit {
+            let gpu_session = self.mux.borrow().gpu_session;
+            if let Some(tok) = gpu_session.and_then(|id| self.session_tokens.get(&id).copied()) {
+                let close = match self.clients.get_mut(&tok) {
+                    Some(Client {
+                        kind: ClientKind::Session(s),
+                        ..
+                    }) => {
+                        s.on_peer_exit(&ev);
+                        s.wants_close()
+                    }
+                    _ => false,
+                };
+                self.flush(tok);
+                if close {
+                    self.close(tok);
+                }
+            }
+        }
+    }
+
+    fn on_gpu_notifier(&mut self) {
+        let Some(gpu) = self.mux.borrow().gpu.clone() else {
+            return;
+        };
+        let news = gpu.borrow_mut().process_events();
+        let tokens: Vec<Token> = self.clients.keys().copied().collect();
+        for t in tokens {
+            if let Some(Client {
+                kind: ClientKind::Session(s),
+                ..
+            }) = self.clients.get_mut(&t)
+            {
+                match s.role() {
+                    Role::Cpu => s.gpu_on_news(&news),
+                    Role::Gpu => s.on_target_event(),
+                }
+            }
+            self.flush(t);
+        }
     }
 
     fn accept_all(&mut self) -> Result<(), ServerError> {
@@ -337,29 +533,60 @@ impl Server {
     fn add_client(&mut self, conn: Conn, peer: String) -> Result<(), ServerError> {
         let token = Token(self.next_token);
         self.next_token += 1;
+        let pending_offer = self.mux.borrow().ledger.pending().is_some();
         let kind = if self.cpu_session.is_none()
             && !(self.served_one && self.cfg.lifetime == Lifetime::Once)
         {
             let id = self.next_session;
             self.next_session += 1;
-            let mut s = Session::new(id, self.cfg.launch.clone());
+            self.mux.borrow_mut().connect_url = Some(self.offer_url(&conn));
+            let mut s =
+                Session::new(id, self.cfg.launch.clone()).with_mux(self.mux.clone(), Role::Cpu);
             if let Some((t, stop)) = self.initial.take() {
                 s.adopt(t, stop);
             }
             self.cpu_session = Some(token);
+            self.session_tokens.insert(id, token);
             self.served_one = true;
             tracing::info!(target: "mux", session = id, %peer, "accepted CPU session");
             ClientKind::Session(Box::new(s))
-        } else {
-            let reason = "gdbmux: a debugger session is already active on this server; \
-                          only one CPU session is allowed (the connection was refused, the live session is untouched)"
-                .to_string();
-            tracing::warn!(target: "mux", %peer, "refused extra connection: {reason}");
-            ClientKind::Refused {
-                framer: Framer::new(4096),
-                reason,
-                out: Vec::new(),
+        } else if pending_offer && self.cpu_session.is_some() {
+            let id = self.next_session;
+            self.next_session += 1;
+            let claimed = self.mux.borrow_mut().claim(id);
+            let gpu = self.mux.borrow().gpu.clone();
+            let cpu_pid = gpu.as_ref().and_then(|g| g.borrow().cpu_pid());
+            match (claimed, gpu, cpu_pid) {
+                (Ok(offer), Some(gpu), Some(pid)) => {
+                    let mut t = GpuTarget::new(gpu, pid);
+                    let stop = t.initial_stop();
+                    let mut s = Session::new(id, LaunchDefaults::default())
+                        .with_mux(self.mux.clone(), Role::Gpu);
+                    s.adopt(Box::new(t), stop);
+                    self.session_tokens.insert(id, token);
+                    tracing::info!(target: "mux", session = id, offer, %peer, "accepted GPU session");
+                    ClientKind::Session(Box::new(s))
+                }
+                (r, _, _) => {
+                    let reason = match r {
+                        Err(e) => format!("gdbmux: connection refused: {e}"),
+                        Ok(_) => "gdbmux: connection refused: the GPU process is gone".to_string(),
+                    };
+                    tracing::warn!(target: "mux", %peer, "refused GPU claim: {reason}");
+                    refused(reason)
+                }
             }
+        } else {
+            let why = match self.mux.borrow().ledger.refusal() {
+                Some(e @ crate::mux::ClaimError::AlreadyClaimed(_)) => e.to_string(),
+                _ => "no GPU connection offer is pending".to_string(),
+            };
+            let reason = format!(
+                "gdbmux: connection refused: a debugger session is already active on this server and {why}; \
+                 the live sessions are untouched"
+            );
+            tracing::warn!(target: "mux", %peer, "refused extra connection: {reason}");
+            refused(reason)
         };
         let fd = conn.read_fd();
         self.poll
@@ -378,7 +605,10 @@ impl Server {
     }
 
     fn on_readable(&mut self, token: Token) {
-        let mut buf = [0u8; 64 * 1024];
+        let mut buf = std::mem::take(&mut self.read_buf);
+        if buf.len() < READ_CHUNK {
+            buf.resize(READ_CHUNK, 0);
+        }
         let mut closed = false;
         let mut control = SessionControl::Continue;
         loop {
@@ -391,11 +621,18 @@ impl Server {
                     break;
                 }
                 Ok(n) => {
+                    let short = n < buf.len();
                     let data = buf.get(..n).unwrap_or_default();
                     match &mut c.kind {
                         ClientKind::Session(s) => {
                             control = s.on_input(data);
                             if control != SessionControl::Continue {
+                                break;
+                            }
+                            // A short read drained the socket: the next
+                            // arrival raises a new edge, so no extra
+                            // read() is needed to reach WouldBlock.
+                            if short {
                                 break;
                             }
                         }
@@ -430,6 +667,7 @@ impl Server {
                 }
             }
         }
+        self.read_buf = buf;
         self.flush(token);
         match control {
             SessionControl::Continue => {}
@@ -510,6 +748,21 @@ impl Server {
         if let ClientKind::Session(mut s) = c.kind {
             tracing::info!(target: "mux", session = s.id(), "session closed");
             s.on_disconnect();
+            self.session_tokens.remove(&s.id());
+            self.mux.borrow_mut().session_closed(s.id());
+            if s.role() == Role::Cpu {
+                // The CPU process was killed or detached with its session:
+                // a GPU session learns it at once.
+                let gone = StopEvent::Terminated {
+                    pid: 0,
+                    signal: libc::SIGKILL,
+                };
+                let gpu = self.mux.borrow().gpu.clone();
+                if let Some(g) = gpu {
+                    g.borrow_mut().on_cpu_exit();
+                }
+                self.mux.borrow_mut().cpu_exit = Some(gone);
+            }
         }
         if self.cpu_session == Some(token) {
             self.cpu_session = None;

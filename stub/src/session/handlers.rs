@@ -286,10 +286,8 @@ impl Session {
             Command::ServerVersion => {
                 self.send(format!("name:gdbmux;version:{};", env!("CARGO_PKG_VERSION")).as_bytes())
             }
-            Command::AcceleratorInitialize | Command::AcceleratorBreakpointHit(_) => {
-                // No GPU runtime wired into this session: no plugins.
-                self.send(b"[]")
-            }
+            Command::AcceleratorInitialize => self.handle_accel_initialize(),
+            Command::AcceleratorBreakpointHit(json) => self.handle_accel_hit(&json),
             Command::Unknown(p) => {
                 if self.unknown_logged.len() < 256 && self.unknown_logged.insert(p.clone()) {
                     tracing::debug!(target: "packets", session = self.id, "unknown packet: {}", String::from_utf8_lossy(&p));
@@ -349,6 +347,12 @@ impl Session {
         }
         if self.features.dialect == Dialect::Lldb {
             r.push_str(";native-signals+");
+        }
+        // Only the CPU session offers accelerator plugins; lldb checks the
+        // feature on every connection (research/lldb-accelerator.md §1.1).
+        let gpu = self.mux.as_ref().is_some_and(|m| m.borrow().gpu.is_some());
+        if self.role == super::Role::Cpu && gpu {
+            r.push_str(";accelerator-plugins+");
         }
         self.send(r.as_bytes());
     }
@@ -670,6 +674,7 @@ impl Session {
 
     fn start_resume(&mut self, plans: BTreeMap<Pid, ResumePlan>) {
         self.xfer_cache.clear();
+        self.last_plans = plans.clone();
         let mut resumed = 0;
         for (pid, plan) in plans {
             let r = match self.procs.get_mut(&pid) {
@@ -721,6 +726,25 @@ impl Session {
                 .and_then(|t| t.take_fork_child(*child_pid))
             {
                 self.procs.insert(*child_pid, child);
+            }
+        }
+        if self.running && self.gpu_intercept(&stop) {
+            return;
+        }
+        let ended = matches!(
+            stop,
+            StopEvent::Exited { .. } | StopEvent::Terminated { .. }
+        );
+        if ended && self.role == super::Role::Cpu {
+            if let Some(m) = &self.mux {
+                let gpu = m.borrow().gpu.clone();
+                let attached_pid = gpu.as_ref().and_then(|g| g.borrow().cpu_pid());
+                if attached_pid == Some(stop.pid()) {
+                    if let Some(g) = gpu {
+                        g.borrow_mut().on_cpu_exit();
+                    }
+                    m.borrow_mut().cpu_exit = Some(stop.clone());
+                }
             }
         }
         self.record_stop(stop);

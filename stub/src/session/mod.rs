@@ -17,11 +17,13 @@
 //! **stop journal**; `?`, `qThreadStopInfo` and the vRun/vAttach reply are
 //! byte-identical replays of the journal and have no side effects.
 
+mod gpu;
 mod handlers;
 mod journal;
 mod launch;
 mod lldb;
 mod monitor;
+mod monitor_gpu;
 mod xfer;
 
 use std::collections::BTreeMap;
@@ -100,6 +102,16 @@ impl Features {
     }
 }
 
+/// Which side of the multiplexer a session serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Role {
+    /// The CPU process (first connection).
+    #[default]
+    Cpu,
+    /// The GPU (a connection that claimed an offer).
+    Gpu,
+}
+
 /// What the server should do after feeding input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionControl {
@@ -133,6 +145,10 @@ pub struct Session {
     xfer_cache: BTreeMap<String, Vec<u8>>,
     pass_signals: Vec<i32>,
     unknown_logged: std::collections::HashSet<Vec<u8>>,
+    role: Role,
+    mux: Option<crate::mux::MuxHandle>,
+    internal: Option<gpu::Internal>,
+    last_plans: BTreeMap<Pid, crate::target::ResumePlan>,
 }
 
 impl Session {
@@ -159,7 +175,29 @@ impl Session {
             xfer_cache: BTreeMap::new(),
             pass_signals: Vec::new(),
             unknown_logged: Default::default(),
+            role: Role::Cpu,
+            mux: None,
+            internal: None,
+            last_plans: BTreeMap::new(),
         }
+    }
+
+    /// Attach the session to the multiplexer in a role.
+    pub fn with_mux(mut self, mux: crate::mux::MuxHandle, role: Role) -> Self {
+        self.mux = Some(mux);
+        self.role = role;
+        self
+    }
+
+    /// This session's role.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Whether the session asked to be closed (e.g. after reporting the
+    /// end of the GPU process).
+    pub fn wants_close(&self) -> bool {
+        self.control != SessionControl::Continue
     }
 
     /// Session id (for logs).
@@ -174,6 +212,7 @@ impl Session {
         self.procs.insert(pid, target);
         self.current = Some(pid);
         self.record_stop(stop);
+        self.gpu_attach(pid);
     }
 
     /// Whether a process is running (a resume is waiting for its stop).

@@ -10,7 +10,14 @@ use crate::packet::reply;
 const HELP: &str = "gdbmux monitor commands:\n\
   help              this text\n\
   info | ps         the debugged processes and their threads (tid, name, pc)\n\
-  exit              stop the gdbmux server after this session\n";
+  exit              stop the gdbmux server after this session\n\
+  gpu               GPU state, agents, code objects, the offer, how to reach the GPU\n\
+  gpu waves         waves (id, pc, exec, stop reason, workgroup, wave number)\n\
+  gpu regs W [R..]  registers of wave W (all, or the named ones)\n\
+  gpu mem [global|local|private] ADDR LEN [W]   memory of an address space\n\
+  gpu break ADDR    set a GPU breakpoint;  gpu breaks: list;  gpu delete ADDR\n\
+  gpu step W        single-step wave W;  gpu continue [W]: resume one or all waves\n\
+  gpu stops report|log   report GPU stops to this session, or only log them\n";
 
 impl Session {
     pub(super) fn handle_monitor(&mut self, cmd: &[u8]) {
@@ -20,6 +27,11 @@ impl Session {
             "help" => self.console_then_ok(HELP),
             "info" | "ps" | "threads" => {
                 let text = self.monitor_info();
+                self.console_then_ok(&text);
+            }
+            "gpu" => {
+                let args: Vec<String> = words.map(str::to_string).collect();
+                let text = self.monitor_gpu(&args);
                 self.console_then_ok(&text);
             }
             "exit" => {

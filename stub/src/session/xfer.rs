@@ -41,43 +41,66 @@ pub fn target_xml(arch: &ArchInfo, regs: &[RegisterInfo]) -> String {
     if let Some(os) = &arch.osabi {
         let _ = writeln!(x, "<osabi>{}</osabi>", xml_escape(os));
     }
-    let mut current: Option<&str> = None;
+    // One block per feature, in order of first appearance (a feature may
+    // not be split in two blocks).
+    let mut features: Vec<&str> = Vec::new();
     for r in regs {
-        if current != Some(r.feature.as_str()) {
-            if current.is_some() {
-                x.push_str("</feature>\n");
-            }
-            let _ = writeln!(x, "<feature name=\"{}\">", xml_escape(&r.feature));
-            // gdb looks a register's type up in its own feature (then the
-            // predefined types), so the shared types go in every feature.
-            x.push_str(&arch.xml_types);
-            current = Some(r.feature.as_str());
+        if !features.contains(&r.feature.as_str()) {
+            features.push(r.feature.as_str());
         }
-        let _ = write!(
-            x,
-            "<reg name=\"{}\" bitsize=\"{}\" regnum=\"{}\" type=\"{}\"",
-            xml_escape(&r.name),
-            r.bitsize,
-            r.regnum,
-            xml_escape(&r.reg_type)
-        );
-        if let Some(g) = r.group {
-            let _ = write!(x, " group=\"{g}\"");
-        }
-        // lldb-only attributes; gdb ignores unknown attributes.
-        if let Some(d) = r.dwarf {
-            let _ = write!(x, " dwarf_regnum=\"{d}\" ehframe_regnum=\"{d}\"");
-        }
-        if let Some(g) = r.generic {
-            let _ = write!(x, " generic=\"{g}\"");
-        }
-        x.push_str("/>\n");
     }
-    if current.is_some() {
+    for f in features {
+        let _ = writeln!(x, "<feature name=\"{}\">", xml_escape(f));
+        // gdb looks a register's type up in its own feature (then the
+        // predefined types), so the shared types go in every feature.
+        x.push_str(&arch.xml_types);
+        for r in regs.iter().filter(|r| r.feature == f) {
+            let _ = write!(
+                x,
+                "<reg name=\"{}\" bitsize=\"{}\" regnum=\"{}\" type=\"{}\"",
+                xml_escape(&r.name),
+                r.bitsize,
+                r.regnum,
+                xml_escape(&r.reg_type)
+            );
+            if let Some(g) = r.group {
+                let _ = write!(x, " group=\"{g}\"");
+            }
+            // lldb-only attributes; gdb ignores unknown attributes.
+            if let Some(d) = r.dwarf {
+                let _ = write!(x, " dwarf_regnum=\"{d}\" ehframe_regnum=\"{d}\"");
+            }
+            if let Some(g) = r.generic {
+                let _ = write!(x, " generic=\"{g}\"");
+            }
+            x.push_str("/>\n");
+        }
         x.push_str("</feature>\n");
     }
     x.push_str("</target>\n");
     x
+}
+
+/// lldb 23.1 takes `main-lm` for the rendezvous address when
+/// `qShlibInfoAddr` is not answered (ProcessGDBRemote::GetImageInfoAddress)
+/// and then never sees the link map change. lldb-server sends no `main-lm`
+/// and answers an error before the dynamic loader has set up `r_debug`;
+/// lldb then finds `r_debug` through DT_DEBUG itself. Do the same.
+fn lldb_svr4(doc: &str) -> Result<String, TargetError> {
+    if !doc.contains("<library ") {
+        return Err(TargetError::Invalid(
+            "invalid r_debug address (the dynamic loader has not run yet)".into(),
+        ));
+    }
+    let Some(start) = doc.find(" main-lm=\"") else {
+        return Ok(doc.to_string());
+    };
+    let rest = &doc[start + " main-lm=\"".len()..];
+    let end = rest
+        .find('"')
+        .map(|e| start + " main-lm=\"".len() + e + 1)
+        .unwrap_or(start);
+    Ok(format!("{}{}", &doc[..start], &doc[end..]))
 }
 
 impl Session {
@@ -116,7 +139,14 @@ impl Session {
             }
             ("features", _) => return Err(TargetError::Invalid(format!("no annex {}", x.annex))),
             ("auxv", _) => self.current_target()?.auxv()?,
-            ("libraries-svr4", _) => self.current_target()?.libraries_svr4_xml()?.into_bytes(),
+            ("libraries-svr4", _) => {
+                let doc = self.current_target()?.libraries_svr4_xml()?;
+                if self.features.dialect == super::Dialect::Lldb {
+                    lldb_svr4(&doc)?.into_bytes()
+                } else {
+                    doc.into_bytes()
+                }
+            }
             ("exec-file", annex) => {
                 let pid = if annex.is_empty() {
                     self.current
@@ -177,6 +207,16 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lldb_svr4_form() {
+        assert!(lldb_svr4("<library-list-svr4 version=\"1.0\"/>").is_err());
+        let d = lldb_svr4("<library-list-svr4 version=\"1.0\" main-lm=\"0x10\"><library name=\"a\"/></library-list-svr4>").unwrap();
+        assert_eq!(
+            d,
+            "<library-list-svr4 version=\"1.0\"><library name=\"a\"/></library-list-svr4>"
+        );
+    }
 
     #[test]
     fn xml_shape() {

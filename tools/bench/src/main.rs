@@ -216,6 +216,8 @@ fn measure_on(port: u16, prog: &Path, a: &Args) -> Result<Figures> {
     }
     let stop = c.ask_s("?")?;
     let tid = stop
+        .get(3..)
+        .unwrap_or_default()
         .split(';')
         .find_map(|k| k.strip_prefix("thread:"))
         .map(|s| s.to_string())

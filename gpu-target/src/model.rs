@@ -1,0 +1,435 @@
+//! The GPU model and the backend contract.
+//!
+//! Agents (GPUs) own queues; queues run dispatches (one kernel launch with
+//! grid and workgroup sizes); dispatches are executed by waves of 64 lanes.
+//! A debugger sees waves as threads: each has an id that is never reused, a
+//! state, and — when stopped — a stop reason, PC and EXEC mask. Registers
+//! are described at run time per architecture ([`RegisterDesc`]); memory is
+//! addressed per [`AddressSpace`]. Code objects are identified by a URI and a
+//! load address. Everything the GPU reports arrives as a [`GpuEvent`].
+//!
+//! [`GpuBackend`] is the contract a debugger drives; it is object safe
+//! (`Box<dyn GpuBackend>`). The production implementation is
+//! [`crate::dbgapi::DbgApiBackend`] (over any amd-dbgapi library, real or the
+//! simulated `libsimgpu_dbgapi.so`).
+
+use std::fmt;
+
+use thiserror::Error;
+
+macro_rules! id_type {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub u64);
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A GPU agent (device).
+    AgentId
+);
+id_type!(
+    /// A hardware queue.
+    QueueId
+);
+id_type!(
+    /// One kernel launch.
+    DispatchId
+);
+id_type!(
+    /// A wave; never reused.
+    WaveId
+);
+id_type!(
+    /// A loaded code object.
+    CodeObjectId
+);
+id_type!(
+    /// A host breakpoint the GPU library asked for.
+    BreakpointId
+);
+id_type!(
+    /// An event returned by [`GpuBackend::next_event`].
+    EventId
+);
+
+/// An instruction-set architecture and its debug facts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Architecture {
+    /// `gfx90a`, ...
+    pub name: String,
+    /// `EF_AMDGPU_MACH_*`.
+    pub elf_machine: u32,
+    /// The breakpoint instruction bytes (`s_trap 1`).
+    pub breakpoint_instruction: Vec<u8>,
+    /// How far past a breakpoint the reported PC is.
+    pub breakpoint_pc_adjust: u64,
+    /// Longest instruction in bytes.
+    pub largest_instruction_size: u64,
+}
+
+/// An agent as listed by the backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentInfo {
+    /// Handle.
+    pub id: AgentId,
+    /// Marketing or architecture name.
+    pub name: String,
+    /// Its architecture.
+    pub architecture: Architecture,
+}
+
+/// A dispatch's geometry and kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DispatchInfo {
+    /// Handle.
+    pub id: DispatchId,
+    /// Queue it came from.
+    pub queue: QueueId,
+    /// Agent running it.
+    pub agent: AgentId,
+    /// Kernel descriptor address.
+    pub kernel_descriptor: u64,
+    /// First instruction of the kernel.
+    pub kernel_entry: u64,
+    /// Grid size in work-items.
+    pub grid: [u32; 3],
+    /// Workgroup size in work-items.
+    pub workgroup: [u16; 3],
+}
+
+/// Run state of a wave.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum WaveState {
+    /// Executing.
+    Running,
+    /// Executing one instruction, then it stops.
+    SingleStep,
+    /// Stopped (its stop event has been reported).
+    Stopped,
+}
+
+/// Why a wave stopped (a bit set).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct StopReasons(pub u32);
+
+impl StopReasons {
+    /// Only stopped because a stop was requested.
+    pub const NONE: Self = Self(0);
+    /// A breakpoint instruction (`s_trap 1`); PC is past it.
+    pub const BREAKPOINT: Self = Self(1 << 0);
+    /// A watchpoint.
+    pub const WATCHPOINT: Self = Self(1 << 1);
+    /// A single step completed.
+    pub const SINGLE_STEP: Self = Self(1 << 2);
+    /// `s_trap 3` (llvm.debugtrap); PC is past it.
+    pub const DEBUG_TRAP: Self = Self(1 << 10);
+    /// `s_trap 2` (llvm.trap); PC at it.
+    pub const ASSERT_TRAP: Self = Self(1 << 11);
+    /// Another `s_trap`; PC at it.
+    pub const TRAP: Self = Self(1 << 12);
+    /// A memory access faulted; PC at it.
+    pub const MEMORY_VIOLATION: Self = Self(1 << 13);
+    /// Unknown instruction; PC at it.
+    pub const ILLEGAL_INSTRUCTION: Self = Self(1 << 15);
+
+    /// Whether all bits of `other` are set.
+    pub fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for StopReasons {
+    type Output = Self;
+    fn bitor(self, o: Self) -> Self {
+        Self(self.0 | o.0)
+    }
+}
+
+/// A wave as the debugger sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaveInfo {
+    /// Handle.
+    pub id: WaveId,
+    /// Run state.
+    pub state: WaveState,
+    /// Why it stopped (only when stopped).
+    pub stop_reason: Option<StopReasons>,
+    /// PC (only when stopped).
+    pub pc: Option<u64>,
+    /// EXEC (only when stopped).
+    pub exec: Option<u64>,
+    /// Its agent.
+    pub agent: AgentId,
+    /// Its queue.
+    pub queue: QueueId,
+    /// Its dispatch.
+    pub dispatch: DispatchId,
+    /// Workgroup coordinates.
+    pub workgroup_coord: Option<[u32; 3]>,
+    /// Index of the wave within its workgroup.
+    pub wave_number_in_workgroup: Option<u32>,
+    /// Lanes (64 for wave64).
+    pub lane_count: u32,
+}
+
+/// How to resume a wave.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ResumeMode {
+    /// Run.
+    Normal,
+    /// Execute one instruction and stop with [`StopReasons::SINGLE_STEP`].
+    SingleStep,
+}
+
+/// An exception delivered to the GPU runtime when a wave is resumed (the
+/// runtime then puts the queue in the error state and the dispatch fails).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum WaveException {
+    /// Abort (SIGABRT).
+    Abort,
+    /// Trap (SIGTRAP).
+    Trap,
+    /// Math error (SIGFPE).
+    MathError,
+    /// Illegal instruction (SIGILL).
+    IllegalInstruction,
+    /// Memory violation (SIGSEGV).
+    MemoryViolation,
+    /// Address error (SIGBUS).
+    AddressError,
+}
+
+/// Address spaces of the AMDGPU.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AddressSpace {
+    /// Global memory (the host process's memory on unified systems).
+    Global,
+    /// LDS of the wave's workgroup.
+    Local,
+    /// Scratch of one lane.
+    PrivateLane,
+    /// Scratch of the whole wave.
+    PrivateWave,
+    /// Generic (flat) addresses.
+    Generic,
+}
+
+impl AddressSpace {
+    /// The DWARF address-space number (LLVM AMDGPU mapping).
+    pub fn dwarf(self) -> u64 {
+        match self {
+            Self::Global => 0,
+            Self::Generic => 1,
+            Self::Local => 3,
+            Self::PrivateLane => 5,
+            Self::PrivateWave => 6,
+        }
+    }
+}
+
+/// Register groups.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RegisterClass {
+    /// SGPRs and scalar specials.
+    Scalar,
+    /// VGPRs.
+    Vector,
+    /// PC, STATUS and other system registers.
+    System,
+}
+
+/// One register of an architecture.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterDesc {
+    /// `s0`, `v0`, `pc`, ...
+    pub name: String,
+    /// Size in bytes.
+    pub size: usize,
+    /// C-like type (`uint32_t`, `int32_t[64]`, `void (*)()`).
+    pub type_name: String,
+    /// DWARF register number.
+    pub dwarf: Option<u64>,
+    /// Group.
+    pub class: RegisterClass,
+}
+
+/// A loaded code object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeObject {
+    /// Handle.
+    pub id: CodeObjectId,
+    /// `file://...` or `memory://<pid>#offset=...&size=...`.
+    pub uri: String,
+    /// Load bias (ELF vaddr + bias = address).
+    pub load_address: i64,
+}
+
+/// Runtime state reported by [`GpuEvent::Runtime`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RuntimeState {
+    /// The GPU runtime is up and debuggable.
+    Loaded,
+    /// The runtime went away.
+    Unloaded,
+    /// Up but cannot be debugged.
+    LoadedRestriction,
+}
+
+/// What the GPU tells its debugger.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuEvent {
+    /// The GPU runtime came up or went away.
+    Runtime(RuntimeState),
+    /// A wave stopped.
+    WaveStop {
+        /// Which.
+        wave: WaveId,
+    },
+    /// A stop or step request ended because the wave terminated.
+    WaveCommandTerminated {
+        /// Which (no longer valid).
+        wave: WaveId,
+    },
+    /// Call [`GpuBackend::code_objects`] again.
+    CodeObjectListUpdated,
+    /// The host thread halted at this breakpoint may resume.
+    BreakpointResume {
+        /// Which.
+        breakpoint: BreakpointId,
+    },
+    /// A queue went into the error state.
+    QueueError {
+        /// Which.
+        queue: QueueId,
+    },
+}
+
+/// What to do with a host thread that hit a library breakpoint.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BreakpointAction {
+    /// Resume it now.
+    Resume,
+    /// Keep it halted until [`GpuEvent::BreakpointResume`].
+    Halt,
+}
+
+/// Errors of the backend contract.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum GpuError {
+    /// The wave no longer exists.
+    #[error("invalid wave {0}")]
+    InvalidWave(WaveId),
+    /// The wave must be stopped for this.
+    #[error("wave {0} is not stopped")]
+    WaveNotStopped(WaveId),
+    /// The wave is already stopped.
+    #[error("wave {0} is already stopped")]
+    WaveStopped(WaveId),
+    /// The wave cannot be resumed now.
+    #[error("wave {0} is not resumable")]
+    WaveNotResumable(WaveId),
+    /// A memory access failed.
+    #[error("memory access at {addr:#x} failed")]
+    MemoryAccess {
+        /// Where.
+        addr: u64,
+    },
+    /// The backend does not support it.
+    #[error("not supported: {0}")]
+    NotSupported(&'static str),
+    /// Anything the library reported, with its status text.
+    #[error("{call}: {message} (status {status})")]
+    Library {
+        /// The failing call.
+        call: &'static str,
+        /// Numeric status.
+        status: i32,
+        /// Text.
+        message: String,
+    },
+}
+
+/// The debugger-facing contract of a GPU backend (object safe).
+///
+/// A backend is driven by one thread. Events are pulled with
+/// [`next_event`](Self::next_event) when [`notifier_fd`](Self::notifier_fd)
+/// is readable and each must be acknowledged with
+/// [`event_processed`](Self::event_processed).
+pub trait GpuBackend {
+    /// A file descriptor that becomes readable when events may be pending.
+    fn notifier_fd(&self) -> Option<i32>;
+    /// Next pending event, if any.
+    fn next_event(&mut self) -> Result<Option<(EventId, GpuEvent)>, GpuError>;
+    /// Acknowledges an event returned by `next_event`.
+    fn event_processed(&mut self, event: EventId) -> Result<(), GpuError>;
+    /// Agents of the process.
+    fn agents(&mut self) -> Result<Vec<AgentInfo>, GpuError>;
+    /// Current waves.
+    fn waves(&mut self) -> Result<Vec<WaveId>, GpuError>;
+    /// One wave.
+    fn wave_info(&mut self, wave: WaveId) -> Result<WaveInfo, GpuError>;
+    /// One dispatch.
+    fn dispatch_info(&mut self, dispatch: DispatchId) -> Result<DispatchInfo, GpuError>;
+    /// Loaded code objects.
+    fn code_objects(&mut self) -> Result<Vec<CodeObject>, GpuError>;
+    /// Registers of a wave (index = position in this list).
+    fn registers(&mut self, wave: WaveId) -> Result<Vec<RegisterDesc>, GpuError>;
+    /// Reads register `index` of a stopped wave into `buf` (its full size).
+    fn read_register(&mut self, wave: WaveId, index: usize, buf: &mut [u8])
+        -> Result<(), GpuError>;
+    /// Writes register `index` of a stopped wave.
+    fn write_register(&mut self, wave: WaveId, index: usize, data: &[u8]) -> Result<(), GpuError>;
+    /// Reads memory; returns the bytes read.
+    fn read_memory(
+        &mut self,
+        space: AddressSpace,
+        wave: Option<WaveId>,
+        addr: u64,
+        buf: &mut [u8],
+    ) -> Result<usize, GpuError>;
+    /// Writes memory; returns the bytes written.
+    fn write_memory(
+        &mut self,
+        space: AddressSpace,
+        wave: Option<WaveId>,
+        addr: u64,
+        data: &[u8],
+    ) -> Result<usize, GpuError>;
+    /// Asks a wave to stop (completes with [`GpuEvent::WaveStop`]).
+    fn stop_wave(&mut self, wave: WaveId) -> Result<(), GpuError>;
+    /// Resumes a stopped wave.
+    fn resume_wave(&mut self, wave: WaveId, mode: ResumeMode) -> Result<(), GpuError>;
+    /// Resumes a stopped wave delivering `exception` to the runtime (the
+    /// queue goes to the error state; a [`GpuEvent::QueueError`] follows).
+    fn resume_wave_with_exception(
+        &mut self,
+        wave: WaveId,
+        exception: WaveException,
+    ) -> Result<(), GpuError>;
+    /// Stops or restarts the creation of new waves.
+    fn set_wave_creation(&mut self, stopped: bool) -> Result<(), GpuError>;
+    /// Reports that a host thread hit breakpoint `bp` the library asked for.
+    fn report_breakpoint_hit(
+        &mut self,
+        bp: BreakpointId,
+        host_thread: u64,
+    ) -> Result<BreakpointAction, GpuError>;
+}
+
+/// Whoever owns the host (CPU) process: the GPU library asks it for host
+/// breakpoints and for the process id.
+pub trait HostProcess: Send {
+    /// The OS process id of the inferior.
+    fn os_pid(&self) -> i32;
+    /// Plants a host breakpoint at `addr` and remembers it as `id`.
+    fn insert_breakpoint(&mut self, addr: u64, id: BreakpointId) -> Result<(), GpuError>;
+    /// Removes breakpoint `id`.
+    fn remove_breakpoint(&mut self, id: BreakpointId) -> Result<(), GpuError>;
+}

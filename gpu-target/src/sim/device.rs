@@ -1,0 +1,1088 @@
+//! The simulated device: dispatches, workgroups, waves and the device
+//! threads that run them.
+//!
+//! A dispatch is submitted as the address of an HSA kernel dispatch packet
+//! (`hsa_kernel_dispatch_packet_t`) in global memory, exactly what a real
+//! runtime writes into an AQL queue. Workgroups become resident while there
+//! is room ([`DeviceConfig::max_resident_waves`]) and wave creation is not
+//! stopped. Device threads take a runnable workgroup, run each runnable wave
+//! for a quantum, and put it back. A workgroup is run by one thread at a time,
+//! so its LDS needs no lock; `s_barrier` parks a wave until every live wave of
+//! its workgroup has arrived.
+//!
+//! In debug mode ([`Device::set_debug`]) a wave that traps or faults stops and
+//! a [`DeviceEvent::WaveStop`] is queued; otherwise the dispatch is aborted and
+//! [`Device::wait`] reports why. Waves keep running while the host process is
+//! stopped; only [`Device::stop_wave`] stops them.
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::Condvar;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
+use std::sync::RwLock;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use std::time::Instant;
+
+use thiserror::Error;
+
+use super::elf::KernelDescriptor;
+use super::elf::KERNEL_DESCRIPTOR_SIZE;
+use super::memory::GlobalMemory;
+use super::memory::MemFault;
+use super::wave::step;
+use super::wave::CodeFetch;
+use super::wave::Ctx;
+use super::wave::Step;
+use super::wave::WaveRegs;
+use super::wave::LANES;
+use crate::model::DispatchId;
+use crate::model::ResumeMode;
+use crate::model::StopReasons;
+use crate::model::WaveId;
+use crate::model::WaveState;
+
+/// Size of `hsa_kernel_dispatch_packet_t`.
+pub const DISPATCH_PACKET_SIZE: usize = 64;
+
+/// Encodes an `hsa_kernel_dispatch_packet_t` (header: kernel dispatch,
+/// system-scope fences; setup: dimensions).
+pub fn encode_dispatch_packet(
+    kd_addr: u64,
+    kernarg: u64,
+    grid: [u32; 3],
+    wg: [u16; 3],
+    group_segment: u32,
+) -> [u8; DISPATCH_PACKET_SIZE] {
+    let mut p = [0u8; DISPATCH_PACKET_SIZE];
+    // HSA_PACKET_TYPE_KERNEL_DISPATCH (2) | barrier | acquire/release system.
+    let header: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
+    let dims: u16 = if grid[2] > 1 {
+        3
+    } else if grid[1] > 1 {
+        2
+    } else {
+        1
+    };
+    p[0..2].copy_from_slice(&header.to_le_bytes());
+    p[2..4].copy_from_slice(&dims.to_le_bytes());
+    for i in 0..3 {
+        p[4 + 2 * i..6 + 2 * i].copy_from_slice(&wg[i].to_le_bytes());
+        p[12 + 4 * i..16 + 4 * i].copy_from_slice(&grid[i].to_le_bytes());
+    }
+    p[28..32].copy_from_slice(&group_segment.to_le_bytes());
+    p[32..40].copy_from_slice(&kd_addr.to_le_bytes());
+    p[40..48].copy_from_slice(&kernarg.to_le_bytes());
+    p
+}
+
+/// Device parameters.
+#[derive(Clone, Debug)]
+pub struct DeviceConfig {
+    /// Device threads.
+    pub threads: usize,
+    /// Most waves resident at once.
+    pub max_resident_waves: usize,
+    /// Instructions a wave runs before its workgroup goes back in the queue.
+    pub quantum: u32,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        Self {
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+                .clamp(1, 8),
+            max_resident_waves: 16384,
+            quantum: 4096,
+        }
+    }
+}
+
+/// Why a dispatch could not be started.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum DeviceError {
+    /// Reading the packet or descriptor failed.
+    #[error("reading the dispatch: {0}")]
+    Memory(#[from] MemFault),
+    /// The packet is malformed.
+    #[error("invalid dispatch packet: {0}")]
+    InvalidPacket(&'static str),
+    /// The wave does not exist (any more).
+    #[error("invalid wave {0}")]
+    InvalidWave(WaveId),
+    /// The wave must be stopped.
+    #[error("wave {0} is not stopped")]
+    WaveNotStopped(WaveId),
+    /// The wave is already stopped.
+    #[error("wave {0} is already stopped")]
+    WaveStopped(WaveId),
+}
+
+/// How a dispatch ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DispatchOutcome {
+    /// Every wave reached `s_endpgm`.
+    Completed,
+    /// A wave stopped without a debugger; the dispatch was abandoned.
+    Aborted {
+        /// Why the wave stopped.
+        reason: StopReasons,
+        /// Its PC.
+        pc: u64,
+        /// The faulting address for memory violations.
+        fault_addr: Option<u64>,
+    },
+}
+
+/// What the device tells a debugger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceEvent {
+    /// A wave stopped (trap, fault, step done, or requested).
+    WaveStop {
+        /// Which.
+        wave: WaveId,
+        /// Why.
+        reasons: StopReasons,
+    },
+    /// A wave with a pending stop or step request terminated.
+    WaveCommandTerminated {
+        /// Which.
+        wave: WaveId,
+    },
+    /// A dispatch finished.
+    DispatchDone {
+        /// Which.
+        dispatch: DispatchId,
+        /// How.
+        outcome: DispatchOutcome,
+    },
+}
+
+/// A dispatch as the device runs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DispatchDesc {
+    /// Handle.
+    pub id: DispatchId,
+    /// Address of the AQL packet.
+    pub packet_addr: u64,
+    /// Address of the kernel descriptor.
+    pub kd_addr: u64,
+    /// The kernel descriptor.
+    pub kd: KernelDescriptor,
+    /// First instruction.
+    pub entry: u64,
+    /// Kernel arguments.
+    pub kernarg: u64,
+    /// Grid size in work-items.
+    pub grid: [u32; 3],
+    /// Workgroup size.
+    pub wg: [u16; 3],
+    /// LDS bytes per workgroup (descriptor + packet).
+    pub group_segment: u32,
+    /// Workgroups per dimension.
+    pub num_wgs: [u32; 3],
+    /// Waves per workgroup.
+    pub waves_per_wg: u32,
+}
+
+impl DispatchDesc {
+    fn total_wgs(&self) -> u64 {
+        self.num_wgs.iter().map(|&n| n as u64).product()
+    }
+}
+
+/// A snapshot of one wave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimWaveInfo {
+    /// Handle.
+    pub id: WaveId,
+    /// Dispatch.
+    pub dispatch: DispatchId,
+    /// Running or stopped (as the device sees it).
+    pub state: WaveState,
+    /// Stop reasons when stopped.
+    pub stop_reason: StopReasons,
+    /// PC.
+    pub pc: u64,
+    /// EXEC.
+    pub exec: u64,
+    /// Workgroup coordinates.
+    pub workgroup_coord: [u32; 3],
+    /// Wave index in the workgroup.
+    pub wave_in_group: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Run {
+    Running,
+    Stopped,
+    Done,
+}
+
+struct SimWave {
+    id: WaveId,
+    index: u32,
+    regs: WaveRegs,
+    run: Run,
+    at_barrier: bool,
+    single_step: bool,
+    stop_reason: StopReasons,
+}
+
+struct WgInner {
+    waves: Vec<SimWave>,
+    lds: Vec<u8>,
+    queued: bool,
+}
+
+struct Workgroup {
+    dispatch: Arc<DispatchDesc>,
+    aborted: Arc<AtomicBool>,
+    coord: [u32; 3],
+    preempt: AtomicBool,
+    inner: Mutex<WgInner>,
+}
+
+struct DispatchState {
+    desc: Arc<DispatchDesc>,
+    aborted: Arc<AtomicBool>,
+    next_wg: u64,
+    live_wgs: u64,
+    outcome: Option<DispatchOutcome>,
+}
+
+#[derive(Default)]
+struct Sched {
+    run_queue: VecDeque<Arc<Workgroup>>,
+    dispatches: BTreeMap<DispatchId, DispatchState>,
+    waves: BTreeMap<WaveId, Arc<Workgroup>>,
+    resident_waves: usize,
+    events: VecDeque<DeviceEvent>,
+    debug: bool,
+    wave_creation_stopped: bool,
+    shutdown: bool,
+}
+
+/// Called after events are queued (e.g. to write a notifier pipe).
+pub type EventHook = Box<dyn Fn() + Send + Sync>;
+
+struct Shared {
+    mem: Arc<dyn GlobalMemory>,
+    code: CodeCache,
+    sched: Mutex<Sched>,
+    work_cv: Condvar,
+    done_cv: Condvar,
+    hook: RwLock<Option<EventHook>>,
+    next_id: AtomicU64,
+    instructions: AtomicU64,
+    cfg: DeviceConfig,
+}
+
+/// The simulated GPU.
+pub struct Device {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Page cache for instruction fetch; writes through [`Device::write_memory`]
+/// keep it coherent.
+struct CodeCache {
+    mem: Arc<dyn GlobalMemory>,
+    pages: RwLock<HashMap<u64, Arc<Vec<u8>>>>,
+}
+
+const PAGE: u64 = 4096;
+
+impl CodeCache {
+    fn page(&self, base: u64) -> Arc<Vec<u8>> {
+        if let Some(p) = self.pages.read().ok().and_then(|p| p.get(&base).cloned()) {
+            return p;
+        }
+        let mut buf = vec![0u8; PAGE as usize];
+        let n = self.mem.read_partial(base, &mut buf);
+        buf.truncate(n);
+        let p = Arc::new(buf);
+        if let Ok(mut pages) = self.pages.write() {
+            pages.insert(base, p.clone());
+        }
+        p
+    }
+
+    fn invalidate(&self, addr: u64, len: usize) {
+        if let Ok(mut pages) = self.pages.write() {
+            let first = addr & !(PAGE - 1);
+            let mut a = first;
+            while a < addr.saturating_add(len as u64) {
+                pages.remove(&a);
+                a += PAGE;
+            }
+        }
+    }
+
+    fn clear(&self) {
+        if let Ok(mut pages) = self.pages.write() {
+            pages.clear();
+        }
+    }
+}
+
+impl CodeFetch for CodeCache {
+    fn fetch(&self, pc: u64, buf: &mut [u8; 8]) -> usize {
+        let base = pc & !(PAGE - 1);
+        let off = (pc - base) as usize;
+        let p = self.page(base);
+        let avail = p.get(off..).unwrap_or(&[]);
+        let n = avail.len().min(8);
+        buf[..n].copy_from_slice(&avail[..n]);
+        if n == 8 || p.len() < PAGE as usize {
+            return n;
+        }
+        let q = self.page(base + PAGE);
+        let m = q.len().min(8 - n);
+        buf[n..n + m].copy_from_slice(&q[..m]);
+        n + m
+    }
+}
+
+impl Device {
+    /// Starts a device over `mem` with `cfg.threads` device threads.
+    pub fn new(mem: Arc<dyn GlobalMemory>, cfg: DeviceConfig) -> Self {
+        let shared = Arc::new(Shared {
+            code: CodeCache {
+                mem: mem.clone(),
+                pages: RwLock::new(HashMap::new()),
+            },
+            mem,
+            sched: Mutex::new(Sched::default()),
+            work_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            hook: RwLock::new(None),
+            next_id: AtomicU64::new(1),
+            instructions: AtomicU64::new(0),
+            cfg: cfg.clone(),
+        });
+        let workers = (0..cfg.threads.max(1))
+            .map(|i| {
+                let s = shared.clone();
+                std::thread::Builder::new()
+                    .name(format!("simgpu-cu{i}"))
+                    .spawn(move || worker(&s))
+            })
+            .filter_map(Result::ok)
+            .collect();
+        Self { shared, workers }
+    }
+
+    /// Global memory of the device.
+    pub fn memory(&self) -> &Arc<dyn GlobalMemory> {
+        &self.shared.mem
+    }
+
+    /// Sets the hook called whenever events are queued.
+    pub fn set_event_hook(&self, hook: Option<EventHook>) {
+        if let Ok(mut h) = self.shared.hook.write() {
+            *h = hook;
+        }
+    }
+
+    /// Debug mode: traps and faults stop waves instead of aborting.
+    pub fn set_debug(&self, on: bool) {
+        lock(&self.shared.sched).debug = on;
+    }
+
+    /// Stops or restarts the creation of new waves.
+    pub fn set_wave_creation_stopped(&self, stopped: bool) {
+        let mut s = lock(&self.shared.sched);
+        s.wave_creation_stopped = stopped;
+        if !stopped {
+            launch_more(&self.shared, &mut s);
+            self.shared.work_cv.notify_all();
+        }
+    }
+
+    /// Instructions executed since start.
+    pub fn instructions_executed(&self) -> u64 {
+        self.shared.instructions.load(Ordering::Relaxed)
+    }
+
+    /// Submits the dispatch packet at `packet_addr`.
+    pub fn submit(&self, packet_addr: u64) -> Result<DispatchId, DeviceError> {
+        let mem = &self.shared.mem;
+        let mut p = [0u8; DISPATCH_PACKET_SIZE];
+        mem.read(packet_addr, &mut p)?;
+        let u16_at = |o: usize| u16::from_le_bytes([p[o], p[o + 1]]);
+        let u32_at = |o: usize| u32::from_le_bytes([p[o], p[o + 1], p[o + 2], p[o + 3]]);
+        let u64_at = |o: usize| u32_at(o) as u64 | (u32_at(o + 4) as u64) << 32;
+        let wg = [u16_at(4), u16_at(6), u16_at(8)];
+        let grid = [u32_at(12), u32_at(16), u32_at(20)];
+        let kd_addr = u64_at(32);
+        let kernarg = u64_at(40);
+        if wg.contains(&0) || grid.contains(&0) {
+            return Err(DeviceError::InvalidPacket("zero grid or workgroup size"));
+        }
+        let items: u32 = wg.iter().map(|&x| x as u32).product();
+        if items > 1024 {
+            return Err(DeviceError::InvalidPacket("workgroup larger than 1024"));
+        }
+        let mut kdb = [0u8; KERNEL_DESCRIPTOR_SIZE];
+        mem.read(kd_addr, &mut kdb)?;
+        let kd = KernelDescriptor::parse(&kdb)
+            .map_err(|_| DeviceError::InvalidPacket("kernel descriptor"))?;
+        if kd.wave32() {
+            return Err(DeviceError::InvalidPacket(
+                "wave32 kernels are not supported",
+            ));
+        }
+        let id = DispatchId(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
+        let num_wgs = [0, 1, 2].map(|i| grid[i].div_ceil(wg[i] as u32));
+        let desc = Arc::new(DispatchDesc {
+            id,
+            packet_addr,
+            kd_addr,
+            kd,
+            entry: kd_addr.wrapping_add(kd.kernel_code_entry_byte_offset as u64),
+            kernarg,
+            grid,
+            wg,
+            group_segment: kd.group_segment_fixed_size.max(u32_at(28)),
+            num_wgs,
+            waves_per_wg: items.div_ceil(LANES as u32),
+        });
+        tracing::debug!(target: "simgpu", dispatch = id.0, ?grid, ?wg, entry = desc.entry, "submit");
+        self.shared.code.clear();
+        let mut s = lock(&self.shared.sched);
+        s.dispatches.insert(
+            id,
+            DispatchState {
+                desc,
+                aborted: Arc::new(AtomicBool::new(false)),
+                next_wg: 0,
+                live_wgs: 0,
+                outcome: None,
+            },
+        );
+        launch_more(&self.shared, &mut s);
+        self.shared.work_cv.notify_all();
+        Ok(id)
+    }
+
+    /// Waits for a dispatch to finish (and forgets it). `None` on timeout.
+    pub fn wait(&self, id: DispatchId, timeout: Option<Duration>) -> Option<DispatchOutcome> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut s = lock(&self.shared.sched);
+        loop {
+            match s.dispatches.get(&id) {
+                None => return None,
+                Some(d) => {
+                    if let Some(o) = d.outcome {
+                        s.dispatches.remove(&id);
+                        return Some(o);
+                    }
+                }
+            }
+            s = match deadline {
+                None => self
+                    .shared
+                    .done_cv
+                    .wait(s)
+                    .unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let left = d.checked_duration_since(Instant::now())?;
+                    self.shared
+                        .done_cv
+                        .wait_timeout(s, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+    }
+
+    /// Takes the queued events.
+    pub fn take_events(&self) -> Vec<DeviceEvent> {
+        lock(&self.shared.sched).events.drain(..).collect()
+    }
+
+    /// Descriptions of the dispatches in flight.
+    pub fn dispatches(&self) -> Vec<Arc<DispatchDesc>> {
+        lock(&self.shared.sched)
+            .dispatches
+            .values()
+            .filter(|d| d.outcome.is_none())
+            .map(|d| d.desc.clone())
+            .collect()
+    }
+
+    /// Ids of the resident waves, ascending.
+    pub fn wave_ids(&self) -> Vec<WaveId> {
+        lock(&self.shared.sched).waves.keys().copied().collect()
+    }
+
+    fn wg_of(&self, id: WaveId) -> Result<Arc<Workgroup>, DeviceError> {
+        lock(&self.shared.sched)
+            .waves
+            .get(&id)
+            .cloned()
+            .ok_or(DeviceError::InvalidWave(id))
+    }
+
+    /// Runs `f` on a wave with its workgroup locked (and preempted).
+    fn with_wave<R>(
+        &self,
+        id: WaveId,
+        f: impl FnOnce(&mut WgInner, usize, &Workgroup) -> Result<R, DeviceError>,
+    ) -> Result<R, DeviceError> {
+        let wg = self.wg_of(id)?;
+        wg.preempt.store(true, Ordering::Relaxed);
+        let mut inner = lock(&wg.inner);
+        wg.preempt.store(false, Ordering::Relaxed);
+        let i = inner
+            .waves
+            .iter()
+            .position(|w| w.id == id && w.run != Run::Done)
+            .ok_or(DeviceError::InvalidWave(id))?;
+        f(&mut inner, i, &wg)
+    }
+
+    /// A snapshot of one wave.
+    pub fn wave_info(&self, id: WaveId) -> Result<SimWaveInfo, DeviceError> {
+        self.with_wave(id, |inner, i, wg| {
+            let w = &inner.waves[i];
+            Ok(SimWaveInfo {
+                id,
+                dispatch: wg.dispatch.id,
+                state: match (w.run, w.single_step) {
+                    (Run::Stopped, _) => WaveState::Stopped,
+                    (_, true) => WaveState::SingleStep,
+                    _ => WaveState::Running,
+                },
+                stop_reason: w.stop_reason,
+                pc: w.regs.pc,
+                exec: w.regs.exec,
+                workgroup_coord: wg.coord,
+                wave_in_group: w.index,
+            })
+        })
+    }
+
+    /// Runs `f` on the registers of a stopped wave.
+    pub fn with_stopped_regs<R>(
+        &self,
+        id: WaveId,
+        f: impl FnOnce(&mut WaveRegs) -> R,
+    ) -> Result<R, DeviceError> {
+        self.with_wave(id, |inner, i, _| {
+            let w = &mut inner.waves[i];
+            if w.run != Run::Stopped {
+                return Err(DeviceError::WaveNotStopped(id));
+            }
+            Ok(f(&mut w.regs))
+        })
+    }
+
+    /// Reads the LDS of a stopped wave's workgroup; returns bytes read.
+    pub fn read_lds(&self, id: WaveId, addr: u32, buf: &mut [u8]) -> Result<usize, DeviceError> {
+        self.with_wave(id, |inner, _, _| {
+            let src = inner.lds.get(addr as usize..).unwrap_or(&[]);
+            let n = src.len().min(buf.len());
+            buf[..n].copy_from_slice(&src[..n]);
+            Ok(n)
+        })
+    }
+
+    /// Writes the LDS of a wave's workgroup; returns bytes written.
+    pub fn write_lds(&self, id: WaveId, addr: u32, data: &[u8]) -> Result<usize, DeviceError> {
+        self.with_wave(id, |inner, _, _| {
+            let dst = inner.lds.get_mut(addr as usize..).unwrap_or(&mut []);
+            let n = dst.len().min(data.len());
+            dst[..n].copy_from_slice(&data[..n]);
+            Ok(n)
+        })
+    }
+
+    /// Writes global memory and keeps the instruction cache coherent.
+    pub fn write_memory(&self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
+        self.shared.mem.write(addr, data)?;
+        self.shared.code.invalidate(addr, data.len());
+        Ok(())
+    }
+
+    /// Requests a wave stop; a [`DeviceEvent::WaveStop`] follows.
+    pub fn stop_wave(&self, id: WaveId) -> Result<(), DeviceError> {
+        let ev = self.with_wave(id, |inner, i, _| {
+            let w = &mut inner.waves[i];
+            match w.run {
+                Run::Stopped => Err(DeviceError::WaveStopped(id)),
+                _ => {
+                    w.run = Run::Stopped;
+                    w.single_step = false;
+                    w.stop_reason = StopReasons::NONE;
+                    Ok(DeviceEvent::WaveStop {
+                        wave: id,
+                        reasons: StopReasons::NONE,
+                    })
+                }
+            }
+        })?;
+        self.push_events(vec![ev]);
+        Ok(())
+    }
+
+    /// Resumes a stopped wave.
+    pub fn resume_wave(&self, id: WaveId, mode: ResumeMode) -> Result<(), DeviceError> {
+        let (wg, push) = {
+            let wg = self.wg_of(id)?;
+            let push = self.with_wave(id, |inner, i, _| {
+                let w = &mut inner.waves[i];
+                if w.run != Run::Stopped {
+                    return Err(DeviceError::WaveNotStopped(id));
+                }
+                w.run = Run::Running;
+                w.single_step = mode == ResumeMode::SingleStep;
+                w.stop_reason = StopReasons::NONE;
+                let push = !inner.queued;
+                inner.queued = true;
+                Ok(push)
+            })?;
+            (wg, push)
+        };
+        if push {
+            lock(&self.shared.sched).run_queue.push_back(wg);
+            self.shared.work_cv.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Abandons the dispatch of a stopped wave (the debugger delivered an
+    /// exception to the runtime): every wave of it ends and
+    /// [`Device::wait`] reports `reason`.
+    pub fn abort_dispatch_of(
+        &self,
+        id: WaveId,
+        reason: StopReasons,
+    ) -> Result<DispatchId, DeviceError> {
+        let (did, pc) = self.with_wave(id, |inner, i, wg| {
+            let w = &inner.waves[i];
+            if w.run != Run::Stopped {
+                return Err(DeviceError::WaveNotStopped(id));
+            }
+            Ok((wg.dispatch.id, w.regs.pc))
+        })?;
+        let wgs: Vec<Arc<Workgroup>> = {
+            let s = lock(&self.shared.sched);
+            if let Some(d) = s.dispatches.get(&did) {
+                d.aborted.store(true, Ordering::SeqCst);
+            }
+            let mut v: Vec<Arc<Workgroup>> = Vec::new();
+            for wg in s.waves.values() {
+                if wg.dispatch.id == did && !v.iter().any(|x| Arc::ptr_eq(x, wg)) {
+                    v.push(wg.clone());
+                }
+            }
+            v
+        };
+        let mut ended = Vec::new();
+        for wg in &wgs {
+            wg.preempt.store(true, Ordering::Relaxed);
+            let mut inner = lock(&wg.inner);
+            wg.preempt.store(false, Ordering::Relaxed);
+            for w in inner.waves.iter_mut().filter(|w| w.run != Run::Done) {
+                w.run = Run::Done;
+                ended.push(w.id);
+            }
+        }
+        let mut s = lock(&self.shared.sched);
+        for w in &ended {
+            s.waves.remove(w);
+        }
+        s.resident_waves = s.resident_waves.saturating_sub(ended.len());
+        if let Some(d) = s.dispatches.get_mut(&did) {
+            d.live_wgs = 0;
+            if d.outcome.is_none() {
+                d.outcome = Some(DispatchOutcome::Aborted {
+                    reason,
+                    pc,
+                    fault_addr: None,
+                });
+            }
+        }
+        launch_more(&self.shared, &mut s);
+        drop(s);
+        self.shared.work_cv.notify_all();
+        self.shared.done_cv.notify_all();
+        Ok(did)
+    }
+
+    fn push_events(&self, evs: Vec<DeviceEvent>) {
+        if evs.is_empty() {
+            return;
+        }
+        lock(&self.shared.sched).events.extend(evs);
+        notify_hook(&self.shared);
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        lock(&self.shared.sched).shutdown = true;
+        self.shared.work_cv.notify_all();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+fn notify_hook(shared: &Shared) {
+    if let Ok(h) = shared.hook.read() {
+        if let Some(h) = h.as_ref() {
+            h();
+        }
+    }
+}
+
+/// Makes workgroups resident while there is room.
+fn launch_more(shared: &Shared, s: &mut Sched) {
+    if s.wave_creation_stopped {
+        return;
+    }
+    let max = shared.cfg.max_resident_waves;
+    let ids: Vec<DispatchId> = s.dispatches.keys().copied().collect();
+    for id in ids {
+        while let Some(d) = s.dispatches.get_mut(&id) {
+            let need = d.desc.waves_per_wg as usize;
+            if d.outcome.is_some()
+                || d.next_wg >= d.desc.total_wgs()
+                || d.aborted.load(Ordering::Relaxed)
+                || (s.resident_waves + need > max && s.resident_waves > 0)
+            {
+                break;
+            }
+            let lin = d.next_wg;
+            d.next_wg += 1;
+            d.live_wgs += 1;
+            let desc = d.desc.clone();
+            let aborted = d.aborted.clone();
+            let n = desc.num_wgs;
+            let coord = [
+                (lin % n[0] as u64) as u32,
+                ((lin / n[0] as u64) % n[1] as u64) as u32,
+                (lin / (n[0] as u64 * n[1] as u64)) as u32,
+            ];
+            let waves: Vec<SimWave> = (0..desc.waves_per_wg)
+                .map(|index| SimWave {
+                    id: WaveId(shared.next_id.fetch_add(1, Ordering::Relaxed)),
+                    index,
+                    regs: init_wave(&desc, coord, index),
+                    run: Run::Running,
+                    at_barrier: false,
+                    single_step: false,
+                    stop_reason: StopReasons::NONE,
+                })
+                .collect();
+            let ids: Vec<WaveId> = waves.iter().map(|w| w.id).collect();
+            let wg = Arc::new(Workgroup {
+                dispatch: desc.clone(),
+                aborted,
+                coord,
+                preempt: AtomicBool::new(false),
+                inner: Mutex::new(WgInner {
+                    waves,
+                    lds: vec![0; desc.group_segment as usize],
+                    queued: true,
+                }),
+            });
+            s.resident_waves += ids.len();
+            for w in ids {
+                s.waves.insert(w, wg.clone());
+            }
+            s.run_queue.push_back(wg);
+        }
+    }
+}
+
+/// The initial registers of wave `index` of workgroup `coord`, following
+/// the kernel descriptor's SGPR/VGPR set-up bits.
+fn init_wave(d: &DispatchDesc, coord: [u32; 3], index: u32) -> WaveRegs {
+    let kd = &d.kd;
+    let mut r = WaveRegs::new(kd.vgpr_count() as usize);
+    let mut s = 0usize;
+    let put64 = |r: &mut WaveRegs, s: &mut usize, v: u64| {
+        if *s + 1 < r.sgpr.len() {
+            r.sgpr[*s] = v as u32;
+            r.sgpr[*s + 1] = (v >> 32) as u32;
+        }
+        *s += 2;
+    };
+    if kd.private_segment_buffer() {
+        s += 4; // no scratch: a null buffer resource
+    }
+    if kd.dispatch_ptr() {
+        put64(&mut r, &mut s, d.packet_addr);
+    }
+    if kd.queue_ptr() {
+        put64(&mut r, &mut s, 0);
+    }
+    if kd.kernarg_segment_ptr() {
+        put64(&mut r, &mut s, d.kernarg);
+    }
+    if kd.dispatch_id() {
+        put64(&mut r, &mut s, d.id.0);
+    }
+    if kd.flat_scratch_init() {
+        put64(&mut r, &mut s, 0);
+    }
+    if kd.private_segment_size() {
+        s += 1;
+    }
+    let mut s = (kd.user_sgpr_count() as usize).max(s);
+    for (dim, on) in kd.workgroup_id_enabled().into_iter().enumerate() {
+        if on {
+            if let Some(x) = r.sgpr.get_mut(s) {
+                *x = coord[dim];
+            }
+            s += 1;
+        }
+    }
+    if kd.workgroup_info() {
+        s += 1;
+    }
+    let _ = s;
+    // Work-items of this wave; gfx90a packs the ids into v0 (x | y<<10 | z<<20).
+    let wg = d.wg.map(|x| x as u32);
+    let mut exec = 0u64;
+    for lane in 0..LANES as u32 {
+        let lin = index * LANES as u32 + lane;
+        let (x, y, z) = (lin % wg[0], (lin / wg[0]) % wg[1], lin / (wg[0] * wg[1]));
+        if z >= wg[2] {
+            continue;
+        }
+        let g = [
+            coord[0] * wg[0] + x,
+            coord[1] * wg[1] + y,
+            coord[2] * wg[2] + z,
+        ];
+        if g[0] >= d.grid[0] || g[1] >= d.grid[1] || g[2] >= d.grid[2] {
+            continue;
+        }
+        exec |= 1 << lane;
+        if let Some(v0) = r.vgpr.get_mut(0) {
+            v0[lane as usize] = x | y << 10 | z << 20;
+        }
+    }
+    r.exec = exec;
+    r.pc = d.entry;
+    r
+}
+
+fn worker(shared: &Shared) {
+    loop {
+        let wg = {
+            let mut s = lock(&shared.sched);
+            loop {
+                if s.shutdown {
+                    return;
+                }
+                if let Some(wg) = s.run_queue.pop_front() {
+                    break wg;
+                }
+                s = shared.work_cv.wait(s).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        run_workgroup(shared, &wg);
+    }
+}
+
+fn trap_reason(id: u8) -> (StopReasons, bool) {
+    // (reasons, pc stays after the trap)
+    match id {
+        1 => (StopReasons::BREAKPOINT, true),
+        2 => (StopReasons::ASSERT_TRAP, false),
+        3 => (StopReasons::DEBUG_TRAP, true),
+        _ => (StopReasons::TRAP, false),
+    }
+}
+
+fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
+    let debug = lock(&shared.sched).debug;
+    let mut events = Vec::new();
+    let mut finished = Vec::new();
+    let mut abort: Option<DispatchOutcome> = None;
+    let mut executed = 0u64;
+    let (requeue, all_done) = {
+        let mut guard = lock(&wg.inner);
+        let inner = &mut *guard;
+        if wg.aborted.load(Ordering::Relaxed) {
+            for w in inner.waves.iter_mut().filter(|w| w.run != Run::Done) {
+                w.run = Run::Done;
+                finished.push(w.id);
+            }
+        }
+        for w in inner.waves.iter_mut() {
+            if w.run != Run::Running || w.at_barrier {
+                continue;
+            }
+            let mut ctx = Ctx {
+                mem: &*shared.mem,
+                lds: &mut inner.lds,
+                code: Some(&shared.code),
+            };
+            let mut n = 0;
+            while n < shared.cfg.quantum && !wg.preempt.load(Ordering::Relaxed) {
+                n += 1;
+                let pc = w.regs.pc;
+                let out = step(&mut w.regs, &mut ctx);
+                let stop = |w: &mut SimWave, reasons: StopReasons, at: Option<u64>| {
+                    if let Some(pc) = at {
+                        w.regs.pc = pc;
+                    }
+                    w.run = Run::Stopped;
+                    w.single_step = false;
+                    w.stop_reason = reasons;
+                };
+                match out {
+                    Step::Continue | Step::Barrier => {
+                        if out == Step::Barrier {
+                            w.at_barrier = true;
+                        }
+                        if w.single_step {
+                            stop(w, StopReasons::SINGLE_STEP, None);
+                            events.push(DeviceEvent::WaveStop {
+                                wave: w.id,
+                                reasons: StopReasons::SINGLE_STEP,
+                            });
+                        }
+                        if out == Step::Barrier || w.run != Run::Running {
+                            break;
+                        }
+                    }
+                    Step::End => {
+                        if w.single_step {
+                            events.push(DeviceEvent::WaveCommandTerminated { wave: w.id });
+                        }
+                        w.run = Run::Done;
+                        finished.push(w.id);
+                        break;
+                    }
+                    Step::Trap(_) | Step::MemoryViolation { .. } | Step::IllegalInstruction => {
+                        let (reasons, at, fault_addr) = match out {
+                            Step::Trap(id) => {
+                                let (r, after) = trap_reason(id);
+                                (r, if after { None } else { Some(pc) }, None)
+                            }
+                            Step::MemoryViolation { addr } => {
+                                (StopReasons::MEMORY_VIOLATION, Some(pc), Some(addr))
+                            }
+                            _ => (StopReasons::ILLEGAL_INSTRUCTION, Some(pc), None),
+                        };
+                        stop(w, reasons, at);
+                        if debug {
+                            events.push(DeviceEvent::WaveStop {
+                                wave: w.id,
+                                reasons,
+                            });
+                        } else if abort.is_none() {
+                            abort = Some(DispatchOutcome::Aborted {
+                                reason: reasons,
+                                pc: w.regs.pc,
+                                fault_addr,
+                            });
+                        }
+                        break;
+                    }
+                }
+            }
+            executed += n as u64;
+        }
+        if abort.is_some() {
+            wg.aborted.store(true, Ordering::Relaxed);
+            for w in inner.waves.iter_mut().filter(|w| w.run != Run::Done) {
+                w.run = Run::Done;
+                finished.push(w.id);
+            }
+        }
+        // Barrier: release when every live wave has arrived.
+        let live = inner.waves.iter().filter(|w| w.run != Run::Done);
+        let (mut arrived, mut total) = (0, 0);
+        for w in live {
+            total += 1;
+            arrived += w.at_barrier as usize;
+        }
+        if total > 0 && arrived == total {
+            for w in inner.waves.iter_mut() {
+                w.at_barrier = false;
+            }
+        }
+        let requeue = inner
+            .waves
+            .iter()
+            .any(|w| w.run == Run::Running && !w.at_barrier);
+        inner.queued = requeue;
+        (requeue, inner.waves.iter().all(|w| w.run == Run::Done))
+    };
+    shared.instructions.fetch_add(executed, Ordering::Relaxed);
+    let mut s = lock(&shared.sched);
+    for id in &finished {
+        s.waves.remove(id);
+    }
+    s.resident_waves = s.resident_waves.saturating_sub(finished.len());
+    let did = wg.dispatch.id;
+    let mut completed = false;
+    if let Some(d) = s.dispatches.get_mut(&did) {
+        if let Some(a) = abort {
+            d.aborted.store(true, Ordering::Relaxed);
+            if d.outcome.is_none() {
+                d.outcome = Some(a);
+                completed = true;
+            }
+        }
+        if all_done {
+            d.live_wgs = d.live_wgs.saturating_sub(1);
+            let aborted = d.aborted.load(Ordering::Relaxed);
+            if d.live_wgs == 0
+                && (aborted || d.next_wg >= d.desc.total_wgs())
+                && d.outcome.is_none()
+            {
+                d.outcome = Some(DispatchOutcome::Completed);
+                completed = true;
+            }
+        }
+        if completed {
+            if let Some(o) = d.outcome {
+                events.push(DeviceEvent::DispatchDone {
+                    dispatch: did,
+                    outcome: o,
+                });
+            }
+        }
+    }
+    if requeue {
+        s.run_queue.push_back(wg.clone());
+    }
+    if all_done || !finished.is_empty() {
+        launch_more(shared, &mut s);
+        shared.work_cv.notify_all();
+    }
+    let have_events = s.debug && !events.is_empty();
+    if s.debug {
+        s.events.extend(events);
+    }
+    drop(s);
+    if completed {
+        shared.done_cv.notify_all();
+    }
+    if have_events {
+        notify_hook(shared);
+    }
+}

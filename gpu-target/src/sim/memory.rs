@@ -1,0 +1,214 @@
+//! Global memory as the simulated GPU sees it.
+//!
+//! A GPU with unified memory reads and writes the host process's own
+//! address space. [`ProcessMemory`] does exactly that with
+//! `process_vm_readv`/`process_vm_writev` (the calling process itself or a
+//! debuggee); a bad address comes back as a [`MemFault`] instead of a crash.
+//! [`BufferMemory`] is a set of local buffers for tests and benchmarks.
+
+use std::collections::BTreeMap;
+use std::io::IoSlice;
+use std::io::IoSliceMut;
+use std::sync::RwLock;
+
+use nix::sys::uio::process_vm_readv;
+use nix::sys::uio::process_vm_writev;
+use nix::sys::uio::RemoteIoVec;
+use nix::unistd::Pid;
+
+/// A global memory access that could not be completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("memory fault at {addr:#x} ({len} bytes)")]
+pub struct MemFault {
+    /// First address of the failed access.
+    pub addr: u64,
+    /// Its length.
+    pub len: usize,
+}
+
+/// Byte-addressed global memory shared by all waves.
+pub trait GlobalMemory: Send + Sync {
+    /// Reads `buf.len()` bytes at `addr`, all or nothing.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault>;
+    /// Writes `data` at `addr`, all or nothing.
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemFault>;
+    /// Reads as much as possible from `addr`; returns the count read.
+    fn read_partial(&self, addr: u64, buf: &mut [u8]) -> usize {
+        match self.read(addr, buf) {
+            Ok(()) => buf.len(),
+            Err(_) => 0,
+        }
+    }
+}
+
+/// The memory of a Linux process, through `process_vm_readv`/`writev`.
+#[derive(Debug, Clone, Copy)]
+pub struct ProcessMemory {
+    pid: Pid,
+}
+
+impl ProcessMemory {
+    /// Memory of process `pid` (needs ptrace access rights to it).
+    pub fn new(pid: i32) -> Self {
+        Self {
+            pid: Pid::from_raw(pid),
+        }
+    }
+
+    /// Memory of the calling process.
+    pub fn this_process() -> Self {
+        Self {
+            pid: nix::unistd::getpid(),
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> i32 {
+        self.pid.as_raw()
+    }
+}
+
+impl GlobalMemory for ProcessMemory {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+        let len = buf.len();
+        if len == 0 {
+            return Ok(());
+        }
+        let fault = MemFault { addr, len };
+        let remote = [RemoteIoVec {
+            base: usize::try_from(addr).map_err(|_| fault)?,
+            len,
+        }];
+        match process_vm_readv(self.pid, &mut [IoSliceMut::new(buf)], &remote) {
+            Ok(n) if n == len => Ok(()),
+            _ => Err(fault),
+        }
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
+        let len = data.len();
+        if len == 0 {
+            return Ok(());
+        }
+        let fault = MemFault { addr, len };
+        let remote = [RemoteIoVec {
+            base: usize::try_from(addr).map_err(|_| fault)?,
+            len,
+        }];
+        match process_vm_writev(self.pid, &[IoSlice::new(data)], &remote) {
+            Ok(n) if n == len => Ok(()),
+            _ => Err(fault),
+        }
+    }
+
+    fn read_partial(&self, addr: u64, buf: &mut [u8]) -> usize {
+        // process_vm_readv stops at the first unreadable page; go page by
+        // page so a partial read returns what precedes the hole.
+        let mut done = 0;
+        while done < buf.len() {
+            let a = addr + done as u64;
+            let page_end = (a | 0xfff) + 1;
+            let n = ((page_end - a) as usize).min(buf.len() - done);
+            if self.read(a, &mut buf[done..done + n]).is_err() {
+                break;
+            }
+            done += n;
+        }
+        done
+    }
+}
+
+/// Local buffers at chosen addresses (tests, benchmarks).
+#[derive(Debug, Default)]
+pub struct BufferMemory {
+    regions: RwLock<BTreeMap<u64, Vec<u8>>>,
+}
+
+impl BufferMemory {
+    /// No mapped memory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Maps `bytes` at `base` (regions must not overlap).
+    pub fn map(&self, base: u64, bytes: Vec<u8>) {
+        if let Ok(mut r) = self.regions.write() {
+            r.insert(base, bytes);
+        }
+    }
+
+    /// A copy of `len` bytes at `addr`.
+    pub fn snapshot(&self, addr: u64, len: usize) -> Result<Vec<u8>, MemFault> {
+        let mut v = vec![0; len];
+        self.read(addr, &mut v)?;
+        Ok(v)
+    }
+
+    fn with_region<R>(
+        &self,
+        addr: u64,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R, MemFault> {
+        let fault = MemFault { addr, len };
+        let mut regions = self.regions.write().map_err(|_| fault)?;
+        let (&base, bytes) = regions.range_mut(..=addr).next_back().ok_or(fault)?;
+        let off = usize::try_from(addr - base).map_err(|_| fault)?;
+        let s = bytes
+            .get_mut(off..off.checked_add(len).ok_or(fault)?)
+            .ok_or(fault)?;
+        Ok(f(s))
+    }
+}
+
+impl GlobalMemory for BufferMemory {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+        self.with_region(addr, buf.len(), |s| buf.copy_from_slice(s))
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
+        self.with_region(addr, data.len(), |s| s.copy_from_slice(data))
+    }
+
+    fn read_partial(&self, addr: u64, buf: &mut [u8]) -> usize {
+        let Ok(regions) = self.regions.read() else {
+            return 0;
+        };
+        let Some((&base, bytes)) = regions.range(..=addr).next_back() else {
+            return 0;
+        };
+        let off = (addr - base) as usize;
+        let avail = bytes.get(off..).unwrap_or(&[]);
+        let n = avail.len().min(buf.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_memory_bounds() {
+        let m = BufferMemory::new();
+        m.map(0x1000, vec![1, 2, 3, 4]);
+        let mut b = [0u8; 2];
+        m.read(0x1002, &mut b).unwrap();
+        assert_eq!(b, [3, 4]);
+        assert!(m.read(0x1003, &mut b).is_err());
+        assert!(m.read(0xfff, &mut b).is_err());
+        m.write(0x1000, &[9]).unwrap();
+        assert_eq!(m.snapshot(0x1000, 1).unwrap(), vec![9]);
+    }
+
+    #[test]
+    fn process_memory_reads_self_and_faults_cleanly() {
+        let m = ProcessMemory::this_process();
+        let v: Vec<u32> = vec![7, 8, 9];
+        let mut b = [0u8; 4];
+        m.read(v.as_ptr() as u64 + 4, &mut b).unwrap();
+        assert_eq!(u32::from_le_bytes(b), 8);
+        assert_eq!(m.read(0x10, &mut b), Err(MemFault { addr: 0x10, len: 4 }));
+    }
+}

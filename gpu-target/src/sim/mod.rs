@@ -1,0 +1,11 @@
+//! The simulated AMD GPU: code-object loader, gfx90a decoder and
+//! interpreter, and the device that schedules waves.
+
+pub mod decode;
+pub mod device;
+pub mod elf;
+pub mod memory;
+pub mod regs;
+pub mod rendezvous;
+pub mod synthetic;
+pub mod wave;

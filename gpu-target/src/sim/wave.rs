@@ -1,0 +1,1320 @@
+//! One wave64 and the interpreter that executes gfx90a instructions on it.
+
+use std::sync::Mutex;
+
+use super::decode::decode;
+use super::decode::CmpTy;
+use super::decode::DsOp;
+use super::decode::FlatOp;
+use super::decode::FlatSeg;
+use super::decode::Inst;
+use super::decode::Kind;
+use super::decode::Sop1;
+use super::decode::Sop2;
+use super::decode::Sopc;
+use super::decode::Sopk;
+use super::decode::Sopp;
+use super::decode::VAlu;
+use super::decode::VCmp;
+use super::decode::VEnc;
+use super::decode::VOp;
+use super::memory::GlobalMemory;
+
+/// Lanes per wave.
+pub const LANES: usize = 64;
+/// Addressable SGPRs on gfx9 (s0..s101).
+pub const NUM_SGPRS: usize = 102;
+
+/// Serialises global atomics between device threads.
+static ATOMICS: Mutex<()> = Mutex::new(());
+
+/// The architectural state of one wave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaveRegs {
+    /// s0..s101.
+    pub sgpr: [u32; NUM_SGPRS],
+    /// Allocated VGPRs, each 64 lanes.
+    pub vgpr: Vec<[u32; LANES]>,
+    /// EXEC mask.
+    pub exec: u64,
+    /// VCC.
+    pub vcc: u64,
+    /// SCC.
+    pub scc: bool,
+    /// M0.
+    pub m0: u32,
+    /// Program counter (byte address).
+    pub pc: u64,
+    /// FLAT_SCRATCH.
+    pub flat_scratch: u64,
+    /// XNACK_MASK.
+    pub xnack_mask: u64,
+    /// Trap temporaries ttmp0..15.
+    pub ttmp: [u32; 16],
+    /// MODE hardware register.
+    pub mode: u32,
+    /// TRAPSTS hardware register.
+    pub trapsts: u32,
+}
+
+impl WaveRegs {
+    /// Zeroed state with `vgprs` VGPRs.
+    pub fn new(vgprs: usize) -> Self {
+        Self {
+            sgpr: [0; NUM_SGPRS],
+            vgpr: vec![[0; LANES]; vgprs],
+            exec: 0,
+            vcc: 0,
+            scc: false,
+            m0: 0,
+            pc: 0,
+            flat_scratch: 0,
+            xnack_mask: 0,
+            ttmp: [0; 16],
+            mode: 0,
+            trapsts: 0,
+        }
+    }
+
+    /// The STATUS register as the debugger sees it (SCC in bit 0, EXECZ 9,
+    /// VCCZ 10).
+    pub fn status(&self) -> u32 {
+        (self.scc as u32) | ((self.exec == 0) as u32) << 9 | ((self.vcc == 0) as u32) << 10
+    }
+}
+
+/// How one [`step`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Executed; PC points at the next instruction.
+    Continue,
+    /// Executed `s_barrier`; PC is past it.
+    Barrier,
+    /// Executed `s_endpgm`.
+    End,
+    /// Executed `s_trap` with this trap id; PC is past it.
+    Trap(u8),
+    /// A memory access failed; PC is at the faulting instruction.
+    MemoryViolation {
+        /// The first failing address.
+        addr: u64,
+    },
+    /// Unknown or unsupported instruction (or unreadable code); PC at it.
+    IllegalInstruction,
+}
+
+/// What a wave needs besides its registers.
+pub struct Ctx<'a> {
+    /// Global memory (also where code is fetched from unless `code` hits).
+    pub mem: &'a dyn GlobalMemory,
+    /// The workgroup's LDS.
+    pub lds: &'a mut [u8],
+    /// Optional instruction-fetch cache.
+    pub code: Option<&'a dyn CodeFetch>,
+}
+
+/// Instruction fetch that may be served from a cache.
+pub trait CodeFetch: Send + Sync {
+    /// Fills `buf` with code bytes at `pc`; returns how many are valid.
+    fn fetch(&self, pc: u64, buf: &mut [u8; 8]) -> usize;
+}
+
+/// Fetches and decodes the instruction at the wave's PC.
+pub fn fetch_decode(regs: &WaveRegs, ctx: &Ctx<'_>) -> Option<Inst> {
+    let mut buf = [0u8; 8];
+    let n = match ctx.code {
+        Some(c) => c.fetch(regs.pc, &mut buf),
+        None => ctx.mem.read_partial(regs.pc, &mut buf),
+    };
+    decode(buf.get(..n)?)
+}
+
+/// Executes one instruction.
+pub fn step(regs: &mut WaveRegs, ctx: &mut Ctx<'_>) -> Step {
+    match fetch_decode(regs, ctx) {
+        Some(inst) => execute(regs, ctx, &inst),
+        None => Step::IllegalInstruction,
+    }
+}
+
+/// A vector source resolved once per instruction.
+#[derive(Clone, Copy)]
+enum VSrc {
+    Uniform(u64),
+    Vgpr(usize, u8),
+}
+
+fn inline_const(code: u16, width: u8) -> Option<u64> {
+    let f32b = |f: f32| f.to_bits() as u64;
+    let f64b = |f: f64| f.to_bits();
+    let fl = |v: f64| if width == 2 { f64b(v) } else { f32b(v as f32) };
+    Some(match code {
+        128..=192 => (code - 128) as u64,
+        193..=208 => {
+            (-((code - 192) as i64)) as u64 & if width == 2 { u64::MAX } else { 0xffff_ffff }
+        }
+        240 => fl(0.5),
+        241 => fl(-0.5),
+        242 => fl(1.0),
+        243 => fl(-1.0),
+        244 => fl(2.0),
+        245 => fl(-2.0),
+        246 => fl(4.0),
+        247 => fl(-4.0),
+        248 => {
+            if width == 2 {
+                0x3fc4_5f30_6dc9_c882
+            } else {
+                0x3e22_f983
+            }
+        }
+        _ => return None,
+    })
+}
+
+impl WaveRegs {
+    fn sreg(&self, code: u16) -> u32 {
+        match code {
+            0..=101 => self.sgpr[code as usize],
+            102 => self.flat_scratch as u32,
+            103 => (self.flat_scratch >> 32) as u32,
+            104 => self.xnack_mask as u32,
+            105 => (self.xnack_mask >> 32) as u32,
+            106 => self.vcc as u32,
+            107 => (self.vcc >> 32) as u32,
+            108..=123 => self.ttmp[(code - 108) as usize],
+            124 => self.m0,
+            126 => self.exec as u32,
+            127 => (self.exec >> 32) as u32,
+            251 => (self.vcc == 0) as u32,
+            252 => (self.exec == 0) as u32,
+            253 => self.scc as u32,
+            _ => 0,
+        }
+    }
+
+    fn set_sreg(&mut self, code: u16, v: u32) {
+        let lo = |x: u64| (x & !0xffff_ffff) | v as u64;
+        let hi = |x: u64| (x & 0xffff_ffff) | (v as u64) << 32;
+        match code {
+            0..=101 => self.sgpr[code as usize] = v,
+            102 => self.flat_scratch = lo(self.flat_scratch),
+            103 => self.flat_scratch = hi(self.flat_scratch),
+            104 => self.xnack_mask = lo(self.xnack_mask),
+            105 => self.xnack_mask = hi(self.xnack_mask),
+            106 => self.vcc = lo(self.vcc),
+            107 => self.vcc = hi(self.vcc),
+            108..=123 => self.ttmp[(code - 108) as usize] = v,
+            124 => self.m0 = v,
+            126 => self.exec = lo(self.exec),
+            127 => self.exec = hi(self.exec),
+            _ => {}
+        }
+    }
+
+    /// Reads a scalar operand of 1 or 2 dwords.
+    fn sget(&self, code: u16, width: u8, lit: Option<u32>) -> u64 {
+        if code == 255 {
+            return lit.unwrap_or(0) as u64;
+        }
+        if let Some(c) = inline_const(code, width) {
+            return c;
+        }
+        if (256..512).contains(&code) {
+            // A VGPR where a scalar is expected: lane 0 of it.
+            return self
+                .vgpr
+                .get((code - 256) as usize)
+                .map(|v| v[0] as u64)
+                .unwrap_or(0);
+        }
+        let lo = self.sreg(code) as u64;
+        if width == 2 {
+            lo | (self.sreg(code + 1) as u64) << 32
+        } else {
+            lo
+        }
+    }
+
+    fn sset(&mut self, code: u16, width: u8, v: u64) {
+        self.set_sreg(code, v as u32);
+        if width == 2 {
+            self.set_sreg(code + 1, (v >> 32) as u32);
+        }
+    }
+
+    fn vsrc(&self, code: u16, width: u8, lit: Option<u32>) -> VSrc {
+        if (256..512).contains(&code) {
+            VSrc::Vgpr((code - 256) as usize, width)
+        } else {
+            VSrc::Uniform(self.sget(code, width, lit))
+        }
+    }
+
+    #[inline]
+    fn vget(&self, s: VSrc, lane: usize) -> u64 {
+        match s {
+            VSrc::Uniform(v) => v,
+            VSrc::Vgpr(r, w) => {
+                let lo = self.vgpr.get(r).map(|x| x[lane]).unwrap_or(0) as u64;
+                if w == 2 {
+                    lo | (self.vgpr.get(r + 1).map(|x| x[lane]).unwrap_or(0) as u64) << 32
+                } else {
+                    lo
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn vset(&mut self, r: usize, width: u8, lane: usize, v: u64) {
+        if let Some(x) = self.vgpr.get_mut(r) {
+            x[lane] = v as u32;
+        }
+        if width == 2 {
+            if let Some(x) = self.vgpr.get_mut(r + 1) {
+                x[lane] = (v >> 32) as u32;
+            }
+        }
+    }
+}
+
+fn bfe(x: u64, off: u32, width: u32, signed: bool, bits: u32) -> u64 {
+    let off = off & (bits - 1);
+    let width = width.min(bits);
+    if width == 0 {
+        return 0;
+    }
+    let v = x >> off;
+    let mask = if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
+    let v = v & mask;
+    if signed && width < 64 && (v >> (width - 1)) & 1 != 0 {
+        (v | !mask) & if bits == 32 { 0xffff_ffff } else { u64::MAX }
+    } else {
+        v
+    }
+}
+
+/// Executes a decoded instruction.
+pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let lit = inst.literal;
+    let next = r.pc.wrapping_add(inst.size as u64);
+    let outcome = match &inst.kind {
+        Kind::Sop2 {
+            op,
+            sdst,
+            src0,
+            src1,
+        } => {
+            let w = op.widths();
+            let a = r.sget(*src0, w[1], lit);
+            let b = r.sget(*src1, w[2], lit);
+            let (v, scc) = sop2(*op, a, b, r.scc);
+            r.sset(*sdst as u16, w[0], v);
+            if let Some(s) = scc {
+                r.scc = s;
+            }
+            Step::Continue
+        }
+        Kind::Sop1 { op, sdst, src0 } => return sop1(r, *op, *sdst as u16, *src0, lit, next),
+        Kind::Sopc { op, src0, src1 } => {
+            let w = op.widths();
+            let a = r.sget(*src0, w[0], lit);
+            let b = r.sget(*src1, w[1], lit);
+            let (ai, bi) = (a as u32 as i32, b as u32 as i32);
+            let (a32, b32) = (a as u32, b as u32);
+            r.scc = match op {
+                Sopc::CmpEqI32 | Sopc::CmpEqU32 => a32 == b32,
+                Sopc::CmpLgI32 | Sopc::CmpLgU32 => a32 != b32,
+                Sopc::CmpGtI32 => ai > bi,
+                Sopc::CmpGeI32 => ai >= bi,
+                Sopc::CmpLtI32 => ai < bi,
+                Sopc::CmpLeI32 => ai <= bi,
+                Sopc::CmpGtU32 => a32 > b32,
+                Sopc::CmpGeU32 => a32 >= b32,
+                Sopc::CmpLtU32 => a32 < b32,
+                Sopc::CmpLeU32 => a32 <= b32,
+                Sopc::Bitcmp0B32 => (a32 >> (b32 & 31)) & 1 == 0,
+                Sopc::Bitcmp1B32 => (a32 >> (b32 & 31)) & 1 == 1,
+                Sopc::Bitcmp0B64 => (a >> (b32 & 63)) & 1 == 0,
+                Sopc::Bitcmp1B64 => (a >> (b32 & 63)) & 1 == 1,
+                Sopc::CmpEqU64 => a == b,
+                Sopc::CmpLgU64 => a != b,
+            };
+            Step::Continue
+        }
+        Kind::Sopk { op, sdst, simm16 } => {
+            let d = *sdst as u16;
+            let k = *simm16 as i16 as i32;
+            let s = r.sget(d, 1, None) as u32;
+            let (si, ku) = (s as i32, *simm16 as u32);
+            match op {
+                Sopk::MovkI32 => r.sset(d, 1, k as u32 as u64),
+                Sopk::CmovkI32 => {
+                    if r.scc {
+                        r.sset(d, 1, k as u32 as u64)
+                    }
+                }
+                Sopk::CmpkEqI32 => r.scc = si == k,
+                Sopk::CmpkLgI32 => r.scc = si != k,
+                Sopk::CmpkGtI32 => r.scc = si > k,
+                Sopk::CmpkGeI32 => r.scc = si >= k,
+                Sopk::CmpkLtI32 => r.scc = si < k,
+                Sopk::CmpkLeI32 => r.scc = si <= k,
+                Sopk::CmpkEqU32 => r.scc = s == ku,
+                Sopk::CmpkLgU32 => r.scc = s != ku,
+                Sopk::CmpkGtU32 => r.scc = s > ku,
+                Sopk::CmpkGeU32 => r.scc = s >= ku,
+                Sopk::CmpkLtU32 => r.scc = s < ku,
+                Sopk::CmpkLeU32 => r.scc = s <= ku,
+                Sopk::AddkI32 => {
+                    let (v, o) = si.overflowing_add(k);
+                    r.sset(d, 1, v as u32 as u64);
+                    r.scc = o;
+                }
+                Sopk::MulkI32 => r.sset(d, 1, si.wrapping_mul(k) as u32 as u64),
+            }
+            Step::Continue
+        }
+        Kind::Sopp { op, simm16 } => {
+            let target = next.wrapping_add(((*simm16 as i16 as i64) * 4) as u64);
+            let taken = match op {
+                Sopp::Branch => true,
+                Sopp::CbranchScc0 => !r.scc,
+                Sopp::CbranchScc1 => r.scc,
+                Sopp::CbranchVccz => r.vcc == 0,
+                Sopp::CbranchVccnz => r.vcc != 0,
+                Sopp::CbranchExecz => r.exec == 0,
+                Sopp::CbranchExecnz => r.exec != 0,
+                Sopp::Endpgm => return Step::End,
+                Sopp::Barrier => {
+                    r.pc = next;
+                    return Step::Barrier;
+                }
+                Sopp::Trap => {
+                    r.pc = next;
+                    return Step::Trap(*simm16 as u8);
+                }
+                Sopp::Nop | Sopp::Waitcnt | Sopp::Sleep | Sopp::Setprio | Sopp::IcacheInv => false,
+            };
+            r.pc = if taken { target } else { next };
+            return Step::Continue;
+        }
+        Kind::Smem {
+            op,
+            sdata,
+            sbase,
+            offset,
+            ..
+        } => {
+            let base = r.sget(*sbase as u16, 2, None);
+            let addr = base.wrapping_add(*offset as i64 as u64) & !3;
+            let n = op.widths()[0] as usize;
+            let mut buf = [0u8; 64];
+            if ctx.mem.read(addr, &mut buf[..n * 4]).is_err() {
+                return Step::MemoryViolation { addr };
+            }
+            for i in 0..n {
+                let v = u32::from_le_bytes([
+                    buf[i * 4],
+                    buf[i * 4 + 1],
+                    buf[i * 4 + 2],
+                    buf[i * 4 + 3],
+                ]);
+                r.set_sreg(*sdata as u16 + i as u16, v);
+            }
+            Step::Continue
+        }
+        Kind::Valu { .. } => valu(r, inst),
+        Kind::Ds { .. } => ds(r, ctx, inst),
+        Kind::Flat { .. } => flat(r, ctx, inst),
+    };
+    if outcome == Step::Continue {
+        r.pc = next;
+    }
+    outcome
+}
+
+fn sop2(op: Sop2, a: u64, b: u64, scc: bool) -> (u64, Option<bool>) {
+    let (a32, b32) = (a as u32, b as u32);
+    let (ai, bi) = (a32 as i32, b32 as i32);
+    let nz32 = |v: u32| (v as u64, Some(v != 0));
+    let nz64 = |v: u64| (v, Some(v != 0));
+    match op {
+        Sop2::AddU32 => {
+            let (v, c) = a32.overflowing_add(b32);
+            (v as u64, Some(c))
+        }
+        Sop2::SubU32 => {
+            let (v, c) = a32.overflowing_sub(b32);
+            (v as u64, Some(c))
+        }
+        Sop2::AddI32 => {
+            let (v, o) = ai.overflowing_add(bi);
+            (v as u32 as u64, Some(o))
+        }
+        Sop2::SubI32 => {
+            let (v, o) = ai.overflowing_sub(bi);
+            (v as u32 as u64, Some(o))
+        }
+        Sop2::AddcU32 => {
+            let s = a32 as u64 + b32 as u64 + scc as u64;
+            (s as u32 as u64, Some(s >> 32 != 0))
+        }
+        Sop2::SubbU32 => {
+            let s = (a32 as u64)
+                .wrapping_sub(b32 as u64)
+                .wrapping_sub(scc as u64);
+            (
+                s as u32 as u64,
+                Some((b32 as u64 + scc as u64) > a32 as u64),
+            )
+        }
+        Sop2::MinI32 => (ai.min(bi) as u32 as u64, Some(ai < bi)),
+        Sop2::MinU32 => (a32.min(b32) as u64, Some(a32 < b32)),
+        Sop2::MaxI32 => (ai.max(bi) as u32 as u64, Some(ai > bi)),
+        Sop2::MaxU32 => (a32.max(b32) as u64, Some(a32 > b32)),
+        Sop2::CselectB32 | Sop2::CselectB64 => (if scc { a } else { b }, None),
+        Sop2::AndB32 => nz32(a32 & b32),
+        Sop2::AndB64 => nz64(a & b),
+        Sop2::OrB32 => nz32(a32 | b32),
+        Sop2::OrB64 => nz64(a | b),
+        Sop2::XorB32 => nz32(a32 ^ b32),
+        Sop2::XorB64 => nz64(a ^ b),
+        Sop2::Andn2B32 => nz32(a32 & !b32),
+        Sop2::Andn2B64 => nz64(a & !b),
+        Sop2::Orn2B32 => nz32(a32 | !b32),
+        Sop2::Orn2B64 => nz64(a | !b),
+        Sop2::NandB32 => nz32(!(a32 & b32)),
+        Sop2::NandB64 => nz64(!(a & b)),
+        Sop2::NorB32 => nz32(!(a32 | b32)),
+        Sop2::NorB64 => nz64(!(a | b)),
+        Sop2::XnorB32 => nz32(!(a32 ^ b32)),
+        Sop2::XnorB64 => nz64(!(a ^ b)),
+        Sop2::LshlB32 => nz32(a32 << (b32 & 31)),
+        Sop2::LshlB64 => nz64(a << (b32 & 63)),
+        Sop2::LshrB32 => nz32(a32 >> (b32 & 31)),
+        Sop2::LshrB64 => nz64(a >> (b32 & 63)),
+        Sop2::AshrI32 => nz32((ai >> (b32 & 31)) as u32),
+        Sop2::AshrI64 => nz64(((a as i64) >> (b32 & 63)) as u64),
+        Sop2::BfmB32 => (
+            (((1u64 << (a32 & 31)) - 1) as u32).wrapping_shl(b32 & 31) as u64,
+            None,
+        ),
+        Sop2::BfmB64 => (
+            ((1u64 << (a32 & 63)).wrapping_sub(1)).wrapping_shl(b32 & 63),
+            None,
+        ),
+        Sop2::MulI32 => (ai.wrapping_mul(bi) as u32 as u64, None),
+        Sop2::BfeU32 => nz32(bfe(a32 as u64, b32 & 31, (b32 >> 16) & 0x7f, false, 32) as u32),
+        Sop2::BfeI32 => nz32(bfe(a32 as u64, b32 & 31, (b32 >> 16) & 0x7f, true, 32) as u32),
+        Sop2::BfeU64 => nz64(bfe(a, b32 & 63, (b32 >> 16) & 0x7f, false, 64)),
+        Sop2::BfeI64 => nz64(bfe(a, b32 & 63, (b32 >> 16) & 0x7f, true, 64)),
+        Sop2::AbsdiffI32 => nz32(ai.wrapping_sub(bi).unsigned_abs()),
+        Sop2::MulHiU32 => (((a32 as u64 * b32 as u64) >> 32), None),
+        Sop2::MulHiI32 => (((ai as i64 * bi as i64) >> 32) as u32 as u64, None),
+        Sop2::Lshl1AddU32 | Sop2::Lshl2AddU32 | Sop2::Lshl3AddU32 | Sop2::Lshl4AddU32 => {
+            let sh = match op {
+                Sop2::Lshl1AddU32 => 1,
+                Sop2::Lshl2AddU32 => 2,
+                Sop2::Lshl3AddU32 => 3,
+                _ => 4,
+            };
+            let s = ((a32 as u64) << sh) + b32 as u64;
+            (s as u32 as u64, Some(s >> 32 != 0))
+        }
+        Sop2::PackLlB32B16 => ((a32 & 0xffff | b32 << 16) as u64, None),
+        Sop2::PackLhB32B16 => ((a32 & 0xffff | b32 & 0xffff_0000) as u64, None),
+        Sop2::PackHhB32B16 => ((a32 >> 16 | b32 & 0xffff_0000) as u64, None),
+    }
+}
+
+fn sop1(r: &mut WaveRegs, op: Sop1, d: u16, src0: u16, lit: Option<u32>, next: u64) -> Step {
+    let w = op.widths();
+    let sw = w.get(1).copied().unwrap_or(0);
+    let a = if sw > 0 { r.sget(src0, sw, lit) } else { 0 };
+    let a32 = a as u32;
+    let exec = r.exec;
+    let saveexec = |r: &mut WaveRegs, new_exec: u64| {
+        r.sset(d, 2, exec);
+        r.exec = new_exec;
+        r.scc = new_exec != 0;
+    };
+    match op {
+        Sop1::MovB32 | Sop1::MovB64 => r.sset(d, w[0], a),
+        Sop1::CmovB32 | Sop1::CmovB64 => {
+            if r.scc {
+                r.sset(d, w[0], a)
+            }
+        }
+        Sop1::NotB32 => {
+            r.sset(d, 1, !a32 as u64);
+            r.scc = !a32 != 0;
+        }
+        Sop1::NotB64 => {
+            r.sset(d, 2, !a);
+            r.scc = !a != 0;
+        }
+        Sop1::BrevB32 => r.sset(d, 1, a32.reverse_bits() as u64),
+        Sop1::BrevB64 => r.sset(d, 2, a.reverse_bits()),
+        Sop1::Bcnt0I32B32 | Sop1::Bcnt0I32B64 | Sop1::Bcnt1I32B32 | Sop1::Bcnt1I32B64 => {
+            let v = match op {
+                Sop1::Bcnt0I32B32 => a32.count_zeros(),
+                Sop1::Bcnt0I32B64 => a.count_zeros(),
+                Sop1::Bcnt1I32B32 => a32.count_ones(),
+                _ => a.count_ones(),
+            };
+            r.sset(d, 1, v as u64);
+            r.scc = v != 0;
+        }
+        Sop1::Ff0I32B32 | Sop1::Ff0I32B64 | Sop1::Ff1I32B32 | Sop1::Ff1I32B64 => {
+            let (x, bits) = match op {
+                Sop1::Ff0I32B32 => ((!a32) as u64, 32),
+                Sop1::Ff0I32B64 => (!a, 64),
+                Sop1::Ff1I32B32 => (a32 as u64, 32),
+                _ => (a, 64),
+            };
+            let t = x.trailing_zeros();
+            let v = if t >= bits { u32::MAX } else { t };
+            r.sset(d, 1, v as u64);
+        }
+        Sop1::FlbitI32B32 | Sop1::FlbitI32B64 => {
+            let v = match op {
+                Sop1::FlbitI32B32 if a32 != 0 => a32.leading_zeros(),
+                Sop1::FlbitI32B64 if a != 0 => a.leading_zeros(),
+                _ => u32::MAX,
+            };
+            r.sset(d, 1, v as u64);
+        }
+        Sop1::SextI32I8 => r.sset(d, 1, a32 as i8 as i32 as u32 as u64),
+        Sop1::SextI32I16 => r.sset(d, 1, a32 as i16 as i32 as u32 as u64),
+        Sop1::Bitset0B32 | Sop1::Bitset1B32 | Sop1::Bitset0B64 | Sop1::Bitset1B64 => {
+            let wide = matches!(op, Sop1::Bitset0B64 | Sop1::Bitset1B64);
+            let cur = r.sget(d, if wide { 2 } else { 1 }, None);
+            let bit = 1u64 << (a32 & if wide { 63 } else { 31 });
+            let v = if matches!(op, Sop1::Bitset1B32 | Sop1::Bitset1B64) {
+                cur | bit
+            } else {
+                cur & !bit
+            };
+            r.sset(d, if wide { 2 } else { 1 }, v);
+        }
+        Sop1::GetpcB64 => r.sset(d, 2, next),
+        Sop1::SetpcB64 => {
+            r.pc = a;
+            return Step::Continue;
+        }
+        Sop1::SwappcB64 => {
+            r.sset(d, 2, next);
+            r.pc = a;
+            return Step::Continue;
+        }
+        Sop1::AndSaveexecB64 => saveexec(r, a & exec),
+        Sop1::OrSaveexecB64 => saveexec(r, a | exec),
+        Sop1::XorSaveexecB64 => saveexec(r, a ^ exec),
+        Sop1::Andn2SaveexecB64 => saveexec(r, a & !exec),
+        Sop1::Orn2SaveexecB64 => saveexec(r, a | !exec),
+        Sop1::NandSaveexecB64 => saveexec(r, !(a & exec)),
+        Sop1::NorSaveexecB64 => saveexec(r, !(a | exec)),
+        Sop1::XnorSaveexecB64 => saveexec(r, !(a ^ exec)),
+        Sop1::Andn1SaveexecB64 => saveexec(r, !a & exec),
+        Sop1::Orn1SaveexecB64 => saveexec(r, !a | exec),
+        Sop1::AbsI32 => {
+            let v = (a32 as i32).unsigned_abs();
+            r.sset(d, 1, v as u64);
+            r.scc = v != 0;
+        }
+    }
+    r.pc = next;
+    Step::Continue
+}
+
+fn f32m(v: u64, i: usize, abs: u8, neg: u8) -> f32 {
+    let mut f = f32::from_bits(v as u32);
+    if (abs >> i) & 1 != 0 {
+        f = f.abs();
+    }
+    if (neg >> i) & 1 != 0 {
+        f = -f;
+    }
+    f
+}
+
+fn cmp(c: VCmp, a: u64, b: u64, abs: u8, neg: u8) -> bool {
+    use std::cmp::Ordering;
+    let ord = match c.ty {
+        CmpTy::I16 => Some((a as i16).cmp(&(b as i16))),
+        CmpTy::U16 => Some((a as u16).cmp(&(b as u16))),
+        CmpTy::I32 => Some((a as i32).cmp(&(b as i32))),
+        CmpTy::U32 => Some((a as u32).cmp(&(b as u32))),
+        CmpTy::I64 => Some((a as i64).cmp(&(b as i64))),
+        CmpTy::U64 => Some(a.cmp(&b)),
+        CmpTy::F32 => f32m(a, 0, abs, neg).partial_cmp(&f32m(b, 1, abs, neg)),
+    };
+    if c.ty == CmpTy::F32 {
+        let (lt, eq, gt) = match ord {
+            Some(Ordering::Less) => (true, false, false),
+            Some(Ordering::Equal) => (false, true, false),
+            Some(Ordering::Greater) => (false, false, true),
+            None => (false, false, false),
+        };
+        let ordered = ord.is_some();
+        return match c.cond {
+            0 => false,
+            1 => lt,
+            2 => eq,
+            3 => lt || eq,
+            4 => gt,
+            5 => lt || gt,
+            6 => gt || eq,
+            7 => ordered,
+            8 => !ordered,
+            9 => !(gt || eq),
+            10 => !(lt || gt),
+            11 => !gt,
+            12 => !(lt || eq),
+            13 => !eq,
+            14 => !lt,
+            _ => true,
+        };
+    }
+    let o = ord.unwrap_or(Ordering::Equal);
+    match c.cond {
+        0 => false,
+        1 => o.is_lt(),
+        2 => o.is_eq(),
+        3 => o.is_le(),
+        4 => o.is_gt(),
+        5 => o.is_ne(),
+        6 => o.is_ge(),
+        _ => true,
+    }
+}
+
+fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Valu {
+        op,
+        enc,
+        dst,
+        sdst,
+        src,
+        abs,
+        neg,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let lit = inst.literal;
+    let exec = r.exec;
+    let e64 = *enc == VEnc::E64;
+    match op {
+        VOp::Cmp(c) => {
+            let w = c.src_width();
+            let a = r.vsrc(src[0], w, lit);
+            let b = r.vsrc(src[1], w, lit);
+            let mut mask = 0u64;
+            for lane in 0..LANES {
+                if exec >> lane & 1 != 0 && cmp(*c, r.vget(a, lane), r.vget(b, lane), *abs, *neg) {
+                    mask |= 1 << lane;
+                }
+            }
+            let d = if e64 { *dst as u16 } else { 106 };
+            r.sset(d, 2, mask);
+            if c.x {
+                r.exec = mask;
+            }
+            Step::Continue
+        }
+        VOp::Alu(a) => valu_alu(r, *a, e64, *dst, *sdst, src, *abs, *neg, lit),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn valu_alu(
+    r: &mut WaveRegs,
+    op: VAlu,
+    e64: bool,
+    dst: u8,
+    sdst: u8,
+    src: &[u16; 3],
+    abs: u8,
+    neg: u8,
+    lit: Option<u32>,
+) -> Step {
+    let w = op.widths();
+    if w.is_empty() {
+        return Step::Continue;
+    }
+    let exec = r.exec;
+    let sw = |i: usize| w.get(i + 1).copied().unwrap_or(1);
+    let s0 = r.vsrc(src[0], sw(0), lit);
+    let s1 = r.vsrc(src[1], sw(1), lit);
+    let s2 = if op.has_mask_in() {
+        VSrc::Uniform(if e64 { r.sget(src[2], 2, None) } else { r.vcc })
+    } else {
+        r.vsrc(src[2], sw(2), lit)
+    };
+    if op == VAlu::ReadfirstlaneB32 {
+        let lane = if exec == 0 {
+            0
+        } else {
+            exec.trailing_zeros() as usize
+        };
+        let v = r.vget(s0, lane);
+        r.sset(dst as u16, 1, v);
+        return Step::Continue;
+    }
+    let mut carry_mask = 0u64;
+    let f = |v: u64, i: usize| f32m(v, i, abs, neg);
+    let fb = |x: f32| x.to_bits() as u64;
+    for lane in 0..LANES {
+        if exec >> lane & 1 == 0 {
+            continue;
+        }
+        let a = r.vget(s0, lane);
+        let b = r.vget(s1, lane);
+        let c = r.vget(s2, lane);
+        let (a32, b32, c32) = (a as u32, b as u32, c as u32);
+        let (ai, bi, ci) = (a32 as i32, b32 as i32, c32 as i32);
+        let cin = (c >> lane) & 1;
+        let mut carry = false;
+        let v: u64 = match op {
+            VAlu::CndmaskB32 => {
+                if cin != 0 {
+                    b32 as u64
+                } else {
+                    a32 as u64
+                }
+            }
+            VAlu::AddF32 => fb(f(a, 0) + f(b, 1)),
+            VAlu::SubF32 => fb(f(a, 0) - f(b, 1)),
+            VAlu::SubrevF32 => fb(f(b, 1) - f(a, 0)),
+            VAlu::MulF32 => fb(f(a, 0) * f(b, 1)),
+            VAlu::MinF32 => fb(f(a, 0).min(f(b, 1))),
+            VAlu::MaxF32 => fb(f(a, 0).max(f(b, 1))),
+            VAlu::FmacF32 => {
+                let d = r.vget(VSrc::Vgpr(dst as usize, 1), lane);
+                fb(f(a, 0).mul_add(f(b, 1), f32::from_bits(d as u32)))
+            }
+            VAlu::FmaF32 => fb(f(a, 0).mul_add(f(b, 1), f(c, 2))),
+            VAlu::MulI32I24 => ((ai << 8 >> 8) as i64 * (bi << 8 >> 8) as i64) as u32 as u64,
+            VAlu::MulHiI32I24 => {
+                ((((ai << 8 >> 8) as i64 * (bi << 8 >> 8) as i64) >> 32) as u32) as u64
+            }
+            VAlu::MulU32U24 => ((a32 & 0xff_ffff) as u64 * (b32 & 0xff_ffff) as u64) as u32 as u64,
+            VAlu::MulHiU32U24 => ((a32 & 0xff_ffff) as u64 * (b32 & 0xff_ffff) as u64) >> 32,
+            VAlu::MinI32 => ai.min(bi) as u32 as u64,
+            VAlu::MaxI32 => ai.max(bi) as u32 as u64,
+            VAlu::MinU32 => a32.min(b32) as u64,
+            VAlu::MaxU32 => a32.max(b32) as u64,
+            VAlu::LshrrevB32 => (b32 >> (a32 & 31)) as u64,
+            VAlu::AshrrevI32 => (bi >> (a32 & 31)) as u32 as u64,
+            VAlu::LshlrevB32 => (b32 << (a32 & 31)) as u64,
+            VAlu::AndB32 => (a32 & b32) as u64,
+            VAlu::OrB32 => (a32 | b32) as u64,
+            VAlu::XorB32 => (a32 ^ b32) as u64,
+            VAlu::XnorB32 => (!(a32 ^ b32)) as u64,
+            VAlu::AddCoU32 => {
+                let s = a32 as u64 + b32 as u64;
+                carry = s >> 32 != 0;
+                s as u32 as u64
+            }
+            VAlu::SubCoU32 => {
+                carry = b32 > a32;
+                a32.wrapping_sub(b32) as u64
+            }
+            VAlu::SubrevCoU32 => {
+                carry = a32 > b32;
+                b32.wrapping_sub(a32) as u64
+            }
+            VAlu::AddcCoU32 => {
+                let s = a32 as u64 + b32 as u64 + cin;
+                carry = s >> 32 != 0;
+                s as u32 as u64
+            }
+            VAlu::SubbCoU32 => {
+                carry = b32 as u64 + cin > a32 as u64;
+                a32.wrapping_sub(b32).wrapping_sub(cin as u32) as u64
+            }
+            VAlu::SubbrevCoU32 => {
+                carry = a32 as u64 + cin > b32 as u64;
+                b32.wrapping_sub(a32).wrapping_sub(cin as u32) as u64
+            }
+            VAlu::AddU32 => a32.wrapping_add(b32) as u64,
+            VAlu::SubU32 => a32.wrapping_sub(b32) as u64,
+            VAlu::SubrevU32 => b32.wrapping_sub(a32) as u64,
+            VAlu::Nop => continue,
+            VAlu::MovB32 => a32 as u64,
+            VAlu::ReadfirstlaneB32 => a32 as u64,
+            VAlu::CvtF32I32 => fb(ai as f32),
+            VAlu::CvtF32U32 => fb(a32 as f32),
+            VAlu::CvtU32F32 => (f(a, 0) as u32) as u64,
+            VAlu::CvtI32F32 => (f(a, 0) as i32) as u32 as u64,
+            VAlu::RcpF32 => fb(1.0 / f(a, 0)),
+            VAlu::NotB32 => (!a32) as u64,
+            VAlu::BfrevB32 => a32.reverse_bits() as u64,
+            VAlu::FfbhU32 => {
+                if a32 == 0 {
+                    u32::MAX as u64
+                } else {
+                    a32.leading_zeros() as u64
+                }
+            }
+            VAlu::FfblB32 => {
+                if a32 == 0 {
+                    u32::MAX as u64
+                } else {
+                    a32.trailing_zeros() as u64
+                }
+            }
+            VAlu::MadI32I24 => {
+                ((ai << 8 >> 8).wrapping_mul(bi << 8 >> 8)).wrapping_add(ci) as u32 as u64
+            }
+            VAlu::MadU32U24 => {
+                ((a32 & 0xff_ffff)
+                    .wrapping_mul(b32 & 0xff_ffff)
+                    .wrapping_add(c32)) as u64
+            }
+            VAlu::BfeU32 => bfe(a32 as u64, b32 & 31, c32 & 31, false, 32),
+            VAlu::BfeI32 => bfe(a32 as u64, b32 & 31, c32 & 31, true, 32),
+            VAlu::BfiB32 => ((a32 & b32) | (!a32 & c32)) as u64,
+            VAlu::AlignbitB32 => ((((a32 as u64) << 32 | b32 as u64) >> (c32 & 31)) as u32) as u64,
+            VAlu::Min3I32 => ai.min(bi).min(ci) as u32 as u64,
+            VAlu::Min3U32 => a32.min(b32).min(c32) as u64,
+            VAlu::Max3I32 => ai.max(bi).max(ci) as u32 as u64,
+            VAlu::Max3U32 => a32.max(b32).max(c32) as u64,
+            VAlu::Med3I32 => (ai.max(bi).min(ci).max(ai.min(bi))) as u32 as u64,
+            VAlu::Med3U32 => (a32.max(b32).min(c32).max(a32.min(b32))) as u64,
+            VAlu::MadU64U32 => {
+                let p = (a32 as u128) * (b32 as u128) + c as u128;
+                carry = p >> 64 != 0;
+                p as u64
+            }
+            VAlu::MadI64I32 => {
+                let p = (ai as i128) * (bi as i128) + (c as i64 as i128);
+                carry = p > i64::MAX as i128 || p < i64::MIN as i128;
+                p as u64
+            }
+            VAlu::LshlAddU32 => (a32.wrapping_shl(b32 & 31)).wrapping_add(c32) as u64,
+            VAlu::AddLshlU32 => (a32.wrapping_add(b32)).wrapping_shl(c32 & 31) as u64,
+            VAlu::Add3U32 => a32.wrapping_add(b32).wrapping_add(c32) as u64,
+            VAlu::LshlOrB32 => (a32.wrapping_shl(b32 & 31) | c32) as u64,
+            VAlu::AndOrB32 => ((a32 & b32) | c32) as u64,
+            VAlu::Or3B32 => (a32 | b32 | c32) as u64,
+            VAlu::MulLoU32 => a32.wrapping_mul(b32) as u64,
+            VAlu::MulHiU32 => ((a32 as u64 * b32 as u64) >> 32) as u32 as u64,
+            VAlu::MulHiI32 => (((ai as i64 * bi as i64) >> 32) as u32) as u64,
+            VAlu::BcntU32B32 => (a32.count_ones().wrapping_add(b32)) as u64,
+            VAlu::MbcntLoU32B32 => {
+                let below = if lane >= 32 {
+                    u32::MAX
+                } else {
+                    (1u32 << lane) - 1
+                };
+                ((a32 & below).count_ones().wrapping_add(b32)) as u64
+            }
+            VAlu::MbcntHiU32B32 => {
+                let below = if lane < 32 {
+                    0
+                } else if lane == 63 {
+                    u32::MAX >> 1
+                } else {
+                    (1u32 << (lane - 32)) - 1
+                };
+                ((a32 & below).count_ones().wrapping_add(b32)) as u64
+            }
+            VAlu::LshlrevB64 => b << (a32 & 63),
+            VAlu::LshrrevB64 => b >> (a32 & 63),
+            VAlu::AshrrevI64 => ((b as i64) >> (a32 & 63)) as u64,
+            VAlu::BfmB32 => ((((1u64 << (a32 & 31)) - 1) as u32).wrapping_shl(b32 & 31)) as u64,
+        };
+        r.vset(dst as usize, w[0], lane, v);
+        if carry {
+            carry_mask |= 1 << lane;
+        }
+    }
+    if op.has_carry_out() {
+        let d = if e64 { sdst as u16 } else { 106 };
+        r.sset(d, 2, carry_mask);
+    }
+    Step::Continue
+}
+
+fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Ds {
+        op,
+        vdst,
+        addr,
+        data0,
+        data1,
+        offset0,
+        offset1,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let lds_len = ctx.lds.len();
+    let single_off = (*offset1 as u32) << 8 | *offset0 as u32;
+    let (dw, rw) = op.data_ret_widths();
+    let rd = |lds: &[u8], a: u32, n: usize| -> u64 {
+        let a = a as usize;
+        let mut v = 0u64;
+        for i in 0..n {
+            v |= (lds.get(a + i).copied().unwrap_or(0) as u64) << (8 * i);
+        }
+        v
+    };
+    let wr = |lds: &mut [u8], a: u32, n: usize, v: u64| {
+        let a = a as usize;
+        if a + n <= lds_len {
+            for i in 0..n {
+                lds[a + i] = (v >> (8 * i)) as u8;
+            }
+        }
+    };
+    for lane in 0..LANES {
+        if exec >> lane & 1 == 0 {
+            continue;
+        }
+        let base = r.vgpr.get(*addr as usize).map(|v| v[lane]).unwrap_or(0);
+        let a = base.wrapping_add(single_off);
+        let d0 = |k: usize| {
+            r.vgpr
+                .get(*data0 as usize + k)
+                .map(|v| v[lane])
+                .unwrap_or(0) as u64
+        };
+        match op {
+            DsOp::WriteB32 => wr(ctx.lds, a, 4, d0(0)),
+            DsOp::WriteB8 => wr(ctx.lds, a, 1, d0(0)),
+            DsOp::WriteB16 => wr(ctx.lds, a, 2, d0(0)),
+            DsOp::WriteB64 | DsOp::WriteB128 => {
+                for k in 0..dw as usize {
+                    wr(ctx.lds, a + 4 * k as u32, 4, d0(k));
+                }
+            }
+            DsOp::Write2B32 => {
+                let d1 = r.vgpr.get(*data1 as usize).map(|v| v[lane]).unwrap_or(0) as u64;
+                wr(ctx.lds, base.wrapping_add(*offset0 as u32 * 4), 4, d0(0));
+                wr(ctx.lds, base.wrapping_add(*offset1 as u32 * 4), 4, d1);
+            }
+            DsOp::Read2B32 => {
+                let x = rd(ctx.lds, base.wrapping_add(*offset0 as u32 * 4), 4);
+                let y = rd(ctx.lds, base.wrapping_add(*offset1 as u32 * 4), 4);
+                r.vset(*vdst as usize, 1, lane, x);
+                r.vset(*vdst as usize + 1, 1, lane, y);
+            }
+            DsOp::ReadB32 => r.vset(*vdst as usize, 1, lane, rd(ctx.lds, a, 4)),
+            DsOp::ReadU8 => r.vset(*vdst as usize, 1, lane, rd(ctx.lds, a, 1)),
+            DsOp::ReadI8 => r.vset(
+                *vdst as usize,
+                1,
+                lane,
+                rd(ctx.lds, a, 1) as u8 as i8 as i32 as u32 as u64,
+            ),
+            DsOp::ReadU16 => r.vset(*vdst as usize, 1, lane, rd(ctx.lds, a, 2)),
+            DsOp::ReadI16 => r.vset(
+                *vdst as usize,
+                1,
+                lane,
+                rd(ctx.lds, a, 2) as u16 as i16 as i32 as u32 as u64,
+            ),
+            DsOp::ReadB64 | DsOp::ReadB128 => {
+                for k in 0..rw as usize {
+                    let v = rd(ctx.lds, a + 4 * k as u32, 4);
+                    r.vset(*vdst as usize + k, 1, lane, v);
+                }
+            }
+            DsOp::Atomic(i) | DsOp::AtomicRtn(i) => {
+                let old = rd(ctx.lds, a, 4) as u32;
+                let new = atomic32(*i, old, d0(0) as u32);
+                wr(ctx.lds, a, 4, new as u64);
+                if matches!(op, DsOp::AtomicRtn(_)) {
+                    r.vset(*vdst as usize, 1, lane, old as u64);
+                }
+            }
+        }
+    }
+    Step::Continue
+}
+
+/// LDS atomics in [`super::decode::DS_ATOMICS`] order.
+fn atomic32(i: u8, old: u32, d: u32) -> u32 {
+    match i {
+        0 => old.wrapping_add(d),
+        1 => old.wrapping_sub(d),
+        2 => d.wrapping_sub(old),
+        3 => {
+            if old >= d {
+                0
+            } else {
+                old + 1
+            }
+        }
+        4 => {
+            if old == 0 || old > d {
+                d
+            } else {
+                old - 1
+            }
+        }
+        5 => (old as i32).min(d as i32) as u32,
+        6 => (old as i32).max(d as i32) as u32,
+        7 => old.min(d),
+        8 => old.max(d),
+        9 => old & d,
+        10 => old | d,
+        _ => old ^ d,
+    }
+}
+
+/// FLAT atomics in [`super::decode::FLAT_ATOMICS`] order (cmpswap handled
+/// by the caller).
+fn flat_atomic32(i: u8, old: u32, d: u32) -> u32 {
+    match i {
+        0 => d,
+        2 => old.wrapping_add(d),
+        3 => old.wrapping_sub(d),
+        4 => (old as i32).min(d as i32) as u32,
+        5 => old.min(d),
+        6 => (old as i32).max(d as i32) as u32,
+        7 => old.max(d),
+        8 => old & d,
+        9 => old | d,
+        10 => old ^ d,
+        11 => {
+            if old >= d {
+                0
+            } else {
+                old + 1
+            }
+        }
+        _ => {
+            if old == 0 || old > d {
+                d
+            } else {
+                old - 1
+            }
+        }
+    }
+}
+
+#[allow(clippy::needless_range_loop)] // lanes index several arrays at once
+fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Flat {
+        seg,
+        op,
+        vdst,
+        addr,
+        data,
+        saddr,
+        offset,
+        glc,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    if *seg == FlatSeg::Scratch {
+        return Step::IllegalInstruction;
+    }
+    let exec = r.exec;
+    let base = saddr.map(|s| r.sget(s as u16, 2, None));
+    let mut addrs = [0u64; LANES];
+    for (lane, a) in addrs.iter_mut().enumerate() {
+        let v = match base {
+            Some(b) => {
+                b.wrapping_add(r.vgpr.get(*addr as usize).map(|x| x[lane]).unwrap_or(0) as u64)
+            }
+            None => r.vget(VSrc::Vgpr(*addr as usize, 2), lane),
+        };
+        *a = v.wrapping_add(*offset as i64 as u64);
+    }
+    let bytes = match op {
+        FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } => *bytes as usize,
+        FlatOp::Atomic(_) => 4,
+    };
+    let first = if exec == 0 {
+        return Step::Continue;
+    } else {
+        exec.trailing_zeros() as usize
+    };
+    let last = 63 - exec.leading_zeros() as usize;
+    // Fast path: all lanes active between first and last and the addresses
+    // are one contiguous block.
+    let contiguous = matches!(op, FlatOp::Load { .. } | FlatOp::Store { .. })
+        && (exec >> first).count_ones() as usize == last - first + 1
+        && (first..=last)
+            .all(|l| addrs[l] == addrs[first].wrapping_add(((l - first) * bytes) as u64));
+    match op {
+        FlatOp::Load { signed, .. } => {
+            let mut buf = vec![0u8; (last - first + 1) * bytes];
+            if contiguous {
+                if ctx.mem.read(addrs[first], &mut buf).is_err() {
+                    return Step::MemoryViolation { addr: addrs[first] };
+                }
+            } else {
+                for lane in first..=last {
+                    if exec >> lane & 1 == 0 {
+                        continue;
+                    }
+                    let o = (lane - first) * bytes;
+                    if ctx.mem.read(addrs[lane], &mut buf[o..o + bytes]).is_err() {
+                        return Step::MemoryViolation { addr: addrs[lane] };
+                    }
+                }
+            }
+            for lane in first..=last {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                let o = (lane - first) * bytes;
+                let chunk = &buf[o..o + bytes];
+                match bytes {
+                    1 | 2 => {
+                        let raw = if bytes == 1 {
+                            chunk[0] as u32
+                        } else {
+                            u16::from_le_bytes([chunk[0], chunk[1]]) as u32
+                        };
+                        let v = match (bytes, signed) {
+                            (1, true) => raw as u8 as i8 as i32 as u32,
+                            (2, true) => raw as u16 as i16 as i32 as u32,
+                            _ => raw,
+                        };
+                        r.vset(*vdst as usize, 1, lane, v as u64);
+                    }
+                    _ => {
+                        for k in 0..bytes / 4 {
+                            let v = u32::from_le_bytes([
+                                chunk[4 * k],
+                                chunk[4 * k + 1],
+                                chunk[4 * k + 2],
+                                chunk[4 * k + 3],
+                            ]);
+                            r.vset(*vdst as usize + k, 1, lane, v as u64);
+                        }
+                    }
+                }
+            }
+        }
+        FlatOp::Store { .. } => {
+            let mut buf = vec![0u8; (last - first + 1) * bytes];
+            for lane in first..=last {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                let o = (lane - first) * bytes;
+                for k in 0..bytes.div_ceil(4) {
+                    let v = r.vgpr.get(*data as usize + k).map(|x| x[lane]).unwrap_or(0);
+                    let b = v.to_le_bytes();
+                    let n = (bytes - 4 * k).min(4);
+                    buf[o + 4 * k..o + 4 * k + n].copy_from_slice(&b[..n]);
+                }
+            }
+            if contiguous {
+                if ctx.mem.write(addrs[first], &buf).is_err() {
+                    return Step::MemoryViolation { addr: addrs[first] };
+                }
+            } else {
+                for lane in first..=last {
+                    if exec >> lane & 1 == 0 {
+                        continue;
+                    }
+                    let o = (lane - first) * bytes;
+                    if ctx.mem.write(addrs[lane], &buf[o..o + bytes]).is_err() {
+                        return Step::MemoryViolation { addr: addrs[lane] };
+                    }
+                }
+            }
+        }
+        FlatOp::Atomic(i) => {
+            let _guard = ATOMICS.lock();
+            for lane in first..=last {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                let mut b = [0u8; 4];
+                if ctx.mem.read(addrs[lane], &mut b).is_err() {
+                    return Step::MemoryViolation { addr: addrs[lane] };
+                }
+                let old = u32::from_le_bytes(b);
+                let d = r.vgpr.get(*data as usize).map(|x| x[lane]).unwrap_or(0);
+                let new = if *i == 1 {
+                    let cmp = r.vgpr.get(*data as usize + 1).map(|x| x[lane]).unwrap_or(0);
+                    if old == cmp {
+                        d
+                    } else {
+                        old
+                    }
+                } else {
+                    flat_atomic32(*i, old, d)
+                };
+                if ctx.mem.write(addrs[lane], &new.to_le_bytes()).is_err() {
+                    return Step::MemoryViolation { addr: addrs[lane] };
+                }
+                if *glc {
+                    r.vset(*vdst as usize, 1, lane, old as u64);
+                }
+            }
+        }
+    }
+    Step::Continue
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::memory::BufferMemory;
+
+    fn run(words: &[u32], regs: &mut WaveRegs, mem: &BufferMemory) -> Step {
+        let code: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        mem.map(0x1000, code);
+        regs.pc = 0x1000;
+        let mut lds = vec![0u8; 256];
+        let mut ctx = Ctx {
+            mem,
+            lds: &mut lds,
+            code: None,
+        };
+        loop {
+            match step(regs, &mut ctx) {
+                Step::Continue => {}
+                other => return other,
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_opcode_is_illegal_not_panic() {
+        let mem = BufferMemory::new();
+        let mut r = WaveRegs::new(8);
+        assert_eq!(run(&[0xffff_ffff], &mut r, &mem), Step::IllegalInstruction);
+        assert_eq!(r.pc, 0x1000);
+    }
+
+    #[test]
+    fn trap_and_carry() {
+        let mem = BufferMemory::new();
+        let mut r = WaveRegs::new(8);
+        r.exec = u64::MAX;
+        r.sgpr[0] = 0xffff_ffff;
+        for (lane, v) in r.vgpr[0].iter_mut().enumerate() {
+            *v = lane as u32;
+        }
+        // v_add_co_u32_e32 v2, vcc, s0, v0 ; s_trap 1
+        let out = run(&[0x32040000, 0xBF920001], &mut r, &mem);
+        assert_eq!(out, Step::Trap(1));
+        assert_eq!(r.pc, 0x1008);
+        assert_eq!(r.vcc, !1);
+        assert_eq!(r.vgpr[2][0], 0xffff_ffff);
+        assert_eq!(r.vgpr[2][5], 4);
+    }
+}

@@ -1,0 +1,39 @@
+/* simgpu-rt: the runtime for the simulated gfx90a GPU (the analog of ROCr).
+ * Memory is unified: pass ordinary host pointers as kernel arguments. */
+#ifndef SIMGPU_RT_H
+#define SIMGPU_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct simgpu_module simgpu_module;
+
+enum {
+  SIMGPU_SUCCESS = 0,
+  SIMGPU_ERROR_INVALID_ARGUMENT = 1,
+  SIMGPU_ERROR_FILE = 2,
+  SIMGPU_ERROR_INVALID_CODE_OBJECT = 3,
+  SIMGPU_ERROR_KERNEL_NOT_FOUND = 4,
+  SIMGPU_ERROR_MEMORY_VIOLATION = 5,
+  SIMGPU_ERROR_ABORTED = 6,
+  SIMGPU_ERROR_DEBUGGER_LOST = 7,
+};
+
+int simgpu_init(void);
+const char *simgpu_status_string(int status);
+int simgpu_module_load(const char *path, simgpu_module **module);
+int simgpu_module_unload(simgpu_module *module);
+/* Launches `kernel` over grid[3] work-items in blocks of block[3] and waits.
+ * `args` is the kernarg segment (pointers 8-aligned, as in OpenCL C). */
+int simgpu_launch(const simgpu_module *module, const char *kernel,
+                  const uint32_t grid[3], const uint16_t block[3],
+                  const void *args, size_t args_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

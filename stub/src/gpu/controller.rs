@@ -1,0 +1,693 @@
+//! The GPU controller: owns the GPU library and backend, the explicit GPU
+//! state machine, the wave ↔ thread-id table and the GPU-side breakpoints.
+//!
+//! ```text
+//! Unloaded → LibraryInitialized → ProcessAttached → RuntimeLoaded → Offered → Connected
+//!                                                                    ↘ Exited | Detached
+//! ```
+//! Every transition starts from an event: library load, CPU process
+//! launch/attach, a RUNTIME event drained from the notifier, an offer made
+//! in a request/response packet, a claiming connection, the CPU process's
+//! end. Nothing here runs on another thread: the library's own device
+//! threads hand events over through its notifier fd.
+
+use std::collections::BTreeMap;
+use std::collections::VecDeque;
+use std::fmt;
+use std::os::fd::RawFd;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use gpu_target::dbgapi::sys::DbgApi;
+use gpu_target::dbgapi::DbgApiBackend;
+use gpu_target::model::AddressSpace;
+use gpu_target::model::AgentInfo;
+use gpu_target::model::Architecture;
+use gpu_target::model::BreakpointAction;
+use gpu_target::model::BreakpointId;
+use gpu_target::model::CodeObject;
+use gpu_target::model::GpuBackend;
+use gpu_target::model::GpuError;
+use gpu_target::model::GpuEvent;
+use gpu_target::model::ResumeMode;
+use gpu_target::model::RuntimeState;
+use gpu_target::model::StopReasons;
+use gpu_target::model::WaveId;
+use gpu_target::model::WaveInfo;
+use gpu_target::model::WaveState;
+
+use super::host;
+use super::host::HostBridge;
+use super::host::HostRequest;
+use crate::target::RegisterInfo;
+use crate::target::Tid;
+
+/// The shadow thread shown when no wave exists (lldb needs a thread in
+/// every stop reply; research/lldb-accelerator.md §4.5).
+pub const SHADOW_TID: Tid = 1;
+
+/// GPU state machine (DESIGN §3.7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuState {
+    /// No library.
+    Unloaded,
+    /// Library loaded and initialized.
+    LibraryInitialized,
+    /// Attached to the CPU process.
+    ProcessAttached,
+    /// The GPU runtime is up.
+    RuntimeLoaded,
+    /// A connection was offered to the client.
+    Offered,
+    /// A GPU session is connected.
+    Connected,
+    /// The CPU process ended.
+    Exited,
+    /// Detached from the CPU process.
+    Detached,
+}
+
+impl fmt::Display for GpuState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            GpuState::Unloaded => "Unloaded",
+            GpuState::LibraryInitialized => "LibraryInitialized",
+            GpuState::ProcessAttached => "ProcessAttached",
+            GpuState::RuntimeLoaded => "RuntimeLoaded",
+            GpuState::Offered => "Offered",
+            GpuState::Connected => "Connected",
+            GpuState::Exited => "Exited",
+            GpuState::Detached => "Detached",
+        };
+        f.write_str(s)
+    }
+}
+
+/// What draining the notifier produced.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct GpuNews {
+    /// A RUNTIME loaded event (starts a new lifetime).
+    pub runtime_loaded: bool,
+    /// A RUNTIME unloaded event.
+    pub runtime_unloaded: bool,
+    /// Waves that reported a stop.
+    pub wave_stops: Vec<WaveId>,
+    /// Host breakpoints the library released.
+    pub resumed: Vec<BreakpointId>,
+    /// Events handled.
+    pub events: u64,
+}
+
+/// A wave stop, ready to report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaveStop {
+    /// The wave.
+    pub wave: WaveId,
+    /// Its thread id.
+    pub tid: Tid,
+    /// Its info at the stop (PC already rewound past a breakpoint).
+    pub info: WaveInfo,
+}
+
+/// The controller.
+pub struct GpuController {
+    api: DbgApi,
+    backend: Option<Box<dyn GpuBackend>>,
+    state: GpuState,
+    requests: host::RequestQueue,
+    cpu_pid: Option<u32>,
+    host_bps: BTreeMap<u64, BreakpointId>,
+    lifetime: u64,
+    waves: BTreeMap<WaveId, Tid>,
+    next_tid: Tid,
+    stops: VecDeque<WaveStop>,
+    arch: Option<Architecture>,
+    regs: Vec<RegisterInfo>,
+    code_objects: Vec<CodeObject>,
+    gpu_bps: BTreeMap<u64, Vec<u8>>,
+    notifier: Option<RawFd>,
+    events_total: u64,
+    /// Per wave: architecture register number → index in the wave's own
+    /// register list (a wave only has the registers its kernel allocated).
+    wave_regs: BTreeMap<WaveId, Vec<Option<usize>>>,
+}
+
+/// Errors shown to users (as `E` replies with a reason, or monitor text).
+pub type GpuResult<T> = Result<T, String>;
+
+fn gerr(e: GpuError) -> String {
+    e.to_string()
+}
+
+impl GpuController {
+    /// Load the amd-dbgapi library (`path`, or `$GDBMUX_DBGAPI`, or the
+    /// default soname) and initialize it.
+    pub fn load(path: Option<&Path>) -> GpuResult<Self> {
+        let api = DbgApi::load(path).map_err(|e| e.to_string())?;
+        tracing::info!(target: "dbgapi", path = api.path(), version = ?api.version(), "GPU library initialized");
+        Ok(GpuController {
+            api,
+            backend: None,
+            state: GpuState::LibraryInitialized,
+            requests: Arc::new(Mutex::new(Vec::new())),
+            cpu_pid: None,
+            host_bps: BTreeMap::new(),
+            lifetime: 0,
+            waves: BTreeMap::new(),
+            next_tid: SHADOW_TID + 1,
+            stops: VecDeque::new(),
+            arch: None,
+            regs: Vec::new(),
+            code_objects: Vec::new(),
+            gpu_bps: BTreeMap::new(),
+            notifier: None,
+            events_total: 0,
+            wave_regs: BTreeMap::new(),
+        })
+    }
+
+    /// Current state.
+    pub fn state(&self) -> &GpuState {
+        &self.state
+    }
+
+    /// Move the state machine (logged on `mux`).
+    pub fn set_state(&mut self, s: GpuState) {
+        if self.state != s {
+            tracing::info!(target: "mux", from = %self.state, to = %s, "GPU state");
+            self.state = s;
+        }
+    }
+
+    /// Runtime lifetime counter (1 for the first runtime load).
+    pub fn lifetime(&self) -> u64 {
+        self.lifetime
+    }
+
+    /// Library description.
+    pub fn library(&self) -> String {
+        let (a, b, c) = self.api.version();
+        format!("{} (amd-dbgapi {a}.{b}.{c})", self.api.path())
+    }
+
+    /// Attach to the CPU process; returns the notifier fd to watch.
+    pub fn attach(&mut self, pid: u32) -> GpuResult<Option<RawFd>> {
+        let bridge = HostBridge::new(pid, self.requests.clone());
+        let backend =
+            DbgApiBackend::attach(&self.api, Box::new(bridge)).map_err(|e| e.to_string())?;
+        let fd = backend.notifier_fd();
+        self.backend = Some(Box::new(backend));
+        self.cpu_pid = Some(pid);
+        self.notifier = fd;
+        self.set_state(GpuState::ProcessAttached);
+        Ok(fd)
+    }
+
+    /// The CPU process id.
+    pub fn cpu_pid(&self) -> Option<u32> {
+        self.cpu_pid
+    }
+
+    /// Breakpoint requests from the library, to carry out now.
+    pub fn take_host_requests(&mut self) -> Vec<(HostRequest, Option<u64>)> {
+        host::drain(&self.requests)
+            .into_iter()
+            .map(|r| match r {
+                HostRequest::Insert { addr, id } => {
+                    self.host_bps.insert(addr, id);
+                    (r, Some(addr))
+                }
+                HostRequest::Remove { id } => {
+                    let addr = self
+                        .host_bps
+                        .iter()
+                        .find(|(_, v)| **v == id)
+                        .map(|(a, _)| *a);
+                    if let Some(a) = addr {
+                        self.host_bps.remove(&a);
+                    }
+                    (r, addr)
+                }
+            })
+            .collect()
+    }
+
+    /// The library's breakpoint at `addr`, if any.
+    pub fn host_breakpoint(&self, addr: u64) -> Option<BreakpointId> {
+        self.host_bps.get(&addr).copied()
+    }
+
+    fn backend(&mut self) -> GpuResult<&mut Box<dyn GpuBackend>> {
+        self.backend
+            .as_mut()
+            .ok_or_else(|| "the GPU library is not attached to a process".to_string())
+    }
+
+    /// A host thread hit the library's breakpoint.
+    pub fn report_host_hit(&mut self, id: BreakpointId, tid: Tid) -> GpuResult<BreakpointAction> {
+        let r = self.backend()?.report_breakpoint_hit(id, tid).map_err(gerr);
+        tracing::debug!(target: "dbgapi", id = id.0, ?r, "reported host breakpoint hit");
+        r
+    }
+
+    /// Drain the notifier and every pending event.
+    pub fn process_events(&mut self) -> GpuNews {
+        let mut news = GpuNews::default();
+        if let Some(fd) = self.notifier {
+            let mut buf = [0u8; 256];
+            // The pipe's content has no meaning; drain it to re-arm.
+            while matches!(nix::unistd::read(fd, &mut buf), Ok(n) if n > 0) {}
+        }
+        loop {
+            let ev = match self.backend.as_mut().map(|b| b.next_event()) {
+                Some(Ok(Some(ev))) => ev,
+                Some(Ok(None)) | None => break,
+                Some(Err(e)) => {
+                    tracing::warn!(target: "dbgapi", "next_event: {e}");
+                    break;
+                }
+            };
+            let (id, event) = ev;
+            news.events += 1;
+            self.events_total += 1;
+            self.handle_event(event, &mut news);
+            if let Some(b) = self.backend.as_mut() {
+                if let Err(e) = b.event_processed(id) {
+                    tracing::warn!(target: "dbgapi", "event_processed: {e}");
+                }
+            }
+        }
+        news
+    }
+
+    fn handle_event(&mut self, event: GpuEvent, news: &mut GpuNews) {
+        match event {
+            GpuEvent::Runtime(RuntimeState::Loaded) => {
+                self.lifetime += 1;
+                news.runtime_loaded = true;
+                self.refresh_arch();
+                if matches!(
+                    self.state,
+                    GpuState::ProcessAttached | GpuState::LibraryInitialized
+                ) {
+                    self.set_state(GpuState::RuntimeLoaded);
+                }
+            }
+            GpuEvent::Runtime(RuntimeState::LoadedRestriction) => {
+                tracing::warn!(target: "dbgapi", "GPU runtime loaded but cannot be debugged by this library version");
+            }
+            GpuEvent::Runtime(RuntimeState::Unloaded) => {
+                news.runtime_unloaded = true;
+                self.waves.clear();
+                self.stops.clear();
+                self.set_state(GpuState::ProcessAttached);
+            }
+            GpuEvent::WaveStop { wave } => {
+                let tid = self.tid_of(wave);
+                match self.capture_stop(wave) {
+                    Ok(info) => {
+                        news.wave_stops.push(wave);
+                        self.stops.push_back(WaveStop { wave, tid, info });
+                    }
+                    Err(e) => {
+                        tracing::warn!(target: "dbgapi", wave = wave.0, "stopped wave vanished: {e}")
+                    }
+                }
+            }
+            GpuEvent::WaveCommandTerminated { wave } => {
+                self.waves.remove(&wave);
+                self.wave_regs.remove(&wave);
+            }
+            GpuEvent::CodeObjectListUpdated => {
+                if let Ok(list) = self.backend().and_then(|b| b.code_objects().map_err(gerr)) {
+                    tracing::info!(target: "dbgapi", count = list.len(), "code objects updated");
+                    self.code_objects = list;
+                }
+            }
+            GpuEvent::BreakpointResume { breakpoint } => news.resumed.push(breakpoint),
+            GpuEvent::QueueError { queue } => {
+                tracing::warn!(target: "dbgapi", queue = queue.0, "GPU queue error");
+            }
+        }
+    }
+
+    /// Wave info at a stop, with the PC rewound onto a breakpoint
+    /// instruction (the hardware reports it past the `s_trap`).
+    fn capture_stop(&mut self, wave: WaveId) -> GpuResult<WaveInfo> {
+        let mut info = self.backend()?.wave_info(wave).map_err(gerr)?;
+        let adjust = self
+            .arch
+            .as_ref()
+            .map(|a| a.breakpoint_pc_adjust)
+            .unwrap_or(0);
+        if let (Some(r), Some(pc)) = (info.stop_reason, info.pc) {
+            if r.contains(StopReasons::BREAKPOINT) && adjust > 0 {
+                let newpc = pc.wrapping_sub(adjust);
+                let idx = self
+                    .regs
+                    .iter()
+                    .find(|x| x.generic == Some("pc"))
+                    .map(|r| r.regnum as usize);
+                match idx {
+                    Some(idx) => match self.write_register(wave, idx, &newpc.to_le_bytes()) {
+                        Ok(()) => info.pc = Some(newpc),
+                        Err(e) => {
+                            tracing::warn!(target: "dbgapi", wave = wave.0, "rewinding pc: {e}")
+                        }
+                    },
+                    None => tracing::warn!(target: "dbgapi", "no pc register in the table"),
+                }
+            }
+        }
+        Ok(info)
+    }
+
+    fn refresh_arch(&mut self) {
+        if self.arch.is_some() {
+            return;
+        }
+        let agents = match self.backend().and_then(|b| b.agents().map_err(gerr)) {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(target: "dbgapi", "agents: {e}");
+                return;
+            }
+        };
+        let Some(agent) = agents.first() else { return };
+        let arch = agent.architecture.clone();
+        match super::regs::table(&self.api, &arch) {
+            Ok(t) => self.regs = t,
+            Err(e) => tracing::warn!(target: "dbgapi", "register table: {e}"),
+        }
+        self.arch = Some(arch);
+    }
+
+    /// Architecture (known after the runtime loaded).
+    pub fn architecture(&mut self) -> Option<Architecture> {
+        self.refresh_arch();
+        self.arch.clone()
+    }
+
+    /// lldb triple for the agent: `amdgpu-amd-amdhsa--gfxNNN` (never
+    /// `amdgcn`, which lldb 23.1 rejects as an invalid triple).
+    pub fn triple(&mut self) -> String {
+        match self.architecture() {
+            Some(a) => format!("amdgpu-amd-amdhsa--{}", a.name),
+            None => "amdgpu-amd-amdhsa".to_string(),
+        }
+    }
+
+    /// Register table (generated from the library's descriptions).
+    pub fn registers(&mut self) -> &[RegisterInfo] {
+        self.refresh_arch();
+        &self.regs
+    }
+
+    /// Agents.
+    pub fn agents(&mut self) -> GpuResult<Vec<AgentInfo>> {
+        self.backend()?.agents().map_err(gerr)
+    }
+
+    /// Code objects (as of the last update event).
+    pub fn code_objects(&self) -> &[CodeObject] {
+        &self.code_objects
+    }
+
+    /// Thread id of a wave (assigned on first sight; never reused).
+    pub fn tid_of(&mut self, wave: WaveId) -> Tid {
+        if let Some(t) = self.waves.get(&wave) {
+            return *t;
+        }
+        let t = self.next_tid;
+        self.next_tid += 1;
+        self.waves.insert(wave, t);
+        t
+    }
+
+    /// Wave of a thread id.
+    pub fn wave_of(&self, tid: Tid) -> Option<WaveId> {
+        self.waves.iter().find(|(_, t)| **t == tid).map(|(w, _)| *w)
+    }
+
+    /// Refresh the wave list; returns (wave, tid) pairs in tid order.
+    pub fn waves(&mut self) -> Vec<(WaveId, Tid)> {
+        let list = match self.backend().and_then(|b| b.waves().map_err(gerr)) {
+            Ok(l) => l,
+            Err(_) => return Vec::new(),
+        };
+        let live: std::collections::BTreeSet<WaveId> = list.iter().copied().collect();
+        self.waves.retain(|w, _| live.contains(w));
+        for w in list {
+            self.tid_of(w);
+        }
+        let mut v: Vec<(WaveId, Tid)> = self.waves.iter().map(|(w, t)| (*w, *t)).collect();
+        v.sort_by_key(|(_, t)| *t);
+        v
+    }
+
+    /// Info about one wave.
+    pub fn wave_info(&mut self, wave: WaveId) -> GpuResult<WaveInfo> {
+        self.backend()?.wave_info(wave).map_err(gerr)
+    }
+
+    /// Next unreported wave stop.
+    pub fn pop_stop(&mut self) -> Option<WaveStop> {
+        self.stops.pop_front()
+    }
+
+    /// Keep only the queued stops `keep` accepts; the others are handed to
+    /// `drop` (e.g. to resume their waves).
+    pub fn retain_stops(
+        &mut self,
+        mut keep: impl FnMut(&WaveStop, &[u64]) -> bool,
+    ) -> Vec<WaveStop> {
+        let bps = self.gpu_breakpoints();
+        let mut dropped = Vec::new();
+        let mut kept = VecDeque::new();
+        while let Some(s) = self.stops.pop_front() {
+            if keep(&s, &bps) {
+                kept.push_back(s);
+            } else {
+                dropped.push(s);
+            }
+        }
+        self.stops = kept;
+        dropped
+    }
+
+    /// Whether wave stops are waiting to be reported.
+    pub fn has_stops(&self) -> bool {
+        !self.stops.is_empty()
+    }
+
+    /// The wave's own index of architecture register `regnum`.
+    fn wave_index(&mut self, wave: WaveId, regnum: usize) -> GpuResult<usize> {
+        if !self.wave_regs.contains_key(&wave) {
+            let descs = self.backend()?.registers(wave).map_err(gerr)?;
+            let mut map = vec![
+                None;
+                self.regs
+                    .iter()
+                    .map(|r| r.regnum as usize + 1)
+                    .max()
+                    .unwrap_or(0)
+            ];
+            for r in &self.regs {
+                if let Some(slot) = map.get_mut(r.regnum as usize) {
+                    *slot = descs.iter().position(|d| d.name == r.name);
+                }
+            }
+            if self.wave_regs.len() > 4096 {
+                self.wave_regs.clear();
+            }
+            self.wave_regs.insert(wave, map);
+        }
+        self.wave_regs
+            .get(&wave)
+            .and_then(|m| m.get(regnum).copied().flatten())
+            .ok_or_else(|| format!("register {regnum} is not allocated in wave {}", wave.0))
+    }
+
+    /// Read a register of a wave by register number (the library's index).
+    pub fn read_register(&mut self, wave: WaveId, index: usize) -> GpuResult<Vec<u8>> {
+        let size = self
+            .regs
+            .iter()
+            .find(|r| r.regnum as usize == index)
+            .map(|r| (r.bitsize / 8) as usize)
+            .ok_or("no such register")?;
+        let mut buf = vec![0u8; size];
+        let wi = self.wave_index(wave, index)?;
+        self.backend()?
+            .read_register(wave, wi, &mut buf)
+            .map_err(gerr)?;
+        Ok(buf)
+    }
+
+    /// Write a register of a wave by register number.
+    pub fn write_register(&mut self, wave: WaveId, index: usize, data: &[u8]) -> GpuResult<()> {
+        let wi = self.wave_index(wave, index)?;
+        self.backend()?.write_register(wave, wi, data).map_err(gerr)
+    }
+
+    /// Read memory in an address space; GPU breakpoints are masked.
+    pub fn read_memory(
+        &mut self,
+        space: AddressSpace,
+        wave: Option<WaveId>,
+        addr: u64,
+        len: usize,
+    ) -> GpuResult<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        let n = self
+            .backend()?
+            .read_memory(space, wave, addr, &mut buf)
+            .map_err(gerr)?;
+        buf.truncate(n);
+        if space == AddressSpace::Global || space == AddressSpace::Generic {
+            for (bp, orig) in &self.gpu_bps {
+                for (i, b) in orig.iter().enumerate() {
+                    let a = bp + i as u64;
+                    if a >= addr && a < addr + buf.len() as u64 {
+                        if let Some(slot) = buf.get_mut((a - addr) as usize) {
+                            *slot = *b;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(buf)
+    }
+
+    /// Write memory in an address space.
+    pub fn write_memory(
+        &mut self,
+        space: AddressSpace,
+        wave: Option<WaveId>,
+        addr: u64,
+        data: &[u8],
+    ) -> GpuResult<usize> {
+        self.backend()?
+            .write_memory(space, wave, addr, data)
+            .map_err(gerr)
+    }
+
+    /// Insert a GPU breakpoint (`s_trap` written through the library;
+    /// original bytes kept, masked in reads). Idempotent.
+    pub fn insert_gpu_breakpoint(&mut self, addr: u64) -> GpuResult<()> {
+        if self.gpu_bps.contains_key(&addr) {
+            return Ok(());
+        }
+        let trap = self
+            .architecture()
+            .map(|a| a.breakpoint_instruction)
+            .ok_or("GPU architecture unknown")?;
+        let mut orig = vec![0u8; trap.len()];
+        let n = self
+            .backend()?
+            .read_memory(AddressSpace::Global, None, addr, &mut orig)
+            .map_err(gerr)?;
+        if n != trap.len() {
+            return Err(format!("cannot read GPU code at {addr:#x}"));
+        }
+        let w = self
+            .backend()?
+            .write_memory(AddressSpace::Global, None, addr, &trap)
+            .map_err(gerr)?;
+        if w != trap.len() {
+            return Err(format!("cannot write a breakpoint at {addr:#x}"));
+        }
+        self.gpu_bps.insert(addr, orig);
+        tracing::info!(target: "dbgapi", addr = format_args!("{addr:#x}"), "GPU breakpoint inserted");
+        Ok(())
+    }
+
+    /// Remove a GPU breakpoint (restoring the original bytes). Removing one
+    /// that is not there is OK.
+    pub fn remove_gpu_breakpoint(&mut self, addr: u64) -> GpuResult<()> {
+        let Some(orig) = self.gpu_bps.remove(&addr) else {
+            return Ok(());
+        };
+        self.backend()?
+            .write_memory(AddressSpace::Global, None, addr, &orig)
+            .map_err(gerr)?;
+        Ok(())
+    }
+
+    /// GPU breakpoints.
+    pub fn gpu_breakpoints(&self) -> Vec<u64> {
+        self.gpu_bps.keys().copied().collect()
+    }
+
+    /// Stop every running wave (completions arrive as WaveStop events).
+    pub fn stop_all_waves(&mut self) -> usize {
+        let mut n = 0;
+        for (w, _) in self.waves() {
+            let running = self
+                .wave_info(w)
+                .map(|i| i.state != WaveState::Stopped)
+                .unwrap_or(false);
+            if running
+                && self
+                    .backend()
+                    .and_then(|b| b.stop_wave(w).map_err(gerr))
+                    .is_ok()
+            {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Resume one stopped wave.
+    pub fn resume_wave(&mut self, wave: WaveId, step: bool) -> GpuResult<()> {
+        let mode = if step {
+            ResumeMode::SingleStep
+        } else {
+            ResumeMode::Normal
+        };
+        self.backend()?.resume_wave(wave, mode).map_err(gerr)
+    }
+
+    /// Resume every stopped wave.
+    pub fn resume_all(&mut self) {
+        for (w, _) in self.waves() {
+            let stopped = self
+                .wave_info(w)
+                .map(|i| i.state == WaveState::Stopped)
+                .unwrap_or(false);
+            if stopped {
+                if let Err(e) = self.resume_wave(w, false) {
+                    tracing::debug!(target: "dbgapi", wave = w.0, "resume: {e}");
+                }
+            }
+        }
+    }
+
+    /// Stop or allow the creation of new waves.
+    pub fn set_wave_creation(&mut self, stopped: bool) {
+        if let Ok(b) = self.backend() {
+            if let Err(e) = b.set_wave_creation(stopped) {
+                tracing::debug!(target: "dbgapi", "set_wave_creation: {e}");
+            }
+        }
+    }
+
+    /// Total events handled since load.
+    pub fn events_total(&self) -> u64 {
+        self.events_total
+    }
+
+    /// The CPU process is gone: drop the backend (detaches from the
+    /// library) and move to `Exited`.
+    pub fn on_cpu_exit(&mut self) {
+        self.backend = None;
+        self.notifier = None;
+        self.waves.clear();
+        self.stops.clear();
+        self.host_bps.clear();
+        self.gpu_bps.clear();
+        self.set_state(GpuState::Exited);
+    }
+}

@@ -1,0 +1,14 @@
+//! The GPU side of gdbmux, adapted to our [`crate::target::Target`]
+//! contract: the controller (library, state machine, waves ↔ thread ids,
+//! GPU breakpoints), the GPU session's target, the host-breakpoint bridge
+//! and the register table generated from the library's descriptions.
+
+pub mod controller;
+pub mod host;
+pub mod regs;
+pub mod target;
+
+pub use controller::GpuController;
+pub use controller::GpuState;
+pub use target::GpuShared;
+pub use target::GpuTarget;

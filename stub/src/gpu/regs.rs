@@ -1,0 +1,84 @@
+//! GPU register descriptions → our runtime [`RegisterInfo`] table, from
+//! which the GPU session generates target.xml and `qRegisterInfo` (the
+//! architecture is only known once the runtime is up: no compile-time
+//! arch).
+
+use gpu_target::dbgapi::sys::DbgApi;
+use gpu_target::model::Architecture;
+
+use crate::target::ArchInfo;
+use crate::target::RegisterInfo;
+
+/// target.xml vector types for 64-lane registers.
+pub const XML_TYPES: &str = "<vector id=\"v64i32\" type=\"int32\" count=\"64\"/>\n\
+<vector id=\"v64u32\" type=\"uint32\" count=\"64\"/>\n\
+<vector id=\"v64f32\" type=\"ieee_single\" count=\"64\"/>\n";
+
+fn xml_type(c_type: &str, size: usize) -> (&'static str, &'static str, &'static str) {
+    // (target.xml type, lldb encoding, lldb format)
+    match c_type {
+        t if t.contains('(') => ("code_ptr", "uint", "hex"),
+        t if t.contains("[64]") && t.contains("float") => ("v64f32", "vector", "vector-float32"),
+        t if t.contains("[64]") && t.starts_with("uint") => ("v64u32", "vector", "vector-uint32"),
+        t if t.contains("[64]") => ("v64i32", "vector", "vector-sint32"),
+        _ if size == 8 => ("uint64", "uint", "hex"),
+        _ if size == 4 => ("uint32", "uint", "hex"),
+        _ if size == 2 => ("uint16", "uint", "hex"),
+        _ => ("uint8", "uint", "hex"),
+    }
+}
+
+/// Build the table for `arch` from the library's architecture registers.
+pub fn table(api: &DbgApi, arch: &Architecture) -> Result<Vec<RegisterInfo>, String> {
+    let handle = api
+        .architecture(arch.elf_machine)
+        .map_err(|e| e.to_string())?;
+    let regs = api
+        .architecture_registers(handle)
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(regs.len());
+    for (i, r) in regs.into_iter().enumerate() {
+        let f = api.register_info(r).map_err(|e| e.to_string())?;
+        let (ty, encoding, format) = xml_type(&f.type_name, f.size);
+        let (feature, group) =
+            if f.name == "pc" || f.name == "status" || f.name == "mode" || f.name == "trapsts" {
+                ("org.gdbmux.amdgpu.system", "system")
+            } else if f.name.starts_with('v') || f.name.starts_with('a') {
+                ("org.gdbmux.amdgpu.vector", "vector")
+            } else {
+                ("org.gdbmux.amdgpu.scalar", "general")
+            };
+        let generic = match f.name.as_str() {
+            "pc" => Some("pc"),
+            _ => None,
+        };
+        out.push(RegisterInfo {
+            name: f.name.clone(),
+            bitsize: (f.size * 8) as u32,
+            regnum: i as u32,
+            dwarf: f.dwarf.and_then(|d| u32::try_from(d).ok()),
+            generic,
+            reg_type: ty.to_string(),
+            feature: feature.to_string(),
+            group: Some(group),
+            in_g_packet: false,
+            encoding,
+            format,
+        });
+    }
+    // Group features together (target.xml wants one block per feature),
+    // keeping the library's numbering.
+    out.sort_by(|a, b| a.feature.cmp(&b.feature).then(a.regnum.cmp(&b.regnum)));
+    Ok(out)
+}
+
+/// Architecture facts for the GPU session.
+pub fn arch_info(arch: &Architecture) -> ArchInfo {
+    ArchInfo {
+        triple: format!("amdgpu-amd-amdhsa--{}", arch.name),
+        gdb_arch: "amdgcn".to_string(),
+        osabi: None,
+        ptr_size: 8,
+        xml_types: XML_TYPES.to_string(),
+    }
+}

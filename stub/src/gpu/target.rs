@@ -1,0 +1,429 @@
+//! The GPU as a [`Target`]: waves are threads (ids stable for a wave's life
+//! and never reused), a shadow thread stands in when no wave exists, global
+//! memory is the CPU process's memory (read through the library), GPU
+//! breakpoints are `s_trap` instructions written through the library.
+//!
+//! All-stop for the GPU session: when a wave stops, the other waves are
+//! stopped and wave creation is paused; a resume restarts them.
+
+use std::cell::RefCell;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+
+use gpu_target::model::AddressSpace;
+use gpu_target::model::StopReasons;
+use gpu_target::model::WaveState;
+
+use super::controller::GpuController;
+use super::controller::WaveStop;
+use super::controller::SHADOW_TID;
+use super::regs;
+use crate::stop::StopEvent;
+use crate::stop::StopKind;
+use crate::target::ArchInfo;
+use crate::target::BreakpointKind;
+use crate::target::Pid;
+use crate::target::RegisterInfo;
+use crate::target::ResumeAction;
+use crate::target::ResumePlan;
+use crate::target::Target;
+use crate::target::TargetError;
+use crate::target::TargetResult;
+use crate::target::Tid;
+
+/// Shared handle on the controller (one loop thread; no locks).
+pub type GpuShared = Rc<RefCell<GpuController>>;
+
+/// The GPU session's target.
+pub struct GpuTarget {
+    gpu: GpuShared,
+    pid: Pid,
+    arch: ArchInfo,
+    regs: Vec<RegisterInfo>,
+    running: bool,
+    /// Set when the CPU process ended: reported at the next wait.
+    exit: Option<StopEvent>,
+    interrupted: bool,
+}
+
+fn terr(e: String) -> TargetError {
+    TargetError::Invalid(e)
+}
+
+/// Whether a queued wave stop is worth reporting: not a stop we requested
+/// for all-stop (no reason), and not a breakpoint stop whose breakpoint was
+/// removed before it could be reported (clients do not tolerate stale
+/// breakpoint reports: research/client-traces.md §13).
+fn reportable(s: &WaveStop, bps: &[u64]) -> bool {
+    let reasons = s.info.stop_reason.unwrap_or_default();
+    let stale_bp =
+        reasons == StopReasons::BREAKPOINT && s.info.pc.is_some_and(|pc| !bps.contains(&pc));
+    reasons.0 != 0 && !stale_bp
+}
+
+/// Map a wave stop to the signal and kind a debugger expects.
+pub fn stop_kind(reasons: StopReasons) -> (i32, StopKind) {
+    if reasons.contains(StopReasons::ILLEGAL_INSTRUCTION) {
+        (libc::SIGILL, StopKind::Signal)
+    } else if reasons.contains(StopReasons::MEMORY_VIOLATION) {
+        (libc::SIGSEGV, StopKind::Signal)
+    } else if reasons.contains(StopReasons::BREAKPOINT) {
+        (libc::SIGTRAP, StopKind::SwBreak)
+    } else if reasons.contains(StopReasons::SINGLE_STEP) {
+        (libc::SIGTRAP, StopKind::Step)
+    } else if reasons.0 == 0 {
+        (libc::SIGSTOP, StopKind::Interrupt)
+    } else {
+        (libc::SIGTRAP, StopKind::Signal)
+    }
+}
+
+impl GpuTarget {
+    /// GPU target for the CPU process `pid`.
+    pub fn new(gpu: GpuShared, pid: Pid) -> Self {
+        let (arch, regs) = {
+            let mut g = gpu.borrow_mut();
+            let regs = g.registers().to_vec();
+            let arch = g
+                .architecture()
+                .map(|a| regs::arch_info(&a))
+                .unwrap_or_else(|| ArchInfo {
+                    triple: "amdgpu-amd-amdhsa".into(),
+                    gdb_arch: "amdgcn".into(),
+                    osabi: None,
+                    ptr_size: 8,
+                    xml_types: regs::XML_TYPES.into(),
+                });
+            (arch, regs)
+        };
+        GpuTarget {
+            gpu,
+            pid,
+            arch,
+            regs,
+            running: false,
+            exit: None,
+            interrupted: false,
+        }
+    }
+
+    /// The initial stop of a new GPU session: the first stopped wave, or
+    /// the shadow thread.
+    pub fn initial_stop(&mut self) -> StopEvent {
+        let mut g = self.gpu.borrow_mut();
+        // A GPU does not stop with its host: waves keep running while the
+        // GPU session is "stopped"; a wave that stops meanwhile (e.g. at a
+        // breakpoint) is queued and reported at the next resume.
+        while let Some(s) = g.pop_stop() {
+            if s.info.stop_reason.unwrap_or_default().0 != 0 {
+                return self.stop_event(&s);
+            }
+        }
+        // A quiet stop (signal 0, no reason): nothing happened on the GPU
+        // yet. lldb's batch mode treats a signal stop as a crash and stops
+        // running its commands.
+        StopEvent::Stopped {
+            pid: self.pid,
+            tid: SHADOW_TID,
+            signal: 0,
+            kind: StopKind::Signal,
+        }
+    }
+
+    fn stop_event(&self, s: &WaveStop) -> StopEvent {
+        let (signal, kind) = stop_kind(s.info.stop_reason.unwrap_or_default());
+        StopEvent::Stopped {
+            pid: self.pid,
+            tid: s.tid,
+            signal,
+            kind,
+        }
+    }
+
+    /// The CPU process ended: the GPU session reports this at its next
+    /// wait or `?`.
+    pub fn set_exit(&mut self, ev: StopEvent) {
+        self.exit = Some(ev);
+    }
+
+    fn pending_interrupt(&mut self) {
+        self.interrupted = true;
+    }
+
+    fn wave(&self, tid: Tid) -> TargetResult<gpu_target::model::WaveId> {
+        self.gpu
+            .borrow()
+            .wave_of(tid)
+            .ok_or(TargetError::NoSuchThread(tid))
+    }
+}
+
+impl Target for GpuTarget {
+    fn arch(&self) -> &ArchInfo {
+        &self.arch
+    }
+
+    fn registers(&self) -> &[RegisterInfo] {
+        &self.regs
+    }
+
+    fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    fn threads(&self) -> Vec<Tid> {
+        let waves = self.gpu.borrow_mut().waves();
+        if waves.is_empty() {
+            vec![SHADOW_TID]
+        } else {
+            waves.into_iter().map(|(_, t)| t).collect()
+        }
+    }
+
+    fn thread_name(&self, tid: Tid) -> Option<String> {
+        if tid == SHADOW_TID {
+            return Some("AMD GPU shadow".into());
+        }
+        let mut g = self.gpu.borrow_mut();
+        let w = g.wave_of(tid)?;
+        let info = g.wave_info(w).ok()?;
+        let c = info.workgroup_coord.unwrap_or_default();
+        Some(format!(
+            "wave{}_wg{}.{}.{}_n{}",
+            w.0,
+            c[0],
+            c[1],
+            c[2],
+            info.wave_number_in_workgroup.unwrap_or(0)
+        ))
+    }
+
+    fn is_stopped(&self) -> bool {
+        !self.running
+    }
+
+    fn read_register(&mut self, tid: Tid, regnum: u32) -> TargetResult<Vec<u8>> {
+        let size = self
+            .regs
+            .iter()
+            .find(|r| r.regnum == regnum)
+            .map(|r| (r.bitsize / 8) as usize)
+            .ok_or(TargetError::NoSuchRegister(regnum))?;
+        if tid == SHADOW_TID {
+            return Ok(vec![0; size]);
+        }
+        let w = self.wave(tid)?;
+        self.gpu
+            .borrow_mut()
+            .read_register(w, regnum as usize)
+            .map_err(terr)
+    }
+
+    fn write_register(&mut self, tid: Tid, regnum: u32, value: &[u8]) -> TargetResult<()> {
+        let w = self.wave(tid)?;
+        self.gpu
+            .borrow_mut()
+            .write_register(w, regnum as usize, value)
+            .map_err(terr)
+    }
+
+    fn read_g_registers(&mut self, _tid: Tid) -> TargetResult<Vec<u8>> {
+        // 64-lane VGPRs make a `g` block of hundreds of KiB; clients read
+        // GPU registers one at a time with `p`.
+        Err(TargetError::Unsupported("g on a GPU target (use p)"))
+    }
+
+    fn write_g_registers(&mut self, _tid: Tid, _data: &[u8]) -> TargetResult<()> {
+        Err(TargetError::Unsupported("G on a GPU target (use P)"))
+    }
+
+    fn pc(&mut self, tid: Tid) -> TargetResult<u64> {
+        if tid == SHADOW_TID {
+            return Ok(0);
+        }
+        let w = self.wave(tid)?;
+        let info = self.gpu.borrow_mut().wave_info(w).map_err(terr)?;
+        info.pc.ok_or(TargetError::Running)
+    }
+
+    fn read_memory(&mut self, addr: u64, len: usize) -> TargetResult<Vec<u8>> {
+        let r = self
+            .gpu
+            .borrow_mut()
+            .read_memory(AddressSpace::Global, None, addr, len)
+            .map_err(terr)?;
+        if r.is_empty() && len > 0 {
+            return Err(TargetError::Errno {
+                what: format!("GPU global memory read at {addr:#x}"),
+                errno: nix::errno::Errno::EFAULT,
+            });
+        }
+        Ok(r)
+    }
+
+    fn write_memory(&mut self, addr: u64, data: &[u8]) -> TargetResult<usize> {
+        self.gpu
+            .borrow_mut()
+            .write_memory(AddressSpace::Global, None, addr, data)
+            .map_err(terr)
+    }
+
+    fn insert_breakpoint(
+        &mut self,
+        kind: BreakpointKind,
+        addr: u64,
+        _len: u64,
+    ) -> TargetResult<()> {
+        match kind {
+            BreakpointKind::Software => self
+                .gpu
+                .borrow_mut()
+                .insert_gpu_breakpoint(addr)
+                .map_err(terr),
+            _ => Err(TargetError::Unsupported(
+                "GPU hardware breakpoints and watchpoints",
+            )),
+        }
+    }
+
+    fn remove_breakpoint(
+        &mut self,
+        kind: BreakpointKind,
+        addr: u64,
+        _len: u64,
+    ) -> TargetResult<()> {
+        match kind {
+            BreakpointKind::Software => self
+                .gpu
+                .borrow_mut()
+                .remove_gpu_breakpoint(addr)
+                .map_err(terr),
+            _ => Ok(()),
+        }
+    }
+
+    fn resume(&mut self, plan: &ResumePlan) -> TargetResult<()> {
+        if self.exit.is_some() {
+            self.running = true;
+            return Ok(());
+        }
+        let mut g = self.gpu.borrow_mut();
+        // Pending stops first (all-stop): drop the stale ones (their waves
+        // run on); if a reportable one remains, report it instead of
+        // resuming anything (the loop polls us right after the resume).
+        let stale = g.retain_stops(reportable);
+        for s in stale {
+            if let Err(e) = g.resume_wave(s.wave, false) {
+                tracing::debug!(target: "dbgapi", wave = s.wave.0, "resume after stale stop: {e}");
+            }
+        }
+        if g.has_stops() {
+            self.running = true;
+            return Ok(());
+        }
+        let waves = g.waves();
+        for (w, tid) in &waves {
+            let action = plan
+                .threads
+                .iter()
+                .find(|(t, _)| t == tid)
+                .map(|(_, a)| *a)
+                .or(plan.default);
+            let stopped = g
+                .wave_info(*w)
+                .map(|i| i.state == WaveState::Stopped)
+                .unwrap_or(false);
+            if !stopped {
+                continue;
+            }
+            let r = match action {
+                Some(ResumeAction::Continue(_)) => g.resume_wave(*w, false),
+                Some(ResumeAction::Step(_)) | Some(ResumeAction::RangeStep { .. }) => {
+                    g.resume_wave(*w, true)
+                }
+                Some(ResumeAction::Stop) | None => Ok(()),
+            };
+            if let Err(e) = r {
+                tracing::debug!(target: "dbgapi", wave = w.0, "resume: {e}");
+            }
+        }
+        g.set_wave_creation(false);
+        self.running = true;
+        Ok(())
+    }
+
+    fn interrupt(&mut self) -> TargetResult<()> {
+        let n = self.gpu.borrow_mut().stop_all_waves();
+        if n == 0 && self.running {
+            // Nothing to wait for: report the interrupt on the shadow
+            // thread at once.
+            self.gpu.borrow_mut().set_wave_creation(true);
+            self.pending_interrupt();
+        }
+        Ok(())
+    }
+
+    fn event_fd(&self) -> Option<RawFd> {
+        None
+    }
+
+    fn process_events(&mut self) -> TargetResult<Option<StopEvent>> {
+        if !self.running {
+            return Ok(None);
+        }
+        if let Some(e) = self.exit.take() {
+            self.running = false;
+            return Ok(Some(e));
+        }
+        let mut g = self.gpu.borrow_mut();
+        if self.interrupted {
+            self.interrupted = false;
+            self.running = false;
+            return Ok(Some(StopEvent::Stopped {
+                pid: self.pid,
+                tid: SHADOW_TID,
+                signal: libc::SIGSTOP,
+                kind: StopKind::Interrupt,
+            }));
+        }
+        let stop = loop {
+            let Some(stop) = g.pop_stop() else {
+                return Ok(None);
+            };
+            let bps = g.gpu_breakpoints();
+            if !reportable(&stop, &bps) {
+                if let Err(e) = g.resume_wave(stop.wave, false) {
+                    tracing::debug!(target: "dbgapi", wave = stop.wave.0, "late resume: {e}");
+                }
+                continue;
+            }
+            break stop;
+        };
+        // All-stop: hold the other waves and new ones.
+        g.set_wave_creation(true);
+        g.stop_all_waves();
+        drop(g);
+        self.running = false;
+        Ok(Some(self.stop_event(&stop)))
+    }
+
+    fn kill(&mut self) -> TargetResult<()> {
+        // The GPU process cannot be killed on its own; the session answers
+        // `X09` and lldb drops the target.
+        Ok(())
+    }
+
+    fn detach(&mut self) -> TargetResult<()> {
+        let mut g = self.gpu.borrow_mut();
+        for bp in g.gpu_breakpoints() {
+            let _ = g.remove_gpu_breakpoint(bp);
+        }
+        g.set_wave_creation(false);
+        g.resume_all();
+        Ok(())
+    }
+
+    fn attached(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,284 @@
+//! GPU hooks of the sessions.
+//!
+//! CPU session: attach the GPU library when a process is adopted, carry
+//! out the library's host-breakpoint requests on our own internal
+//! breakpoints, and handle hits of those breakpoints invisibly (report to
+//! the library, wait for BREAKPOINT_RESUME when it says HALT, step over,
+//! resume the client's plan). GPU session: the CPU process's end reaches
+//! it as `W`/`X`.
+
+use std::collections::BTreeMap;
+
+use gpu_target::model::BreakpointAction;
+use gpu_target::model::BreakpointId;
+
+use super::Role;
+use super::Session;
+use super::SessionControl;
+use crate::gpu::controller::GpuNews;
+use crate::gpu::host::HostRequest;
+use crate::packet::reply;
+use crate::stop::StopEvent;
+use crate::stop::StopKind;
+use crate::target::Pid;
+use crate::target::ResumeAction;
+use crate::target::ResumePlan;
+use crate::target::Tid;
+
+/// An internal breakpoint hit being handled out of the client's sight.
+#[derive(Debug, Clone)]
+pub(super) enum Internal {
+    /// The library said HALT: wait for BREAKPOINT_RESUME of `id`.
+    Held {
+        pid: Pid,
+        tid: Tid,
+        addr: u64,
+        id: BreakpointId,
+    },
+    /// Single-stepping `tid` off the breakpoint at `addr`.
+    SteppingOver { pid: Pid, tid: Tid, addr: u64 },
+}
+
+impl Session {
+    /// After a CPU process was adopted: attach the GPU library to it.
+    pub(super) fn gpu_attach(&mut self, pid: Pid) {
+        if self.role != Role::Cpu {
+            return;
+        }
+        let Some(mux) = self.mux.clone() else { return };
+        let Some(gpu) = mux.borrow().gpu.clone() else {
+            return;
+        };
+        let r = gpu.borrow_mut().attach(pid);
+        match r {
+            Ok(fd) => {
+                if let Some(fd) = fd {
+                    mux.borrow_mut().new_fds.push(fd);
+                }
+                tracing::info!(target: "mux", pid, "GPU library attached to the CPU process");
+            }
+            Err(e) => tracing::warn!(target: "dbgapi", pid, "GPU attach failed: {e}"),
+        }
+        self.gpu_apply_host_requests();
+    }
+
+    /// Carry out queued host-breakpoint requests of the library.
+    pub(super) fn gpu_apply_host_requests(&mut self) {
+        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu.clone()) else {
+            return;
+        };
+        let reqs = gpu.borrow_mut().take_host_requests();
+        let pid = gpu.borrow().cpu_pid();
+        let Some(t) = pid.and_then(|p| self.procs.get_mut(&p)) else {
+            return;
+        };
+        for (r, addr) in reqs {
+            let res = match (r, addr) {
+                (HostRequest::Insert { .. }, Some(a)) => t.insert_internal_breakpoint(a),
+                (HostRequest::Remove { .. }, Some(a)) => t.remove_internal_breakpoint(a),
+                _ => Ok(()),
+            };
+            if let Err(e) = res {
+                tracing::warn!(target: "dbgapi", ?r, "host breakpoint request failed: {e}");
+            } else {
+                tracing::debug!(target: "dbgapi", ?r, "host breakpoint request done");
+            }
+        }
+    }
+
+    /// A CPU stop while running: if it is a hit of the library's own
+    /// breakpoint (and not also a client breakpoint), handle it here and
+    /// return `true` (the client sees nothing).
+    pub(super) fn gpu_intercept(&mut self, stop: &StopEvent) -> bool {
+        if self.role != Role::Cpu {
+            return false;
+        }
+        // Finishing a step-over of an internal breakpoint.
+        if let Some(Internal::SteppingOver { pid, tid, addr }) = self.internal.clone() {
+            if let StopEvent::Stopped {
+                pid: p,
+                tid: t,
+                kind: StopKind::Step,
+                ..
+            } = stop
+            {
+                if *p == pid && *t == tid {
+                    self.internal = None;
+                    if let Some(tg) = self.procs.get_mut(&pid) {
+                        if let Err(e) = tg.insert_internal_breakpoint(addr) {
+                            tracing::warn!(target: "dbgapi", "re-inserting host breakpoint: {e}");
+                        }
+                    }
+                    self.resume_last_plans();
+                    return true;
+                }
+            }
+            // Something else happened during the step: put the breakpoint
+            // back and report it.
+            self.internal = None;
+            if let Some(tg) = self.procs.get_mut(&pid) {
+                let _ = tg.insert_internal_breakpoint(addr);
+            }
+            return false;
+        }
+        let StopEvent::Stopped {
+            pid,
+            tid,
+            kind: StopKind::SwBreak,
+            ..
+        } = stop
+        else {
+            return false;
+        };
+        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu.clone()) else {
+            return false;
+        };
+        let Some(t) = self.procs.get_mut(pid) else {
+            return false;
+        };
+        let Ok(pc) = t.pc(*tid) else { return false };
+        let Some(id) = gpu.borrow().host_breakpoint(pc) else {
+            return false;
+        };
+        let client_too = t.is_client_breakpoint(pc);
+        let action = gpu.borrow_mut().report_host_hit(id, *tid);
+        self.gpu_apply_host_requests();
+        let news = gpu.borrow_mut().process_events();
+        self.gpu_on_news(&news);
+        if client_too {
+            // The client has its own breakpoint here: it sees the stop
+            // (and steps over it itself, which covers ours too).
+            return false;
+        }
+        match action {
+            Ok(BreakpointAction::Halt) if !news.resumed.contains(&id) => {
+                self.internal = Some(Internal::Held {
+                    pid: *pid,
+                    tid: *tid,
+                    addr: pc,
+                    id,
+                });
+            }
+            Ok(_) => self.step_over_internal(*pid, *tid, pc),
+            Err(e) => {
+                tracing::warn!(target: "dbgapi", "report_breakpoint_hit: {e}");
+                self.step_over_internal(*pid, *tid, pc);
+            }
+        }
+        true
+    }
+
+    fn step_over_internal(&mut self, pid: Pid, tid: Tid, addr: u64) {
+        let Some(t) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        if let Err(e) = t.remove_internal_breakpoint(addr) {
+            tracing::warn!(target: "dbgapi", "lifting host breakpoint: {e}");
+        }
+        let plan = ResumePlan {
+            threads: vec![(tid, ResumeAction::Step(None))],
+            default: None,
+        };
+        match t.resume(&plan) {
+            Ok(()) => self.internal = Some(Internal::SteppingOver { pid, tid, addr }),
+            Err(e) => {
+                tracing::warn!(target: "dbgapi", "step over host breakpoint: {e}");
+                let _ = t.insert_internal_breakpoint(addr);
+                self.resume_last_plans();
+            }
+        }
+    }
+
+    fn resume_last_plans(&mut self) {
+        let plans: BTreeMap<Pid, ResumePlan> = self.last_plans.clone();
+        for (pid, plan) in plans {
+            if let Some(t) = self.procs.get_mut(&pid) {
+                if let Err(e) = t.resume(&plan) {
+                    tracing::warn!(target: "ptrace", pid, "re-resume after host breakpoint: {e}");
+                }
+            }
+        }
+    }
+
+    /// GPU events arrived (notifier readable).
+    pub fn gpu_on_news(&mut self, news: &GpuNews) {
+        if self.role != Role::Cpu {
+            return;
+        }
+        if news.runtime_loaded && self.running {
+            // Stock lldb 23.1 aborts (LLVM ERROR: disassembly not yet
+            // supported for subtarget) when it displays a GPU stop
+            // without line info; research/lldb-accelerator.md §2.4.8.
+            self.send(&reply::console(
+                "gdbmux: GPU runtime loaded. lldb: run `settings set stop-disassembly-display never` \
+                 (stock lldb 23.1 aborts disassembling AMDGPU stops) before the GPU target appears; \
+                 gdb: `monitor gpu` shows the GPU.\n",
+            ));
+        }
+        if news.runtime_unloaded {
+            if let Some(m) = &self.mux {
+                m.borrow_mut().runtime_unloaded();
+            }
+        }
+        if let Some(Internal::Held { pid, tid, addr, id }) = self.internal.clone() {
+            if news.resumed.contains(&id) {
+                self.internal = None;
+                self.step_over_internal(pid, tid, addr);
+            }
+        }
+        self.gpu_apply_host_requests();
+    }
+
+    /// The CPU process of this server ended; a GPU session reports it.
+    pub fn on_peer_exit(&mut self, ev: &StopEvent) {
+        if self.role != Role::Gpu {
+            return;
+        }
+        let was_running = self.running;
+        let pids: Vec<Pid> = self.procs.keys().copied().collect();
+        let ev = match ev {
+            StopEvent::Exited { code, .. } => StopEvent::Exited {
+                pid: pids.first().copied().unwrap_or(0),
+                code: *code,
+            },
+            StopEvent::Terminated { signal, .. } => StopEvent::Terminated {
+                pid: pids.first().copied().unwrap_or(0),
+                signal: *signal,
+            },
+            other => other.clone(),
+        };
+        self.record_stop(ev);
+        if was_running {
+            self.running = false;
+            let opts = self.features.stop_options();
+            if let Some(r) = self.journal.reply(&opts) {
+                self.send(&r);
+            }
+            self.control = SessionControl::Close;
+        }
+    }
+
+    /// `jAcceleratorPluginInitialize`
+    pub(super) fn handle_accel_initialize(&mut self) {
+        let r = match (&self.role, &self.mux) {
+            (Role::Cpu, Some(m)) => m.borrow_mut().initialize(),
+            _ => b"[]".to_vec(),
+        };
+        self.send(&r);
+    }
+
+    /// `jAcceleratorPluginBreakpointHit:`
+    pub(super) fn handle_accel_hit(&mut self, json: &[u8]) {
+        let r = match (&self.role, &self.mux) {
+            (Role::Cpu, Some(m)) => m.borrow_mut().breakpoint_hit(json),
+            _ => Err("no accelerator plugin on this connection".to_string()),
+        };
+        match r {
+            Ok(j) => self.send(&j),
+            Err(e) => {
+                let p = reply::error(0xff, &e, self.features.error_strings);
+                self.send(&p);
+            }
+        }
+    }
+}

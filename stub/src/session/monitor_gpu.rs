@@ -1,0 +1,215 @@
+//! `monitor gpu …`: the GPU for stock gdb, which cannot hold an AMD GPU
+//! inferior itself (DESIGN §3.10). Waves are named by the same thread ids
+//! the GPU session uses.
+
+use std::fmt::Write as _;
+
+use gpu_target::model::AddressSpace;
+use gpu_target::model::WaveId;
+
+use super::Session;
+use crate::gpu::GpuShared;
+
+fn num(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+fn hexdump(addr: u64, data: &[u8]) -> String {
+    let mut s = String::new();
+    for (i, chunk) in data.chunks(16).enumerate() {
+        let _ = write!(s, "{:#018x}:", addr + (i * 16) as u64);
+        for b in chunk {
+            let _ = write!(s, " {b:02x}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+impl Session {
+    fn gpu_handle(&self) -> Option<GpuShared> {
+        self.mux.as_ref().and_then(|m| m.borrow().gpu.clone())
+    }
+
+    fn wave_arg(gpu: &GpuShared, arg: Option<&String>) -> Result<(WaveId, u64), String> {
+        let tid = arg
+            .and_then(|a| num(a))
+            .ok_or("give a wave (its thread id from `monitor gpu waves`)")?;
+        let mut g = gpu.borrow_mut();
+        g.waves();
+        g.wave_of(tid)
+            .map(|w| (w, tid))
+            .ok_or_else(|| format!("no wave {tid}"))
+    }
+
+    pub(super) fn monitor_gpu(&mut self, args: &[String]) -> String {
+        let Some(gpu) = self.gpu_handle() else {
+            return "GPU: no GPU library loaded (gdbmux --dbgapi PATH, or GDBMUX_DBGAPI)\n".into();
+        };
+        let sub = args.first().map(String::as_str).unwrap_or("info");
+        let r: Result<String, String> = match sub {
+            "info" | "state" => Ok(self
+                .mux
+                .as_ref()
+                .map(|m| m.borrow().describe())
+                .unwrap_or_default()),
+            "waves" => {
+                let mut g = gpu.borrow_mut();
+                let mut s = String::new();
+                let waves = g.waves();
+                if waves.is_empty() {
+                    s.push_str("no waves\n");
+                }
+                for (w, tid) in waves {
+                    match g.wave_info(w) {
+                        Ok(i) => {
+                            let c = i.workgroup_coord.unwrap_or_default();
+                            let _ = writeln!(
+                                s,
+                                "wave {tid} (dbgapi {}): {:?} pc={} exec={} stop={} workgroup=({},{},{}) wave#{} dispatch {}",
+                                w.0,
+                                i.state,
+                                i.pc.map(|p| format!("{p:#x}")).unwrap_or_else(|| "-".into()),
+                                i.exec.map(|p| format!("{p:#018x}")).unwrap_or_else(|| "-".into()),
+                                i.stop_reason.map(|r| format!("{:#x}", r.0)).unwrap_or_else(|| "-".into()),
+                                c[0],
+                                c[1],
+                                c[2],
+                                i.wave_number_in_workgroup.unwrap_or(0),
+                                i.dispatch.0
+                            );
+                        }
+                        Err(e) => {
+                            let _ = writeln!(s, "wave {tid}: {e}");
+                        }
+                    }
+                }
+                Ok(s)
+            }
+            "regs" | "registers" => Self::wave_arg(&gpu, args.get(1)).map(|(w, tid)| {
+                let mut g = gpu.borrow_mut();
+                let regs = g.registers().to_vec();
+                let want: Vec<&String> = args.iter().skip(2).collect();
+                let mut s = format!("wave {tid}:\n");
+                for r in regs
+                    .iter()
+                    .filter(|r| want.is_empty() || want.iter().any(|n| **n == r.name))
+                {
+                    match g.read_register(w, r.regnum as usize) {
+                        Ok(v) if v.len() <= 8 => {
+                            let mut b = [0u8; 8];
+                            b[..v.len()].copy_from_slice(&v);
+                            let _ = writeln!(s, "  {:<8} {:#x}", r.name, u64::from_le_bytes(b));
+                        }
+                        Ok(v) => {
+                            let lanes: Vec<String> = v
+                                .chunks(4)
+                                .map(|c| {
+                                    format!("{:#x}", u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                                })
+                                .collect();
+                            let _ = writeln!(s, "  {:<8} [{}]", r.name, lanes.join(" "));
+                        }
+                        Err(e) => {
+                            let _ = writeln!(s, "  {:<8} <{e}>", r.name);
+                        }
+                    }
+                    if want.is_empty() && s.len() > 60_000 {
+                        s.push_str("  … (name registers to see more)\n");
+                        break;
+                    }
+                }
+                s
+            }),
+            "mem" | "memory" => {
+                let (space, rest) = match args.get(1).map(String::as_str) {
+                    Some("global") => (AddressSpace::Global, &args[2..]),
+                    Some("local") => (AddressSpace::Local, &args[2..]),
+                    Some("private") => (AddressSpace::PrivateLane, &args[2..]),
+                    _ => (AddressSpace::Global, &args[1..]),
+                };
+                match (
+                    rest.first().and_then(|a| num(a)),
+                    rest.get(1).and_then(|a| num(a)),
+                ) {
+                    (Some(addr), Some(len)) => {
+                        let wave = match rest.get(2) {
+                            Some(_) => Self::wave_arg(&gpu, rest.get(2)).map(|(w, _)| Some(w)),
+                            None => Ok(None),
+                        };
+                        wave.and_then(|w| {
+                            gpu.borrow_mut()
+                                .read_memory(space, w, addr, (len as usize).min(4096))
+                                .map(|d| hexdump(addr, &d))
+                        })
+                    }
+                    _ => {
+                        Err("usage: monitor gpu mem [global|local|private] ADDR LEN [WAVE]".into())
+                    }
+                }
+            }
+            "break" | "b" => match args.get(1).and_then(|a| num(a)) {
+                Some(addr) => gpu
+                    .borrow_mut()
+                    .insert_gpu_breakpoint(addr)
+                    .map(|()| format!("GPU breakpoint at {addr:#x}\n")),
+                None => Err("usage: monitor gpu break ADDR".into()),
+            },
+            "breaks" | "breakpoints" => {
+                let list = gpu.borrow().gpu_breakpoints();
+                Ok(if list.is_empty() {
+                    "no GPU breakpoints\n".into()
+                } else {
+                    list.iter()
+                        .map(|a| format!("GPU breakpoint at {a:#x}\n"))
+                        .collect()
+                })
+            }
+            "delete" | "d" => match args.get(1).and_then(|a| num(a)) {
+                Some(addr) => gpu
+                    .borrow_mut()
+                    .remove_gpu_breakpoint(addr)
+                    .map(|()| format!("deleted GPU breakpoint at {addr:#x}\n")),
+                None => Err("usage: monitor gpu delete ADDR".into()),
+            },
+            "step" | "s" => Self::wave_arg(&gpu, args.get(1)).and_then(|(w, tid)| {
+                gpu.borrow_mut()
+                    .resume_wave(w, true)
+                    .map(|()| format!("wave {tid} stepping\n"))
+            }),
+            "continue" | "c" => {
+                if args.get(1).is_some() {
+                    Self::wave_arg(&gpu, args.get(1)).and_then(|(w, tid)| {
+                        gpu.borrow_mut()
+                            .resume_wave(w, false)
+                            .map(|()| format!("wave {tid} resumed\n"))
+                    })
+                } else {
+                    gpu.borrow_mut().resume_all();
+                    Ok("all stopped waves resumed\n".into())
+                }
+            }
+            "stops" => match args.get(1).map(String::as_str) {
+                Some("report") | Some("log") => {
+                    let on = args.get(1).map(String::as_str) == Some("report");
+                    if let Some(m) = &self.mux {
+                        m.borrow_mut().report_gpu_stops = on;
+                    }
+                    Ok(format!(
+                        "GPU stops are {}\n",
+                        if on { "reported" } else { "logged only" }
+                    ))
+                }
+                _ => Err("usage: monitor gpu stops report|log".into()),
+            },
+            other => Err(format!("unknown `monitor gpu {other}`; try `monitor help`")),
+        };
+        match r {
+            Ok(s) => s,
+            Err(e) => format!("error: {e}\n"),
+        }
+    }
+}

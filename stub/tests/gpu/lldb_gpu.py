@@ -1,0 +1,113 @@
+"""Stock lldb 23.1 (PyPI lldb-for-pwndbg) debugs a GPU kernel through gdbmux.
+
+usage: lldb_gpu.py PORT EXE HSACO_SYMBOL_OFFSET
+Prints CHECK lines; exits non-zero on the first failed expectation.
+"""
+import re
+import sys
+import time
+
+import lldb
+
+PORT, EXE, SYM_OFF = sys.argv[1], sys.argv[2], int(sys.argv[3], 0)
+TIMEOUT = 30.0
+
+
+def check(cond, what):
+    print(("CHECK ok: " if cond else "CHECK FAILED: ") + what, flush=True)
+    if not cond:
+        sys.exit(1)
+
+
+def cmd(dbg, line):
+    res = lldb.SBCommandReturnObject()
+    dbg.GetCommandInterpreter().HandleCommand(line, res)
+    return (res.GetOutput() or "") + (res.GetError() or "")
+
+
+def wait_state(dbg, process, states, after_stop_id=None):
+    """Wait on the debugger's events until `process` reaches one of `states`
+    (with a stop id above `after_stop_id`, when given)."""
+    listener = dbg.GetListener()
+    deadline = time.monotonic() + TIMEOUT
+    ev = lldb.SBEvent()
+
+    def done():
+        if process.GetState() not in states:
+            return False
+        return after_stop_id is None or process.GetStopID() > after_stop_id
+
+    while not done():
+        left = deadline - time.monotonic()
+        check(left > 0, f"process {process.GetProcessID()} reached {states} in time (state {process.GetState()})")
+        listener.WaitForEvent(max(1, int(left)), ev)
+    return process.GetState()
+
+
+dbg = lldb.SBDebugger.Create()
+dbg.SetAsync(False)
+cmd(dbg, "settings set stop-disassembly-display never")
+cpu_t = dbg.CreateTarget(EXE)
+err = lldb.SBError()
+cpu = cpu_t.ConnectRemote(dbg.GetListener(), f"connect://127.0.0.1:{PORT}", "gdb-remote", err)
+check(err.Success(), f"connected: {err}")
+check(cpu.GetState() == lldb.eStateStopped, "CPU process stopped after connect")
+bp = cpu_t.BreakpointCreateByName("simgpu_launch")
+cpu.Continue()
+check(cpu.GetState() == lldb.eStateStopped, "CPU stopped at simgpu_launch")
+check(dbg.GetNumTargets() == 2, f"the GPU target appeared by itself ({dbg.GetNumTargets()} targets)")
+gpu_t = dbg.GetTargetAtIndex(1)
+gpu = gpu_t.GetProcess()
+check("amdgpu" in gpu_t.GetTriple(), f"GPU target triple {gpu_t.GetTriple()}")
+check(gpu.GetState() == lldb.eStateStopped, "GPU process stopped after the synchronous connect")
+
+mon = cmd(dbg, "target select 0") + cmd(dbg, "process plugin packet monitor gpu")
+print(mon)
+m = re.search(r"code object \d+: \S*vector_add\S* \(load address (0x[0-9a-f]+)\)", mon)
+check(m is not None, "monitor gpu lists the vector_add code object")
+entry = int(m.group(1), 16) + SYM_OFF
+cmd(dbg, "target select 1")
+gbp = gpu_t.BreakpointCreateByAddress(entry)
+check(gbp.GetNumLocations() == 1, f"GPU breakpoint at {entry:#x}")
+# The CPU's `a` buffer, to compare with what the GPU target reads.
+frame = cpu.GetSelectedThread().GetFrameAtIndex(1)
+a_ptr = frame.FindVariable("a").GetValueAsUnsigned()
+check(a_ptr != 0, f"CPU variable a = {a_ptr:#x}")
+
+dbg.SetAsync(True)
+gpu_stop_id = gpu.GetStopID()
+gpu.Continue()
+cpu_t.DeleteAllBreakpoints()
+cpu.Continue()
+wait_state(dbg, gpu, [lldb.eStateStopped], gpu_stop_id)
+th = gpu.GetSelectedThread()
+check(th.GetStopReason() == lldb.eStopReasonBreakpoint, f"a wave stopped at the GPU breakpoint ({th.GetStopDescription(100)})")
+check(gpu.GetNumThreads() >= 1, f"waves are threads: {gpu.GetNumThreads()}")
+print(cmd(dbg, "thread list"))
+fr = th.GetFrameAtIndex(0)
+pc = fr.FindRegister("pc").GetValueAsUnsigned()
+check(pc == entry, f"pc {pc:#x} == breakpoint {entry:#x}")
+exec_ = fr.FindRegister("exec").GetValueAsUnsigned()
+check(exec_ != 0, f"exec {exec_:#x}")
+v0 = fr.FindRegister("v0")
+d = v0.GetData()
+e0 = lldb.SBError()
+raw = d.ReadRawData(e0, 0, d.GetByteSize())
+lanes = [int.from_bytes(raw[i:i + 4], "little") for i in range(0, len(raw or b""), 4)]
+check(len(lanes) == 64 and lanes == list(range(lanes[0], lanes[0] + 64)) and lanes[0] % 64 == 0,
+      f"v0 holds the work-item ids of the wave's lanes ({lanes[:4]}...)")
+s0 = fr.FindRegister("s0")
+check(s0.IsValid(), f"s0 = {s0.GetValue()}")
+print(cmd(dbg, "register read pc exec s0"))
+e = lldb.SBError()
+data = gpu.ReadMemory(a_ptr, 16, e)
+check(e.Success() and [int.from_bytes(data[i:i + 4], "little") for i in range(0, 16, 4)] == [0, 3, 6, 9],
+      "global buffer a[] read through the GPU target matches")
+
+gpu_t.DeleteAllBreakpoints()
+gpu.Continue()
+wait_state(dbg, cpu, [lldb.eStateExited])
+check(cpu.GetExitStatus() == 0, f"CPU process exit status {cpu.GetExitStatus()}")
+check(dbg.GetNumTargets() == 2, "exactly 2 targets")
+wait_state(dbg, gpu, [lldb.eStateExited, lldb.eStateDetached])
+print("ALL CHECKS PASSED")

@@ -1,0 +1,1209 @@
+//! The library's state and logic, in safe Rust. `ffi` converts raw C
+//! arguments into calls here and results back.
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::collections::HashSet;
+use std::collections::VecDeque;
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::os::fd::AsRawFd;
+use std::os::fd::OwnedFd;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::SocketAddr;
+use std::os::unix::net::UnixListener;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use gpu_target::dbgapi::abi::event_kind;
+use gpu_target::dbgapi::abi::info;
+use gpu_target::dbgapi::abi::runtime_state;
+use gpu_target::dbgapi::abi::status as st;
+use gpu_target::dbgapi::abi::wave_state;
+use gpu_target::dbgapi::abi::Status;
+use gpu_target::model::ResumeMode;
+use gpu_target::model::StopReasons;
+use gpu_target::model::WaveId;
+use gpu_target::model::WaveState;
+use gpu_target::sim::device::Device;
+use gpu_target::sim::device::DeviceConfig;
+use gpu_target::sim::device::DeviceError;
+use gpu_target::sim::device::DeviceEvent;
+use gpu_target::sim::elf::EF_AMDGPU_MACH_GFX90A;
+use gpu_target::sim::memory::ProcessMemory;
+use gpu_target::sim::regs::gfx90a_registers;
+use gpu_target::sim::regs::Reg;
+use gpu_target::sim::rendezvous::outcome_code;
+use gpu_target::sim::rendezvous::socket_name;
+use gpu_target::sim::rendezvous::Message;
+use gpu_target::sim::rendezvous::MessageKind;
+use gpu_target::sim::rendezvous::RT_CONSISTENT;
+
+/// The ABI version this library implements.
+pub const VERSION: (u32, u32, u32) = (0, 77, 0);
+/// `amd_dbgapi_get_build_name`.
+pub const BUILD_NAME: &str = "0.77.0-simgpu";
+
+/// The one architecture: gfx90a.
+pub const ARCH_HANDLE: u64 = 1;
+/// Address space handles.
+pub const ASPACE_GLOBAL: u64 = 1;
+pub const ASPACE_GENERIC: u64 = 2;
+pub const ASPACE_LOCAL: u64 = 3;
+
+/// The callbacks the client gave, wrapped safely by `ffi`.
+pub trait Client: Send {
+    /// A client-owned copy of `data` (allocate_memory + copy).
+    fn alloc_copy(&self, data: &[u8]) -> Result<usize, Status>;
+    /// `client_process_get_info(OS_PID)`.
+    fn os_pid(&self, cp: usize) -> Result<i32, Status>;
+    /// `insert_breakpoint`.
+    fn insert_breakpoint(&self, cp: usize, addr: u64, id: u64) -> Status;
+    /// `remove_breakpoint`.
+    fn remove_breakpoint(&self, cp: usize, id: u64) -> Status;
+    /// `xfer_global_memory` read; returns bytes read.
+    fn read_global(&self, cp: usize, addr: u64, buf: &mut [u8]) -> Result<usize, Status>;
+    /// `log_message`.
+    fn log(&self, level: i32, msg: &str);
+}
+
+/// A typed `*_get_info` answer; `ffi` checks the size and writes it.
+pub enum Info {
+    U16(u16),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    Usize(usize),
+    Handle(u64),
+    U32x3([u32; 3]),
+    U16x3([u16; 3]),
+    /// A string the client must free.
+    Str(String),
+    /// A byte array the client must free (pointer-sized result).
+    Bytes(Vec<u8>),
+    /// An empty watchpoint list.
+    EmptyWatchpoints,
+}
+
+/// A list answer with `changed` semantics.
+pub struct ListOut {
+    pub items: Vec<u64>,
+    pub changed: bool,
+}
+
+#[derive(Clone, Debug)]
+struct EventRec {
+    process: u64,
+    kind: i32,
+    wave: u64,
+    breakpoint: u64,
+    thread: usize,
+    runtime: i32,
+    queue: u64,
+    returned: bool,
+}
+
+/// What the listener / dispatch threads hand to the library caller.
+#[derive(Default)]
+struct Inbox {
+    hello: Option<(u64, UnixStream)>,
+    runtime_gone: bool,
+    /// The client processed the RUNTIME event: later HELLOs are acknowledged
+    /// by the listener itself.
+    announced: bool,
+}
+
+enum Runtime {
+    Down,
+    /// RUNTIME event queued (at attach, or on HELLO); the runtime's
+    /// connection, if any, is acknowledged when the event is processed.
+    Enabling {
+        r_debug: u64,
+        stream: Option<UnixStream>,
+        event: u64,
+    },
+    Up {
+        r_debug: u64,
+    },
+}
+
+struct Process {
+    handle: u64,
+    client: usize,
+    pid: i32,
+    notifier_r: OwnedFd,
+    notifier_w: Arc<OwnedFd>,
+    device: Arc<Device>,
+    inbox: Arc<Mutex<Inbox>>,
+    listener_stop: Arc<AtomicBool>,
+    listener: Option<std::thread::JoinHandle<()>>,
+    runtime: Runtime,
+    agent: u64,
+    queue: u64,
+    pending: VecDeque<u64>,
+    stop_fetched: HashSet<WaveId>,
+    stop_unprocessed: HashSet<WaveId>,
+    stop_requested: HashSet<WaveId>,
+    code_objects: Vec<(u64, String, i64)>,
+    announced: Vec<(String, i64)>,
+    breakpoint: Option<(u64, u64)>,
+    bp_resume: Option<(u64, usize, u64)>,
+    last_lists: HashMap<&'static str, Vec<u64>>,
+}
+
+pub struct Library {
+    client: Box<dyn Client>,
+    next_handle: u64,
+    processes: BTreeMap<u64, Process>,
+    events: HashMap<u64, EventRec>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn wake(fd: &OwnedFd) {
+    let _ = nix::unistd::write(fd.as_fd(), &[1u8]);
+}
+
+fn dev_status(e: DeviceError) -> Status {
+    match e {
+        DeviceError::InvalidWave(_) => st::ERROR_INVALID_WAVE_ID,
+        DeviceError::WaveNotStopped(_) => st::ERROR_WAVE_NOT_STOPPED,
+        DeviceError::WaveStopped(_) => st::ERROR_WAVE_STOPPED,
+        _ => st::ERROR,
+    }
+}
+
+/// Handles of waves and dispatches are `process << 40 | device id`.
+const SHIFT: u32 = 40;
+
+impl Library {
+    pub fn new(client: Box<dyn Client>) -> Self {
+        Self {
+            client,
+            next_handle: 16,
+            processes: BTreeMap::new(),
+            events: HashMap::new(),
+        }
+    }
+
+    pub fn client(&self) -> &dyn Client {
+        &*self.client
+    }
+
+    fn handle(&mut self) -> u64 {
+        self.next_handle += 1;
+        self.next_handle
+    }
+
+    fn proc(&mut self, p: u64) -> Result<&mut Process, Status> {
+        self.processes
+            .get_mut(&p)
+            .ok_or(st::ERROR_INVALID_PROCESS_ID)
+    }
+
+    fn wave_proc(&mut self, w: u64) -> Result<(&mut Process, WaveId), Status> {
+        let p = w >> SHIFT;
+        let proc = self
+            .processes
+            .get_mut(&p)
+            .ok_or(st::ERROR_INVALID_WAVE_ID)?;
+        Ok((proc, WaveId(w & ((1 << SHIFT) - 1))))
+    }
+
+    pub fn attach(&mut self, client_process: usize) -> Result<u64, Status> {
+        if self.processes.values().any(|p| p.client == client_process) {
+            return Err(st::ERROR_ALREADY_ATTACHED);
+        }
+        let pid = self.client.os_pid(client_process)?;
+        let handle = self.handle();
+        if handle >= 1 << (64 - SHIFT) {
+            return Err(st::ERROR);
+        }
+        let (r, w) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC)
+                .map_err(|_| st::ERROR)?;
+        let notifier_w = Arc::new(w);
+        let device = Arc::new(Device::new(
+            Arc::new(ProcessMemory::new(pid)),
+            DeviceConfig::default(),
+        ));
+        device.set_debug(true);
+        let hook_fd = notifier_w.clone();
+        device.set_event_hook(Some(Box::new(move || wake(&hook_fd))));
+        let inbox = Arc::new(Mutex::new(Inbox::default()));
+        let listener_stop = Arc::new(AtomicBool::new(false));
+        let name = socket_name(pid as u32);
+        let addr = SocketAddr::from_abstract_name(name.as_bytes()).map_err(|_| st::ERROR)?;
+        let listener = UnixListener::bind_addr(&addr).map_err(|e| {
+            self.client
+                .log(2, &format!("simgpu: cannot listen on @{name}: {e}"));
+            st::ERROR_RESTRICTION
+        })?;
+        let thread = {
+            let inbox = inbox.clone();
+            let device = device.clone();
+            let stop = listener_stop.clone();
+            let wfd = notifier_w.clone();
+            std::thread::Builder::new()
+                .name("simgpu-listen".into())
+                .spawn(move || {
+                    for conn in listener.incoming() {
+                        if stop.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let Ok(mut s) = conn else { continue };
+                        match Message::read_from(&mut s) {
+                            Ok(Message {
+                                kind: MessageKind::Hello,
+                                value,
+                            }) => {
+                                let mut ib = lock(&inbox);
+                                if ib.announced {
+                                    drop(ib);
+                                    ack_and_serve(s, &device, Some((inbox.clone(), wfd.clone())));
+                                } else {
+                                    ib.hello = Some((value, s));
+                                    drop(ib);
+                                    wake(&wfd);
+                                }
+                            }
+                            _ => continue,
+                        }
+                    }
+                })
+                .map_err(|_| st::ERROR)?
+        };
+        let agent = self.handle();
+        let queue = self.handle();
+        let cp = client_process;
+        self.processes.insert(
+            handle,
+            Process {
+                handle,
+                client: client_process,
+                pid,
+                notifier_r: r,
+                notifier_w,
+                device,
+                inbox,
+                listener_stop,
+                listener: Some(thread),
+                runtime: Runtime::Down,
+                agent,
+                queue,
+                pending: VecDeque::new(),
+                stop_fetched: HashSet::new(),
+                stop_unprocessed: HashSet::new(),
+                stop_requested: HashSet::new(),
+                code_objects: Vec::new(),
+                announced: Vec::new(),
+                breakpoint: None,
+                bp_resume: None,
+                last_lists: HashMap::new(),
+            },
+        );
+        self.client
+            .log(3, &format!("simgpu: attached to process {pid}"));
+        // A runtime that is already up is announced right away (its r_brk is
+        // set once initialized); it connects at its next load or launch.
+        if let Some(r_debug) = gpu_target::sim::rendezvous::find_r_debug(pid) {
+            if let Ok(r_brk) = self.read_u64(cp, r_debug + 16) {
+                if r_brk != 0 {
+                    self.runtime_enabling(handle, r_debug, r_brk, None);
+                }
+            }
+        }
+        Ok(handle)
+    }
+
+    /// Asks for the hook breakpoint and queues RUNTIME(LOADED_SUCCESS).
+    fn runtime_enabling(&mut self, p: u64, r_debug: u64, r_brk: u64, stream: Option<UnixStream>) {
+        let Ok(cp) = self.proc(p).map(|x| x.client) else {
+            return;
+        };
+        let bp = self.handle();
+        let s = self.client.insert_breakpoint(cp, r_brk, bp);
+        if s != st::SUCCESS {
+            self.client
+                .log(2, &format!("simgpu: insert_breakpoint failed ({s})"));
+        }
+        let ev = self.push_event(p, event_kind::RUNTIME, |e| {
+            e.runtime = runtime_state::LOADED_SUCCESS
+        });
+        if let Ok(proc) = self.proc(p) {
+            if s == st::SUCCESS {
+                proc.breakpoint = Some((bp, r_brk));
+            }
+            proc.runtime = Runtime::Enabling {
+                r_debug,
+                stream,
+                event: ev,
+            };
+            wake(&proc.notifier_w);
+        }
+    }
+
+    pub fn detach(&mut self, p: u64) -> Result<(), Status> {
+        let mut proc = self
+            .processes
+            .remove(&p)
+            .ok_or(st::ERROR_INVALID_PROCESS_ID)?;
+        self.events.retain(|_, e| e.process != p);
+        if let Some((bp, _)) = proc.breakpoint.take() {
+            self.client.remove_breakpoint(proc.client, bp);
+        }
+        // Waves keep running, undebugged.
+        proc.device.set_debug(false);
+        proc.device.set_event_hook(None);
+        for w in proc.device.wave_ids() {
+            let _ = proc.device.resume_wave(w, ResumeMode::Normal);
+        }
+        proc.device.set_wave_creation_stopped(false);
+        // A runtime still waiting for its ACK gets it and keeps its device.
+        if let Runtime::Enabling {
+            stream: Some(stream),
+            ..
+        } = std::mem::replace(&mut proc.runtime, Runtime::Down)
+        {
+            ack_and_serve(stream, &proc.device, None);
+        }
+        if let Some((_, stream)) = lock(&proc.inbox).hello.take() {
+            ack_and_serve(stream, &proc.device, None);
+        }
+        proc.listener_stop.store(true, Ordering::SeqCst);
+        let name = socket_name(proc.pid as u32);
+        if let Ok(addr) = SocketAddr::from_abstract_name(name.as_bytes()) {
+            let _ = UnixStream::connect_addr(&addr);
+        }
+        if let Some(t) = proc.listener.take() {
+            let _ = t.join();
+        }
+        Ok(())
+    }
+
+    pub fn finalize(&mut self) {
+        let ps: Vec<u64> = self.processes.keys().copied().collect();
+        for p in ps {
+            let _ = self.detach(p);
+        }
+    }
+
+    fn push_event(&mut self, p: u64, kind: i32, f: impl FnOnce(&mut EventRec)) -> u64 {
+        let id = self.handle();
+        let mut e = EventRec {
+            process: p,
+            kind,
+            wave: 0,
+            breakpoint: 0,
+            thread: 0,
+            runtime: 0,
+            queue: 0,
+            returned: false,
+        };
+        f(&mut e);
+        self.events.insert(id, e);
+        if let Some(proc) = self.processes.get_mut(&p) {
+            proc.pending.push_back(id);
+        }
+        id
+    }
+
+    fn read_u64(&self, cp: usize, addr: u64) -> Result<u64, Status> {
+        let mut b = [0u8; 8];
+        if self.client.read_global(cp, addr, &mut b)? != 8 {
+            return Err(st::ERROR_MEMORY_ACCESS);
+        }
+        Ok(u64::from_le_bytes(b))
+    }
+
+    /// Gathers device and runtime news into ABI events.
+    fn poll(&mut self, p: u64) -> Result<(), Status> {
+        let (cp, hello, gone, dev_events) = {
+            let proc = self.proc(p)?;
+            let mut buf = [0u8; 64];
+            while matches!(nix::unistd::read(proc.notifier_r.as_raw_fd(), &mut buf), Ok(n) if n > 0)
+            {
+            }
+            let mut inbox = lock(&proc.inbox);
+            let hello = inbox.hello.take();
+            let gone = std::mem::take(&mut inbox.runtime_gone);
+            drop(inbox);
+            (proc.client, hello, gone, proc.device.take_events())
+        };
+        if let Some((r_debug, stream)) = hello {
+            let proc = self.proc(p)?;
+            match &mut proc.runtime {
+                Runtime::Enabling { stream: slot, .. } => *slot = Some(stream),
+                Runtime::Up { .. } => {
+                    let notify = Some((proc.inbox.clone(), proc.notifier_w.clone()));
+                    ack_and_serve(stream, &proc.device, notify);
+                }
+                Runtime::Down => {
+                    let r_brk = self.read_u64(cp, r_debug + 16)?;
+                    self.runtime_enabling(p, r_debug, r_brk, Some(stream));
+                }
+            }
+        }
+        if gone {
+            let proc = self.proc(p)?;
+            let had = !proc.code_objects.is_empty();
+            proc.runtime = Runtime::Down;
+            proc.code_objects.clear();
+            proc.announced.clear();
+            let bp = proc.breakpoint.take();
+            if let Some((bp, _)) = bp {
+                self.client.remove_breakpoint(cp, bp);
+            }
+            if had {
+                self.push_event(p, event_kind::CODE_OBJECT_LIST_UPDATED, |_| {});
+            }
+            self.push_event(p, event_kind::RUNTIME, |e| {
+                e.runtime = runtime_state::UNLOADED
+            });
+        }
+        for ev in dev_events {
+            match ev {
+                DeviceEvent::WaveStop { wave, .. } => {
+                    let h = p << SHIFT | wave.0;
+                    self.push_event(p, event_kind::WAVE_STOP, |e| e.wave = h);
+                }
+                DeviceEvent::WaveCommandTerminated { wave } => {
+                    let h = p << SHIFT | wave.0;
+                    if let Ok(proc) = self.proc(p) {
+                        proc.stop_requested.remove(&wave);
+                    }
+                    self.push_event(p, event_kind::WAVE_COMMAND_TERMINATED, |e| e.wave = h);
+                }
+                DeviceEvent::DispatchDone { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
+    pub fn next_pending_event(&mut self, p: u64) -> Result<(u64, i32), Status> {
+        let ps: Vec<u64> = if p == 0 {
+            self.processes.keys().copied().collect()
+        } else {
+            self.proc(p)?;
+            vec![p]
+        };
+        for p in ps {
+            self.poll(p)?;
+            let proc = self.proc(p)?;
+            if let Some(id) = proc.pending.pop_front() {
+                let e = self.events.get_mut(&id).ok_or(st::ERROR)?;
+                e.returned = true;
+                let (kind, wave) = (e.kind, e.wave);
+                if kind == event_kind::WAVE_STOP {
+                    let proc = self.proc(p)?;
+                    let w = WaveId(wave & ((1 << SHIFT) - 1));
+                    proc.stop_fetched.insert(w);
+                    proc.stop_unprocessed.insert(w);
+                    proc.stop_requested.remove(&w);
+                }
+                return Ok((id, kind));
+            }
+        }
+        Ok((0, event_kind::NONE))
+    }
+
+    pub fn event_info(&self, ev: u64, q: i32) -> Result<Info, Status> {
+        let e = self
+            .events
+            .get(&ev)
+            .filter(|e| e.returned)
+            .ok_or(st::ERROR_INVALID_EVENT_ID)?;
+        use info::event as q_;
+        Ok(match q {
+            q_::PROCESS => Info::Handle(e.process),
+            q_::KIND => Info::I32(e.kind),
+            q_::WAVE
+                if matches!(
+                    e.kind,
+                    event_kind::WAVE_STOP | event_kind::WAVE_COMMAND_TERMINATED
+                ) =>
+            {
+                Info::Handle(e.wave)
+            }
+            q_::BREAKPOINT if e.kind == event_kind::BREAKPOINT_RESUME => Info::Handle(e.breakpoint),
+            q_::CLIENT_THREAD if e.kind == event_kind::BREAKPOINT_RESUME => Info::Usize(e.thread),
+            q_::RUNTIME_STATE if e.kind == event_kind::RUNTIME => Info::I32(e.runtime),
+            q_::QUEUE if e.kind == event_kind::QUEUE_ERROR => Info::Handle(e.queue),
+            _ => return Err(st::ERROR_INVALID_ARGUMENT),
+        })
+    }
+
+    pub fn event_processed(&mut self, ev: u64) -> Result<(), Status> {
+        let e = self
+            .events
+            .get(&ev)
+            .filter(|e| e.returned)
+            .cloned()
+            .ok_or(st::ERROR_INVALID_EVENT_ID)?;
+        self.events.remove(&ev);
+        let p = e.process;
+        match e.kind {
+            event_kind::WAVE_STOP => {
+                if let Ok(proc) = self.proc(p) {
+                    proc.stop_unprocessed
+                        .remove(&WaveId(e.wave & ((1 << SHIFT) - 1)));
+                }
+            }
+            event_kind::RUNTIME => {
+                let proc = self.proc(p)?;
+                if matches!(&proc.runtime, Runtime::Enabling { event, .. } if *event == ev) {
+                    if let Runtime::Enabling {
+                        r_debug, stream, ..
+                    } = std::mem::replace(&mut proc.runtime, Runtime::Down)
+                    {
+                        proc.runtime = Runtime::Up { r_debug };
+                        let (late, stream) = {
+                            let mut ib = lock(&proc.inbox);
+                            ib.announced = true;
+                            (ib.hello.take(), stream)
+                        };
+                        let notify = || Some((proc.inbox.clone(), proc.notifier_w.clone()));
+                        for s in stream.into_iter().chain(late.map(|h| h.1)) {
+                            ack_and_serve(s, &proc.device, notify());
+                        }
+                    }
+                }
+            }
+            event_kind::CODE_OBJECT_LIST_UPDATED => {
+                let proc = self.proc(p)?;
+                if let Some((bp, thread, _)) = proc.bp_resume.take() {
+                    self.push_event(p, event_kind::BREAKPOINT_RESUME, |e| {
+                        e.breakpoint = bp;
+                        e.thread = thread;
+                    });
+                    if let Ok(proc) = self.proc(p) {
+                        wake(&proc.notifier_w);
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Reads the runtime's link map: (URI, load address) in list order.
+    fn read_link_map(&self, cp: usize, r_debug: u64) -> Result<(i32, Vec<(String, i64)>), Status> {
+        let mut b = [0u8; 4];
+        self.client.read_global(cp, r_debug + 24, &mut b)?;
+        let state = i32::from_le_bytes(b);
+        let mut out = Vec::new();
+        let mut node = self.read_u64(cp, r_debug + 8)?;
+        while node != 0 && out.len() < 4096 {
+            let l_addr = self.read_u64(cp, node)?;
+            let l_name = self.read_u64(cp, node + 8)?;
+            let mut name = vec![0u8; 4096];
+            let n = self.client.read_global(cp, l_name, &mut name)?;
+            name.truncate(n);
+            let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+            out.push((
+                String::from_utf8_lossy(&name[..end]).into_owned(),
+                l_addr as i64,
+            ));
+            node = self.read_u64(cp, node + 24)?;
+        }
+        Ok((state, out))
+    }
+
+    pub fn report_breakpoint_hit(&mut self, bp: u64, thread: usize) -> Result<i32, Status> {
+        let p = self
+            .processes
+            .values()
+            .find(|pr| pr.breakpoint.map(|b| b.0) == Some(bp))
+            .map(|pr| pr.handle)
+            .ok_or(st::ERROR_INVALID_BREAKPOINT_ID)?;
+        let (cp, r_debug) = {
+            let proc = self.proc(p)?;
+            match proc.runtime {
+                Runtime::Up { r_debug } | Runtime::Enabling { r_debug, .. } => {
+                    (proc.client, r_debug)
+                }
+                Runtime::Down => return Ok(gpu_target::dbgapi::abi::BREAKPOINT_ACTION_RESUME),
+            }
+        };
+        let Ok((state, list)) = self.read_link_map(cp, r_debug) else {
+            return Ok(gpu_target::dbgapi::abi::BREAKPOINT_ACTION_RESUME);
+        };
+        let proc = self.proc(p)?;
+        if state != RT_CONSISTENT || list == proc.announced {
+            return Ok(gpu_target::dbgapi::abi::BREAKPOINT_ACTION_RESUME);
+        }
+        proc.announced = list;
+        let ev = self.push_event(p, event_kind::CODE_OBJECT_LIST_UPDATED, |_| {});
+        let proc = self.proc(p)?;
+        proc.bp_resume = Some((bp, thread, ev));
+        wake(&proc.notifier_w);
+        Ok(gpu_target::dbgapi::abi::BREAKPOINT_ACTION_HALT)
+    }
+
+    fn list_out(
+        proc: &mut Process,
+        key: &'static str,
+        items: Vec<u64>,
+        want_changed: bool,
+    ) -> ListOut {
+        let changed = proc.last_lists.get(key) != Some(&items);
+        proc.last_lists.insert(key, items.clone());
+        if want_changed && !changed {
+            ListOut {
+                items: Vec::new(),
+                changed: false,
+            }
+        } else {
+            ListOut {
+                items,
+                changed: true,
+            }
+        }
+    }
+
+    pub fn list(
+        &mut self,
+        p: u64,
+        what: &'static str,
+        want_changed: bool,
+    ) -> Result<ListOut, Status> {
+        let ps: Vec<u64> = if p == 0 {
+            self.processes.keys().copied().collect()
+        } else {
+            self.proc(p)?;
+            vec![p]
+        };
+        let mut all = Vec::new();
+        for p in &ps {
+            let items = self.list_one(*p, what)?;
+            all.extend(items);
+        }
+        if ps.len() == 1 {
+            let proc = self.proc(ps[0])?;
+            return Ok(Self::list_out(proc, what, all, want_changed));
+        }
+        Ok(ListOut {
+            items: all,
+            changed: true,
+        })
+    }
+
+    fn list_one(&mut self, p: u64, what: &str) -> Result<Vec<u64>, Status> {
+        match what {
+            "agent" => Ok(vec![self.proc(p)?.agent]),
+            "queue" => Ok(vec![self.proc(p)?.queue]),
+            "wave" => {
+                let proc = self.proc(p)?;
+                Ok(proc
+                    .device
+                    .wave_ids()
+                    .into_iter()
+                    .map(|w| p << SHIFT | w.0)
+                    .collect())
+            }
+            "dispatch" => {
+                let proc = self.proc(p)?;
+                Ok(proc
+                    .device
+                    .dispatches()
+                    .iter()
+                    .map(|d| p << SHIFT | d.id.0)
+                    .collect())
+            }
+            _ => {
+                // code objects
+                let (cp, r_debug) = {
+                    let proc = self.proc(p)?;
+                    match proc.runtime {
+                        Runtime::Up { r_debug } => (proc.client, r_debug),
+                        _ => return Ok(Vec::new()),
+                    }
+                };
+                // An exited or unreadable process has no code objects.
+                let list = match self.read_link_map(cp, r_debug) {
+                    Ok((_, list)) => list,
+                    Err(e) => {
+                        self.client
+                            .log(2, &format!("simgpu: cannot read the link map ({e})"));
+                        Vec::new()
+                    }
+                };
+                let mut out = Vec::new();
+                let mut next = Vec::new();
+                for (uri, addr) in list {
+                    let known = self
+                        .proc(p)?
+                        .code_objects
+                        .iter()
+                        .find(|(_, u, a)| *u == uri && *a == addr)
+                        .map(|c| c.0);
+                    let h = match known {
+                        Some(h) => h,
+                        None => self.handle(),
+                    };
+                    out.push(h);
+                    next.push((h, uri, addr));
+                }
+                self.proc(p)?.code_objects = next;
+                Ok(out)
+            }
+        }
+    }
+
+    pub fn code_object_info(&self, co: u64, q: i32) -> Result<Info, Status> {
+        for proc in self.processes.values() {
+            if let Some((_, uri, addr)) = proc.code_objects.iter().find(|c| c.0 == co) {
+                return Ok(match q {
+                    info::code_object::PROCESS => Info::Handle(proc.handle),
+                    info::code_object::URI_NAME => Info::Str(uri.clone()),
+                    info::code_object::LOAD_ADDRESS => Info::I64(*addr),
+                    _ => return Err(st::ERROR_INVALID_ARGUMENT),
+                });
+            }
+        }
+        Err(st::ERROR_INVALID_CODE_OBJECT_ID)
+    }
+
+    pub fn process_info(&mut self, p: u64, q: i32) -> Result<Info, Status> {
+        let proc = self.proc(p)?;
+        use info::process as q_;
+        Ok(match q {
+            q_::NOTIFIER => Info::I32(proc.notifier_r.as_raw_fd()),
+            q_::WATCHPOINT_COUNT => Info::Usize(0),
+            q_::WATCHPOINT_SHARE
+            | q_::PRECISE_MEMORY_SUPPORTED
+            | q_::PRECISE_ALU_EXCEPTIONS_SUPPORTED => Info::U32(0),
+            q_::OS_ID => Info::I32(proc.pid),
+            _ => return Err(st::ERROR_INVALID_ARGUMENT),
+        })
+    }
+
+    pub fn set_wave_creation(&mut self, p: u64, stop: bool) -> Result<(), Status> {
+        let proc = self.proc(p)?;
+        proc.device.set_wave_creation_stopped(stop);
+        Ok(())
+    }
+
+    pub fn check_process(&mut self, p: u64) -> Result<(), Status> {
+        if p == 0 {
+            return Ok(());
+        }
+        self.proc(p).map(|_| ())
+    }
+
+    pub fn agent_info(&self, a: u64, q: i32) -> Result<Info, Status> {
+        let proc = self
+            .processes
+            .values()
+            .find(|p| p.agent == a)
+            .ok_or(st::ERROR_INVALID_AGENT_ID)?;
+        use info::agent as q_;
+        Ok(match q {
+            q_::PROCESS => Info::Handle(proc.handle),
+            q_::NAME => Info::Str("AMD Instinct MI210 (simgpu)".into()),
+            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
+            q_::STATE => Info::U32(1),
+            q_::PCI_DOMAIN | q_::PCI_SLOT => Info::U16(0),
+            q_::PCI_VENDOR_ID => Info::U32(0x1002),
+            q_::PCI_DEVICE_ID => Info::U32(0x740f),
+            q_::EXECUTION_UNIT_COUNT => Info::Usize(104 * 4),
+            q_::MAX_WAVES_PER_EXECUTION_UNIT => Info::Usize(8),
+            q_::OS_ID => Info::U64(1),
+            _ => return Err(st::ERROR_INVALID_ARGUMENT),
+        })
+    }
+
+    pub fn queue_info(&self, qh: u64, q: i32) -> Result<Info, Status> {
+        let proc = self
+            .processes
+            .values()
+            .find(|p| p.queue == qh)
+            .ok_or(st::ERROR_INVALID_QUEUE_ID)?;
+        use info::queue as q_;
+        Ok(match q {
+            q_::AGENT => Info::Handle(proc.agent),
+            q_::PROCESS => Info::Handle(proc.handle),
+            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
+            q_::TYPE | q_::STATE => Info::U32(1),
+            q_::ERROR_REASON => Info::U32(0),
+            q_::ADDRESS | q_::SIZE => Info::U64(0),
+            q_::OS_ID => Info::U64(1),
+            _ => return Err(st::ERROR_INVALID_ARGUMENT),
+        })
+    }
+
+    pub fn dispatch_info(&mut self, d: u64, q: i32) -> Result<Info, Status> {
+        let p = d >> SHIFT;
+        let proc = self
+            .processes
+            .get(&p)
+            .ok_or(st::ERROR_INVALID_DISPATCH_ID)?;
+        let id = d & ((1 << SHIFT) - 1);
+        let desc = proc
+            .device
+            .dispatches()
+            .into_iter()
+            .find(|x| x.id.0 == id)
+            .ok_or(st::ERROR_INVALID_DISPATCH_ID)?;
+        use info::dispatch as q_;
+        Ok(match q {
+            q_::QUEUE => Info::Handle(proc.queue),
+            q_::AGENT => Info::Handle(proc.agent),
+            q_::PROCESS => Info::Handle(proc.handle),
+            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
+            q_::OS_QUEUE_PACKET_ID => Info::U64(id),
+            q_::BARRIER => Info::U32(1),
+            q_::ACQUIRE_FENCE | q_::RELEASE_FENCE => Info::U32(2),
+            q_::GRID_DIMENSIONS => Info::U32(if desc.grid[2] > 1 {
+                3
+            } else if desc.grid[1] > 1 {
+                2
+            } else {
+                1
+            }),
+            q_::WORKGROUP_SIZES => Info::U16x3(desc.wg),
+            q_::GRID_SIZES => Info::U32x3(desc.grid),
+            q_::PRIVATE_SEGMENT_SIZE => Info::U64(desc.kd.private_segment_fixed_size as u64),
+            q_::GROUP_SEGMENT_SIZE => Info::U64(desc.group_segment as u64),
+            q_::KERNEL_ARGUMENT_SEGMENT_ADDRESS => Info::U64(desc.kernarg),
+            q_::KERNEL_DESCRIPTOR_ADDRESS => Info::U64(desc.kd_addr),
+            q_::KERNEL_CODE_ENTRY_ADDRESS => Info::U64(desc.entry),
+            q_::KERNEL_COMPLETION_ADDRESS => Info::U64(0),
+            _ => return Err(st::ERROR_INVALID_ARGUMENT),
+        })
+    }
+
+    /// The state a client sees: STOP only once the WAVE_STOP was fetched.
+    fn visible_state(proc: &Process, w: WaveId, dev: WaveState) -> i32 {
+        match dev {
+            WaveState::Stopped if proc.stop_fetched.contains(&w) => wave_state::STOP,
+            WaveState::SingleStep => wave_state::SINGLE_STEP,
+            _ => wave_state::RUN,
+        }
+    }
+
+    pub fn wave_info(&mut self, wh: u64, q: i32) -> Result<Info, Status> {
+        let (proc, w) = self.wave_proc(wh)?;
+        let i = proc.device.wave_info(w).map_err(dev_status)?;
+        let state = Self::visible_state(proc, w, i.state);
+        let stopped = state == wave_state::STOP;
+        use info::wave as q_;
+        let need_stop = |v: Info| {
+            if stopped {
+                Ok(v)
+            } else {
+                Err(st::ERROR_WAVE_NOT_STOPPED)
+            }
+        };
+        Ok(match q {
+            q_::STATE => Info::I32(state),
+            q_::STOP_REASON => need_stop(Info::U32(i.stop_reason.0))?,
+            q_::WATCHPOINTS => need_stop(Info::EmptyWatchpoints)?,
+            q_::WORKGROUP => return Err(st::ERROR_NOT_AVAILABLE),
+            q_::DISPATCH => Info::Handle(proc.handle << SHIFT | i.dispatch.0),
+            q_::QUEUE => Info::Handle(proc.queue),
+            q_::AGENT => Info::Handle(proc.agent),
+            q_::PROCESS => Info::Handle(proc.handle),
+            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
+            q_::PC => need_stop(Info::U64(i.pc))?,
+            q_::EXEC_MASK => need_stop(Info::U64(i.exec))?,
+            q_::WORKGROUP_COORD => Info::U32x3(i.workgroup_coord),
+            q_::WAVE_NUMBER_IN_WORKGROUP => Info::U32(i.wave_in_group),
+            q_::LANE_COUNT => Info::Usize(64),
+            _ => return Err(st::ERROR_INVALID_ARGUMENT),
+        })
+    }
+
+    pub fn wave_stop(&mut self, wh: u64) -> Result<(), Status> {
+        let (proc, w) = self.wave_proc(wh)?;
+        let i = proc.device.wave_info(w).map_err(dev_status)?;
+        if Self::visible_state(proc, w, i.state) == wave_state::STOP {
+            return Err(st::ERROR_WAVE_STOPPED);
+        }
+        if proc.stop_requested.contains(&w) {
+            return Err(st::ERROR_WAVE_OUTSTANDING_STOP);
+        }
+        proc.stop_requested.insert(w);
+        match proc.device.stop_wave(w) {
+            // Stopped already (its WAVE_STOP is pending): that event completes the request.
+            Ok(()) | Err(DeviceError::WaveStopped(_)) => Ok(()),
+            Err(e) => {
+                proc.stop_requested.remove(&w);
+                Err(dev_status(e))
+            }
+        }
+    }
+
+    pub fn wave_resume(&mut self, wh: u64, mode: i32, exceptions: u32) -> Result<(), Status> {
+        let (proc, w) = self.wave_proc(wh)?;
+        let i = proc.device.wave_info(w).map_err(dev_status)?;
+        if Self::visible_state(proc, w, i.state) != wave_state::STOP {
+            return Err(st::ERROR_WAVE_NOT_STOPPED);
+        }
+        if proc.stop_unprocessed.contains(&w) {
+            return Err(st::ERROR_WAVE_NOT_RESUMABLE);
+        }
+        if exceptions != 0 {
+            // The runtime sees the exception: the dispatch is abandoned and
+            // the queue reports an error (the runtime's launch fails).
+            use gpu_target::dbgapi::abi::exceptions as x;
+            let reason = if exceptions & (x::WAVE_MEMORY_VIOLATION | x::WAVE_ADDRESS_ERROR) != 0 {
+                StopReasons::MEMORY_VIOLATION
+            } else if exceptions & x::WAVE_ILLEGAL_INSTRUCTION != 0 {
+                StopReasons::ILLEGAL_INSTRUCTION
+            } else {
+                StopReasons::TRAP
+            };
+            proc.device
+                .abort_dispatch_of(w, reason)
+                .map_err(dev_status)?;
+            proc.stop_fetched.remove(&w);
+            let (p, queue) = (proc.handle, proc.queue);
+            self.push_event(p, event_kind::QUEUE_ERROR, |e| e.queue = queue);
+            if let Ok(proc) = self.proc(p) {
+                wake(&proc.notifier_w);
+            }
+            return Ok(());
+        }
+        let mode = match mode {
+            gpu_target::dbgapi::abi::RESUME_MODE_NORMAL => ResumeMode::Normal,
+            gpu_target::dbgapi::abi::RESUME_MODE_SINGLE_STEP => ResumeMode::SingleStep,
+            _ => return Err(st::ERROR_INVALID_ARGUMENT),
+        };
+        proc.device.resume_wave(w, mode).map_err(dev_status)?;
+        proc.stop_fetched.remove(&w);
+        Ok(())
+    }
+
+    pub fn wave_register_list(&mut self, wh: u64) -> Result<Vec<u64>, Status> {
+        let (proc, w) = self.wave_proc(wh)?;
+        let regs = gfx90a_registers();
+        let vgprs = proc
+            .device
+            .with_stopped_regs(w, |r| r.vgpr.len())
+            .or_else(|e| match e {
+                DeviceError::WaveNotStopped(_) => Ok(256),
+                e => Err(dev_status(e)),
+            })?;
+        Ok(regs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !matches!(r, Reg::Vgpr(n) if *n as usize >= vgprs))
+            .map(|(i, _)| ARCH_HANDLE << 32 | i as u64)
+            .collect())
+    }
+
+    fn reg(r: u64) -> Result<Reg, Status> {
+        if r >> 32 != ARCH_HANDLE {
+            return Err(st::ERROR_INVALID_REGISTER_ID);
+        }
+        gfx90a_registers()
+            .get((r & 0xffff_ffff) as usize)
+            .copied()
+            .ok_or(st::ERROR_INVALID_REGISTER_ID)
+    }
+
+    pub fn register_info(&self, r: u64, q: i32) -> Result<Info, Status> {
+        let d = Self::reg(r)?.desc();
+        use info::register as q_;
+        Ok(match q {
+            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
+            q_::NAME => Info::Str(d.name),
+            q_::SIZE => Info::U64(d.size as u64),
+            q_::TYPE => Info::Str(d.type_name),
+            q_::DWARF => Info::U64(d.dwarf.ok_or(st::ERROR_NOT_AVAILABLE)?),
+            q_::PROPERTIES => Info::U32(0),
+            _ => return Err(st::ERROR_INVALID_ARGUMENT),
+        })
+    }
+
+    pub fn architecture_register_list(&self, a: u64) -> Result<Vec<u64>, Status> {
+        if a != ARCH_HANDLE {
+            return Err(st::ERROR_INVALID_ARCHITECTURE_ID);
+        }
+        Ok((0..gfx90a_registers().len() as u64)
+            .map(|i| ARCH_HANDLE << 32 | i)
+            .collect())
+    }
+
+    pub fn wave_register_exists(&mut self, wh: u64, r: u64) -> Result<bool, Status> {
+        let list = self.wave_register_list(wh)?;
+        Self::reg(r)?;
+        Ok(list.contains(&r))
+    }
+
+    pub fn read_register(
+        &mut self,
+        wh: u64,
+        r: u64,
+        off: usize,
+        out: &mut [u8],
+    ) -> Result<(), Status> {
+        let reg = Self::reg(r)?;
+        let (proc, w) = self.wave_proc(wh)?;
+        let i = proc.device.wave_info(w).map_err(dev_status)?;
+        if Self::visible_state(proc, w, i.state) != wave_state::STOP {
+            return Err(st::ERROR_WAVE_NOT_STOPPED);
+        }
+        let bytes = proc
+            .device
+            .with_stopped_regs(w, |regs| reg.read(regs))
+            .map_err(dev_status)?
+            .ok_or(st::ERROR_REGISTER_NOT_AVAILABLE)?;
+        let src = bytes
+            .get(off..off + out.len())
+            .ok_or(st::ERROR_INVALID_ARGUMENT_COMPATIBILITY)?;
+        out.copy_from_slice(src);
+        Ok(())
+    }
+
+    pub fn write_register(
+        &mut self,
+        wh: u64,
+        r: u64,
+        off: usize,
+        data: &[u8],
+    ) -> Result<(), Status> {
+        let reg = Self::reg(r)?;
+        let (proc, w) = self.wave_proc(wh)?;
+        let i = proc.device.wave_info(w).map_err(dev_status)?;
+        if Self::visible_state(proc, w, i.state) != wave_state::STOP {
+            return Err(st::ERROR_WAVE_NOT_STOPPED);
+        }
+        let size = reg.desc().size;
+        if off + data.len() > size {
+            return Err(st::ERROR_INVALID_ARGUMENT_COMPATIBILITY);
+        }
+        proc.device
+            .with_stopped_regs(w, |regs| reg.write(regs, off, data))
+            .map_err(dev_status)?
+            .ok_or(st::ERROR_REGISTER_NOT_AVAILABLE)
+    }
+
+    pub fn architecture_info(&self, a: u64, q: i32) -> Result<Info, Status> {
+        if a != ARCH_HANDLE {
+            return Err(st::ERROR_INVALID_ARCHITECTURE_ID);
+        }
+        use info::architecture as q_;
+        Ok(match q {
+            q_::NAME => Info::Str("gfx90a".into()),
+            q_::ELF_AMDGPU_MACHINE => Info::U32(EF_AMDGPU_MACH_GFX90A),
+            q_::LARGEST_INSTRUCTION_SIZE => Info::U64(8),
+            q_::MINIMUM_INSTRUCTION_ALIGNMENT => Info::U64(4),
+            q_::BREAKPOINT_INSTRUCTION_SIZE => Info::U64(4),
+            q_::BREAKPOINT_INSTRUCTION => Info::Bytes(vec![0x01, 0x00, 0x92, 0xbf]),
+            q_::BREAKPOINT_INSTRUCTION_PC_ADJUST => Info::U64(4),
+            q_::PC_REGISTER => Info::Handle(
+                ARCH_HANDLE << 32
+                    | gfx90a_registers()
+                        .iter()
+                        .position(|r| *r == Reg::Pc)
+                        .unwrap_or(0) as u64,
+            ),
+            _ => return Err(st::ERROR_INVALID_ARGUMENT),
+        })
+    }
+
+    /// Memory access. `wave` 0 = none.
+    pub fn memory(
+        &mut self,
+        p: u64,
+        wave: u64,
+        aspace: u64,
+        addr: u64,
+        read: Option<&mut [u8]>,
+        write: Option<&[u8]>,
+    ) -> Result<usize, Status> {
+        match aspace {
+            ASPACE_GLOBAL | ASPACE_GENERIC => {
+                let proc = self.proc(p)?;
+                if let Some(buf) = read {
+                    let n = proc.device.memory().read_partial(addr, buf);
+                    if n == 0 && !buf.is_empty() {
+                        return Err(st::ERROR_MEMORY_ACCESS);
+                    }
+                    Ok(n)
+                } else if let Some(data) = write {
+                    proc.device
+                        .write_memory(addr, data)
+                        .map_err(|_| st::ERROR_MEMORY_ACCESS)?;
+                    Ok(data.len())
+                } else {
+                    Err(st::ERROR_INVALID_ARGUMENT)
+                }
+            }
+            ASPACE_LOCAL => {
+                if wave == 0 {
+                    return Err(st::ERROR_INVALID_WAVE_ID);
+                }
+                let (proc, w) = self.wave_proc(wave)?;
+                let a = u32::try_from(addr).map_err(|_| st::ERROR_MEMORY_ACCESS)?;
+                let n = if let Some(buf) = read {
+                    proc.device.read_lds(w, a, buf).map_err(dev_status)?
+                } else if let Some(data) = write {
+                    proc.device.write_lds(w, a, data).map_err(dev_status)?
+                } else {
+                    0
+                };
+                if n == 0 {
+                    return Err(st::ERROR_MEMORY_ACCESS);
+                }
+                Ok(n)
+            }
+            _ => Err(st::ERROR_INVALID_ADDRESS_SPACE_ID),
+        }
+    }
+}
+
+/// Acknowledges a runtime's HELLO and serves its dispatches.
+fn ack_and_serve(
+    mut stream: UnixStream,
+    device: &Arc<Device>,
+    notify: Option<(Arc<Mutex<Inbox>>, Arc<OwnedFd>)>,
+) {
+    let ack = Message {
+        kind: MessageKind::Ack,
+        value: 0,
+    };
+    if stream.write_all(&ack.encode()).is_ok() {
+        serve_runtime(stream, device.clone(), notify);
+    }
+}
+
+/// Serves the runtime's dispatches on the device until it disconnects.
+fn serve_runtime(
+    mut stream: UnixStream,
+    device: Arc<Device>,
+    notify: Option<(Arc<Mutex<Inbox>>, Arc<OwnedFd>)>,
+) {
+    let _ = std::thread::Builder::new()
+        .name("simgpu-queue".into())
+        .spawn(move || {
+            while let Ok(m) = Message::read_from(&mut stream) {
+                if m.kind != MessageKind::Dispatch {
+                    continue;
+                }
+                let status = match device.submit(m.value) {
+                    Ok(id) => outcome_code(device.wait(id, None)),
+                    Err(_) => 1,
+                };
+                let done = Message {
+                    kind: MessageKind::Done,
+                    value: status,
+                };
+                if stream.write_all(&done.encode()).is_err() {
+                    break;
+                }
+            }
+            if let Some((inbox, fd)) = notify {
+                lock(&inbox).runtime_gone = true;
+                wake(&fd);
+            }
+        });
+}

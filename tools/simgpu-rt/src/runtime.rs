@@ -1,0 +1,389 @@
+//! The runtime proper (safe Rust); `ffi` exposes it to C.
+
+use std::ffi::CString;
+use std::os::fd::AsRawFd;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::SocketAddr;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::AtomicI32;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::OnceLock;
+
+use gpu_target::model::StopReasons;
+use gpu_target::sim::device::encode_dispatch_packet;
+use gpu_target::sim::device::Device;
+use gpu_target::sim::device::DeviceConfig;
+use gpu_target::sim::device::DispatchOutcome;
+use gpu_target::sim::elf::Elf;
+use gpu_target::sim::memory::ProcessMemory;
+use gpu_target::sim::rendezvous::socket_name;
+use gpu_target::sim::rendezvous::Message;
+use gpu_target::sim::rendezvous::MessageKind;
+use gpu_target::sim::rendezvous::RT_ADD;
+use gpu_target::sim::rendezvous::RT_CONSISTENT;
+use gpu_target::sim::rendezvous::RT_DELETE;
+
+/// `struct r_debug` (glibc layout), the debugger rendezvous.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RDebug {
+    /// Protocol version (1).
+    pub r_version: AtomicI32,
+    /// Address of the first `struct link_map`.
+    pub r_map: AtomicU64,
+    /// Address of the hook function.
+    pub r_brk: AtomicU64,
+    /// `RT_CONSISTENT`, `RT_ADD` or `RT_DELETE`.
+    pub r_state: AtomicI32,
+    /// Unused (0).
+    pub r_ldbase: AtomicU64,
+}
+
+/// `struct link_map` (glibc layout): one loaded code object.
+#[repr(C)]
+#[derive(Debug, Default)]
+struct LinkMap {
+    l_addr: AtomicU64,
+    l_name: AtomicU64,
+    l_ld: AtomicU64,
+    l_next: AtomicU64,
+    l_prev: AtomicU64,
+}
+
+impl LinkMap {
+    fn addr(self: &Arc<Self>) -> u64 {
+        Arc::as_ptr(self) as u64
+    }
+}
+
+/// Status codes of the C API.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Status {
+    /// Success.
+    Success = 0,
+    /// A NULL or malformed argument.
+    InvalidArgument = 1,
+    /// The code object file could not be read.
+    File = 2,
+    /// Not a gfx90a code object.
+    InvalidCodeObject = 3,
+    /// No kernel of that name.
+    KernelNotFound = 4,
+    /// A wave accessed a bad address.
+    MemoryViolation = 5,
+    /// A wave trapped or hit an illegal instruction.
+    Aborted = 6,
+    /// The debugger's GPU library went away mid-dispatch.
+    DebuggerLost = 7,
+}
+
+impl Status {
+    /// Text for a status.
+    pub fn text(code: i32) -> &'static str {
+        match code {
+            0 => "success",
+            1 => "invalid argument",
+            2 => "cannot read the code object file",
+            3 => "not a gfx90a code object",
+            4 => "kernel not found",
+            5 => "memory violation in a kernel",
+            6 => "kernel aborted (trap or illegal instruction)",
+            7 => "lost the debugger's GPU library",
+            _ => "unknown status",
+        }
+    }
+}
+
+/// A block of heap memory aligned to 4 KiB that never moves.
+struct Aligned {
+    buf: Vec<u8>,
+    off: usize,
+    len: usize,
+}
+
+impl Aligned {
+    fn new(bytes: &[u8], align: usize) -> Self {
+        let mut buf = vec![0u8; bytes.len() + align];
+        let off = (align - buf.as_ptr() as usize % align) % align;
+        buf[off..off + bytes.len()].copy_from_slice(bytes);
+        Self {
+            buf,
+            off,
+            len: bytes.len(),
+        }
+    }
+    fn addr(&self) -> u64 {
+        self.buf.as_ptr() as u64 + self.off as u64
+    }
+}
+
+/// A loaded code object.
+pub struct Module {
+    image: Aligned,
+    kernels: Vec<(String, u64, u32)>,
+    _uri: CString,
+    node: Arc<LinkMap>,
+}
+
+impl Module {
+    /// Address of the kernel descriptor of `name` and its kernarg size.
+    fn kernel(&self, name: &str) -> Option<(u64, u32)> {
+        self.kernels
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, kd, size)| (*kd, *size))
+    }
+}
+
+#[derive(Default)]
+struct Runtime {
+    device: Option<Device>,
+    debugger: Option<UnixStream>,
+    /// The link-map nodes, in load order.
+    nodes: Vec<Arc<LinkMap>>,
+}
+
+/// Sends a message without raising SIGPIPE if the library went away (a C
+/// program has the default SIGPIPE action, which would kill it).
+fn send(s: &UnixStream, m: Message) -> std::io::Result<()> {
+    use std::os::fd::AsFd;
+    let b = m.encode();
+    let mut off = 0;
+    while off < b.len() {
+        let n = nix::sys::socket::send(
+            s.as_fd().as_raw_fd(),
+            &b[off..],
+            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+        )
+        .map_err(std::io::Error::from)?;
+        off += n;
+    }
+    Ok(())
+}
+
+fn runtime() -> &'static Mutex<Runtime> {
+    static RT: OnceLock<Mutex<Runtime>> = OnceLock::new();
+    RT.get_or_init(|| Mutex::new(Runtime::default()))
+}
+
+fn lock_rt() -> std::sync::MutexGuard<'static, Runtime> {
+    runtime().lock().unwrap_or_else(|p| p.into_inner())
+}
+
+use crate::ffi::_simgpu_loader_debug_state as loader_debug_state;
+use crate::ffi::_simgpu_r_debug as R_DEBUG;
+
+fn hook_addr() -> u64 {
+    loader_debug_state as *const () as u64
+}
+
+fn uri_encode(path: &str) -> String {
+    let mut s = String::from("file://");
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"/_.~-".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
+}
+
+impl Runtime {
+    /// Connects to an attached debugger's GPU library, if any.
+    fn try_connect(&mut self) {
+        if self.debugger.is_some() {
+            return;
+        }
+        let name = socket_name(std::process::id());
+        let Ok(addr) = SocketAddr::from_abstract_name(name.as_bytes()) else {
+            return;
+        };
+        let Ok(mut s) = UnixStream::connect_addr(&addr) else {
+            return;
+        };
+        R_DEBUG.r_brk.store(hook_addr(), Ordering::SeqCst);
+        let hello = Message {
+            kind: MessageKind::Hello,
+            value: &R_DEBUG as *const RDebug as u64,
+        };
+        if send(&s, hello).is_err() {
+            return;
+        }
+        // The library acknowledges once the debugger processed the runtime
+        // event (ROCr waits for the debugger in the same way).
+        match Message::read_from(&mut s) {
+            Ok(Message {
+                kind: MessageKind::Ack,
+                ..
+            }) => {
+                tracing::debug!(target: "simgpu_rt", "debugger attached");
+                self.debugger = Some(s);
+            }
+            _ => tracing::warn!(target: "simgpu_rt", "GPU library handshake failed"),
+        }
+    }
+
+    /// Rewrites the list links and `r_map` from `nodes`.
+    fn relink(&mut self) {
+        for (i, n) in self.nodes.iter().enumerate() {
+            let next = self.nodes.get(i + 1).map(|x| x.addr()).unwrap_or(0);
+            let prev = if i == 0 { 0 } else { self.nodes[i - 1].addr() };
+            n.l_next.store(next, Ordering::SeqCst);
+            n.l_prev.store(prev, Ordering::SeqCst);
+        }
+        let first = self.nodes.first().map(|x| x.addr()).unwrap_or(0);
+        R_DEBUG.r_map.store(first, Ordering::SeqCst);
+    }
+}
+
+/// Initialises the runtime (idempotent).
+pub fn init() -> Status {
+    R_DEBUG.r_brk.store(hook_addr(), Ordering::SeqCst);
+    lock_rt().try_connect();
+    Status::Success
+}
+
+/// Loads a code object file.
+pub fn load(path: &str) -> Result<Box<Module>, Status> {
+    let bytes = std::fs::read(path).map_err(|_| Status::File)?;
+    let elf = Elf::parse_code_object(&bytes).map_err(|_| Status::InvalidCodeObject)?;
+    if elf.amdgpu_mach() != gpu_target::sim::elf::EF_AMDGPU_MACH_GFX90A {
+        return Err(Status::InvalidCodeObject);
+    }
+    let image = Aligned::new(
+        &elf.load_image().map_err(|_| Status::InvalidCodeObject)?,
+        4096,
+    );
+    let base = image.addr();
+    let mut kernels = Vec::new();
+    for k in elf.kernels() {
+        let Ok(sym) = elf.symbol(&format!("{k}.kd")) else {
+            continue;
+        };
+        let kd = base + sym.value;
+        let kdb = elf.read_vaddr(sym.value, 64);
+        let kernarg = kdb
+            .and_then(|b| gpu_target::sim::elf::KernelDescriptor::parse(b).ok())
+            .map(|d| d.kernarg_size)
+            .unwrap_or(0);
+        kernels.push((k.to_owned(), kd, kernarg));
+    }
+    let abs = std::fs::canonicalize(path)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| path.to_owned());
+    let uri = CString::new(format!(
+        "{}#offset=0&size={}",
+        uri_encode(&abs),
+        bytes.len()
+    ))
+    .map_err(|_| Status::InvalidArgument)?;
+    let node = Arc::new(LinkMap {
+        l_addr: AtomicU64::new(base),
+        l_name: AtomicU64::new(uri.as_ptr() as u64),
+        ..LinkMap::default()
+    });
+    let module = Box::new(Module {
+        image,
+        kernels,
+        _uri: uri,
+        node,
+    });
+    let mut rt = lock_rt();
+    rt.try_connect();
+    R_DEBUG.r_state.store(RT_ADD, Ordering::SeqCst);
+    loader_debug_state();
+    rt.nodes.push(module.node.clone());
+    rt.relink();
+    R_DEBUG.r_state.store(RT_CONSISTENT, Ordering::SeqCst);
+    loader_debug_state();
+    tracing::debug!(target: "simgpu_rt", path, base, len = module.image.len, "loaded");
+    Ok(module)
+}
+
+/// Unloads a code object.
+pub fn unload(module: Box<Module>) {
+    let mut rt = lock_rt();
+    R_DEBUG.r_state.store(RT_DELETE, Ordering::SeqCst);
+    loader_debug_state();
+    rt.nodes.retain(|n| !Arc::ptr_eq(n, &module.node));
+    rt.relink();
+    R_DEBUG.r_state.store(RT_CONSISTENT, Ordering::SeqCst);
+    loader_debug_state();
+    drop(module);
+}
+
+/// Launches `kernel` and waits for it.
+pub fn launch(
+    module: &Module,
+    kernel: &str,
+    grid: [u32; 3],
+    block: [u16; 3],
+    args: &[u8],
+) -> Status {
+    let Some((kd, kernarg_size)) = module.kernel(kernel) else {
+        return Status::KernelNotFound;
+    };
+    if grid.contains(&0) || block.contains(&0) {
+        return Status::InvalidArgument;
+    }
+    let mut kernarg_bytes = args.to_vec();
+    kernarg_bytes.resize((kernarg_size as usize).max(args.len()).max(8), 0);
+    let kernarg = Aligned::new(&kernarg_bytes, 64);
+    let packet_bytes = encode_dispatch_packet(kd, kernarg.addr(), grid, block, 0);
+    let packet = Aligned::new(&packet_bytes, 64);
+    let mut rt = lock_rt();
+    rt.try_connect();
+    if let Some(s) = rt.debugger.as_mut() {
+        let msg = Message {
+            kind: MessageKind::Dispatch,
+            value: packet.addr(),
+        };
+        let reply = send(s, msg).and_then(|_| Message::read_from(s));
+        return match reply {
+            Ok(Message {
+                kind: MessageKind::Done,
+                value,
+            }) => match value {
+                0 => Status::Success,
+                5 => Status::MemoryViolation,
+                _ => Status::Aborted,
+            },
+            _ => {
+                rt.debugger = None;
+                Status::DebuggerLost
+            }
+        };
+    }
+    let dev = rt.device.get_or_insert_with(|| {
+        Device::new(
+            Arc::new(ProcessMemory::this_process()),
+            DeviceConfig::default(),
+        )
+    });
+    let id = match dev.submit(packet.addr()) {
+        Ok(id) => id,
+        Err(_) => return Status::InvalidArgument,
+    };
+    let out = dev.wait(id, None);
+    drop(kernarg);
+    drop(packet);
+    outcome_status(out)
+}
+
+/// The C status of a dispatch outcome.
+pub fn outcome_status(o: Option<DispatchOutcome>) -> Status {
+    match o {
+        Some(DispatchOutcome::Completed) => Status::Success,
+        Some(DispatchOutcome::Aborted { reason, .. })
+            if reason.contains(StopReasons::MEMORY_VIOLATION) =>
+        {
+            Status::MemoryViolation
+        }
+        _ => Status::Aborted,
+    }
+}
