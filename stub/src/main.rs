@@ -132,24 +132,88 @@ struct DemoCli {
     comm: String,
 }
 
-const DEMO_SOURCE: &str = include_str!("../demo/sample.c");
+const DEMO_CPU_SOURCE: &str = include_str!("../demo/sample.c");
+const DEMO_GPU_SOURCE: &str = include_str!("../../samples/vector_add.c");
+const DEMO_GPU_COMMON: &str = include_str!("../../samples/common.h");
+const DEMO_GPU_HEADER: &str = include_str!("../../samples/include/simgpu_rt.h");
+const DEMO_GPU_KERNEL: &[u8] = include_bytes!("../../samples/kernels/vector_add.hsaco");
+
+fn write(path: &std::path::Path, data: &[u8]) -> Result<(), String> {
+    std::fs::write(path, data).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+fn cc(args: &[&std::ffi::OsStr]) -> Result<(), String> {
+    let st = std::process::Command::new("cc")
+        .args(args)
+        .status()
+        .map_err(|e| format!("running cc to build the demo program: {e}"))?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err("cc failed to build the demo program".into())
+    }
+}
+
+/// Build the demo program: the vector-add GPU sample when the simulated
+/// GPU runtime sits next to this executable, else a CPU-only sample.
+fn build_demo(dir: &std::path::Path) -> Result<(std::path::PathBuf, Vec<String>, bool), String> {
+    let bin_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.to_path_buf()))
+        .unwrap_or_default();
+    let rt = bin_dir.join("libsimgpu_rt.so");
+    if rt.exists() && bin_dir.join("libsimgpu_dbgapi.so").exists() {
+        write(&dir.join("vector_add.c"), DEMO_GPU_SOURCE.as_bytes())?;
+        write(&dir.join("common.h"), DEMO_GPU_COMMON.as_bytes())?;
+        write(&dir.join("simgpu_rt.h"), DEMO_GPU_HEADER.as_bytes())?;
+        write(&dir.join("vector_add.hsaco"), DEMO_GPU_KERNEL)?;
+        let bin = dir.join("vector_add");
+        let kdir = format!("-DKERNEL_DIR=\"{}\"", dir.display());
+        let inc = format!("-I{}", dir.display());
+        let lib = format!("-L{}", bin_dir.display());
+        let rpath = format!("-Wl,-rpath,{}", bin_dir.display());
+        let src = dir.join("vector_add.c");
+        cc(&[
+            "-g".as_ref(),
+            "-O1".as_ref(),
+            inc.as_ref(),
+            kdir.as_ref(),
+            src.as_os_str(),
+            "-o".as_ref(),
+            bin.as_os_str(),
+            lib.as_ref(),
+            "-lsimgpu_rt".as_ref(),
+            rpath.as_ref(),
+        ])?;
+        return Ok((bin, vec![], true));
+    }
+    let src = dir.join("sample.c");
+    let bin = dir.join("sample");
+    write(&src, DEMO_CPU_SOURCE.as_bytes())?;
+    cc(&[
+        "-g".as_ref(),
+        "-O0".as_ref(),
+        "-o".as_ref(),
+        bin.as_os_str(),
+        src.as_os_str(),
+    ])?;
+    Ok((bin, vec!["100000".into()], false))
+}
 
 fn demo_cli(args: Vec<String>) -> Result<Cli, String> {
     let d = DemoCli::parse_from(args);
     let dir = std::env::temp_dir().join(format!("gdbmux-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let src = dir.join("sample.c");
-    let bin = dir.join("sample");
-    std::fs::write(&src, DEMO_SOURCE).map_err(|e| format!("writing {}: {e}", src.display()))?;
-    let st = std::process::Command::new("cc")
-        .args(["-g", "-O0", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .map_err(|e| format!("running cc to build the demo program: {e}"))?;
-    if !st.success() {
-        return Err("cc failed to build the demo program".into());
+    let (bin, args, gpu) = build_demo(&dir)?;
+    if !gpu {
+        let _ = writeln!(
+            std::io::stderr(),
+            "gdbmux demo: libsimgpu_rt.so / libsimgpu_dbgapi.so are not next to this executable \
+             (build the whole workspace: cargo build --release); serving a CPU-only sample"
+        );
     }
+    let mut program = vec![bin.display().to_string()];
+    program.extend(args);
     Ok(Cli {
         once: d.once,
         multi: d.multi,
@@ -165,7 +229,7 @@ fn demo_cli(args: Vec<String>) -> Result<Cli, String> {
         log_channels: vec![],
         log_format: "text".into(),
         comm: d.comm,
-        program: vec![bin.display().to_string(), "100000".into()],
+        program,
     })
 }
 
@@ -265,8 +329,18 @@ fn run(cli: Cli) -> Result<(), String> {
         };
         let _ = writeln!(
             err,
-            "Connect with:\n  gdb  -ex '{gdb_target}' {prog}\n  lldb -o '{lldb_cmd}' {prog}"
+            "Connect with:\n  gdb  -ex '{gdb_target}' {prog}\n  lldb -o 'settings set stop-disassembly-display never' -o '{lldb_cmd}' {prog}"
         );
+        if !cli.no_gpu {
+            let _ = writeln!(
+                err,
+                "GPU (once the program's GPU runtime is up):\n  \
+                 lldb: the GPU target appears by itself as a second target (waves are its threads); the \
+                 stop-disassembly setting keeps stock lldb 23.1 from aborting on GPU stops\n  \
+                 gdb:  monitor gpu | monitor gpu break KERNEL | monitor gpu waves | monitor gpu regs WAVE | \
+                 monitor gpu mem global ADDR LEN | monitor gpu continue   (monitor help lists them all)"
+            );
+        }
     }
     drop(err);
     server.run().map_err(|e| e.to_string())

@@ -6,6 +6,7 @@
 pub mod controller;
 pub mod host;
 pub mod regs;
+pub mod symbols;
 pub mod target;
 
 pub use controller::GpuController;

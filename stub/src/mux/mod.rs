@@ -244,7 +244,7 @@ impl Mux {
             let addr = url.trim_start_matches("connect://");
             let _ = writeln!(
                 s,
-                "reach the GPU:\n  lldb: settings set target.disassembly-cpu {arch}  (before the GPU target appears; stock lldb 23.1 aborts otherwise)\n        the GPU target then appears by itself (offered through jAcceleratorPluginInitialize / the runtime hook)\n  gdb:  monitor gpu waves | monitor gpu regs WAVE | monitor gpu break ADDR | monitor gpu continue  (on this CPU session, {addr})",
+                "reach the GPU:\n  lldb: settings set stop-disassembly-display never   (before the GPU target appears: stock lldb 23.1 aborts disassembling {arch} stops)\n        the GPU target then appears by itself (offered through jAcceleratorPluginInitialize or the runtime hook), e.g.\n        lldb -o 'settings set stop-disassembly-display never' -o 'gdb-remote {addr}' PROGRAM\n  gdb:  monitor gpu waves | monitor gpu regs WAVE | monitor gpu break ADDR | monitor gpu continue  (on this CPU session, {addr})",
                 arch = g.architecture().map(|a| a.name).unwrap_or_else(|| "gfx90a".into()),
             );
         }

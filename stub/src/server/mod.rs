@@ -49,6 +49,7 @@ use crate::wire::WireEvent;
 const LISTENER: Token = Token(0);
 const SIGCHLD: Token = Token(1);
 const GPU_NOTIFIER: Token = Token(2);
+const TARGET_FD: Token = Token(3);
 const FIRST_CONN: usize = 16;
 const READ_CHUNK: usize = 256 * 1024;
 
@@ -120,9 +121,18 @@ pub struct ServerConfig {
 /// eprintln!("listening on {}", server.local_address());
 /// server.run().unwrap();
 /// ```
-#[derive(Debug, Clone)]
 pub struct ServerBuilder {
     cfg: ServerConfig,
+    custom: Option<(Box<dyn Target>, StopEvent)>,
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("cfg", &self.cfg)
+            .field("custom_target", &self.custom.is_some())
+            .finish()
+    }
 }
 
 impl ServerBuilder {
@@ -137,7 +147,16 @@ impl ServerBuilder {
                 gpu: GpuConfig::default(),
                 advertise: None,
             },
+            custom: None,
         })
+    }
+
+    /// Serve any [`Target`] (for example a `gdbstub` target through
+    /// `stub::adapters::gdbstub`), stopped at `stop`, to the first client.
+    /// If the target has its own [`Target::event_fd`], the loop watches it.
+    pub fn target(mut self, target: Box<dyn Target>, stop: StopEvent) -> Self {
+        self.custom = Some((target, stop));
+        self
     }
 
     /// Serve the GPU through an amd-dbgapi library (`None` = default
@@ -196,7 +215,7 @@ impl ServerBuilder {
 
     /// Bind, launch/attach, and return the ready server.
     pub fn build(self) -> Result<Server, ServerError> {
-        Server::new(self.cfg)
+        Server::new(self.cfg, self.custom)
     }
 }
 
@@ -289,7 +308,10 @@ pub struct Server {
 }
 
 impl Server {
-    fn new(cfg: ServerConfig) -> Result<Self, ServerError> {
+    fn new(
+        cfg: ServerConfig,
+        custom: Option<(Box<dyn Target>, StopEvent)>,
+    ) -> Result<Self, ServerError> {
         native::block_sigchld()?;
         let poll = Poll::new().map_err(io_err("creating poll"))?;
         let sigchld = native::SigchldFd::new()?;
@@ -301,6 +323,7 @@ impl Server {
             )
             .map_err(io_err("registering SIGCHLD fd"))?;
         let initial: Option<(Box<dyn Target>, StopEvent)> = match &cfg.inferior {
+            _ if custom.is_some() => custom,
             Inferior::None => None,
             Inferior::Launch => {
                 let program = cfg.launch.program.clone().unwrap_or_default();
@@ -319,6 +342,11 @@ impl Server {
         } else {
             Some(Listener::bind(&cfg.listen).map_err(io_err(format!("binding {:?}", cfg.listen)))?)
         };
+        if let Some(fd) = initial.as_ref().and_then(|(t, _)| t.event_fd()) {
+            poll.registry()
+                .register(&mut SourceFd(&fd), TARGET_FD, Interest::READABLE)
+                .map_err(io_err("registering the target's event fd"))?;
+        }
         if let Some(l) = listener.as_mut() {
             poll.registry()
                 .register(l.source(), LISTENER, Interest::READABLE)
@@ -402,6 +430,19 @@ impl Server {
                 match ev.token() {
                     LISTENER => self.accept_all()?,
                     GPU_NOTIFIER => self.on_gpu_notifier(),
+                    TARGET_FD => {
+                        let tokens: Vec<Token> = self.clients.keys().copied().collect();
+                        for t in tokens {
+                            if let Some(Client {
+                                kind: ClientKind::Session(s),
+                                ..
+                            }) = self.clients.get_mut(&t)
+                            {
+                                s.on_target_event();
+                            }
+                            self.flush(t);
+                        }
+                    }
                     SIGCHLD => {
                         self.sigchld.drain();
                         let tokens: Vec<Token> = self.clients.keys().copied().collect();

@@ -227,6 +227,97 @@ impl Session {
             }
         }
         self.gpu_apply_host_requests();
+        self.gpu_report_stop();
+    }
+
+    /// gdb's path to the GPU (DESIGN §3.10): when a wave stops (breakpoint,
+    /// fault) while the client waits on the CPU and no GPU session is
+    /// connected, stop the CPU process and report that stop with a console
+    /// line naming the wave, kernel and address.
+    pub(super) fn gpu_report_stop(&mut self) {
+        if self.role != Role::Cpu || !self.running || self.gpu_report.is_some() {
+            return;
+        }
+        let Some(mux) = self.mux.clone() else { return };
+        let (gpu, report) = {
+            let m = mux.borrow();
+            (m.gpu.clone(), m.gpu_session.is_none() && m.report_gpu_stops)
+        };
+        let Some(gpu) = gpu else { return };
+        if !report {
+            return;
+        }
+        let stop = {
+            let mut g = gpu.borrow_mut();
+            loop {
+                let Some(s) = g.pop_stop() else { return };
+                if s.info.stop_reason.unwrap_or_default().0 != 0 {
+                    break s;
+                }
+            }
+        };
+        let (text, kernel) = {
+            let g = gpu.borrow();
+            let cos = g.code_objects().to_vec();
+            let pc = stop.info.pc.unwrap_or(0);
+            let kernel = self
+                .symbolizer
+                .describe(&cos, pc)
+                .unwrap_or_else(|| "?".into());
+            let reasons = stop.info.stop_reason.unwrap_or_default();
+            let why = crate::gpu::target::stop_kind(reasons);
+            let why = match why {
+                (_, StopKind::SwBreak) => "a breakpoint".to_string(),
+                (_, StopKind::Step) => "a single step".to_string(),
+                (libc::SIGSEGV, _) => "a memory violation".to_string(),
+                (libc::SIGILL, _) => "an illegal instruction".to_string(),
+                _ => format!("stop reasons {:#x}", reasons.0),
+            };
+            let c = stop.info.workgroup_coord.unwrap_or_default();
+            (
+                format!(
+                    "gdbmux: GPU wave {} stopped at {why} in kernel {kernel} at {pc:#x} (dispatch {}, workgroup ({},{},{}), wave {} in group). \
+                     See `monitor gpu waves`; resume it with `monitor gpu continue`.\n",
+                    stop.tid,
+                    stop.info.dispatch.0,
+                    c[0],
+                    c[1],
+                    c[2],
+                    stop.info.wave_number_in_workgroup.unwrap_or(0)
+                ),
+                kernel,
+            )
+        };
+        tracing::info!(target: "mux", wave = stop.tid, %kernel, "GPU stop reported to the CPU session");
+        self.gpu_report = Some(text);
+        for t in self.procs.values_mut() {
+            if let Err(e) = t.interrupt() {
+                tracing::warn!(target: "ptrace", "interrupt for a GPU stop: {e}");
+            }
+        }
+    }
+
+    /// If a GPU stop is being reported, turn the CPU interrupt into that
+    /// report (console line + SIGTRAP stop).
+    pub(super) fn gpu_decorate_stop(&mut self, stop: StopEvent) -> StopEvent {
+        let Some(text) = self.gpu_report.take() else {
+            return stop;
+        };
+        self.send(&reply::console(&text));
+        match stop {
+            StopEvent::Stopped {
+                pid,
+                tid,
+                kind: StopKind::Interrupt,
+                ..
+            } => StopEvent::Stopped {
+                pid,
+                tid,
+                signal: libc::SIGTRAP,
+                kind: StopKind::Signal,
+            },
+            other => other,
+        }
     }
 
     /// The CPU process of this server ended; a GPU session reports it.

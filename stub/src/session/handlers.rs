@@ -696,8 +696,10 @@ impl Session {
         }
         self.running = true;
         // Events already queued by the target (pending stops of other
-        // threads) are picked up at once.
+        // threads) are picked up at once, and so are GPU stops that
+        // happened while the CPU was stopped (gdb's GPU path).
         self.on_target_event();
+        self.gpu_report_stop();
     }
 
     pub(super) fn handle_interrupt(&mut self) {
@@ -731,6 +733,11 @@ impl Session {
         if self.running && self.gpu_intercept(&stop) {
             return;
         }
+        let stop = if self.running {
+            self.gpu_decorate_stop(stop)
+        } else {
+            stop
+        };
         let ended = matches!(
             stop,
             StopEvent::Exited { .. } | StopEvent::Terminated { .. }

@@ -148,6 +148,8 @@ pub struct Session {
     role: Role,
     mux: Option<crate::mux::MuxHandle>,
     internal: Option<gpu::Internal>,
+    gpu_report: Option<String>,
+    symbolizer: crate::gpu::symbols::Symbolizer,
     last_plans: BTreeMap<Pid, crate::target::ResumePlan>,
 }
 
@@ -178,6 +180,8 @@ impl Session {
             role: Role::Cpu,
             mux: None,
             internal: None,
+            gpu_report: None,
+            symbolizer: Default::default(),
             last_plans: BTreeMap::new(),
         }
     }

@@ -15,7 +15,7 @@ const HELP: &str = "gdbmux monitor commands:\n\
   gpu waves         waves (id, pc, exec, stop reason, workgroup, wave number)\n\
   gpu regs W [R..]  registers of wave W (all, or the named ones)\n\
   gpu mem [global|local|private] ADDR LEN [W]   memory of an address space\n\
-  gpu break ADDR    set a GPU breakpoint;  gpu breaks: list;  gpu delete ADDR\n\
+  gpu break ADDR|KERNEL  set a GPU breakpoint;  gpu breaks: list;  gpu delete ADDR\n\
   gpu step W        single-step wave W;  gpu continue [W]: resume one or all waves\n\
   gpu stops report|log   report GPU stops to this session, or only log them\n";
 

@@ -49,6 +49,10 @@ impl Session {
         let Some(gpu) = self.gpu_handle() else {
             return "GPU: no GPU library loaded (gdbmux --dbgapi PATH, or GDBMUX_DBGAPI)\n".into();
         };
+        // Answer from the GPU's current state: take in events the loop has
+        // not seen yet (a monitor command is not a replay packet).
+        let news = gpu.borrow_mut().process_events();
+        self.gpu_on_news(&news);
         let sub = args.first().map(String::as_str).unwrap_or("info");
         let r: Result<String, String> = match sub {
             "info" | "state" => Ok(self
@@ -151,13 +155,19 @@ impl Session {
                     }
                 }
             }
-            "break" | "b" => match args.get(1).and_then(|a| num(a)) {
-                Some(addr) => gpu
-                    .borrow_mut()
-                    .insert_gpu_breakpoint(addr)
-                    .map(|()| format!("GPU breakpoint at {addr:#x}\n")),
-                None => Err("usage: monitor gpu break ADDR".into()),
-            },
+            "break" | "b" => {
+                let cos = gpu.borrow().code_objects().to_vec();
+                let addr = args
+                    .get(1)
+                    .and_then(|a| num(a).or_else(|| self.symbolizer.lookup(&cos, a)));
+                match addr {
+                    Some(addr) => gpu
+                        .borrow_mut()
+                        .insert_gpu_breakpoint(addr)
+                        .map(|()| format!("GPU breakpoint at {addr:#x}\n")),
+                    None => Err("usage: monitor gpu break ADDR|KERNEL (kernels are listed by `monitor gpu`)".into()),
+                }
+            }
             "breaks" | "breakpoints" => {
                 let list = gpu.borrow().gpu_breakpoints();
                 Ok(if list.is_empty() {
