@@ -23,6 +23,8 @@ fi
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 export GDBMUX_BIN="$target_dir/debug/gdbmux" RSP_REQUIRE_STUB=1
 echo "== tests"; cargo test --workspace -- --test-threads=2
+echo "== loom model check of the GPU event hand-off"
+CARGO_TARGET_DIR="$target_dir/loom" RUSTFLAGS="--cfg loom" cargo test -q -p gpu-target --test loom_handoff --release
 echo "== gdbstub adapter + oracle"; cargo test -p stub --features gdbstub-adapter adapters
 echo "== conformance: gdbmux must pass every required scenario; gdbserver and lldb-server are reported"
 cargo run -q -p protocol-tests --bin rsp-conform -- --all --markdown "$target_dir/REPORT.md"

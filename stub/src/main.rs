@@ -54,6 +54,14 @@ struct Cli {
     /// Disable address-space randomization for launched programs.
     #[arg(long)]
     disable_randomization: bool,
+    /// Most simultaneous connections (sessions and refused connections
+    /// still being answered); one more is answered with an error and closed.
+    #[arg(long, value_name = "N", default_value_t = stub::server::MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// Most bytes of replies a client may leave unread before its session
+    /// is closed (with --multi the process stays for the next client).
+    #[arg(long, value_name = "BYTES", default_value_t = stub::session::MAX_PENDING_OUTPUT)]
+    max_pending_output: usize,
     /// Write logs to this file instead of stderr.
     #[arg(long, value_name = "FILE")]
     log_file: Option<std::path::PathBuf>,
@@ -220,6 +228,8 @@ fn demo_cli(args: Vec<String>) -> Result<Cli, String> {
         attach: None,
         attach_name: None,
         disable_randomization: false,
+        max_connections: stub::server::MAX_CONNECTIONS,
+        max_pending_output: stub::session::MAX_PENDING_OUTPUT,
         dbgapi: None,
         no_gpu: false,
         gpu_hook: None,
@@ -263,7 +273,9 @@ fn run(cli: Cli) -> Result<(), String> {
     let mut b = ServerBuilder::new(&cli.comm)?
         .multi(cli.multi)
         .disable_aslr(cli.disable_randomization)
-        .advertise(cli.advertise.clone());
+        .advertise(cli.advertise.clone())
+        .max_connections(cli.max_connections)
+        .max_pending_output(cli.max_pending_output);
     if !cli.no_gpu {
         b = b
             .gpu(cli.dbgapi.clone())

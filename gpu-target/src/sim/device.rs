@@ -14,6 +14,12 @@
 //! a [`DeviceEvent::WaveStop`] is queued; otherwise the dispatch is aborted and
 //! [`Device::wait`] reports why. Waves keep running while the host process is
 //! stopped; only [`Device::stop_wave`] stops them.
+//!
+//! Events reach the debugger through a bounded [`Handoff`]: a device thread
+//! that finds it full waits (backpressure, never loss), outside every device
+//! lock, so the consumer can always make progress. The consumer pops with
+//! [`Device::pop_event`] / [`Device::take_events`]; the event hook runs when
+//! a push finds the consumer armed (it saw the queue empty).
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
@@ -34,8 +40,12 @@ use thiserror::Error;
 
 use super::elf::KernelDescriptor;
 use super::elf::KERNEL_DESCRIPTOR_SIZE;
+use super::handoff::Handoff;
+use super::handoff::HandoffStats;
+use super::handoff::Wake;
 use super::memory::GlobalMemory;
 use super::memory::MemFault;
+use super::storm::StormEvent;
 use super::wave::step;
 use super::wave::CodeFetch;
 use super::wave::Ctx;
@@ -91,6 +101,9 @@ pub struct DeviceConfig {
     pub max_resident_waves: usize,
     /// Instructions a wave runs before its workgroup goes back in the queue.
     pub quantum: u32,
+    /// Capacity of the event hand-off to the debugger; device threads wait
+    /// while it is full.
+    pub event_capacity: usize,
 }
 
 impl Default for DeviceConfig {
@@ -102,6 +115,7 @@ impl Default for DeviceConfig {
                 .clamp(1, 8),
             max_resident_waves: 16384,
             quantum: 4096,
+            event_capacity: 1024,
         }
     }
 }
@@ -164,6 +178,9 @@ pub enum DeviceEvent {
         /// How.
         outcome: DispatchOutcome,
     },
+    /// A synthetic event of an event storm ([`super::storm`]), injected
+    /// with [`Device::inject_event`] by storm producer threads.
+    Storm(StormEvent),
 }
 
 /// A dispatch as the device runs it.
@@ -265,7 +282,6 @@ struct Sched {
     dispatches: BTreeMap<DispatchId, DispatchState>,
     waves: BTreeMap<WaveId, Arc<Workgroup>>,
     resident_waves: usize,
-    events: VecDeque<DeviceEvent>,
     debug: bool,
     wave_creation_stopped: bool,
     shutdown: bool,
@@ -281,6 +297,7 @@ struct Shared {
     work_cv: Condvar,
     done_cv: Condvar,
     hook: RwLock<Option<EventHook>>,
+    events: Handoff<DeviceEvent>,
     next_id: AtomicU64,
     instructions: AtomicU64,
     cfg: DeviceConfig,
@@ -369,6 +386,7 @@ impl Device {
             work_cv: Condvar::new(),
             done_cv: Condvar::new(),
             hook: RwLock::new(None),
+            events: Handoff::new(cfg.event_capacity),
             next_id: AtomicU64::new(1),
             instructions: AtomicU64::new(0),
             cfg: cfg.clone(),
@@ -390,7 +408,8 @@ impl Device {
         &self.shared.mem
     }
 
-    /// Sets the hook called whenever events are queued.
+    /// Sets the hook called when an event is queued for a consumer that saw
+    /// the queue empty (e.g. to write a notifier pipe).
     pub fn set_event_hook(&self, hook: Option<EventHook>) {
         if let Ok(mut h) = self.shared.hook.write() {
             *h = hook;
@@ -398,8 +417,15 @@ impl Device {
     }
 
     /// Debug mode: traps and faults stop waves instead of aborting.
+    /// Leaving it closes the event hand-off (queued events are dropped and
+    /// device threads waiting for room go on); entering it reopens it.
     pub fn set_debug(&self, on: bool) {
         lock(&self.shared.sched).debug = on;
+        if on {
+            self.shared.events.reopen();
+        } else {
+            self.shared.events.close();
+        }
     }
 
     /// Stops or restarts the creation of new waves.
@@ -510,9 +536,36 @@ impl Device {
         }
     }
 
-    /// Takes the queued events.
+    /// Takes the queued events (until the hand-off is seen empty, which
+    /// arms the event hook).
     pub fn take_events(&self) -> Vec<DeviceEvent> {
-        lock(&self.shared.sched).events.drain(..).collect()
+        std::iter::from_fn(|| self.shared.events.try_pop()).collect()
+    }
+
+    /// The oldest queued event; `None` arms the event hook. For the one
+    /// consumer (the debugger's thread).
+    pub fn pop_event(&self) -> Option<DeviceEvent> {
+        self.shared.events.try_pop()
+    }
+
+    /// Queues an event as a device thread does: waits while the hand-off is
+    /// full. Fails (returning the event) once debug mode was left. Never
+    /// call it from the consumer's thread: it would wait for itself.
+    pub fn inject_event(&self, ev: DeviceEvent) -> Result<(), DeviceEvent> {
+        match self.shared.events.push(ev) {
+            Ok(wake) => {
+                if wake == Wake::Yes {
+                    notify_hook(&self.shared);
+                }
+                Ok(())
+            }
+            Err(c) => Err(c.0),
+        }
+    }
+
+    /// Counters of the event hand-off.
+    pub fn event_stats(&self) -> HandoffStats {
+        self.shared.events.stats()
     }
 
     /// Descriptions of the dispatches in flight.
@@ -725,17 +778,24 @@ impl Device {
         Ok(did)
     }
 
+    /// Events caused by the consumer's own requests (a stop request): they
+    /// may exceed the capacity (one outstanding stop per wave bounds them),
+    /// since waiting here would wait for the caller itself.
     fn push_events(&self, evs: Vec<DeviceEvent>) {
-        if evs.is_empty() {
-            return;
+        let mut wake = false;
+        for ev in evs {
+            wake |= self.shared.events.push_unbounded(ev) == Ok(Wake::Yes);
         }
-        lock(&self.shared.sched).events.extend(evs);
-        notify_hook(&self.shared);
+        if wake {
+            notify_hook(&self.shared);
+        }
     }
 }
 
 impl Drop for Device {
     fn drop(&mut self) {
+        // Device threads waiting for room in the hand-off must go on.
+        self.shared.events.close();
         lock(&self.shared.sched).shutdown = true;
         self.shared.work_cv.notify_all();
         for w in self.workers.drain(..) {
@@ -1074,15 +1134,22 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
         launch_more(shared, &mut s);
         shared.work_cv.notify_all();
     }
-    let have_events = s.debug && !events.is_empty();
-    if s.debug {
-        s.events.extend(events);
-    }
+    let debug = s.debug;
     drop(s);
     if completed {
         shared.done_cv.notify_all();
     }
-    if have_events {
-        notify_hook(shared);
+    if debug {
+        // Outside every lock: this may wait for the consumer (backpressure),
+        // and the consumer needs the scheduler and workgroup locks to make
+        // progress. A wave's next event needs the debugger's resume, so its
+        // events cannot overtake each other here.
+        let mut wake = false;
+        for ev in events {
+            wake |= shared.events.push(ev) == Ok(Wake::Yes);
+        }
+        if wake {
+            notify_hook(shared);
+        }
     }
 }

@@ -4,8 +4,10 @@
 pub mod decode;
 pub mod device;
 pub mod elf;
+pub mod handoff;
 pub mod memory;
 pub mod regs;
 pub mod rendezvous;
+pub mod storm;
 pub mod synthetic;
 pub mod wave;

@@ -12,6 +12,7 @@
 //! threads hand events over through its notifier fd.
 
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::collections::VecDeque;
 use std::fmt;
 use std::os::fd::RawFd;
@@ -110,6 +111,94 @@ pub struct WaveStop {
     pub info: WaveInfo,
 }
 
+/// Events handled per [`GpuController::process_events`] call when the loop
+/// can be woken again (see there): bounds the work of one call under an
+/// event storm, and what [`GpuNews`] collects.
+pub const EVENTS_PER_PASS: u64 = 256;
+
+/// Counters of the events the controller handled, by kind (for `monitor
+/// gpu` and the event-storm test).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct GpuEventCounts {
+    /// All events (= [`GpuController::events_total`]).
+    pub total: u64,
+    /// WAVE_STOP.
+    pub wave_stops: u64,
+    /// WAVE_COMMAND_TERMINATED.
+    pub wave_terminations: u64,
+    /// CODE_OBJECT_LIST_UPDATED.
+    pub code_object_updates: u64,
+    /// RUNTIME (any state).
+    pub runtime: u64,
+    /// BREAKPOINT_RESUME.
+    pub breakpoint_resumes: u64,
+    /// QUEUE_ERROR.
+    pub queue_errors: u64,
+    /// Queued stops replaced by a newer stop of the same wave.
+    pub stops_replaced: u64,
+    /// Queued stops dropped because their wave terminated.
+    pub stops_dropped: u64,
+    /// Most stops queued at once.
+    pub max_queued_stops: usize,
+    /// `process_events` calls that stopped at [`EVENTS_PER_PASS`] and woke
+    /// the loop to go on.
+    pub passes_cut: u64,
+}
+
+/// Wave stops waiting to be reported: at most one per wave.
+///
+/// A wave cannot stop twice without being resumed in between, so a second
+/// stop of a queued wave means the first is obsolete (the wave was resumed
+/// by a path that did not go through [`GpuController::resume_wave`]): it is
+/// replaced, and the queue holds at most one entry per live wave. Stops of
+/// a wave that terminated are dropped. Memory is therefore bounded by the
+/// number of live waves, whatever the event rate.
+#[derive(Default)]
+struct StopQueue {
+    q: VecDeque<WaveStop>,
+    queued: BTreeSet<WaveId>,
+}
+
+impl StopQueue {
+    /// Queues `s`; `true` when it replaced an older stop of its wave.
+    fn push(&mut self, s: WaveStop) -> bool {
+        let replaced = !self.queued.insert(s.wave);
+        if replaced {
+            self.q.retain(|x| x.wave != s.wave);
+        }
+        self.q.push_back(s);
+        replaced
+    }
+
+    fn pop(&mut self) -> Option<WaveStop> {
+        let s = self.q.pop_front()?;
+        self.queued.remove(&s.wave);
+        Some(s)
+    }
+
+    /// Drops the wave's stop; `true` when there was one.
+    fn remove(&mut self, wave: WaveId) -> bool {
+        if !self.queued.remove(&wave) {
+            return false;
+        }
+        self.q.retain(|x| x.wave != wave);
+        true
+    }
+
+    fn clear(&mut self) {
+        self.q.clear();
+        self.queued.clear();
+    }
+
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+}
+
 /// The controller.
 pub struct GpuController {
     api: DbgApi,
@@ -121,13 +210,18 @@ pub struct GpuController {
     lifetime: u64,
     waves: BTreeMap<WaveId, Tid>,
     next_tid: Tid,
-    stops: VecDeque<WaveStop>,
+    stops: StopQueue,
     arch: Option<Architecture>,
     regs: Vec<RegisterInfo>,
     code_objects: Vec<CodeObject>,
     gpu_bps: BTreeMap<u64, Vec<u8>>,
     notifier: Option<RawFd>,
-    events_total: u64,
+    /// A second write end of the notifier pipe (see `process_events`).
+    self_wake: Option<std::fs::File>,
+    /// Events whose `event_processed` waits until the loop carried out the
+    /// host-breakpoint requests they caused.
+    deferred_acks: Vec<gpu_target::model::EventId>,
+    counts: GpuEventCounts,
     /// Per wave: architecture register number → index in the wave's own
     /// register list (a wave only has the registers its kernel allocated).
     wave_regs: BTreeMap<WaveId, Vec<Option<usize>>>,
@@ -156,13 +250,15 @@ impl GpuController {
             lifetime: 0,
             waves: BTreeMap::new(),
             next_tid: SHADOW_TID + 1,
-            stops: VecDeque::new(),
+            stops: StopQueue::default(),
             arch: None,
             regs: Vec::new(),
             code_objects: Vec::new(),
             gpu_bps: BTreeMap::new(),
             notifier: None,
-            events_total: 0,
+            self_wake: None,
+            deferred_acks: Vec::new(),
+            counts: GpuEventCounts::default(),
             wave_regs: BTreeMap::new(),
         })
     }
@@ -200,6 +296,17 @@ impl GpuController {
         self.backend = Some(Box::new(backend));
         self.cpu_pid = Some(pid);
         self.notifier = fd;
+        // A write end of the same pipe, to wake the loop ourselves (Linux
+        // reopens a pipe through /proc with the requested direction).
+        self.self_wake = fd.and_then(|fd| {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+                .open(format!("/proc/self/fd/{fd}"))
+                .map_err(|e| tracing::warn!(target: "dbgapi", "no self-wake for the notifier: {e}"))
+                .ok()
+        });
         self.set_state(GpuState::ProcessAttached);
         Ok(fd)
     }
@@ -233,6 +340,13 @@ impl GpuController {
             .collect()
     }
 
+    fn host_requests_pending(&self) -> bool {
+        match self.requests.lock() {
+            Ok(v) => !v.is_empty(),
+            Err(p) => !p.into_inner().is_empty(),
+        }
+    }
+
     /// The library's breakpoint at `addr`, if any.
     pub fn host_breakpoint(&self, addr: u64) -> Option<BreakpointId> {
         self.host_bps.get(&addr).copied()
@@ -251,7 +365,11 @@ impl GpuController {
         r
     }
 
-    /// Drain the notifier and every pending event.
+    /// Drain the notifier and the pending events: all of them, or at most
+    /// [`EVENTS_PER_PASS`] when the loop can be woken again. In that case
+    /// the call writes the notifier itself and returns, so the loop serves
+    /// its clients between passes (a storm of GPU events must not starve a
+    /// client's packets) and `GpuNews` stays small.
     pub fn process_events(&mut self) -> GpuNews {
         let mut news = GpuNews::default();
         if let Some(fd) = self.notifier {
@@ -259,7 +377,21 @@ impl GpuController {
             // The pipe's content has no meaning; drain it to re-arm.
             while matches!(nix::unistd::read(fd, &mut buf), Ok(n) if n > 0) {}
         }
+        // The caller carried out the host requests of the last round.
+        for id in std::mem::take(&mut self.deferred_acks) {
+            if let Some(b) = self.backend.as_mut() {
+                if let Err(e) = b.event_processed(id) {
+                    tracing::warn!(target: "dbgapi", "event_processed: {e}");
+                }
+            }
+        }
         loop {
+            if news.events >= EVENTS_PER_PASS && self.self_wake.is_some() {
+                // More may be pending: come back after the loop's other work.
+                self.counts.passes_cut += 1;
+                self.wake_self();
+                break;
+            }
             let ev = match self.backend.as_mut().map(|b| b.next_event()) {
                 Some(Ok(Some(ev))) => ev,
                 Some(Ok(None)) | None => break,
@@ -270,8 +402,19 @@ impl GpuController {
             };
             let (id, event) = ev;
             news.events += 1;
-            self.events_total += 1;
+            self.counts.total += 1;
             self.handle_event(event, &mut news);
+            // Fix (muxtests): the library's host-breakpoint requests are
+            // queued and carried out by the session after this returns. Acking
+            // the event that caused them (RUNTIME loaded) at once let the
+            // runtime run into its hook before the breakpoint was planted
+            // (gdb flow: code-object updates lost in ~half the runs). Hold the
+            // ack, wake the loop, and ack at the start of the next round.
+            if self.self_wake.is_some() && self.host_requests_pending() {
+                self.deferred_acks.push(id);
+                self.wake_self();
+                break;
+            }
             if let Some(b) = self.backend.as_mut() {
                 if let Err(e) = b.event_processed(id) {
                     tracing::warn!(target: "dbgapi", "event_processed: {e}");
@@ -281,7 +424,25 @@ impl GpuController {
         news
     }
 
+    /// Make the notifier readable, so the loop calls `process_events` again.
+    fn wake_self(&mut self) {
+        if let Some(w) = self.self_wake.as_mut() {
+            use std::io::Write as _;
+            // A full pipe is already readable: nothing to do.
+            let _ = w.write(&[1]);
+        }
+    }
+
     fn handle_event(&mut self, event: GpuEvent, news: &mut GpuNews) {
+        let c = &mut self.counts;
+        match event {
+            GpuEvent::Runtime(_) => c.runtime += 1,
+            GpuEvent::WaveStop { .. } => c.wave_stops += 1,
+            GpuEvent::WaveCommandTerminated { .. } => c.wave_terminations += 1,
+            GpuEvent::CodeObjectListUpdated => c.code_object_updates += 1,
+            GpuEvent::BreakpointResume { .. } => c.breakpoint_resumes += 1,
+            GpuEvent::QueueError { .. } => c.queue_errors += 1,
+        }
         match event {
             GpuEvent::Runtime(RuntimeState::Loaded) => {
                 self.lifetime += 1;
@@ -308,7 +469,11 @@ impl GpuController {
                 match self.capture_stop(wave) {
                     Ok(info) => {
                         news.wave_stops.push(wave);
-                        self.stops.push_back(WaveStop { wave, tid, info });
+                        if self.stops.push(WaveStop { wave, tid, info }) {
+                            self.counts.stops_replaced += 1;
+                        }
+                        self.counts.max_queued_stops =
+                            self.counts.max_queued_stops.max(self.stops.len());
                     }
                     Err(e) => {
                         tracing::warn!(target: "dbgapi", wave = wave.0, "stopped wave vanished: {e}")
@@ -316,8 +481,13 @@ impl GpuController {
                 }
             }
             GpuEvent::WaveCommandTerminated { wave } => {
+                // The wave is gone: so is its queued stop (bounded memory
+                // under wave churn).
                 self.waves.remove(&wave);
                 self.wave_regs.remove(&wave);
+                if self.stops.remove(wave) {
+                    self.counts.stops_dropped += 1;
+                }
             }
             GpuEvent::CodeObjectListUpdated => {
                 if let Ok(list) = self.backend().and_then(|b| b.code_objects().map_err(gerr)) {
@@ -453,7 +623,7 @@ impl GpuController {
 
     /// Next unreported wave stop.
     pub fn pop_stop(&mut self) -> Option<WaveStop> {
-        self.stops.pop_front()
+        self.stops.pop()
     }
 
     /// Keep only the queued stops `keep` accepts; the others are handed to
@@ -464,10 +634,10 @@ impl GpuController {
     ) -> Vec<WaveStop> {
         let bps = self.gpu_breakpoints();
         let mut dropped = Vec::new();
-        let mut kept = VecDeque::new();
-        while let Some(s) = self.stops.pop_front() {
+        let mut kept = StopQueue::default();
+        while let Some(s) = self.stops.pop() {
             if keep(&s, &bps) {
-                kept.push_back(s);
+                kept.push(s);
             } else {
                 dropped.push(s);
             }
@@ -647,7 +817,14 @@ impl GpuController {
         } else {
             ResumeMode::Normal
         };
-        self.backend()?.resume_wave(wave, mode).map_err(gerr)
+        self.backend()?.resume_wave(wave, mode).map_err(gerr)?;
+        // Fix (muxtests): a resumed wave's queued stop is obsolete. Without
+        // this, `monitor gpu delete ADDR; monitor gpu continue` in gdb was
+        // followed by a report of every other wave that had stopped at the
+        // deleted breakpoint. (GpuTarget only resumes waves whose stops it
+        // already took out of the queue, so it is unaffected.)
+        self.stops.remove(wave);
+        Ok(())
     }
 
     /// Resume every stopped wave.
@@ -676,7 +853,17 @@ impl GpuController {
 
     /// Total events handled since load.
     pub fn events_total(&self) -> u64 {
-        self.events_total
+        self.counts.total
+    }
+
+    /// Events handled by kind, and what the stop queue did with them.
+    pub fn event_counts(&self) -> GpuEventCounts {
+        self.counts
+    }
+
+    /// Wave stops queued now (at most one per live wave).
+    pub fn queued_stops(&self) -> usize {
+        self.stops.len()
     }
 
     /// The CPU process is gone: drop the backend (detaches from the
@@ -684,6 +871,8 @@ impl GpuController {
     pub fn on_cpu_exit(&mut self) {
         self.backend = None;
         self.notifier = None;
+        self.self_wake = None;
+        self.deferred_acks.clear();
         self.waves.clear();
         self.stops.clear();
         self.host_bps.clear();

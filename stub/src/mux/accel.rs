@@ -24,7 +24,23 @@ pub struct ByName {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ByAddress {
     /// Load address in the native process (lldb may send it signed).
+    #[serde(deserialize_with = "u64_or_i64")]
     pub load_address: u64,
+}
+
+/// lldb 23.1 types `load_address` as u64 but upstream's `toJSON` casts it
+/// to int64 (research/lldb-accelerator.md §1.5): accept both forms.
+fn u64_or_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Num {
+        U(u64),
+        I(i64),
+    }
+    Ok(match Num::deserialize(d)? {
+        Num::U(u) => u,
+        Num::I(i) => i as u64,
+    })
 }
 
 /// `AcceleratorBreakpointInfo`. All four keys are always sent (23.1

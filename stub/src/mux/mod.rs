@@ -230,6 +230,23 @@ impl Mux {
             g.lifetime(),
             g.events_total()
         );
+        let c = g.event_counts();
+        let _ = writeln!(
+            s,
+            "events: {} wave stops, {} wave ends, {} code-object updates, {} runtime, {} breakpoint resumes, {} queue errors; \
+             stops queued {} (max {}, replaced {}, dropped {}); passes cut {}",
+            c.wave_stops,
+            c.wave_terminations,
+            c.code_object_updates,
+            c.runtime,
+            c.breakpoint_resumes,
+            c.queue_errors,
+            g.queued_stops(),
+            c.max_queued_stops,
+            c.stops_replaced,
+            c.stops_dropped,
+            c.passes_cut
+        );
         for co in g.code_objects() {
             let _ = writeln!(
                 s,

@@ -112,7 +112,7 @@ fn have_cap_sys_ptrace() -> bool {
 
 /// Explain an `EPERM` from `PTRACE_ATTACH` on `pid`: already traced (and by
 /// whom), Yama `ptrace_scope` (with its value), missing `CAP_SYS_PTRACE`,
-/// or a PID namespace boundary.
+/// a seccomp filter, or a PID namespace boundary.
 pub(crate) fn explain_attach_eperm(pid: Pid) -> String {
     let mut causes = Vec::new();
     if let Some(tracer) = status_field(pid, "TracerPid:").and_then(|v| v.parse::<u32>().ok()) {
@@ -144,6 +144,13 @@ pub(crate) fn explain_attach_eperm(pid: Pid) -> String {
     if !cap {
         causes.push(
             "this process lacks CAP_SYS_PTRACE (needed for processes of other users or setuid programs); fix: run as the same user, as root, or `setcap cap_sys_ptrace+ep` / `docker run --cap-add=SYS_PTRACE`".into(),
+        );
+    }
+    // Seccomp mode 2 (a filter, as docker's default profile installs) can
+    // deny ptrace with EPERM whatever the capabilities say.
+    if status_field(std::process::id(), "Seccomp:").as_deref() == Some("2") {
+        causes.push(
+            "a seccomp filter is active on this process (Seccomp: 2) and may deny ptrace; fix: `docker run --cap-add=SYS_PTRACE` (docker's default profile allows ptrace with it) or `--security-opt seccomp=unconfined`".into(),
         );
     }
     if let Some(nspid) = status_field(pid, "NSpid:") {

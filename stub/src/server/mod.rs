@@ -8,6 +8,19 @@
 //! Listener policy (DESIGN §3.2): the first connection is the CPU session;
 //! any other connection while it is live is refused with a readable error
 //! reply to its first packet and closed; live sessions are untouched.
+//!
+//! Limits (README "Security and limits"): at most
+//! [`ServerConfig::max_connections`] connections are open at once (CPU, GPU
+//! and refused ones still being answered); one more is answered with an
+//! error packet at once and closed. A session whose client leaves more than
+//! [`ServerConfig::max_pending_output`] bytes unread is closed with a logged
+//! error. Packets are bounded by the framer ([`crate::session::MAX_PACKET`]).
+//!
+//! Disconnect policy: without `--multi`, a vanished CPU client takes its
+//! processes with it (launched: killed, attached: detached). With `--multi`
+//! its session is kept: a process stays stopped (a resume in flight is
+//! interrupted and that stop journaled) and the next connection becomes the
+//! CPU session with the same processes and journal (docs/decisions.md §6).
 
 pub mod transport;
 
@@ -52,6 +65,10 @@ const GPU_NOTIFIER: Token = Token(2);
 const TARGET_FD: Token = Token(3);
 const FIRST_CONN: usize = 16;
 const READ_CHUNK: usize = 256 * 1024;
+
+/// Default limit on simultaneous connections (sessions and refused
+/// connections still being answered).
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// How long the server lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -107,6 +124,11 @@ pub struct ServerConfig {
     /// `HOST:PORT` to advertise in GPU connection offers (for clients that
     /// reach us through a forwarded port).
     pub advertise: Option<String>,
+    /// Most connections open at once (default [`MAX_CONNECTIONS`]).
+    pub max_connections: usize,
+    /// Most bytes a session may leave unread by its client (default
+    /// [`crate::session::MAX_PENDING_OUTPUT`]).
+    pub max_pending_output: usize,
 }
 
 /// Builder for an embedded server.
@@ -146,6 +168,8 @@ impl ServerBuilder {
                 launch: LaunchDefaults::default(),
                 gpu: GpuConfig::default(),
                 advertise: None,
+                max_connections: MAX_CONNECTIONS,
+                max_pending_output: crate::session::MAX_PENDING_OUTPUT,
             },
             custom: None,
         })
@@ -184,6 +208,20 @@ impl ServerBuilder {
     /// Address to advertise in GPU offers.
     pub fn advertise(mut self, addr: Option<String>) -> Self {
         self.cfg.advertise = addr;
+        self
+    }
+
+    /// Most connections open at once; one more is answered with an error
+    /// and closed (at least 1).
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.cfg.max_connections = n.max(1);
+        self
+    }
+
+    /// Most bytes a session may leave unread by its client before it is
+    /// closed (at least two maximal packets).
+    pub fn max_pending_output(mut self, bytes: usize) -> Self {
+        self.cfg.max_pending_output = bytes;
         self
     }
 
@@ -299,6 +337,11 @@ pub struct Server {
     next_token: usize,
     next_session: u64,
     cpu_session: Option<Token>,
+    /// `--multi`: the CPU session whose client vanished, kept for the next
+    /// connection.
+    orphan: Option<Box<Session>>,
+    /// Connections turned away by the connection limit (for log pacing).
+    over_limit: u64,
     initial: Option<(Box<dyn Target>, StopEvent)>,
     mux: MuxHandle,
     session_tokens: HashMap<u64, Token>,
@@ -385,6 +428,8 @@ impl Server {
             next_token: FIRST_CONN,
             next_session: 1,
             cpu_session: None,
+            orphan: None,
+            over_limit: 0,
             initial,
             served_one: false,
             exit_requested: false,
@@ -430,36 +475,14 @@ impl Server {
                 match ev.token() {
                     LISTENER => self.accept_all()?,
                     GPU_NOTIFIER => self.on_gpu_notifier(),
-                    TARGET_FD => {
-                        let tokens: Vec<Token> = self.clients.keys().copied().collect();
-                        for t in tokens {
-                            if let Some(Client {
-                                kind: ClientKind::Session(s),
-                                ..
-                            }) = self.clients.get_mut(&t)
-                            {
-                                s.on_target_event();
-                            }
-                            self.flush(t);
-                        }
-                    }
+                    TARGET_FD => self.on_target_events(),
                     SIGCHLD => {
                         self.sigchld.drain();
-                        let tokens: Vec<Token> = self.clients.keys().copied().collect();
-                        for t in tokens {
-                            if let Some(Client {
-                                kind: ClientKind::Session(s),
-                                ..
-                            }) = self.clients.get_mut(&t)
-                            {
-                                s.on_target_event();
-                            }
-                            self.flush(t);
-                        }
+                        self.on_target_events();
                     }
                     t => {
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            self.on_readable(t);
+                            self.on_readable(t, ev.is_read_closed() || ev.is_error());
                         }
                         if ev.is_writable() {
                             self.flush(t);
@@ -471,6 +494,31 @@ impl Server {
             if self.should_exit() {
                 tracing::info!(target: "mux", "server exiting");
                 return Ok(());
+            }
+        }
+    }
+
+    /// Let every session (and a kept `--multi` session without a client)
+    /// collect its targets' events.
+    fn on_target_events(&mut self) {
+        if let Some(s) = self.orphan.as_mut() {
+            s.on_target_event();
+        }
+        let tokens: Vec<Token> = self.clients.keys().copied().collect();
+        for t in tokens {
+            let close = match self.clients.get_mut(&t) {
+                Some(Client {
+                    kind: ClientKind::Session(s),
+                    ..
+                }) => {
+                    s.on_target_event();
+                    s.wants_close()
+                }
+                _ => false,
+            };
+            self.flush(t);
+            if close {
+                self.close(t);
             }
         }
     }
@@ -539,6 +587,9 @@ impl Server {
             return;
         };
         let news = gpu.borrow_mut().process_events();
+        if let Some(s) = self.orphan.as_mut() {
+            s.gpu_on_news(&news);
+        }
         let tokens: Vec<Token> = self.clients.keys().copied().collect();
         for t in tokens {
             if let Some(Client {
@@ -561,6 +612,9 @@ impl Server {
                 return Ok(());
             };
             match l.accept() {
+                Ok((conn, peer)) if self.clients.len() >= self.cfg.max_connections => {
+                    self.turn_away(conn, &peer)
+                }
                 Ok((conn, peer)) => self.add_client(conn, peer)?,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
                 Err(e) => {
@@ -571,26 +625,61 @@ impl Server {
         }
     }
 
+    /// The connection limit is reached: answer at once with an error
+    /// packet (best effort, non-blocking) and close.
+    fn turn_away(&mut self, mut conn: Conn, peer: &str) {
+        self.over_limit += 1;
+        let reason = format!(
+            "gdbmux: connection refused: the server's limit of {} simultaneous connections is reached",
+            self.cfg.max_connections
+        );
+        // Pace the log under a connection flood: the first, then every 1000th.
+        if self.over_limit % 1000 == 1 {
+            tracing::warn!(target: "mux", %peer, turned_away = self.over_limit, "{reason}");
+        }
+        let mut out = Vec::new();
+        Encoder::new().packet(&reply::error(0x01, &reason, true), &mut out);
+        let _ = conn.write(&out);
+    }
+
     fn add_client(&mut self, conn: Conn, peer: String) -> Result<(), ServerError> {
+        // A client that reconnects right after closing: its old connection's
+        // end-of-file may sit unread in this same batch of events. Read it
+        // now, so the new connection is not refused by a session that is
+        // already gone.
+        if let Some(old) = self.cpu_session {
+            self.on_readable(old, true);
+        }
         let token = Token(self.next_token);
         self.next_token += 1;
         let pending_offer = self.mux.borrow().ledger.pending().is_some();
         let kind = if self.cpu_session.is_none()
             && !(self.served_one && self.cfg.lifetime == Lifetime::Once)
         {
-            let id = self.next_session;
-            self.next_session += 1;
             self.mux.borrow_mut().connect_url = Some(self.offer_url(&conn));
-            let mut s =
-                Session::new(id, self.cfg.launch.clone()).with_mux(self.mux.clone(), Role::Cpu);
-            if let Some((t, stop)) = self.initial.take() {
-                s.adopt(t, stop);
-            }
+            let s = match self.orphan.take() {
+                Some(mut s) => {
+                    s.on_reconnect();
+                    tracing::info!(target: "mux", session = s.id(), %peer, "accepted CPU session: it takes over the kept session");
+                    s
+                }
+                None => {
+                    let id = self.next_session;
+                    self.next_session += 1;
+                    let mut s = Session::new(id, self.cfg.launch.clone())
+                        .with_mux(self.mux.clone(), Role::Cpu)
+                        .with_output_limit(self.cfg.max_pending_output);
+                    if let Some((t, stop)) = self.initial.take() {
+                        s.adopt(t, stop);
+                    }
+                    tracing::info!(target: "mux", session = id, %peer, "accepted CPU session");
+                    Box::new(s)
+                }
+            };
             self.cpu_session = Some(token);
-            self.session_tokens.insert(id, token);
+            self.session_tokens.insert(s.id(), token);
             self.served_one = true;
-            tracing::info!(target: "mux", session = id, %peer, "accepted CPU session");
-            ClientKind::Session(Box::new(s))
+            ClientKind::Session(s)
         } else if pending_offer && self.cpu_session.is_some() {
             let id = self.next_session;
             self.next_session += 1;
@@ -602,7 +691,8 @@ impl Server {
                     let mut t = GpuTarget::new(gpu, pid);
                     let stop = t.initial_stop();
                     let mut s = Session::new(id, LaunchDefaults::default())
-                        .with_mux(self.mux.clone(), Role::Gpu);
+                        .with_mux(self.mux.clone(), Role::Gpu)
+                        .with_output_limit(self.cfg.max_pending_output);
                     s.adopt(Box::new(t), stop);
                     self.session_tokens.insert(id, token);
                     tracing::info!(target: "mux", session = id, offer, %peer, "accepted GPU session");
@@ -645,7 +735,10 @@ impl Server {
         Ok(())
     }
 
-    fn on_readable(&mut self, token: Token) {
+    /// Read what the client sent. `hangup`: the event already reported the
+    /// peer's close, so read on to the end-of-file even after a short read
+    /// (edge-triggered: no further edge would come for it).
+    fn on_readable(&mut self, token: Token, hangup: bool) {
         let mut buf = std::mem::take(&mut self.read_buf);
         if buf.len() < READ_CHUNK {
             buf.resize(READ_CHUNK, 0);
@@ -673,7 +766,7 @@ impl Server {
                             // A short read drained the socket: the next
                             // arrival raises a new edge, so no extra
                             // read() is needed to reach WouldBlock.
-                            if short {
+                            if short && !hangup {
                                 break;
                             }
                         }
@@ -750,6 +843,20 @@ impl Server {
             }
         }
         out.drain(..written);
+        if out.len()
+            > self
+                .cfg
+                .max_pending_output
+                .max(crate::session::MAX_PACKET * 2 + 64)
+        {
+            tracing::error!(
+                target: "mux",
+                pending = out.len(),
+                limit = self.cfg.max_pending_output,
+                "the client does not read its replies: output queue limit exceeded, closing the connection"
+            );
+            failed = true;
+        }
         let want_write = !out.is_empty() && !failed;
         if want_write != c.writable {
             let fd = c.conn.read_fd();
@@ -787,6 +894,21 @@ impl Server {
         let fd = c.conn.read_fd();
         let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
         if let ClientKind::Session(mut s) = c.kind {
+            if self.cpu_session == Some(token) {
+                self.cpu_session = None;
+            }
+            let keep = self.cfg.lifetime == Lifetime::Multi
+                && !self.exit_requested
+                && s.role() == Role::Cpu
+                && s.has_process();
+            if keep {
+                // `--multi`: the next connection takes this session over.
+                tracing::info!(target: "mux", session = s.id(), "CPU client gone; session kept for the next connection");
+                self.session_tokens.remove(&s.id());
+                s.on_client_vanished();
+                self.orphan = Some(s);
+                return;
+            }
             tracing::info!(target: "mux", session = s.id(), "session closed");
             s.on_disconnect();
             self.session_tokens.remove(&s.id());

@@ -170,3 +170,29 @@ impl Conn {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Safe default: only an explicit host binds beyond the loopback.
+    #[test]
+    fn default_bind_is_loopback() {
+        let lo = |port: u16| ListenAddr::Tcp(SocketAddr::from(([127, 0, 0, 1], port)));
+        assert_eq!(ListenAddr::parse(":2345").unwrap(), lo(2345));
+        assert_eq!(ListenAddr::parse("localhost:2345").unwrap(), lo(2345));
+        assert_eq!(ListenAddr::parse(":0").unwrap(), lo(0));
+        assert_eq!(
+            ListenAddr::parse("0.0.0.0:2345").unwrap(),
+            ListenAddr::Tcp(SocketAddr::from(([0, 0, 0, 0], 2345)))
+        );
+        assert!(
+            ListenAddr::parse("2345").is_err(),
+            "a bare port is ambiguous"
+        );
+        assert_eq!(
+            ListenAddr::parse("unix:/tmp/s").unwrap(),
+            ListenAddr::Unix(PathBuf::from("/tmp/s"))
+        );
+    }
+}

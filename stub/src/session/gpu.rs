@@ -37,6 +37,10 @@ pub(super) enum Internal {
     },
     /// Single-stepping `tid` off the breakpoint at `addr`.
     SteppingOver { pid: Pid, tid: Tid, addr: u64 },
+    /// The client single-steps `tid` off `addr`, where only our
+    /// breakpoint remains: it is lifted for the step and put back at the
+    /// next stop, which the client sees as its own.
+    ClientStepping { pid: Pid, addr: u64 },
 }
 
 impl Session {
@@ -91,6 +95,15 @@ impl Session {
     /// return `true` (the client sees nothing).
     pub(super) fn gpu_intercept(&mut self, stop: &StopEvent) -> bool {
         if self.role != Role::Cpu {
+            return false;
+        }
+        if let Some(Internal::ClientStepping { pid, addr }) = self.internal.clone() {
+            self.internal = None;
+            if let Some(tg) = self.procs.get_mut(&pid) {
+                if let Err(e) = tg.insert_internal_breakpoint(addr) {
+                    tracing::warn!(target: "dbgapi", "re-inserting host breakpoint: {e}");
+                }
+            }
             return false;
         }
         // Finishing a step-over of an internal breakpoint.
@@ -168,6 +181,53 @@ impl Session {
         true
     }
 
+    /// Before the client's resume: a thread stopped on an address where
+    /// only our (already reported) internal breakpoint remains — the
+    /// client removed its own `Z0` there — must not trap on it again. A
+    /// client step runs with the breakpoint lifted; anything else first
+    /// steps over it internally, then resumes the client's plan. Returns
+    /// `true` when it started the resume itself.
+    pub(super) fn gpu_prepare_resume(&mut self, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
+        if self.role != Role::Cpu || self.internal.is_some() {
+            return false;
+        }
+        let Some(crate::stop::StopEvent::Stopped { pid, tid, .. }) = self.journal.event().cloned()
+        else {
+            return false;
+        };
+        let Some(plan) = plans.get(&pid) else {
+            return false;
+        };
+        let action = plan
+            .threads
+            .iter()
+            .find(|(t, _)| *t == tid)
+            .map(|(_, a)| *a)
+            .or(plan.default);
+        let Some(t) = self.procs.get_mut(&pid) else {
+            return false;
+        };
+        let Ok(pc) = t.pc(tid) else { return false };
+        if !t.is_internal_breakpoint(pc) || t.is_client_breakpoint(pc) {
+            return false;
+        }
+        match action {
+            None | Some(ResumeAction::Stop) => false,
+            Some(ResumeAction::Step(_)) | Some(ResumeAction::RangeStep { .. }) => {
+                if let Err(e) = t.remove_internal_breakpoint(pc) {
+                    tracing::warn!(target: "dbgapi", "lifting host breakpoint for a client step: {e}");
+                    return false;
+                }
+                self.internal = Some(Internal::ClientStepping { pid, addr: pc });
+                false
+            }
+            Some(ResumeAction::Continue(_)) => {
+                self.step_over_internal(pid, tid, pc);
+                true
+            }
+        }
+    }
+
     fn step_over_internal(&mut self, pid: Pid, tid: Tid, addr: u64) {
         let Some(t) = self.procs.get_mut(&pid) else {
             return;
@@ -217,7 +277,14 @@ impl Session {
         }
         if news.runtime_unloaded {
             if let Some(m) = &self.mux {
-                m.borrow_mut().runtime_unloaded();
+                let mut m = m.borrow_mut();
+                m.runtime_unloaded();
+                // The GPU process of this runtime lifetime is gone: a
+                // connected GPU session reports its end (W00) and closes;
+                // only a new runtime load may make a new offer.
+                if m.gpu_session.is_some() && m.cpu_exit.is_none() {
+                    m.cpu_exit = Some(StopEvent::Exited { pid: 0, code: 0 });
+                }
             }
         }
         if let Some(Internal::Held { pid, tid, addr, id }) = self.internal.clone() {

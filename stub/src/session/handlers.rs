@@ -675,6 +675,13 @@ impl Session {
     fn start_resume(&mut self, plans: BTreeMap<Pid, ResumePlan>) {
         self.xfer_cache.clear();
         self.last_plans = plans.clone();
+        // A thread sitting on one of the GPU library's own breakpoints must
+        // get off it first, out of the client's sight.
+        if self.gpu_prepare_resume(&plans) {
+            self.running = true;
+            self.on_target_event();
+            return;
+        }
         let mut resumed = 0;
         for (pid, plan) in plans {
             let r = match self.procs.get_mut(&pid) {
@@ -757,6 +764,12 @@ impl Session {
         self.record_stop(stop);
         if self.running {
             self.running = false;
+            if std::mem::take(&mut self.resume_orphaned) {
+                // The client that resumed is gone (`--multi`): the stop
+                // waits in the journal for the next client's `?`.
+                tracing::info!(target: "session", session = self.id, "stop journaled for the next client");
+                return;
+            }
             let opts = self.features.stop_options();
             if let Some(r) = self.journal.reply(&opts) {
                 self.send(&r);

@@ -48,6 +48,12 @@ use crate::wire::WireEvent;
 /// Large on purpose: bulk memory reads are one round trip per MiB.
 pub const MAX_PACKET: usize = 0x10_0000;
 
+/// Default bound on the bytes a session may have queued for its client.
+/// A client that stops reading while it keeps asking (or while the server
+/// produces console output) is disconnected once its queue passes this;
+/// memory never grows without bound.
+pub const MAX_PENDING_OUTPUT: usize = 64 << 20;
+
 /// Client dialect, detected from its `qSupported` feature list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Dialect {
@@ -151,6 +157,13 @@ pub struct Session {
     gpu_report: Option<String>,
     symbolizer: crate::gpu::symbols::Symbolizer,
     last_plans: BTreeMap<Pid, crate::target::ResumePlan>,
+    /// The client vanished during a resume: the stop that ends it is
+    /// journaled, not sent (`--multi` keeps the session for the next one).
+    resume_orphaned: bool,
+    /// A new client's bytes wait in the framer until that stop arrives.
+    input_held: bool,
+    /// Bound on `out` (see [`MAX_PENDING_OUTPUT`]).
+    output_limit: usize,
 }
 
 impl Session {
@@ -183,7 +196,21 @@ impl Session {
             gpu_report: None,
             symbolizer: Default::default(),
             last_plans: BTreeMap::new(),
+            resume_orphaned: false,
+            input_held: false,
+            output_limit: MAX_PENDING_OUTPUT,
         }
+    }
+
+    /// Bound the client's output queue (default [`MAX_PENDING_OUTPUT`]).
+    pub fn with_output_limit(mut self, bytes: usize) -> Self {
+        self.output_limit = bytes.max(MAX_PACKET * 2 + 64);
+        self
+    }
+
+    /// The bound on the client's output queue.
+    pub fn output_limit(&self) -> usize {
+        self.output_limit
     }
 
     /// Attach the session to the multiplexer in a role.
@@ -237,6 +264,13 @@ impl Session {
     /// Feed bytes read from the connection; handles every complete packet.
     pub fn on_input(&mut self, data: &[u8]) -> SessionControl {
         self.framer.push(data);
+        if self.resume_orphaned {
+            // A new client arrived before the stop that ends the vanished
+            // client's resume: its packets wait (in the framer, bounded by
+            // the packet size) until that stop is journaled.
+            self.input_held = true;
+            return self.control;
+        }
         while let Some(ev) = self.framer.next_event() {
             if let Some(r) = self.framer.take_replies() {
                 self.out.extend_from_slice(&r);
@@ -260,6 +294,17 @@ impl Session {
                 }
             }
             if self.control != SessionControl::Continue {
+                break;
+            }
+            if self.out.len() > self.output_limit {
+                tracing::error!(
+                    target: "session",
+                    session = self.id,
+                    pending = self.out.len(),
+                    limit = self.output_limit,
+                    "the client does not read its replies: output queue limit exceeded, closing the connection"
+                );
+                self.control = SessionControl::Close;
                 break;
             }
         }
@@ -319,6 +364,76 @@ impl Session {
                 }
             }
         }
+        if !self.running && self.role == Role::Cpu {
+            self.reap_killed();
+        }
+        if self.input_held && !self.resume_orphaned {
+            self.input_held = false;
+            self.on_input(&[]);
+        }
+    }
+
+    /// A stopped tracee can only die of SIGKILL (sent from outside). Its
+    /// exit wakes the SIGCHLD fd but no resume waits for it, so look for
+    /// it here: reap it and journal `X09` for the next `?` or wait.
+    fn reap_killed(&mut self) {
+        let dead: Vec<Pid> = self
+            .procs
+            .iter()
+            .filter(|(pid, t)| t.is_stopped() && all_threads_dead(**pid, &t.threads()))
+            .map(|(pid, _)| *pid)
+            .collect();
+        for pid in dead {
+            if let Some(t) = self.procs.get_mut(&pid) {
+                if let Err(e) = t.kill() {
+                    tracing::debug!(target: "ptrace", session = self.id, pid, "reaping a killed tracee: {e}");
+                }
+            }
+            tracing::info!(target: "session", session = self.id, pid, "stopped process was killed from outside");
+            self.on_stop(StopEvent::Terminated {
+                pid,
+                signal: libc::SIGKILL,
+            });
+        }
+    }
+
+    /// `--multi`: the client vanished but the session (its processes and
+    /// stop journal) is kept for the next client. A resume in flight is
+    /// interrupted; its stop is journaled instead of sent.
+    pub fn on_client_vanished(&mut self) {
+        self.reset_connection();
+        if self.running {
+            self.resume_orphaned = true;
+            for (pid, t) in self.procs.iter_mut() {
+                if let Err(e) = t.interrupt() {
+                    tracing::warn!(target: "ptrace", session = self.id, pid, "stopping after the client vanished: {e}");
+                }
+            }
+            tracing::info!(target: "session", session = self.id, "client vanished during a resume: stopping the process for the next client");
+        } else {
+            tracing::info!(target: "session", session = self.id, "client vanished while stopped: process and stop journal kept for the next client");
+        }
+    }
+
+    /// `--multi`: a new client takes over a kept session. Everything
+    /// negotiated on the old connection is forgotten; processes, threads and
+    /// the stop journal stay, so `?` replays the same stop.
+    pub fn on_reconnect(&mut self) {
+        self.reset_connection();
+        tracing::info!(target: "session", session = self.id, processes = self.procs.len(), running = self.running, "a new client took over the session");
+    }
+
+    fn reset_connection(&mut self) {
+        self.framer = Framer::new(MAX_PACKET);
+        self.encoder = Encoder::new();
+        self.out = Vec::with_capacity(4096);
+        self.last_packet.clear();
+        self.features = Features::default();
+        self.thread_cursor = false;
+        self.control = SessionControl::Continue;
+        self.hostio = HostIo::new();
+        self.xfer_cache.clear();
+        self.unknown_logged.clear();
     }
 
     /// The client went away: kill what we launched, detach what we attached
@@ -333,4 +448,23 @@ impl Session {
             }
         }
     }
+}
+
+/// Whether every thread of a process is gone or a zombie (state `Z`/`X` in
+/// `/proc/PID/task/TID/stat`). A live traced process has all its threads
+/// in tracing stop, so this only holds after it was killed.
+fn all_threads_dead(pid: Pid, threads: &[Tid]) -> bool {
+    if threads.is_empty() {
+        return false;
+    }
+    threads.iter().all(|tid| {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) else {
+            return true;
+        };
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat.get(i + 1..))
+            .and_then(|rest| rest.split_whitespace().next());
+        matches!(state, Some("Z" | "X"))
+    })
 }

@@ -12,6 +12,7 @@ use std::process::Command;
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::sync::Condvar;
 use std::sync::Mutex;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -88,12 +89,25 @@ impl GpuEnv {
     }
 }
 
+impl GpuEnv {
+    /// Start gdbmux on a free port, attached to the running process `pid`.
+    pub fn serve_attach(&self, pid: u32) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+        cmd.args(["--log-channels", "mux,dbgapi", "--attach"]);
+        cmd.arg(pid.to_string());
+        cmd.arg("127.0.0.1:0");
+        Server::start(cmd)
+    }
+}
+
 /// A running gdbmux.
 pub struct Server {
     child: Child,
     /// Its port.
     pub port: u16,
     log: Arc<Mutex<String>>,
+    /// Notified whenever a line is appended to `log`.
+    log_cv: Arc<Condvar>,
 }
 
 impl Server {
@@ -102,9 +116,11 @@ impl Server {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start gdbmux");
         let log = Arc::new(Mutex::new(String::new()));
+        let log_cv = Arc::new(Condvar::new());
         let (tx, rx) = mpsc::channel();
         let stderr = child.stderr.take().expect("stderr");
         let l2 = log.clone();
+        let cv2 = log_cv.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some(addr) = line.strip_prefix("Listening on ") {
@@ -114,10 +130,12 @@ impl Server {
                     l.push_str(&line);
                     l.push('\n');
                 }
+                cv2.notify_all();
             }
         });
         let stdout = child.stdout.take().expect("stdout");
         let l3 = log.clone();
+        let cv3 = log_cv.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if let Ok(mut l) = l3.lock() {
@@ -125,6 +143,7 @@ impl Server {
                     l.push_str(&line);
                     l.push('\n');
                 }
+                cv3.notify_all();
             }
         });
         let addr = rx
@@ -140,7 +159,36 @@ impl Server {
             .next()
             .and_then(|p| p.parse().ok())
             .expect("port");
-        Server { child, port, log }
+        Server {
+            child,
+            port,
+            log,
+            log_cv,
+        }
+    }
+
+    /// Wait until the log (gdbmux's and its inferior's output) contains
+    /// `needle`; fails loudly after `secs`.
+    pub fn wait_log(&self, needle: &str, secs: u64) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        let mut l = self.log.lock().expect("log lock");
+        loop {
+            if l.contains(needle) {
+                return l.clone();
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no '{needle}' in the gdbmux log within {secs} s:\n{}",
+                *l
+            );
+            l = self.log_cv.wait_timeout(l, left).expect("log lock").0;
+        }
+    }
+
+    /// The gdbmux process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Everything gdbmux and the inferior printed so far.
@@ -210,4 +258,38 @@ pub fn kernel_symbol(hsaco: &Path, name: &str) -> u64 {
         .symbol(name)
         .unwrap_or_else(|e| panic!("no symbol {name} in {}: {e}", hsaco.display()));
     sym.value
+}
+
+/// Run stock gdb in batch mode on `exe` with a Python script and
+/// environment; returns its output; killed after 120 s.
+pub fn run_gdb(script: &Path, exe: &Path, envs: &[(&str, String)]) -> String {
+    let mut cmd = Command::new("gdb");
+    cmd.args(["-batch", "-nx", "-x"]).arg(script).arg(exe);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    run_with_timeout(&mut cmd, 120)
+}
+
+/// Directory with gdbmux and `libsimgpu_dbgapi.so`, without building the
+/// samples (fails loudly when the library was not built).
+pub fn bin_dir_with_dbgapi() -> PathBuf {
+    let gdbmux = PathBuf::from(env!("CARGO_BIN_EXE_gdbmux"));
+    let bin_dir = gdbmux.parent().expect("bin dir").to_path_buf();
+    assert!(
+        bin_dir.join("libsimgpu_dbgapi.so").exists(),
+        "{} is missing: build the workspace first (`cargo build --workspace`)",
+        bin_dir.join("libsimgpu_dbgapi.so").display()
+    );
+    bin_dir
+}
+
+/// Resident memory of a process in KiB (`VmRSS` of /proc/PID/status);
+/// `None` once it is gone.
+pub fn vm_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }

@@ -164,6 +164,8 @@ fn nm(bin: &Path, sym: &str) -> Result<u64> {
 
 struct Figures {
     qc_us: f64,
+    qc_py_us: f64,
+    qc_cpu_us: f64,
     mread_mibs: f64,
     mread_how: String,
     steps_s: f64,
@@ -193,16 +195,79 @@ fn start(stub: &str, gdbmux: &Path, port: u16, prog: &Path) -> Result<Child> {
     cmd.spawn().with_context(|| format!("starting {stub}"))
 }
 
+/// The research's client (research/client-traces.md §12, `rspbench.py`):
+/// a stdlib-only Python raw-socket client, `+`/qSupported in ack mode, then
+/// no-ack, then the median of N `qC` round trips.
+const PY_LATENCY: &str = r##"
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+for _ in range(200):
+    try:
+        s = socket.create_connection(("127.0.0.1", port)); break
+    except OSError:
+        time.sleep(0.05)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+def pkt(p):
+    return ("$%s#%02x" % (p, sum(p.encode()) & 0xff)).encode()
+buf = b""
+def rd():
+    global buf
+    while True:
+        i = buf.find(b"$"); j = buf.find(b"#", i + 1) if i >= 0 else -1
+        if j >= 0 and len(buf) >= j + 3:
+            r = buf[i + 1:j]; buf = buf[j + 3:]; return r
+        buf += s.recv(65536)
+s.send(b"+" + pkt("qSupported:multiprocess+;swbreak+;hwbreak+;vContSupported+")); rd(); s.send(b"+")
+s.send(pkt("QStartNoAckMode")); rd(); s.send(b"+")
+buf = buf.lstrip(b"+")
+q = pkt("qC"); v = []
+for _ in range(n):
+    t = time.perf_counter(); s.send(q); rd(); v.append((time.perf_counter() - t) * 1e6)
+v.sort(); print(v[len(v) // 2])
+s.send(pkt("k"))
+"##;
+
 fn measure(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<Figures> {
     let port = free_port()?;
     let mut child = start(stub, gdbmux, port, prog)?;
-    let r = measure_on(port, prog, a);
+    let r = measure_on(port, prog, a, child.id());
     let _ = child.kill();
     let _ = child.wait();
-    r
+    let mut f = r?;
+    // A fresh server for the Python client (gdbserver serves one session).
+    let port = free_port()?;
+    let mut child = start(stub, gdbmux, port, prog)?;
+    let out = Command::new("python3")
+        .args(["-c", PY_LATENCY, &port.to_string(), &a.latency.to_string()])
+        .output();
+    let _ = child.kill();
+    let _ = child.wait();
+    let out = out.context("running python3")?;
+    f.qc_py_us = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(f64::NAN);
+    Ok(f)
 }
 
-fn measure_on(port: u16, prog: &Path, a: &Args) -> Result<Figures> {
+/// CPU time (ns) the server has used so far, all threads: from
+/// /proc/PID/task/*/schedstat (nanosecond resolution, unlike utime/stime).
+fn server_cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .sum()
+}
+
+fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figures> {
     let mut c = Rsp::connect(port)?;
     c.s.write_all(b"+")?;
     let sup = c.ask_s("qSupported:multiprocess+;swbreak+;hwbreak+;vContSupported+")?;
@@ -234,11 +299,14 @@ fn measure_on(port: u16, prog: &Path, a: &Args) -> Result<Figures> {
 
     // qC latency.
     let mut v = Vec::with_capacity(a.latency);
+    let cpu0 = server_cpu_ns(server_pid);
     for _ in 0..a.latency {
         let t = Instant::now();
         c.ask("qC")?;
         v.push(t.elapsed().as_secs_f64() * 1e6);
     }
+    let qc_cpu_us =
+        (server_cpu_ns(server_pid).saturating_sub(cpu0)) as f64 / 1000.0 / a.latency as f64;
     v.sort_by(|x, y| x.total_cmp(y));
     let qc_us = v[v.len() / 2];
 
@@ -334,6 +402,8 @@ fn measure_on(port: u16, prog: &Path, a: &Args) -> Result<Figures> {
     let _ = c.send(b"k");
     Ok(Figures {
         qc_us,
+        qc_py_us: f64::NAN,
+        qc_cpu_us,
         mread_mibs: best.0,
         mread_how: best.1,
         steps_s,
@@ -383,8 +453,20 @@ fn main() -> Result<()> {
         }
     };
     type Getter = fn(&Figures) -> f64;
-    let rows: [(&str, Getter, bool, &str); 4] = [
-        ("qC round trip (µs, median)", |f| f.qc_us, true, "≤ 0.8"),
+    let rows: [(&str, Getter, bool, &str); 6] = [
+        (
+            "qC round trip, Rust client (µs, median)",
+            |f| f.qc_us,
+            true,
+            "≤ 0.8",
+        ),
+        (
+            "qC round trip, Python client as in research §12 (µs, median)",
+            |f| f.qc_py_us,
+            true,
+            "≤ 0.8",
+        ),
+        ("server CPU per qC (µs)", |f| f.qc_cpu_us, true, "-"),
         ("read 16 MiB (MiB/s)", |f| f.mread_mibs, false, "≥ 2.0"),
         ("single steps/s", |f| f.steps_s, false, "≥ 1.2"),
         ("bp hit+step-over cycles/s", |f| f.bp_s, false, "≥ 1.2"),

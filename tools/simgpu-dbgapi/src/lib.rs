@@ -21,6 +21,7 @@
 
 mod ffi;
 mod library;
+mod storm;
 #[cfg(not(test))]
 mod symver;
 

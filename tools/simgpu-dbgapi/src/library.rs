@@ -24,6 +24,7 @@ use gpu_target::dbgapi::abi::runtime_state;
 use gpu_target::dbgapi::abi::status as st;
 use gpu_target::dbgapi::abi::wave_state;
 use gpu_target::dbgapi::abi::Status;
+use gpu_target::model::DispatchId;
 use gpu_target::model::ResumeMode;
 use gpu_target::model::StopReasons;
 use gpu_target::model::WaveId;
@@ -32,6 +33,7 @@ use gpu_target::sim::device::Device;
 use gpu_target::sim::device::DeviceConfig;
 use gpu_target::sim::device::DeviceError;
 use gpu_target::sim::device::DeviceEvent;
+use gpu_target::sim::device::SimWaveInfo;
 use gpu_target::sim::elf::EF_AMDGPU_MACH_GFX90A;
 use gpu_target::sim::memory::ProcessMemory;
 use gpu_target::sim::regs::gfx90a_registers;
@@ -41,6 +43,15 @@ use gpu_target::sim::rendezvous::socket_name;
 use gpu_target::sim::rendezvous::Message;
 use gpu_target::sim::rendezvous::MessageKind;
 use gpu_target::sim::rendezvous::RT_CONSISTENT;
+use gpu_target::sim::storm::is_storm_id;
+use gpu_target::sim::storm::Storm;
+use gpu_target::sim::storm::StormConfig;
+use gpu_target::sim::storm::StormEvent;
+use gpu_target::sim::storm::StormKind;
+use gpu_target::sim::storm::STORM_ENV;
+
+use crate::storm::StormRun;
+use crate::storm::StormWave;
 
 /// The ABI version this library implements.
 pub const VERSION: (u32, u32, u32) = (0, 77, 0);
@@ -105,6 +116,8 @@ struct EventRec {
     runtime: i32,
     queue: u64,
     returned: bool,
+    /// Made from a storm event (counted in the storm report).
+    storm: bool,
 }
 
 /// What the listener / dispatch threads hand to the library caller.
@@ -112,9 +125,27 @@ struct EventRec {
 struct Inbox {
     hello: Option<(u64, UnixStream)>,
     runtime_gone: bool,
-    /// The client processed the RUNTIME event: later HELLOs are acknowledged
-    /// by the listener itself.
+    /// The runtime's acknowledgement was released (see [`HeldAck`]): later
+    /// HELLOs are acknowledged by the listener itself.
     announced: bool,
+}
+
+/// The runtime acknowledgement, held from the processing of the RUNTIME
+/// event until the client's next event pass.
+///
+/// The ACK releases the runtime, which then loads code objects and calls its
+/// hook (`r_brk`) right away. A client may carry out `insert_breakpoint`
+/// requests only at the end of its event pass (gdbmux queues them and plants
+/// them once `next_pending_event` said NONE), so an ACK sent from
+/// `event_processed` lets the runtime pass the hook before the breakpoint
+/// exists: the load is never reported. The ACK therefore goes out at the
+/// start of the first `next_pending_event` call after one that returned NONE
+/// (the notifier is written then, so a client waiting on it comes back).
+#[derive(Default)]
+struct HeldAck {
+    streams: Vec<UnixStream>,
+    /// A NONE was returned since the RUNTIME event was processed.
+    ready: bool,
 }
 
 enum Runtime {
@@ -152,7 +183,10 @@ struct Process {
     announced: Vec<(String, i64)>,
     breakpoint: Option<(u64, u64)>,
     bp_resume: Option<(u64, usize, u64)>,
+    held_ack: Option<HeldAck>,
     last_lists: HashMap<&'static str, Vec<u64>>,
+    /// The event storm of `SIMGPU_STORM`, if one was asked for.
+    storm: Option<StormRun>,
 }
 
 pub struct Library {
@@ -181,6 +215,9 @@ fn dev_status(e: DeviceError) -> Status {
 
 /// Handles of waves and dispatches are `process << 40 | device id`.
 const SHIFT: u32 = 40;
+
+/// Load address of storm producer 0's code object (producer `i`: `+ i << 32`).
+const STORM_CODE_BASE: u64 = 0x7d00_0000_0000;
 
 impl Library {
     pub fn new(client: Box<dyn Client>) -> Self {
@@ -229,10 +266,22 @@ impl Library {
             nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC)
                 .map_err(|_| st::ERROR)?;
         let notifier_w = Arc::new(w);
-        let device = Arc::new(Device::new(
-            Arc::new(ProcessMemory::new(pid)),
-            DeviceConfig::default(),
-        ));
+        let storm_cfg = match std::env::var(STORM_ENV) {
+            Ok(v) => match StormConfig::parse(&v) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    self.client
+                        .log(2, &format!("simgpu: {STORM_ENV} ignored: {e}"));
+                    None
+                }
+            },
+            Err(_) => None,
+        };
+        let mut dev_cfg = DeviceConfig::default();
+        if let Some(c) = &storm_cfg {
+            dev_cfg.event_capacity = c.capacity;
+        }
+        let device = Arc::new(Device::new(Arc::new(ProcessMemory::new(pid)), dev_cfg));
         device.set_debug(true);
         let hook_fd = notifier_w.clone();
         device.set_event_hook(Some(Box::new(move || wake(&hook_fd))));
@@ -305,11 +354,18 @@ impl Library {
                 announced: Vec::new(),
                 breakpoint: None,
                 bp_resume: None,
+                held_ack: None,
                 last_lists: HashMap::new(),
+                storm: None,
             },
         );
         self.client
             .log(3, &format!("simgpu: attached to process {pid}"));
+        if let (Some(cfg), Some(proc)) = (storm_cfg, self.processes.get_mut(&handle)) {
+            self.client
+                .log(3, &format!("simgpu storm: started {cfg:?}"));
+            proc.storm = Some(StormRun::start(Storm::start(proc.device.clone(), cfg)));
+        }
         // A runtime that is already up is announced right away (its r_brk is
         // set once initialized); it connects at its next load or launch.
         if let Some(r_debug) = gpu_target::sim::rendezvous::find_r_debug(pid) {
@@ -358,9 +414,13 @@ impl Library {
         if let Some((bp, _)) = proc.breakpoint.take() {
             self.client.remove_breakpoint(proc.client, bp);
         }
-        // Waves keep running, undebugged.
+        // Waves keep running, undebugged. Leaving debug mode closes the
+        // event hand-off, which stops storm producers.
         proc.device.set_debug(false);
         proc.device.set_event_hook(None);
+        if let Some(run) = proc.storm.as_mut() {
+            run.join();
+        }
         for w in proc.device.wave_ids() {
             let _ = proc.device.resume_wave(w, ResumeMode::Normal);
         }
@@ -371,6 +431,9 @@ impl Library {
             ..
         } = std::mem::replace(&mut proc.runtime, Runtime::Down)
         {
+            ack_and_serve(stream, &proc.device, None);
+        }
+        for stream in proc.held_ack.take().into_iter().flat_map(|h| h.streams) {
             ack_and_serve(stream, &proc.device, None);
         }
         if let Some((_, stream)) = lock(&proc.inbox).hello.take() {
@@ -405,6 +468,7 @@ impl Library {
             runtime: 0,
             queue: 0,
             returned: false,
+            storm: false,
         };
         f(&mut e);
         self.events.insert(id, e);
@@ -424,7 +488,7 @@ impl Library {
 
     /// Gathers device and runtime news into ABI events.
     fn poll(&mut self, p: u64) -> Result<(), Status> {
-        let (cp, hello, gone, dev_events) = {
+        let (cp, hello, gone) = {
             let proc = self.proc(p)?;
             let mut buf = [0u8; 64];
             while matches!(nix::unistd::read(proc.notifier_r.as_raw_fd(), &mut buf), Ok(n) if n > 0)
@@ -434,16 +498,19 @@ impl Library {
             let hello = inbox.hello.take();
             let gone = std::mem::take(&mut inbox.runtime_gone);
             drop(inbox);
-            (proc.client, hello, gone, proc.device.take_events())
+            (proc.client, hello, gone)
         };
         if let Some((r_debug, stream)) = hello {
             let proc = self.proc(p)?;
             match &mut proc.runtime {
                 Runtime::Enabling { stream: slot, .. } => *slot = Some(stream),
-                Runtime::Up { .. } => {
-                    let notify = Some((proc.inbox.clone(), proc.notifier_w.clone()));
-                    ack_and_serve(stream, &proc.device, notify);
-                }
+                Runtime::Up { .. } => match proc.held_ack.as_mut() {
+                    Some(held) => held.streams.push(stream),
+                    None => {
+                        let notify = Some((proc.inbox.clone(), proc.notifier_w.clone()));
+                        ack_and_serve(stream, &proc.device, notify);
+                    }
+                },
                 Runtime::Down => {
                     let r_brk = self.read_u64(cp, r_debug + 16)?;
                     self.runtime_enabling(p, r_debug, r_brk, Some(stream));
@@ -454,6 +521,9 @@ impl Library {
             let proc = self.proc(p)?;
             let had = !proc.code_objects.is_empty();
             proc.runtime = Runtime::Down;
+            // A new runtime connection goes through a new RUNTIME event.
+            lock(&proc.inbox).announced = false;
+            proc.held_ack = None;
             proc.code_objects.clear();
             proc.announced.clear();
             let bp = proc.breakpoint.take();
@@ -467,7 +537,36 @@ impl Library {
                 e.runtime = runtime_state::UNLOADED
             });
         }
-        for ev in dev_events {
+        // Device events are pulled one at a time, and only while nothing
+        // is pending for the client: the device's bounded hand-off stays the
+        // only buffer, so device threads (and storm producers) feel
+        // backpressure instead of growing a queue here.
+        loop {
+            let proc = self.proc(p)?;
+            if !proc.pending.is_empty() {
+                break;
+            }
+            let ev = match proc.storm.as_mut().map(|r| r.stalled.take()) {
+                Some(Some(held)) => {
+                    if Self::storm_blocked(proc, &held) {
+                        if let Some(run) = proc.storm.as_mut() {
+                            run.stalled = Some(held);
+                        }
+                        break;
+                    }
+                    DeviceEvent::Storm(held)
+                }
+                _ => match proc.device.pop_event() {
+                    Some(DeviceEvent::Storm(ev)) => {
+                        if let Some(run) = proc.storm.as_mut() {
+                            run.check(&ev);
+                        }
+                        DeviceEvent::Storm(ev)
+                    }
+                    Some(ev) => ev,
+                    None => break,
+                },
+            };
             match ev {
                 DeviceEvent::WaveStop { wave, .. } => {
                     let h = p << SHIFT | wave.0;
@@ -481,9 +580,114 @@ impl Library {
                     self.push_event(p, event_kind::WAVE_COMMAND_TERMINATED, |e| e.wave = h);
                 }
                 DeviceEvent::DispatchDone { .. } => {}
+                DeviceEvent::Storm(ev) => {
+                    if Self::storm_blocked(self.proc(p)?, &ev) {
+                        let proc = self.proc(p)?;
+                        if let Some(run) = proc.storm.as_mut() {
+                            run.stalls += 1;
+                            run.stalled = Some(ev);
+                        }
+                        break;
+                    }
+                    self.storm_apply(p, ev)?;
+                }
+            }
+        }
+        self.storm_report(p);
+        Ok(())
+    }
+
+    /// A storm resume must wait until the client processed its wave's stop
+    /// (a stopped wave stays stopped until then, as on a real device).
+    fn storm_blocked(proc: &Process, ev: &StormEvent) -> bool {
+        match (ev.kind, proc.storm.as_ref()) {
+            (StormKind::WaveResume { wave }, Some(run)) => {
+                run.waves.get(&wave).is_some_and(|w| w.stop_event.is_some())
+            }
+            _ => false,
+        }
+    }
+
+    /// Applies a (checked) storm event: library state and ABI events.
+    fn storm_apply(&mut self, p: u64, ev: StormEvent) -> Result<(), Status> {
+        let proc = self.proc(p)?;
+        let Some(run) = proc.storm.as_mut() else {
+            return Ok(());
+        };
+        match ev.kind {
+            StormKind::DispatchBegin { wave } => {
+                run.waves.insert(
+                    wave,
+                    StormWave {
+                        stopped: false,
+                        reasons: StopReasons::NONE,
+                        pc: StormRun::pc_at(0),
+                        stops: 0,
+                        stop_event: None,
+                    },
+                );
+            }
+            StormKind::WaveStop { wave, reasons } => {
+                if !run.waves.contains_key(&wave) {
+                    return Ok(());
+                }
+                let h = p << SHIFT | wave.0;
+                let id = self.push_event(p, event_kind::WAVE_STOP, |e| {
+                    e.wave = h;
+                    e.storm = true;
+                });
+                let run = self.proc(p)?.storm.as_mut().ok_or(st::ERROR)?;
+                if let Some(w) = run.waves.get_mut(&wave) {
+                    w.stopped = true;
+                    w.reasons = reasons;
+                    w.stops += 1;
+                    w.pc = StormRun::pc_at(w.stops);
+                    w.stop_event = Some(id);
+                }
+            }
+            StormKind::WaveResume { wave } => {
+                // Already running when the client resumed it itself.
+                if let Some(w) = run.waves.get_mut(&wave) {
+                    w.stopped = false;
+                }
+                proc.stop_fetched.remove(&wave);
+            }
+            StormKind::DispatchEnd { wave } => {
+                run.waves.remove(&wave);
+                proc.stop_fetched.remove(&wave);
+                proc.stop_unprocessed.remove(&wave);
+                proc.stop_requested.remove(&wave);
+                let h = p << SHIFT | wave.0;
+                self.push_event(p, event_kind::WAVE_COMMAND_TERMINATED, |e| {
+                    e.wave = h;
+                    e.storm = true;
+                });
+            }
+            StormKind::CodeObjects { generation } => {
+                if let Some(g) = run.code_generation.get_mut(ev.producer as usize) {
+                    *g = generation;
+                }
+                self.push_event(p, event_kind::CODE_OBJECT_LIST_UPDATED, |e| e.storm = true);
             }
         }
         Ok(())
+    }
+
+    /// Logs the storm report once the storm is complete.
+    fn storm_report(&mut self, p: u64) {
+        let Some(proc) = self.processes.get_mut(&p) else {
+            return;
+        };
+        let pending = proc.pending.len();
+        let Some(run) = proc.storm.as_mut() else {
+            return;
+        };
+        if !run.due(pending) {
+            return;
+        }
+        let report = run.take_report(proc.device.event_stats());
+        self.client
+            .log(3, &format!("simgpu storm: report {report}"));
     }
 
     pub fn next_pending_event(&mut self, p: u64) -> Result<(u64, i32), Status> {
@@ -493,13 +697,21 @@ impl Library {
             self.proc(p)?;
             vec![p]
         };
-        for p in ps {
+        for &p in &ps {
+            self.release_held_ack(p)?;
+        }
+        for &p in &ps {
             self.poll(p)?;
             let proc = self.proc(p)?;
             if let Some(id) = proc.pending.pop_front() {
                 let e = self.events.get_mut(&id).ok_or(st::ERROR)?;
                 e.returned = true;
-                let (kind, wave) = (e.kind, e.wave);
+                let (kind, wave, storm) = (e.kind, e.wave, e.storm);
+                if storm {
+                    if let Some(run) = self.proc(p)?.storm.as_mut() {
+                        count_kind(&mut run.delivered, kind);
+                    }
+                }
                 if kind == event_kind::WAVE_STOP {
                     let proc = self.proc(p)?;
                     let w = WaveId(wave & ((1 << SHIFT) - 1));
@@ -510,7 +722,39 @@ impl Library {
                 return Ok((id, kind));
             }
         }
+        // End of the client's pass: held acknowledgements go out on its next
+        // call (after it carried out its breakpoint requests).
+        for &p in &ps {
+            let proc = self.proc(p)?;
+            if let Some(held) = proc.held_ack.as_mut() {
+                if !held.ready {
+                    held.ready = true;
+                    wake(&proc.notifier_w);
+                }
+            }
+        }
         Ok((0, event_kind::NONE))
+    }
+
+    /// Sends the runtime acknowledgement held since an earlier pass.
+    fn release_held_ack(&mut self, p: u64) -> Result<(), Status> {
+        let proc = self.proc(p)?;
+        if !proc.held_ack.as_ref().is_some_and(|h| h.ready) {
+            return Ok(());
+        }
+        let Some(held) = proc.held_ack.take() else {
+            return Ok(());
+        };
+        let late = {
+            let mut ib = lock(&proc.inbox);
+            ib.announced = true;
+            ib.hello.take()
+        };
+        for s in held.streams.into_iter().chain(late.map(|h| h.1)) {
+            let notify = Some((proc.inbox.clone(), proc.notifier_w.clone()));
+            ack_and_serve(s, &proc.device, notify);
+        }
+        Ok(())
     }
 
     pub fn event_info(&self, ev: u64, q: i32) -> Result<Info, Status> {
@@ -540,14 +784,19 @@ impl Library {
     }
 
     pub fn event_processed(&mut self, ev: u64) -> Result<(), Status> {
-        let e = self
-            .events
-            .get(&ev)
-            .filter(|e| e.returned)
-            .cloned()
-            .ok_or(st::ERROR_INVALID_EVENT_ID)?;
+        let Some(e) = self.events.get(&ev).filter(|e| e.returned).cloned() else {
+            for proc in self.processes.values_mut() {
+                if let Some(run) = proc.storm.as_mut() {
+                    run.invalid_acks += 1;
+                }
+            }
+            return Err(st::ERROR_INVALID_EVENT_ID);
+        };
         self.events.remove(&ev);
         let p = e.process;
+        if e.storm {
+            self.storm_processed(p, &e, ev);
+        }
         match e.kind {
             event_kind::WAVE_STOP => {
                 if let Ok(proc) = self.proc(p) {
@@ -563,15 +812,11 @@ impl Library {
                     } = std::mem::replace(&mut proc.runtime, Runtime::Down)
                     {
                         proc.runtime = Runtime::Up { r_debug };
-                        let (late, stream) = {
-                            let mut ib = lock(&proc.inbox);
-                            ib.announced = true;
-                            (ib.hello.take(), stream)
-                        };
-                        let notify = || Some((proc.inbox.clone(), proc.notifier_w.clone()));
-                        for s in stream.into_iter().chain(late.map(|h| h.1)) {
-                            ack_and_serve(s, &proc.device, notify());
-                        }
+                        // Released on the client's next pass (see `HeldAck`).
+                        proc.held_ack = Some(HeldAck {
+                            streams: stream.into_iter().collect(),
+                            ready: false,
+                        });
                     }
                 }
             }
@@ -592,6 +837,58 @@ impl Library {
         Ok(())
     }
 
+    /// A storm event was processed: count it; a processed stop releases its
+    /// wave's resume (the client is woken to pull it).
+    fn storm_processed(&mut self, p: u64, e: &EventRec, ev: u64) {
+        let Some(proc) = self.processes.get_mut(&p) else {
+            return;
+        };
+        let Some(run) = proc.storm.as_mut() else {
+            return;
+        };
+        count_kind(&mut run.processed, e.kind);
+        if e.kind == event_kind::WAVE_STOP {
+            let w = WaveId(e.wave & ((1 << SHIFT) - 1));
+            if let Some(sw) = run.waves.get_mut(&w) {
+                if sw.stop_event == Some(ev) {
+                    sw.stop_event = None;
+                }
+            }
+            if run.stalled.is_some() {
+                wake(&proc.notifier_w);
+            }
+        }
+        self.storm_report(p);
+    }
+
+    /// Reads a NUL-terminated string of at most `max` bytes, one page at a
+    /// time: a client may answer a read that crosses into an unmapped page
+    /// with an error instead of a short count, and a string may end right
+    /// before such a page.
+    fn read_c_string(&self, cp: usize, addr: u64, max: usize) -> Result<Vec<u8>, Status> {
+        let mut out = Vec::new();
+        let mut a = addr;
+        while out.len() < max {
+            let page_left = (0x1000 - (a & 0xfff)) as usize;
+            let mut chunk = vec![0u8; page_left.min(max - out.len())];
+            let n = match self.client.read_global(cp, a, &mut chunk) {
+                Ok(n) => n.min(chunk.len()),
+                Err(e) if out.is_empty() => return Err(e),
+                Err(_) => 0,
+            };
+            if let Some(end) = chunk[..n].iter().position(|&c| c == 0) {
+                out.extend_from_slice(&chunk[..end]);
+                return Ok(out);
+            }
+            out.extend_from_slice(&chunk[..n]);
+            if n < chunk.len() {
+                break;
+            }
+            a += n as u64;
+        }
+        Ok(out)
+    }
+
     /// Reads the runtime's link map: (URI, load address) in list order.
     fn read_link_map(&self, cp: usize, r_debug: u64) -> Result<(i32, Vec<(String, i64)>), Status> {
         let mut b = [0u8; 4];
@@ -602,14 +899,8 @@ impl Library {
         while node != 0 && out.len() < 4096 {
             let l_addr = self.read_u64(cp, node)?;
             let l_name = self.read_u64(cp, node + 8)?;
-            let mut name = vec![0u8; 4096];
-            let n = self.client.read_global(cp, l_name, &mut name)?;
-            name.truncate(n);
-            let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-            out.push((
-                String::from_utf8_lossy(&name[..end]).into_owned(),
-                l_addr as i64,
-            ));
+            let name = self.read_c_string(cp, l_name, 4096)?;
+            out.push((String::from_utf8_lossy(&name).into_owned(), l_addr as i64));
             node = self.read_u64(cp, node + 24)?;
         }
         Ok((state, out))
@@ -631,8 +922,15 @@ impl Library {
                 Runtime::Down => return Ok(gpu_target::dbgapi::abi::BREAKPOINT_ACTION_RESUME),
             }
         };
-        let Ok((state, list)) = self.read_link_map(cp, r_debug) else {
-            return Ok(gpu_target::dbgapi::abi::BREAKPOINT_ACTION_RESUME);
+        let (state, list) = match self.read_link_map(cp, r_debug) {
+            Ok(x) => x,
+            Err(e) => {
+                self.client.log(
+                    2,
+                    &format!("simgpu: cannot read the link map at a hook hit ({e})"),
+                );
+                return Ok(gpu_target::dbgapi::abi::BREAKPOINT_ACTION_RESUME);
+            }
         };
         let proc = self.proc(p)?;
         if state != RT_CONSISTENT || list == proc.announced {
@@ -698,36 +996,51 @@ impl Library {
         match what {
             "agent" => Ok(vec![self.proc(p)?.agent]),
             "queue" => Ok(vec![self.proc(p)?.queue]),
-            "wave" => {
+            "wave" | "dispatch" => {
                 let proc = self.proc(p)?;
-                Ok(proc
-                    .device
-                    .wave_ids()
-                    .into_iter()
-                    .map(|w| p << SHIFT | w.0)
-                    .collect())
-            }
-            "dispatch" => {
-                let proc = self.proc(p)?;
-                Ok(proc
-                    .device
-                    .dispatches()
-                    .iter()
-                    .map(|d| p << SHIFT | d.id.0)
-                    .collect())
+                let mut ids: Vec<u64> = if what == "wave" {
+                    proc.device.wave_ids().into_iter().map(|w| w.0).collect()
+                } else {
+                    proc.device.dispatches().iter().map(|d| d.id.0).collect()
+                };
+                // A storm wave is the one wave of its dispatch (same id).
+                if let Some(run) = &proc.storm {
+                    let mut storm: Vec<u64> = run.waves.keys().map(|w| w.0).collect();
+                    storm.sort_unstable();
+                    ids.extend(storm);
+                }
+                Ok(ids.into_iter().map(|id| p << SHIFT | id).collect())
             }
             _ => {
                 // code objects
-                let (cp, r_debug) = {
-                    let proc = self.proc(p)?;
-                    match proc.runtime {
-                        Runtime::Up { r_debug } => (proc.client, r_debug),
-                        _ => return Ok(Vec::new()),
-                    }
+                let proc = self.proc(p)?;
+                let storm = proc.storm.as_ref().map(|r| {
+                    r.code_generation
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, g)| **g > 0)
+                        .map(|(i, g)| {
+                            (
+                                format!(
+                                    "file:///simgpu-storm/producer{i}.hsaco#offset={g}&size=4096"
+                                ),
+                                (STORM_CODE_BASE + ((i as u64) << 32)) as i64,
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                });
+                let (cp, r_debug) = match (storm.is_some(), &proc.runtime) {
+                    (false, Runtime::Up { r_debug }) => (proc.client, *r_debug),
+                    _ => (proc.client, 0),
                 };
                 // An exited or unreadable process has no code objects.
-                let list = match self.read_link_map(cp, r_debug) {
-                    Ok((_, list)) => list,
+                let list = match storm {
+                    Some(list) => Ok(list),
+                    None if r_debug == 0 => return Ok(Vec::new()),
+                    None => self.read_link_map(cp, r_debug).map(|(_, l)| l),
+                };
+                let list = match list {
+                    Ok(list) => list,
                     Err(e) => {
                         self.client
                             .log(2, &format!("simgpu: cannot read the link map ({e})"));
@@ -845,6 +1158,9 @@ impl Library {
             .get(&p)
             .ok_or(st::ERROR_INVALID_DISPATCH_ID)?;
         let id = d & ((1 << SHIFT) - 1);
+        if is_storm_id(id) {
+            return Self::storm_dispatch_info(proc, id, q);
+        }
         let desc = proc
             .device
             .dispatches()
@@ -879,6 +1195,55 @@ impl Library {
         })
     }
 
+    /// A wave as the device sees it: the device's, or a storm wave.
+    fn sim_wave(proc: &Process, w: WaveId) -> Result<SimWaveInfo, Status> {
+        if !is_storm_id(w.0) {
+            return proc.device.wave_info(w).map_err(dev_status);
+        }
+        let sw = proc
+            .storm
+            .as_ref()
+            .and_then(|r| r.waves.get(&w))
+            .ok_or(st::ERROR_INVALID_WAVE_ID)?;
+        Ok(SimWaveInfo {
+            id: w,
+            dispatch: DispatchId(w.0),
+            state: if sw.stopped {
+                WaveState::Stopped
+            } else {
+                WaveState::Running
+            },
+            stop_reason: sw.reasons,
+            pc: sw.pc,
+            exec: u64::MAX,
+            workgroup_coord: [(w.0 & 0x0fff_ffff) as u32, 0, 0],
+            wave_in_group: 0,
+        })
+    }
+
+    /// A storm dispatch (one wave of the same id): identity only.
+    fn storm_dispatch_info(proc: &Process, id: u64, q: i32) -> Result<Info, Status> {
+        if !proc
+            .storm
+            .as_ref()
+            .is_some_and(|r| r.waves.contains_key(&WaveId(id)))
+        {
+            return Err(st::ERROR_INVALID_DISPATCH_ID);
+        }
+        use info::dispatch as q_;
+        Ok(match q {
+            q_::QUEUE => Info::Handle(proc.queue),
+            q_::AGENT => Info::Handle(proc.agent),
+            q_::PROCESS => Info::Handle(proc.handle),
+            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
+            q_::OS_QUEUE_PACKET_ID => Info::U64(id),
+            q_::GRID_DIMENSIONS => Info::U32(1),
+            q_::WORKGROUP_SIZES => Info::U16x3([64, 1, 1]),
+            q_::GRID_SIZES => Info::U32x3([64, 1, 1]),
+            _ => return Err(st::ERROR_NOT_AVAILABLE),
+        })
+    }
+
     /// The state a client sees: STOP only once the WAVE_STOP was fetched.
     fn visible_state(proc: &Process, w: WaveId, dev: WaveState) -> i32 {
         match dev {
@@ -890,7 +1255,7 @@ impl Library {
 
     pub fn wave_info(&mut self, wh: u64, q: i32) -> Result<Info, Status> {
         let (proc, w) = self.wave_proc(wh)?;
-        let i = proc.device.wave_info(w).map_err(dev_status)?;
+        let i = Self::sim_wave(proc, w)?;
         let state = Self::visible_state(proc, w, i.state);
         let stopped = state == wave_state::STOP;
         use info::wave as q_;
@@ -922,12 +1287,16 @@ impl Library {
 
     pub fn wave_stop(&mut self, wh: u64) -> Result<(), Status> {
         let (proc, w) = self.wave_proc(wh)?;
-        let i = proc.device.wave_info(w).map_err(dev_status)?;
+        let i = Self::sim_wave(proc, w)?;
         if Self::visible_state(proc, w, i.state) == wave_state::STOP {
             return Err(st::ERROR_WAVE_STOPPED);
         }
         if proc.stop_requested.contains(&w) {
             return Err(st::ERROR_WAVE_OUTSTANDING_STOP);
+        }
+        if is_storm_id(w.0) {
+            // Storm waves stop when their producer says so.
+            return Err(st::ERROR_NOT_IMPLEMENTED);
         }
         proc.stop_requested.insert(w);
         match proc.device.stop_wave(w) {
@@ -942,12 +1311,22 @@ impl Library {
 
     pub fn wave_resume(&mut self, wh: u64, mode: i32, exceptions: u32) -> Result<(), Status> {
         let (proc, w) = self.wave_proc(wh)?;
-        let i = proc.device.wave_info(w).map_err(dev_status)?;
+        let i = Self::sim_wave(proc, w)?;
         if Self::visible_state(proc, w, i.state) != wave_state::STOP {
             return Err(st::ERROR_WAVE_NOT_STOPPED);
         }
         if proc.stop_unprocessed.contains(&w) {
             return Err(st::ERROR_WAVE_NOT_RESUMABLE);
+        }
+        if is_storm_id(w.0) {
+            if exceptions != 0 {
+                return Err(st::ERROR_NOT_IMPLEMENTED);
+            }
+            if let Some(sw) = proc.storm.as_mut().and_then(|r| r.waves.get_mut(&w)) {
+                sw.stopped = false;
+            }
+            proc.stop_fetched.remove(&w);
+            return Ok(());
         }
         if exceptions != 0 {
             // The runtime sees the exception: the dispatch is abandoned and
@@ -984,13 +1363,17 @@ impl Library {
     pub fn wave_register_list(&mut self, wh: u64) -> Result<Vec<u64>, Status> {
         let (proc, w) = self.wave_proc(wh)?;
         let regs = gfx90a_registers();
-        let vgprs = proc
-            .device
-            .with_stopped_regs(w, |r| r.vgpr.len())
-            .or_else(|e| match e {
-                DeviceError::WaveNotStopped(_) => Ok(256),
-                e => Err(dev_status(e)),
-            })?;
+        let vgprs = if is_storm_id(w.0) {
+            Self::sim_wave(proc, w)?;
+            256
+        } else {
+            proc.device
+                .with_stopped_regs(w, |r| r.vgpr.len())
+                .or_else(|e| match e {
+                    DeviceError::WaveNotStopped(_) => Ok(256),
+                    e => Err(dev_status(e)),
+                })?
+        };
         Ok(regs
             .iter()
             .enumerate()
@@ -1047,9 +1430,12 @@ impl Library {
     ) -> Result<(), Status> {
         let reg = Self::reg(r)?;
         let (proc, w) = self.wave_proc(wh)?;
-        let i = proc.device.wave_info(w).map_err(dev_status)?;
+        let i = Self::sim_wave(proc, w)?;
         if Self::visible_state(proc, w, i.state) != wave_state::STOP {
             return Err(st::ERROR_WAVE_NOT_STOPPED);
+        }
+        if is_storm_id(w.0) {
+            return Err(st::ERROR_REGISTER_NOT_AVAILABLE);
         }
         let bytes = proc
             .device
@@ -1072,13 +1458,16 @@ impl Library {
     ) -> Result<(), Status> {
         let reg = Self::reg(r)?;
         let (proc, w) = self.wave_proc(wh)?;
-        let i = proc.device.wave_info(w).map_err(dev_status)?;
+        let i = Self::sim_wave(proc, w)?;
         if Self::visible_state(proc, w, i.state) != wave_state::STOP {
             return Err(st::ERROR_WAVE_NOT_STOPPED);
         }
         let size = reg.desc().size;
         if off + data.len() > size {
             return Err(st::ERROR_INVALID_ARGUMENT_COMPATIBILITY);
+        }
+        if is_storm_id(w.0) {
+            return Err(st::ERROR_REGISTER_NOT_AVAILABLE);
         }
         proc.device
             .with_stopped_regs(w, |regs| reg.write(regs, off, data))
@@ -1161,6 +1550,15 @@ impl Library {
     }
 }
 
+/// Counts an ABI event of a storm by kind.
+fn count_kind(k: &mut crate::storm::KindCounts, kind: i32) {
+    match kind {
+        event_kind::WAVE_STOP => k.wave_stop += 1,
+        event_kind::WAVE_COMMAND_TERMINATED => k.terminated += 1,
+        _ => k.code_objects += 1,
+    }
+}
+
 /// Acknowledges a runtime's HELLO and serves its dispatches.
 fn ack_and_serve(
     mut stream: UnixStream,
@@ -1206,4 +1604,58 @@ fn serve_runtime(
                 wake(&fd);
             }
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_target::sim::memory::BufferMemory;
+    use gpu_target::sim::memory::GlobalMemory;
+
+    /// A client whose memory reads are all or nothing (no short counts).
+    struct StrictClient(BufferMemory);
+
+    impl Client for StrictClient {
+        fn alloc_copy(&self, _: &[u8]) -> Result<usize, Status> {
+            Err(st::ERROR)
+        }
+        fn os_pid(&self, _: usize) -> Result<i32, Status> {
+            Ok(1)
+        }
+        fn insert_breakpoint(&self, _: usize, _: u64, _: u64) -> Status {
+            st::SUCCESS
+        }
+        fn remove_breakpoint(&self, _: usize, _: u64) -> Status {
+            st::SUCCESS
+        }
+        fn read_global(&self, _: usize, addr: u64, buf: &mut [u8]) -> Result<usize, Status> {
+            self.0
+                .read(addr, buf)
+                .map(|()| buf.len())
+                .map_err(|_| st::ERROR_MEMORY_ACCESS)
+        }
+        fn log(&self, _: i32, _: &str) {}
+    }
+
+    #[test]
+    fn name_ending_right_before_an_unmapped_page() {
+        let mem = BufferMemory::new();
+        let name = b"file:///k.hsaco#offset=0&size=1\0";
+        let mut page = vec![0xaau8; 0x1000];
+        page[0x1000 - name.len()..].copy_from_slice(name);
+        mem.map(0x1000, page);
+        mem.map(0x4000, vec![0xaa; 0x1000]);
+        let lib = Library::new(Box::new(StrictClient(mem)));
+        let addr = 0x2000 - name.len() as u64;
+        let got = lib.read_c_string(0, addr, 4096).unwrap();
+        assert_eq!(got, &name[..name.len() - 1]);
+        // Unterminated up to the hole: what was readable.
+        let got = lib.read_c_string(0, 0x4ff0, 4096).unwrap();
+        assert_eq!(got, [0xaa; 0x10]);
+        // Nothing readable at all: an error.
+        assert_eq!(
+            lib.read_c_string(0, 0x3000, 4096),
+            Err(st::ERROR_MEMORY_ACCESS)
+        );
+    }
 }

@@ -153,6 +153,10 @@ fn debug_a_running_sample_through_dlopen() {
         .expect("insert_breakpoint was called");
     assert_ne!(hook, 0);
     b.event_processed(ev).unwrap();
+    // The runtime is released on the client's next event pass (after it
+    // planted the hook breakpoint): end this pass, start the next one.
+    assert_eq!(b.next_event().unwrap(), None);
+    assert_eq!(b.next_event().unwrap(), None);
     s.expect_line("checkpoint loaded");
 
     // The program passed the hook (as if the host breakpoint hit): the

@@ -1,0 +1,296 @@
+//! Container-side use: gdbmux inside its own PID and mount namespaces next
+//! to the program, debugged from outside; attach refusals that name the
+//! missing permission and the fix; GPU offers through a forwarded port.
+//! Needs root (unshare, setpriv) and socat.
+
+mod gpu_support;
+mod harden_support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering;
+
+use harden_support::*;
+use protocol_tests::framing::unescape;
+
+/// A fresh scratch directory.
+fn scratch(tag: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "ctr-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// Read a whole file through `vFile:open/pread/close`.
+fn vfile_read(c: &mut RspClient, path: &str) -> Vec<u8> {
+    let r = c
+        .request_str(&format!("vFile:open:{},0,0", hex(path.as_bytes())))
+        .unwrap();
+    let fd = r
+        .strip_prefix('F')
+        .and_then(|s| s.split(';').next())
+        .filter(|s| !s.starts_with('-'))
+        .unwrap_or_else(|| panic!("vFile:open {path}: {r}"))
+        .to_string();
+    let mut data = Vec::new();
+    loop {
+        let r = c
+            .request(format!("vFile:pread:{fd},4000,{:x}", data.len()).as_bytes())
+            .unwrap();
+        let split = r.iter().position(|b| *b == b';');
+        let (head, body) = match split {
+            Some(i) => (&r[..i], &r[i + 1..]),
+            None => (&r[..], &[][..]),
+        };
+        let n = usize::from_str_radix(std::str::from_utf8(&head[1..]).unwrap(), 16)
+            .unwrap_or_else(|_| panic!("pread reply {}", String::from_utf8_lossy(&r)));
+        if n == 0 {
+            break;
+        }
+        let chunk = unescape(body).expect("binary escapes");
+        assert_eq!(chunk.len(), n);
+        data.extend_from_slice(&chunk);
+    }
+    c.request_str(&format!("vFile:close:{fd}")).unwrap();
+    data
+}
+
+/// gdbmux and the program in their own PID and mount namespaces; the
+/// program lives on a tmpfs mounted only inside. From outside: attach (by
+/// pid or by name), read its memory, fetch its executable and libc over
+/// vFile, detach.
+fn namespaced(by_name: bool) {
+    let dir = scratch("ns");
+    let inner = dir.join("inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    let fifo = dir.join("ready.fifo");
+    let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(st.success());
+    let waiter = helper("waiter");
+    let prog = inner.join("ctr-waiter");
+    let target = if by_name {
+        "--attach-name ctr-waiter".to_string()
+    } else {
+        "--attach $!".to_string()
+    };
+    let script = format!(
+        "set -e; mount -t tmpfs none {inner}; cp {waiter} {prog}; {prog} {fifo} & read line < {fifo}; \
+         exec {gdbmux} --no-gpu {target} 127.0.0.1:0",
+        inner = inner.display(),
+        waiter = waiter.display(),
+        prog = prog.display(),
+        fifo = fifo.display(),
+        gdbmux = gdbmux_bin().display(),
+    );
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--pid",
+        "--mount",
+        "--fork",
+        "--mount-proc",
+        "--kill-child",
+        "sh",
+        "-c",
+    ])
+    .arg(&script);
+    let g = Gdbmux::spawn(cmd);
+    assert!(
+        !prog.exists(),
+        "the program is only visible inside the mount namespace"
+    );
+
+    let mut c = g.connect();
+    c.handshake_gdb().unwrap();
+    let stop = StopReply::parse(&c.request(b"?").unwrap()).unwrap();
+    assert!(matches!(stop, StopReply::Signal(_)), "{stop:?}");
+    let qc = c.request_str("qC").unwrap();
+    let pid = qc
+        .strip_prefix("QCp")
+        .and_then(|s| s.split('.').next())
+        .and_then(|p| u32::from_str_radix(p, 16).ok())
+        .expect("QCp<pid>.<tid>");
+    assert!(pid < 100, "a pid of the inner namespace, got {pid}");
+    assert_eq!(c.request_str("qAttached").unwrap(), "1");
+    // Memory of the program.
+    let ticks = sym(&waiter, "g_ticks");
+    assert_eq!(c.request_str(&format!("m{ticks:x},4")).unwrap(), "00000000");
+    // The executable, as the client fetches it (exec-file, then vFile).
+    let exe = c.request_str("qXfer:exec-file:read::0,fff").unwrap();
+    assert_eq!(exe.strip_prefix('l'), Some(prog.to_str().unwrap()));
+    assert_eq!(c.request_str("vFile:setfs:0").unwrap(), "F0");
+    let fetched = vfile_read(&mut c, prog.to_str().unwrap());
+    assert_eq!(fetched, std::fs::read(&waiter).unwrap(), "executable bytes");
+    let libc = std::fs::canonicalize("/lib/x86_64-linux-gnu/libc.so.6").unwrap();
+    let fetched = vfile_read(&mut c, libc.to_str().unwrap());
+    assert_eq!(fetched, std::fs::read(&libc).unwrap(), "libc bytes");
+    c.expect_ok("D").unwrap();
+}
+
+#[test]
+fn attach_by_pid_inside_pid_and_mount_namespaces() {
+    namespaced(false);
+}
+
+#[test]
+fn attach_by_name_inside_pid_and_mount_namespaces() {
+    namespaced(true);
+}
+
+/// `--attach` fails before gdbmux listens: the client can never see a
+/// closed connection, and stderr names the cause and the fix.
+fn assert_attach_refused(wrapper: &[&str], pid: u32, needles: &[&str]) {
+    let mut cmd = Command::new(wrapper.first().copied().unwrap_or("env"));
+    cmd.args(wrapper.get(1..).unwrap_or_default())
+        .arg(gdbmux_bin())
+        .args(["--no-gpu", "--attach", &pid.to_string(), "127.0.0.1:0"]);
+    let (st, err) = run_to_end(cmd);
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert!(!err.contains("Listening on"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "missing {n:?} in: {err}");
+    }
+}
+
+/// The same refusal over `vAttach` (extended mode): an `E` reply whose text
+/// (lldb's error strings) names the cause; the connection stays open.
+fn assert_vattach_refused(wrapper: &[&str], pid: u32, needles: &[&str]) {
+    let mut cmd = Command::new(wrapper.first().copied().unwrap_or("env"));
+    cmd.args(wrapper.get(1..).unwrap_or_default())
+        .arg(gdbmux_bin())
+        .args(["--no-gpu", "--multi", "127.0.0.1:0"]);
+    let g = Gdbmux::spawn(cmd);
+    let mut c = g.connect();
+    c.handshake_lldb().unwrap();
+    c.expect_ok("QEnableErrorStrings").unwrap();
+    let r = c.request(format!("vAttach;{pid:x}").as_bytes()).unwrap();
+    assert!(r.starts_with(b"E"), "{}", String::from_utf8_lossy(&r));
+    let text = error_text(&r);
+    for n in needles {
+        assert!(text.contains(n), "missing {n:?} in: {text}");
+    }
+    assert_eq!(c.request_str("?").unwrap(), "W00", "still connected");
+}
+
+/// Another tracer holds the process (a small C helper with
+/// PTRACE_TRACEME): the message names it and says to detach it.
+#[test]
+fn attach_refused_when_another_tracer_holds_the_process() {
+    let mut cmd = Command::new(helper("tracer"));
+    cmd.env_clear();
+    let h = Helper::spawn(cmd);
+    let line = h.line();
+    let pid: u32 = line
+        .strip_prefix("traced ")
+        .and_then(|p| p.trim().parse().ok())
+        .expect("traced PID");
+    let tracer = h.child.id().to_string();
+    let needles = [
+        "already traced by process",
+        tracer.as_str(),
+        "(tracer)",
+        "detach",
+    ];
+    assert_attach_refused(&[], pid, &needles);
+    assert_vattach_refused(&[], pid, &needles);
+}
+
+/// No CAP_SYS_PTRACE (dropped from the bounding and inheritable sets with
+/// setpriv) and a target of another uid: the message names the capability
+/// and the container fix.
+#[test]
+fn attach_refused_without_cap_sys_ptrace() {
+    let waiter = helper("waiter");
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+        .arg(&waiter);
+    let h = Helper::spawn(cmd);
+    let line = h.line();
+    let pid: u32 = line
+        .strip_prefix("ready ")
+        .and_then(|p| p.trim().parse().ok())
+        .expect("ready PID");
+    let drop_cap = [
+        "setpriv",
+        "--inh-caps=-sys_ptrace",
+        "--bounding-set=-sys_ptrace",
+        "--",
+    ];
+    let needles = ["lacks CAP_SYS_PTRACE", "--cap-add=SYS_PTRACE"];
+    assert_attach_refused(&drop_cap, pid, &needles);
+    assert_vattach_refused(&drop_cap, pid, &needles);
+}
+
+/// A client reaches gdbmux through a forwarded port (socat standing in for
+/// `docker -p` / `kubectl port-forward` / `ssh -L`) and gets the GPU offer
+/// (`jAcceleratorPluginInitialize`, lldb dialect, raw client). Returns the
+/// offered URL after checking that a second connection to it becomes the
+/// GPU session.
+fn offer_through_forward(advertise: bool) -> (String, String, String) {
+    let env = gpu_support::GpuEnv::get().expect("GPU test environment");
+    let sample = env.sample("vector_add");
+    let dir = scratch("fwd");
+    let sock = dir.join("gdbmux.sock");
+    let socat = |upstream: String| {
+        let mut cmd = Command::new("socat");
+        cmd.args([
+            "-d",
+            "-d",
+            "TCP-LISTEN:0,bind=127.0.0.1,reuseaddr,fork",
+            &upstream,
+        ]);
+        Gdbmux::spawn_until(cmd, "listening on AF=2 ")
+    };
+    // With --advertise, gdbmux listens on a unix socket behind socat (so the
+    // forwarded port is known before gdbmux starts); without it, on TCP.
+    let (g, fwd) = if advertise {
+        let fwd = socat(format!("UNIX-CONNECT:{}", sock.display()));
+        let mut cmd = Command::new(gdbmux_bin());
+        cmd.args(["--advertise", &fwd.addr])
+            .arg(format!("unix:{}", sock.display()))
+            .arg("--")
+            .arg(&sample);
+        (Gdbmux::spawn(cmd), fwd)
+    } else {
+        let g = Gdbmux::start(&["127.0.0.1:0", "--", sample.to_str().unwrap()]);
+        let fwd = socat(format!("TCP:{}", g.addr));
+        (g, fwd)
+    };
+    let mut cpu = RspClient::connect(fwd.addr.as_str()).unwrap();
+    cpu.handshake_lldb().unwrap();
+    let pid = inferior_pid(&g);
+    run_to_gpu_launch(&mut cpu, pid, &sample, &env.bin_dir.join("libsimgpu_rt.so"));
+    let url = offer_url(&mut cpu);
+    let mut gpu = RspClient::connect(url.trim_start_matches("connect://")).unwrap();
+    gpu.handshake_lldb().unwrap();
+    let stop = StopReply::parse(&gpu.request(b"?").unwrap()).unwrap();
+    assert!(matches!(stop, StopReply::Signal(_)), "{stop:?}");
+    let mut g = g;
+    g.wait_line("accepted GPU session");
+    (url, fwd.addr.clone(), g.addr.clone())
+}
+
+/// `--advertise HOST:PORT`: the offer carries exactly that address (here
+/// the forwarded port), and connecting to it reaches the GPU session.
+#[test]
+fn gpu_offer_through_forwarded_port_with_advertise() {
+    let (url, forwarded, _) = offer_through_forward(true);
+    assert_eq!(url, format!("connect://{forwarded}"));
+}
+
+/// Without `--advertise` the offer names the address the CPU client's
+/// connection reached *as gdbmux sees it*. Behind a same-host forwarder
+/// (socat connects to gdbmux's listener) that is gdbmux's own listening
+/// address, not the forwarder's port the client used: clients behind a
+/// real port forward need `--advertise`.
+#[test]
+fn gpu_offer_through_forwarded_port_without_advertise() {
+    let (url, forwarded, listener) = offer_through_forward(false);
+    assert_eq!(url, format!("connect://{listener}"));
+    assert_ne!(url, format!("connect://{forwarded}"));
+}

@@ -1,0 +1,72 @@
+"""Stock gdb 13 reaches the simulated GPU through `monitor gpu` on the CPU
+session (DESIGN §3.10). Run as: PORT=.. SYM_OFF=.. gdb -batch -nx -x gdb_monitor.py EXE
+
+Prints CHECK lines; raises (gdb then exits non-zero) on the first failed
+expectation; ALL CHECKS PASSED at the end.
+"""
+import os
+import re
+
+import gdb
+
+PORT = os.environ["PORT"]
+SYM_OFF = int(os.environ["SYM_OFF"], 0)
+
+
+def check(cond, what):
+    print(("CHECK ok: " if cond else "CHECK FAILED: ") + what, flush=True)
+    if not cond:
+        raise gdb.GdbError("CHECK FAILED: " + what)
+
+
+def ex(line):
+    out = gdb.execute(line, to_string=True)
+    print(f"(gdb) {line}\n{out}", flush=True)
+    return out
+
+
+EXITS = []
+gdb.events.exited.connect(lambda ev: EXITS.append(getattr(ev, "exit_code", None)))
+ex("set pagination off")
+ex("set confirm off")
+ex(f"target remote 127.0.0.1:{PORT}")
+mon = ex("monitor gpu")
+check(re.search(r"GPU state: ProcessAttached", mon) is not None, "monitor gpu shows the state before the runtime")
+ex("break simgpu_launch")
+ex("continue")
+mon = ex("monitor gpu")
+check("GPU state: RuntimeLoaded" in mon, "runtime loaded at simgpu_launch")
+m = re.search(r"code object \d+: \S*vector_add\S* \(load address (0x[0-9a-f]+)\)", mon)
+check(m is not None, "monitor gpu lists the vector_add code object with its load address")
+entry = int(m.group(1), 16) + SYM_OFF
+out = ex(f"monitor gpu break {entry:#x}")
+check(f"GPU breakpoint at {entry:#x}" in out, f"GPU breakpoint at the kernel entry {entry:#x}")
+ex("frame 1")
+a_ptr = int(gdb.parse_and_eval("a"))
+check(a_ptr != 0, f"CPU variable a = {a_ptr:#x}")
+ex("delete")
+# The wave's stop surfaces as a CPU-session stop with a console line
+# (`O` packet) naming the wave, kernel and address.
+out = ex("continue")
+check(re.search(r"GPU wave \d+ .*stopped.*breakpoint", out) is not None,
+      "the GPU stop surfaced in the CPU session as a console line naming the wave")
+check("vector_add" in out and f"{entry:#x}" in out, "the console line names the kernel and the address")
+waves = ex("monitor gpu waves")
+m = re.search(rf"wave (\d+) \(dbgapi \d+\): Stopped pc={entry:#x}", waves)
+check(m is not None, "monitor gpu waves lists a wave stopped at the breakpoint")
+wave = m.group(1)
+regs = ex(f"monitor gpu regs {wave} pc exec")
+pc = re.search(r"pc\s+(0x[0-9a-f]+)", regs)
+check(pc is not None and int(pc.group(1), 16) == entry, f"wave {wave} pc == {entry:#x}")
+exe = re.search(r"exec\s+(0x[0-9a-f]+)", regs)
+check(exe is not None and int(exe.group(1), 16) != 0, f"wave {wave} exec is non-zero")
+mem = ex(f"monitor gpu mem global {a_ptr:#x} 16")
+check(re.search(r"00 00 00 00 03 00 00 00 06 00 00 00 09 00 00 00", mem) is not None,
+      "a[0..4] read through the GPU is 0 3 6 9")
+out = ex(f"monitor gpu delete {entry:#x}")
+check("deleted" in out, "GPU breakpoint deleted")
+ex("monitor gpu continue")
+print("MARK: continue to the end", flush=True)
+out = ex("continue")
+check(EXITS == [0], f"the program exited with status 0 (exits seen: {EXITS})")
+print("ALL CHECKS PASSED", flush=True)
