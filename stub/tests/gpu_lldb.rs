@@ -11,6 +11,28 @@ mod gpu_support;
 use gpu_support::*;
 
 #[test]
+fn lldb_debugs_a_gpu_kernel_by_source_line() {
+    let Some(env) = GpuEnv::get() else { return };
+    let server = env.serve(&["vector_add"]);
+    let hsaco = env.root.join("samples/kernels/vector_add.hsaco");
+    let out = run_python(
+        &env.root.join("stub/tests/gpu/lldb_gpu.py"),
+        &[
+            &server.port.to_string(),
+            env.sample("vector_add").to_str().unwrap_or_default(),
+            &format!("{:#x}", kernel_symbol(&hsaco, "vector_add")),
+            "source",
+            hsaco.to_str().unwrap_or_default(),
+        ],
+    );
+    assert!(
+        out.contains("ALL CHECKS PASSED"),
+        "lldb GPU session failed:\n{out}\n--- gdbmux log ---\n{}",
+        server.log()
+    );
+}
+
+#[test]
 fn lldb_debugs_a_gpu_kernel() {
     let Some(env) = GpuEnv::get() else { return };
     let server = env.serve(&["vector_add"]);
@@ -34,4 +56,22 @@ fn lldb_debugs_a_gpu_kernel() {
         server.log()
     );
     assert_eq!(out.matches("CHECK FAILED").count(), 0, "{out}");
+}
+
+#[test]
+fn lldb_sees_a_gpu_memory_fault_as_sigsegv() {
+    let Some(env) = GpuEnv::get() else { return };
+    let server = env.serve(&["fault"]);
+    let out = run_python(
+        &env.root.join("stub/tests/gpu/lldb_fault.py"),
+        &[
+            &server.port.to_string(),
+            env.sample("fault").to_str().unwrap_or_default(),
+        ],
+    );
+    assert!(
+        out.contains("ALL CHECKS PASSED"),
+        "lldb GPU fault session failed:\n{out}\n--- gdbmux log ---\n{}",
+        server.log()
+    );
 }

@@ -179,7 +179,9 @@ fn build_t(
         out.push(b';');
     }
     for (regnum, value) in &snap.expedited {
-        push_hex_u8(out, (*regnum & 0xff) as u8);
+        // Register numbers are plain hex of any width (GPU tables go far
+        // past 0xff); two digits at least, as gdbserver writes them.
+        let _ = write!(Buf(out), "{regnum:02x}");
         out.push(b':');
         hex::encode(value, out);
         out.push(b';');

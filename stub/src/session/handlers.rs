@@ -809,15 +809,7 @@ impl Session {
         let Some(t) = self.procs.get_mut(&pid) else {
             return;
         };
-        let expedited_regs: Vec<u32> = ["fp", "sp", "pc"]
-            .iter()
-            .filter_map(|g| {
-                t.registers()
-                    .iter()
-                    .find(|r| r.generic == Some(g))
-                    .map(|r| r.regnum)
-            })
-            .collect();
+        let expedited_regs: Vec<u32> = super::expedited_registers(t.registers());
         let expedite = |t: &mut Box<dyn Target>, tid: Tid| -> Vec<(u32, Vec<u8>)> {
             expedited_regs
                 .iter()

@@ -58,7 +58,32 @@ impl Session {
     }
 
     pub(super) fn handle_process_info(&mut self) {
-        let info = self.current_target().ok().and_then(|t| t.process_info());
+        let mut info = self.current_target().ok().and_then(|t| t.process_info());
+        if info.is_none() && self.role == super::Role::Gpu {
+            // The GPU "process" is the CPU process's GPU: same pid and
+            // credentials, its own (amdgpu) triple.
+            if let Some(pid) = self.current {
+                let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let ppid = st
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let (uid, gid) = (
+                    nix::unistd::getuid().as_raw(),
+                    nix::unistd::getgid().as_raw(),
+                );
+                info = Some(crate::target::ProcessInfo {
+                    pid,
+                    ppid,
+                    uid,
+                    gid,
+                    euid: uid,
+                    egid: gid,
+                    exe: None,
+                });
+            }
+        }
         let Some(i) = info else {
             self.send_error(0x44, "no process");
             return;
@@ -155,15 +180,7 @@ impl Session {
             self.send_error(libc::ESRCH as u8, "no process");
             return;
         };
-        let regs: Vec<u32> = ["fp", "sp", "pc"]
-            .iter()
-            .filter_map(|g| {
-                t.registers()
-                    .iter()
-                    .find(|r| r.generic == Some(g))
-                    .map(|r| r.regnum)
-            })
-            .collect();
+        let regs: Vec<u32> = super::expedited_registers(t.registers());
         let mut out = String::from("[");
         for (i, tid) in t.threads().into_iter().enumerate() {
             if i > 0 {

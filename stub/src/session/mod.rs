@@ -108,6 +108,20 @@ impl Features {
     }
 }
 
+/// Registers sent with every stop (`T` replies, jThreadsInfo): the
+/// frame, stack and program counters, plus a GPU wave's EXEC mask (which
+/// lanes are active is part of where a wave is).
+pub fn expedited_registers(regs: &[crate::target::RegisterInfo]) -> Vec<u32> {
+    let mut v: Vec<u32> = ["fp", "sp", "pc"]
+        .iter()
+        .filter_map(|g| regs.iter().find(|r| r.generic == Some(g)).map(|r| r.regnum))
+        .collect();
+    if let Some(exec) = regs.iter().find(|r| r.name == "exec") {
+        v.push(exec.regnum);
+    }
+    v
+}
+
 /// Which side of the multiplexer a session serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Role {

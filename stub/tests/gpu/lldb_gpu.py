@@ -1,6 +1,9 @@
 """Stock lldb 23.1 (PyPI lldb-for-pwndbg) debugs a GPU kernel through gdbmux.
 
-usage: lldb_gpu.py PORT EXE HSACO_SYMBOL_OFFSET
+usage: lldb_gpu.py PORT EXE HSACO_SYMBOL_OFFSET [address|source HSACO]
+With `source`, the GPU breakpoint is set by source line after
+`target modules add` + `target modules load --slide` of the code object
+(stock 23.1 has no GPU dynamic loader; research/lldb-accelerator.md §2.5).
 Prints CHECK lines; exits non-zero on the first failed expectation.
 """
 import re
@@ -10,6 +13,8 @@ import time
 import lldb
 
 PORT, EXE, SYM_OFF = sys.argv[1], sys.argv[2], int(sys.argv[3], 0)
+MODE = sys.argv[4] if len(sys.argv) > 4 else "address"
+HSACO = sys.argv[5] if len(sys.argv) > 5 else None
 TIMEOUT = 30.0
 
 
@@ -67,8 +72,18 @@ m = re.search(r"code object \d+: \S*vector_add\S* \(load address (0x[0-9a-f]+)\)
 check(m is not None, "monitor gpu lists the vector_add code object")
 entry = int(m.group(1), 16) + SYM_OFF
 cmd(dbg, "target select 1")
-gbp = gpu_t.BreakpointCreateByAddress(entry)
-check(gbp.GetNumLocations() == 1, f"GPU breakpoint at {entry:#x}")
+if MODE == "source":
+    print(cmd(dbg, f"target modules add {HSACO}"))
+    name = HSACO.rsplit("/", 1)[-1]
+    print(cmd(dbg, f"target modules load --file {name} --slide {entry - SYM_OFF:#x}"))
+    gbp = gpu_t.BreakpointCreateByLocation("vector_add.cl", 8)
+    check(gbp.GetNumLocations() == 1, "GPU breakpoint at vector_add.cl:8")
+    bp_addr = gbp.GetLocationAtIndex(0).GetLoadAddress()
+    check(entry < bp_addr < entry + 0xa0, f"line 8 is inside the kernel ({bp_addr:#x})")
+else:
+    gbp = gpu_t.BreakpointCreateByAddress(entry)
+    check(gbp.GetNumLocations() == 1, f"GPU breakpoint at {entry:#x}")
+    bp_addr = entry
 # The CPU's `a` buffer, to compare with what the GPU target reads.
 frame = cpu.GetSelectedThread().GetFrameAtIndex(1)
 a_ptr = frame.FindVariable("a").GetValueAsUnsigned()
@@ -86,7 +101,11 @@ check(gpu.GetNumThreads() >= 1, f"waves are threads: {gpu.GetNumThreads()}")
 print(cmd(dbg, "thread list"))
 fr = th.GetFrameAtIndex(0)
 pc = fr.FindRegister("pc").GetValueAsUnsigned()
-check(pc == entry, f"pc {pc:#x} == breakpoint {entry:#x}")
+check(pc == bp_addr, f"pc {pc:#x} == breakpoint {bp_addr:#x}")
+if MODE == "source":
+    line = fr.GetLineEntry()
+    check(line.GetLine() == 8 and line.GetFileSpec().GetFilename() == "vector_add.cl",
+          f"the wave is at vector_add.cl:8 ({line.GetFileSpec().GetFilename()}:{line.GetLine()})")
 exec_ = fr.FindRegister("exec").GetValueAsUnsigned()
 check(exec_ != 0, f"exec {exec_:#x}")
 v0 = fr.FindRegister("v0")
