@@ -24,6 +24,9 @@ enum {
 };
 
 int simgpu_init(void);
+/* Shuts the runtime down (a debugger sees the GPU runtime unload); a later
+ * simgpu_init() brings it up again as a new runtime. */
+int simgpu_shutdown(void);
 const char *simgpu_status_string(int status);
 int simgpu_module_load(const char *path, simgpu_module **module);
 int simgpu_module_unload(simgpu_module *module);

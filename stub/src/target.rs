@@ -212,6 +212,11 @@ pub trait Target {
     fn pid(&self) -> Pid;
     /// Live threads, in creation order (first = main thread).
     fn threads(&self) -> Vec<Tid>;
+    /// Live threads, or why the list cannot be had (a GPU library error):
+    /// the thread-list packets answer an `E` reply with the reason.
+    fn try_threads(&self) -> TargetResult<Vec<Tid>> {
+        Ok(self.threads())
+    }
     /// Thread name (Linux `comm`), if known.
     fn thread_name(&self, tid: Tid) -> Option<String>;
     /// Whether the process is currently stopped (all-stop).

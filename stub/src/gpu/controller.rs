@@ -44,6 +44,74 @@ use super::host::HostRequest;
 use crate::target::RegisterInfo;
 use crate::target::Tid;
 
+/// How long an interrupt waits for the waves it stopped to report their
+/// stops before the GPU session reports the stop anyway (default; see
+/// [`STOP_TIMEOUT_ENV`]).
+pub const DEFAULT_STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Environment variable overriding [`DEFAULT_STOP_TIMEOUT`] (milliseconds).
+pub const STOP_TIMEOUT_ENV: &str = "GDBMUX_GPU_STOP_TIMEOUT_MS";
+
+/// A one-shot monotonic timer the mio loop watches (a timerfd): it bounds
+/// the wait for wave stops, so a stalled device cannot hang a session.
+struct StopTimer {
+    fd: std::os::fd::OwnedFd,
+    /// Not yet handed to the loop for registration.
+    unregistered: bool,
+}
+
+impl StopTimer {
+    fn new() -> std::io::Result<Self> {
+        use std::os::fd::FromRawFd as _;
+        // SAFETY: plain syscall with constant flags; the result is checked.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(StopTimer {
+            // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+            unregistered: true,
+        })
+    }
+
+    /// Arm for `after` (zero disarms).
+    fn set(&self, after: std::time::Duration) {
+        use std::os::fd::AsRawFd as _;
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: after.as_secs() as libc::time_t,
+                tv_nsec: after.subsec_nanos() as libc::c_long,
+            },
+        };
+        // SAFETY: valid fd owned by us; `spec` outlives the call; no old
+        // value is asked for.
+        let r =
+            unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+        if r != 0 {
+            tracing::warn!(target: "dbgapi", "timerfd_settime: {}", std::io::Error::last_os_error());
+        }
+    }
+
+    /// Whether it expired since the last call (consumes the expiry).
+    fn expired(&self) -> bool {
+        let mut b = [0u8; 8];
+        matches!(
+            nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&self.fd), &mut b),
+            Ok(8)
+        )
+    }
+}
+
 /// The shadow thread shown when no wave exists (lldb needs a thread in
 /// every stop reply; research/lldb-accelerator.md §4.5).
 pub const SHADOW_TID: Tid = 1;
@@ -225,6 +293,9 @@ pub struct GpuController {
     /// Per wave: architecture register number → index in the wave's own
     /// register list (a wave only has the registers its kernel allocated).
     wave_regs: BTreeMap<WaveId, Vec<Option<usize>>>,
+    stop_timer: Option<StopTimer>,
+    stop_timeout: std::time::Duration,
+    stop_timed_out: bool,
 }
 
 /// Errors shown to users (as `E` replies with a reason, or monitor text).
@@ -260,7 +331,60 @@ impl GpuController {
             deferred_acks: Vec::new(),
             counts: GpuEventCounts::default(),
             wave_regs: BTreeMap::new(),
+            stop_timer: StopTimer::new()
+                .map_err(|e| tracing::warn!(target: "dbgapi", "no stop timer (interrupts wait unbounded): {e}"))
+                .ok(),
+            stop_timeout: std::env::var(STOP_TIMEOUT_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(std::time::Duration::from_millis)
+                .unwrap_or(DEFAULT_STOP_TIMEOUT),
+            stop_timed_out: false,
         })
+    }
+
+    /// The stop timer's fd, once, for the loop to watch (its expiry wakes
+    /// the loop like the notifier does).
+    pub fn take_new_timer_fd(&mut self) -> Option<RawFd> {
+        let t = self.stop_timer.as_mut().filter(|t| t.unregistered)?;
+        t.unregistered = false;
+        Some(std::os::fd::AsRawFd::as_raw_fd(&t.fd))
+    }
+
+    /// How long an interrupt waits for wave stops.
+    pub fn set_stop_timeout(&mut self, d: std::time::Duration) {
+        self.stop_timeout = d;
+    }
+
+    /// The stop timeout in force.
+    pub fn stop_timeout(&self) -> std::time::Duration {
+        self.stop_timeout
+    }
+
+    /// Start bounding the wait for wave stops.
+    pub fn arm_stop_timer(&mut self) {
+        self.stop_timed_out = false;
+        if let Some(t) = &self.stop_timer {
+            t.set(self.stop_timeout.max(std::time::Duration::from_millis(1)));
+        }
+    }
+
+    /// The wait for wave stops ended.
+    pub fn disarm_stop_timer(&mut self) {
+        self.stop_timed_out = false;
+        if let Some(t) = &self.stop_timer {
+            t.set(std::time::Duration::ZERO);
+        }
+    }
+
+    /// Whether the stop timer expired (consumed).
+    pub fn take_stop_timeout(&mut self) -> bool {
+        if let Some(t) = &self.stop_timer {
+            if t.expired() {
+                self.stop_timed_out = true;
+            }
+        }
+        std::mem::take(&mut self.stop_timed_out)
     }
 
     /// Current state.
@@ -372,6 +496,9 @@ impl GpuController {
     /// client's packets) and `GpuNews` stays small.
     pub fn process_events(&mut self) -> GpuNews {
         let mut news = GpuNews::default();
+        if self.stop_timer.as_ref().is_some_and(StopTimer::expired) {
+            self.stop_timed_out = true;
+        }
         if let Some(fd) = self.notifier {
             let mut buf = [0u8; 256];
             // The pipe's content has no meaning; drain it to re-arm.
@@ -600,12 +727,18 @@ impl GpuController {
         self.waves.iter().find(|(_, t)| **t == tid).map(|(w, _)| *w)
     }
 
-    /// Refresh the wave list; returns (wave, tid) pairs in tid order.
+    /// Refresh the wave list; returns (wave, tid) pairs in tid order (none
+    /// when the library fails: see [`GpuController::try_waves`]).
     pub fn waves(&mut self) -> Vec<(WaveId, Tid)> {
-        let list = match self.backend().and_then(|b| b.waves().map_err(gerr)) {
-            Ok(l) => l,
-            Err(_) => return Vec::new(),
-        };
+        self.try_waves().unwrap_or_else(|e| {
+            tracing::warn!(target: "dbgapi", "wave list: {e}");
+            Vec::new()
+        })
+    }
+
+    /// Refresh the wave list; the library's error as text.
+    pub fn try_waves(&mut self) -> GpuResult<Vec<(WaveId, Tid)>> {
+        let list = self.backend()?.waves().map_err(gerr)?;
         let live: std::collections::BTreeSet<WaveId> = list.iter().copied().collect();
         self.waves.retain(|w, _| live.contains(w));
         for w in list {
@@ -613,7 +746,7 @@ impl GpuController {
         }
         let mut v: Vec<(WaveId, Tid)> = self.waves.iter().map(|(w, t)| (*w, *t)).collect();
         v.sort_by_key(|(_, t)| *t);
-        v
+        Ok(v)
     }
 
     /// Info about one wave.

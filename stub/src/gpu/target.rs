@@ -44,6 +44,9 @@ pub struct GpuTarget {
     /// Set when the CPU process ended: reported at the next wait.
     exit: Option<StopEvent>,
     interrupted: bool,
+    /// An interrupt is waiting for the waves it stopped (bounded by the
+    /// controller's stop timer).
+    awaiting_stop: bool,
 }
 
 fn terr(e: String) -> TargetError {
@@ -104,6 +107,7 @@ impl GpuTarget {
             running: false,
             exit: None,
             interrupted: false,
+            awaiting_stop: false,
         }
     }
 
@@ -169,6 +173,17 @@ impl Target for GpuTarget {
 
     fn pid(&self) -> Pid {
         self.pid
+    }
+
+    /// The threads (waves), or the library's error when it cannot list
+    /// them (the thread-list replies say so instead of showing no waves).
+    fn try_threads(&self) -> TargetResult<Vec<Tid>> {
+        let waves = self.gpu.borrow_mut().try_waves().map_err(terr)?;
+        Ok(if waves.is_empty() {
+            vec![SHADOW_TID]
+        } else {
+            waves.into_iter().map(|(_, t)| t).collect()
+        })
     }
 
     fn threads(&self) -> Vec<Tid> {
@@ -303,6 +318,10 @@ impl Target for GpuTarget {
     }
 
     fn resume(&mut self, plan: &ResumePlan) -> TargetResult<()> {
+        if self.awaiting_stop {
+            self.awaiting_stop = false;
+            self.gpu.borrow_mut().disarm_stop_timer();
+        }
         if self.exit.is_some() {
             self.running = true;
             return Ok(());
@@ -359,6 +378,11 @@ impl Target for GpuTarget {
             // thread at once.
             self.gpu.borrow_mut().set_wave_creation(true);
             self.pending_interrupt();
+        } else if self.running && !self.awaiting_stop {
+            // Wait for the stops, but not forever (a stalled device never
+            // reports them): the loop's timer ends the wait.
+            self.awaiting_stop = true;
+            self.gpu.borrow_mut().arm_stop_timer();
         }
         Ok(())
     }
@@ -388,6 +412,25 @@ impl Target for GpuTarget {
         }
         let stop = loop {
             let Some(stop) = g.pop_stop() else {
+                if self.awaiting_stop && g.take_stop_timeout() {
+                    // The device did not complete the stop requests in time:
+                    // report the interrupt anyway (waves may still run).
+                    self.awaiting_stop = false;
+                    g.set_wave_creation(true);
+                    tracing::warn!(
+                        target: "dbgapi",
+                        timeout_ms = g.stop_timeout().as_millis() as u64,
+                        "GPU stop requests timed out: the device did not report the stops; reporting the interrupt on the shadow thread"
+                    );
+                    drop(g);
+                    self.running = false;
+                    return Ok(Some(StopEvent::Stopped {
+                        pid: self.pid,
+                        tid: SHADOW_TID,
+                        signal: libc::SIGSTOP,
+                        kind: StopKind::Interrupt,
+                    }));
+                }
                 return Ok(None);
             };
             let bps = g.gpu_breakpoints();
@@ -400,6 +443,10 @@ impl Target for GpuTarget {
             break stop;
         };
         // All-stop: hold the other waves and new ones.
+        if self.awaiting_stop {
+            self.awaiting_stop = false;
+            g.disarm_stop_timer();
+        }
         g.set_wave_creation(true);
         g.stop_all_waves();
         drop(g);

@@ -560,6 +560,21 @@ impl Server {
                 tracing::warn!(target: "mux", "registering GPU notifier: {e}");
             }
         }
+        // The GPU stop timer (a timerfd): its expiry is handled like a
+        // notifier wake-up (bounded waits for wave stops).
+        let timer = {
+            let gpu = self.mux.borrow().gpu.clone();
+            gpu.and_then(|g| g.borrow_mut().take_new_timer_fd())
+        };
+        if let Some(fd) = timer {
+            if let Err(e) =
+                self.poll
+                    .registry()
+                    .register(&mut SourceFd(&fd), GPU_NOTIFIER, Interest::READABLE)
+            {
+                tracing::warn!(target: "mux", "registering the GPU stop timer: {e}");
+            }
+        }
         let exit = self.mux.borrow_mut().cpu_exit.take();
         if let Some(ev) = exit {
             let gpu_session = self.mux.borrow().gpu_session;

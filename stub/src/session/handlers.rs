@@ -70,7 +70,14 @@ impl Session {
                 let mp = self.features.multiprocess;
                 let mut first = true;
                 for (pid, t) in &self.procs {
-                    for tid in t.threads() {
+                    let threads = match t.try_threads() {
+                        Ok(v) => v,
+                        Err(e) => {
+                            self.send_target_error(&e);
+                            return;
+                        }
+                    };
+                    for tid in threads {
                         if !first {
                             out.push(b',');
                         }

@@ -182,7 +182,14 @@ impl Session {
         };
         let regs: Vec<u32> = super::expedited_registers(t.registers());
         let mut out = String::from("[");
-        for (i, tid) in t.threads().into_iter().enumerate() {
+        let threads = match t.try_threads() {
+            Ok(v) => v,
+            Err(e) => {
+                self.send_target_error(&e);
+                return;
+            }
+        };
+        for (i, tid) in threads.into_iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }

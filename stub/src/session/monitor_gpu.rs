@@ -63,7 +63,10 @@ impl Session {
             "waves" => {
                 let mut g = gpu.borrow_mut();
                 let mut s = String::new();
-                let waves = g.waves();
+                let waves = match g.try_waves() {
+                    Ok(w) => w,
+                    Err(e) => return format!("error: cannot list the waves: {e}\n"),
+                };
                 if waves.is_empty() {
                     s.push_str("no waves\n");
                 }

@@ -73,6 +73,29 @@ impl GpuEnv {
         .as_ref()
     }
 
+    /// Build one more sample of `samples/` (one that `get` does not build)
+    /// and return its path.
+    pub fn build_sample(&self, name: &str) -> PathBuf {
+        let out = self.samples.join(name);
+        let st = Command::new("cc")
+            .args(["-g", "-O1", "-Wall"])
+            .arg(format!("-I{}", self.root.join("samples/include").display()))
+            .arg(format!(
+                "-DKERNEL_DIR=\"{}\"",
+                self.root.join("samples/kernels").display()
+            ))
+            .arg(self.root.join(format!("samples/{name}.c")))
+            .arg("-o")
+            .arg(&out)
+            .arg(format!("-L{}", self.bin_dir.display()))
+            .arg("-lsimgpu_rt")
+            .arg(format!("-Wl,-rpath,{}", self.bin_dir.display()))
+            .status()
+            .expect("cc");
+        assert!(st.success(), "building sample {name}");
+        out
+    }
+
     /// A built sample.
     pub fn sample(&self, name: &str) -> PathBuf {
         self.samples.join(name)

@@ -18,7 +18,9 @@
 //!
 //! Set `SIMGPU_DBGAPI_VERSION=0.71.0` to make `amd_dbgapi_get_version`
 //! report an older ABI (used to test that clients refuse it).
+//! `SIMGPU_FAIL` and `SIMGPU_STALL` inject faults (see `faults`).
 
+mod faults;
 mod ffi;
 mod library;
 mod storm;

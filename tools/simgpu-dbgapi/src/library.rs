@@ -50,6 +50,7 @@ use gpu_target::sim::storm::StormEvent;
 use gpu_target::sim::storm::StormKind;
 use gpu_target::sim::storm::STORM_ENV;
 
+use crate::faults::Faults;
 use crate::storm::StormRun;
 use crate::storm::StormWave;
 
@@ -187,6 +188,8 @@ struct Process {
     last_lists: HashMap<&'static str, Vec<u64>>,
     /// The event storm of `SIMGPU_STORM`, if one was asked for.
     storm: Option<StormRun>,
+    /// `SIMGPU_FAIL` / `SIMGPU_STALL`, read at attach.
+    faults: Faults,
 }
 
 pub struct Library {
@@ -277,6 +280,14 @@ impl Library {
             },
             Err(_) => None,
         };
+        let (faults, fault_errors) = Faults::from_env();
+        for e in &fault_errors {
+            self.client.log(2, &format!("simgpu: {e} (ignored)"));
+        }
+        if faults.any() {
+            self.client
+                .log(2, &format!("simgpu: fault injection active: {faults:?}"));
+        }
         let mut dev_cfg = DeviceConfig::default();
         if let Some(c) = &storm_cfg {
             dev_cfg.event_capacity = c.capacity;
@@ -313,7 +324,10 @@ impl Library {
                                 value,
                             }) => {
                                 let mut ib = lock(&inbox);
-                                if ib.announced {
+                                // A runtime that went away and came back
+                                // before the client saw it go: its HELLO
+                                // goes through a new RUNTIME event.
+                                if ib.announced && !ib.runtime_gone {
                                     drop(ib);
                                     ack_and_serve(s, &device, Some((inbox.clone(), wfd.clone())));
                                 } else {
@@ -357,6 +371,7 @@ impl Library {
                 held_ack: None,
                 last_lists: HashMap::new(),
                 storm: None,
+                faults,
             },
         );
         self.client
@@ -500,23 +515,8 @@ impl Library {
             drop(inbox);
             (proc.client, hello, gone)
         };
-        if let Some((r_debug, stream)) = hello {
-            let proc = self.proc(p)?;
-            match &mut proc.runtime {
-                Runtime::Enabling { stream: slot, .. } => *slot = Some(stream),
-                Runtime::Up { .. } => match proc.held_ack.as_mut() {
-                    Some(held) => held.streams.push(stream),
-                    None => {
-                        let notify = Some((proc.inbox.clone(), proc.notifier_w.clone()));
-                        ack_and_serve(stream, &proc.device, notify);
-                    }
-                },
-                Runtime::Down => {
-                    let r_brk = self.read_u64(cp, r_debug + 16)?;
-                    self.runtime_enabling(p, r_debug, r_brk, Some(stream));
-                }
-            }
-        }
+        // An unload first: a HELLO that came with it belongs to the
+        // next runtime lifetime.
         if gone {
             let proc = self.proc(p)?;
             let had = !proc.code_objects.is_empty();
@@ -537,13 +537,30 @@ impl Library {
                 e.runtime = runtime_state::UNLOADED
             });
         }
+        if let Some((r_debug, stream)) = hello {
+            let proc = self.proc(p)?;
+            match &mut proc.runtime {
+                Runtime::Enabling { stream: slot, .. } => *slot = Some(stream),
+                Runtime::Up { .. } => match proc.held_ack.as_mut() {
+                    Some(held) => held.streams.push(stream),
+                    None => {
+                        let notify = Some((proc.inbox.clone(), proc.notifier_w.clone()));
+                        ack_and_serve(stream, &proc.device, notify);
+                    }
+                },
+                Runtime::Down => {
+                    let r_brk = self.read_u64(cp, r_debug + 16)?;
+                    self.runtime_enabling(p, r_debug, r_brk, Some(stream));
+                }
+            }
+        }
         // Device events are pulled one at a time, and only while nothing
         // is pending for the client: the device's bounded hand-off stays the
         // only buffer, so device threads (and storm producers) feel
         // backpressure instead of growing a queue here.
         loop {
             let proc = self.proc(p)?;
-            if !proc.pending.is_empty() {
+            if !proc.pending.is_empty() || proc.faults.stall {
                 break;
             }
             let ev = match proc.storm.as_mut().map(|r| r.stalled.take()) {
@@ -993,6 +1010,9 @@ impl Library {
     }
 
     fn list_one(&mut self, p: u64, what: &str) -> Result<Vec<u64>, Status> {
+        if what == "wave" {
+            self.proc(p)?.faults.check("wave_list")?;
+        }
         match what {
             "agent" => Ok(vec![self.proc(p)?.agent]),
             "queue" => Ok(vec![self.proc(p)?.queue]),
@@ -1255,6 +1275,7 @@ impl Library {
 
     pub fn wave_info(&mut self, wh: u64, q: i32) -> Result<Info, Status> {
         let (proc, w) = self.wave_proc(wh)?;
+        proc.faults.check("wave_info")?;
         let i = Self::sim_wave(proc, w)?;
         let state = Self::visible_state(proc, w, i.state);
         let stopped = state == wave_state::STOP;
@@ -1287,6 +1308,7 @@ impl Library {
 
     pub fn wave_stop(&mut self, wh: u64) -> Result<(), Status> {
         let (proc, w) = self.wave_proc(wh)?;
+        proc.faults.check("wave_stop")?;
         let i = Self::sim_wave(proc, w)?;
         if Self::visible_state(proc, w, i.state) == wave_state::STOP {
             return Err(st::ERROR_WAVE_STOPPED);
@@ -1299,6 +1321,10 @@ impl Library {
             return Err(st::ERROR_NOT_IMPLEMENTED);
         }
         proc.stop_requested.insert(w);
+        if proc.faults.stall {
+            // Accepted, never completed: the device is stalled.
+            return Ok(());
+        }
         match proc.device.stop_wave(w) {
             // Stopped already (its WAVE_STOP is pending): that event completes the request.
             Ok(()) | Err(DeviceError::WaveStopped(_)) => Ok(()),
@@ -1311,6 +1337,7 @@ impl Library {
 
     pub fn wave_resume(&mut self, wh: u64, mode: i32, exceptions: u32) -> Result<(), Status> {
         let (proc, w) = self.wave_proc(wh)?;
+        proc.faults.check("wave_resume")?;
         let i = Self::sim_wave(proc, w)?;
         if Self::visible_state(proc, w, i.state) != wave_state::STOP {
             return Err(st::ERROR_WAVE_NOT_STOPPED);
@@ -1430,6 +1457,7 @@ impl Library {
     ) -> Result<(), Status> {
         let reg = Self::reg(r)?;
         let (proc, w) = self.wave_proc(wh)?;
+        proc.faults.check("read_register")?;
         let i = Self::sim_wave(proc, w)?;
         if Self::visible_state(proc, w, i.state) != wave_state::STOP {
             return Err(st::ERROR_WAVE_NOT_STOPPED);
@@ -1458,6 +1486,7 @@ impl Library {
     ) -> Result<(), Status> {
         let reg = Self::reg(r)?;
         let (proc, w) = self.wave_proc(wh)?;
+        proc.faults.check("write_register")?;
         let i = Self::sim_wave(proc, w)?;
         if Self::visible_state(proc, w, i.state) != wave_state::STOP {
             return Err(st::ERROR_WAVE_NOT_STOPPED);
@@ -1509,6 +1538,14 @@ impl Library {
         read: Option<&mut [u8]>,
         write: Option<&[u8]>,
     ) -> Result<usize, Status> {
+        if p != 0 {
+            let call = if read.is_some() {
+                "read_memory"
+            } else {
+                "write_memory"
+            };
+            self.proc(p)?.faults.check(call)?;
+        }
         match aspace {
             ASPACE_GLOBAL | ASPACE_GENERIC => {
                 let proc = self.proc(p)?;

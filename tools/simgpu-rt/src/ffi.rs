@@ -38,6 +38,13 @@ pub extern "C" fn simgpu_init() -> c_int {
     runtime::init() as c_int
 }
 
+/// Shuts the runtime down (the debugger sees the GPU runtime unload); a
+/// later `simgpu_init` brings it up again as a new runtime.
+#[no_mangle]
+pub extern "C" fn simgpu_shutdown() -> c_int {
+    runtime::shutdown() as c_int
+}
+
 /// Text of a status code (static string).
 #[no_mangle]
 pub extern "C" fn simgpu_status_string(status: c_int) -> *const c_char {

@@ -248,6 +248,22 @@ pub fn init() -> Status {
     Status::Success
 }
 
+/// Shuts the runtime down: the debugger's GPU library loses its
+/// connection (it reports RUNTIME UNLOADED), the rendezvous no longer names
+/// a hook (a debugger attaching later sees no runtime), the local device is
+/// dropped. Modules still loaded stay listed but must not be launched
+/// before the next [`init`]. A later `init` starts a new runtime lifetime.
+pub fn shutdown() -> Status {
+    let mut rt = lock_rt();
+    if let Some(s) = rt.debugger.take() {
+        let _ = s.shutdown(std::net::Shutdown::Both);
+    }
+    rt.device = None;
+    R_DEBUG.r_brk.store(0, Ordering::SeqCst);
+    tracing::debug!(target: "simgpu_rt", "shut down");
+    Status::Success
+}
+
 /// Loads a code object file.
 pub fn load(path: &str) -> Result<Box<Module>, Status> {
     let bytes = std::fs::read(path).map_err(|_| Status::File)?;

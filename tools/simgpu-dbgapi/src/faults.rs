@@ -1,0 +1,123 @@
+//! Fault injection, read from the environment when a process is attached.
+//!
+//! - `SIMGPU_FAIL=CALL[=STATUS],…`: the named calls fail with STATUS (an
+//!   `AMD_DBGAPI_STATUS_*` number, default `AMD_DBGAPI_STATUS_ERROR`).
+//!   Calls: `read_register`, `write_register`, `read_memory`,
+//!   `write_memory`, `wave_list`, `wave_info`, `wave_stop`, `wave_resume`.
+//! - `SIMGPU_FAIL_FILE=PATH`: the same list, read from PATH at every call
+//!   (a missing file is an empty list): a test switches failures on and off
+//!   while a session lives.
+//! - `SIMGPU_STALL=1`: the device stalls: its events are never delivered
+//!   (its threads block on the full hand-off) and wave stop requests are
+//!   accepted but never complete. Library events (runtime, code objects)
+//!   still flow.
+
+use gpu_target::dbgapi::abi::status as st;
+use gpu_target::dbgapi::abi::Status;
+
+/// Environment variable of the failing calls.
+pub const FAIL_ENV: &str = "SIMGPU_FAIL";
+/// Environment variable of the failing-calls file.
+pub const FAIL_FILE_ENV: &str = "SIMGPU_FAIL_FILE";
+/// Environment variable of the device stall.
+pub const STALL_ENV: &str = "SIMGPU_STALL";
+
+/// Calls that can be made to fail.
+pub const CALLS: [&str; 8] = [
+    "read_register",
+    "write_register",
+    "read_memory",
+    "write_memory",
+    "wave_list",
+    "wave_info",
+    "wave_stop",
+    "wave_resume",
+];
+
+/// The faults asked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Faults {
+    fail: Vec<(&'static str, Status)>,
+    file: Option<std::path::PathBuf>,
+    /// The device stalls.
+    pub stall: bool,
+}
+
+impl Faults {
+    /// Parse the two variables' values; unknown call names are reported in
+    /// the error list and ignored.
+    pub fn parse(fail: Option<&str>, stall: Option<&str>) -> (Faults, Vec<String>) {
+        let mut f = Faults::default();
+        let mut errors = Vec::new();
+        for item in fail.unwrap_or("").split(',').map(str::trim) {
+            if item.is_empty() {
+                continue;
+            }
+            let (name, status) = match item.split_once('=') {
+                Some((n, s)) => match s.trim().parse::<Status>() {
+                    Ok(s) => (n.trim(), s),
+                    Err(_) => {
+                        errors.push(format!("{FAIL_ENV}: bad status in '{item}'"));
+                        continue;
+                    }
+                },
+                None => (item, st::ERROR),
+            };
+            match CALLS.iter().find(|c| **c == name) {
+                Some(c) => f.fail.push((c, status)),
+                None => errors.push(format!("{FAIL_ENV}: unknown call '{name}'")),
+            }
+        }
+        f.stall = matches!(stall.map(str::trim), Some(s) if !s.is_empty() && s != "0");
+        (f, errors)
+    }
+
+    /// From the environment.
+    pub fn from_env() -> (Faults, Vec<String>) {
+        let fail = std::env::var(FAIL_ENV).ok();
+        let stall = std::env::var(STALL_ENV).ok();
+        let (mut f, e) = Faults::parse(fail.as_deref(), stall.as_deref());
+        f.file = std::env::var_os(FAIL_FILE_ENV).map(Into::into);
+        (f, e)
+    }
+
+    /// `Err(status)` when `call` is made to fail.
+    pub fn check(&self, call: &str) -> Result<(), Status> {
+        if let Some((_, s)) = self.fail.iter().find(|(c, _)| *c == call) {
+            return Err(*s);
+        }
+        if let Some(path) = &self.file {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let (f, _) = Faults::parse(Some(&text), None);
+            if let Some((_, s)) = f.fail.iter().find(|(c, _)| *c == call) {
+                return Err(*s);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any fault is active.
+    pub fn any(&self) -> bool {
+        self.stall || !self.fail.is_empty() || self.file.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_calls_statuses_and_stall() {
+        let (f, e) = Faults::parse(
+            Some("read_register, wave_list=-4,bogus,read_memory=x"),
+            Some("1"),
+        );
+        assert_eq!(f.check("read_register"), Err(st::ERROR));
+        assert_eq!(f.check("wave_list"), Err(-4));
+        assert_eq!(f.check("read_memory"), Ok(()));
+        assert!(f.stall);
+        assert_eq!(e.len(), 2, "{e:?}");
+        let (f, e) = Faults::parse(None, Some("0"));
+        assert!(!f.any() && e.is_empty());
+    }
+}
