@@ -452,10 +452,11 @@ proptest! {
                 let t = s.thread.unwrap();
                 prop_assert_eq!(t.tid, id_part(*tid));
                 prop_assert_eq!(t.pid, o.multiprocess.then(|| id_part(u64::from(*pid))));
-                // Later duplicates (after `& 0xff`) win, as in the reply.
+                // Register numbers are sent in full hex (past 0xff for the
+                // GPU); later duplicates win, as in the reply.
                 let mut expected = std::collections::BTreeMap::new();
                 for (regnum, bytes) in &snap.expedited {
-                    expected.insert(regnum & 0xff, stub::wire::hex::encode_to_string(bytes));
+                    expected.insert(*regnum, stub::wire::hex::encode_to_string(bytes));
                 }
                 for (regnum, hex) in &expected {
                     prop_assert_eq!(s.registers.get(regnum), Some(hex));
