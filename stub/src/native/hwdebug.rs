@@ -46,6 +46,11 @@ pub enum HwError {
 }
 
 impl HwDebug {
+    /// Whether any slot is in use.
+    pub fn in_use(&self) -> bool {
+        self.slots.iter().any(Option::is_some)
+    }
+
     /// Add a slot; idempotent for an identical request.
     pub fn insert(&mut self, kind: BreakpointKind, addr: u64, len: u64) -> Result<(), HwError> {
         let len = if kind == BreakpointKind::Hardware {

@@ -356,10 +356,19 @@ impl LinuxProcess {
             return;
         }
         // 2. Debug status: hardware breakpoint / watchpoint / step.
-        let dr6 = hwdebug::read_dr6(tid).unwrap_or(0);
-        if dr6 & 0xf != 0 || dr6 & hwdebug::DR6_BS != 0 {
-            let _ = hwdebug::clear_dr6(tid);
-        }
+        // With no slot in use a kernel-reported single step needs no DR6
+        // (two ptrace calls saved on every step); BS is then only trusted
+        // while stepping, so a stale BS cannot turn a foreign trap into a
+        // step.
+        let dr6 = if self.hw.in_use() || code != TRAP_TRACE {
+            let dr6 = hwdebug::read_dr6(tid).unwrap_or(0);
+            if dr6 & 0xf != 0 || dr6 & hwdebug::DR6_BS != 0 {
+                let _ = hwdebug::clear_dr6(tid);
+            }
+            dr6
+        } else {
+            0
+        };
         for slot in 0..hwdebug::SLOTS {
             if dr6 & (1 << slot) == 0 {
                 continue;
@@ -379,7 +388,7 @@ impl LinuxProcess {
             self.threads[i].action,
             ResumeAction::Step(_) | ResumeAction::RangeStep { .. }
         );
-        if dr6 & hwdebug::DR6_BS != 0 || code == TRAP_TRACE || (stepping && code > 0) {
+        if code == TRAP_TRACE || (stepping && (code > 0 || dr6 & hwdebug::DR6_BS != 0)) {
             if let ResumeAction::RangeStep { start, end } = self.threads[i].action {
                 if start <= pc && pc < end && self.state == State::Running {
                     self.run_thread(i);

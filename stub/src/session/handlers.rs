@@ -834,11 +834,20 @@ impl Session {
                 others.insert(*th, Journal::quiet(pid, *th, ex, t.thread_name(*th)));
             }
         }
+        // The name (lldb's `name:`) costs a /proc read per stop: only for
+        // clients that show it. `core:` is left out of stop replies (gdb
+        // reads cores from qXfer:threads; lldb-server sends none): it
+        // would cost another /proc read on every single step.
+        let thread_name = if self.features.list_threads {
+            t.thread_name(tid)
+        } else {
+            None
+        };
         let snap = StopSnapshot {
             expedited: expedite(t, tid),
             threads: snaps,
-            thread_name: t.thread_name(tid),
-            core: t.thread_core(tid),
+            thread_name,
+            core: None,
             event: stop,
         };
         self.journal.record(snap, others);

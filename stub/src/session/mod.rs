@@ -365,20 +365,26 @@ impl Session {
     /// collects target events and sends the stop reply if one is due.
     pub fn on_target_event(&mut self) {
         let pids: Vec<Pid> = self.procs.keys().copied().collect();
+        let mut got_event = false;
         for pid in pids {
             let ev = match self.procs.get_mut(&pid) {
                 Some(t) => t.process_events(),
                 None => continue,
             };
             match ev {
-                Ok(Some(stop)) => self.on_stop(stop),
+                Ok(Some(stop)) => {
+                    got_event = true;
+                    self.on_stop(stop)
+                }
                 Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(target: "ptrace", session = self.id, pid, "event processing failed: {e}")
                 }
             }
         }
-        if !self.running && self.role == Role::Cpu {
+        // Only a wake-up that brought no event can be a stopped process
+        // dying (the check reads /proc).
+        if !got_event && !self.running && self.role == Role::Cpu {
             self.reap_killed();
         }
         if self.input_held && !self.resume_orphaned {
@@ -471,14 +477,25 @@ fn all_threads_dead(pid: Pid, threads: &[Tid]) -> bool {
     if threads.is_empty() {
         return false;
     }
-    threads.iter().all(|tid| {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) else {
-            return true;
-        };
-        let state = stat
-            .rfind(')')
-            .and_then(|i| stat.get(i + 1..))
-            .and_then(|rest| rest.split_whitespace().next());
-        matches!(state, Some("Z" | "X"))
-    })
+    // Cheap first: one short read per thread, stopping at the first live
+    // one (the leader, first in the list, is alive in every normal case).
+    threads.iter().all(|tid| thread_dead(pid, *tid))
+}
+
+/// Whether `/proc/PID/task/TID/stat` says zombie/dead (or is gone). One
+/// open + one read of the first 256 bytes (the state follows the comm).
+fn thread_dead(pid: Pid, tid: Tid) -> bool {
+    use std::io::Read as _;
+    let Ok(mut f) = std::fs::File::open(format!("/proc/{pid}/task/{tid}/stat")) else {
+        return true;
+    };
+    let mut buf = [0u8; 256];
+    let n = f.read(&mut buf).unwrap_or(0);
+    let stat = buf.get(..n).unwrap_or_default();
+    let state = stat
+        .iter()
+        .rposition(|b| *b == b')')
+        .and_then(|i| stat.get(i + 2))
+        .copied();
+    matches!(state, Some(b'Z' | b'X'))
 }
