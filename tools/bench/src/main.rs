@@ -31,6 +31,11 @@ use clap::Parser;
 
 #[derive(Parser, Debug)]
 struct Args {
+    /// Rounds: every stub is measured this many times, interleaved
+    /// (gdbmux, gdbserver, lldb-server, gdbmux, …), and each figure is the
+    /// median over the rounds (this 2-vCPU machine is noisy).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// gdbmux binary.
     #[arg(long)]
     gdbmux: Option<PathBuf>,
@@ -433,14 +438,45 @@ fn main() -> Result<()> {
         .into_iter()
         .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s))
         .collect();
-    let mut results = Vec::new();
-    for s in &stubs {
-        eprintln!("measuring {s} …");
-        match measure(s, &gdbmux, &prog, &a) {
-            Ok(f) => results.push((*s, f)),
-            Err(e) => eprintln!("  {s}: {e:#}"),
+    let mut runs: Vec<(&str, Vec<Figures>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
+    for round in 0..a.rounds.max(1) {
+        for (s, v) in runs.iter_mut() {
+            eprintln!("round {} : measuring {s} …", round + 1);
+            match measure(s, &gdbmux, &prog, &a) {
+                Ok(f) => v.push(f),
+                Err(e) => eprintln!("  {s}: {e:#}"),
+            }
         }
     }
+    let median = |mut v: Vec<f64>| -> f64 {
+        v.retain(|x| x.is_finite());
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        v.sort_by(|x, y| x.total_cmp(y));
+        v[v.len() / 2]
+    };
+    let results: Vec<(&str, Figures)> = runs
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(s, v)| {
+            let pick = |g: fn(&Figures) -> f64| median(v.iter().map(g).collect());
+            let how = v.first().map(|f| f.mread_how.clone()).unwrap_or_default();
+            (
+                s,
+                Figures {
+                    qc_us: pick(|f| f.qc_us),
+                    qc_py_us: pick(|f| f.qc_py_us),
+                    qc_cpu_us: pick(|f| f.qc_cpu_us),
+                    mread_mibs: pick(|f| f.mread_mibs),
+                    mread_how: how,
+                    steps_s: pick(|f| f.steps_s),
+                    bp_s: pick(|f| f.bp_s),
+                },
+            )
+        })
+        .collect();
+    println!("medians of {} interleaved rounds", a.rounds.max(1));
     let peer_best = |f: &dyn Fn(&Figures) -> f64, lower_better: bool| -> Option<f64> {
         let it = results
             .iter()
