@@ -291,7 +291,7 @@ impl StubSpec {
         args: &[&str],
         pid: Option<u32>,
     ) -> Result<Stub, StubError> {
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port = pick_port()?;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let argv = expand(template, addr, prog, args, pid);
         let command = argv.join(" ");
@@ -337,6 +337,27 @@ impl StubSpec {
         stub.wait_listening()?;
         Ok(stub)
     }
+}
+
+/// A free port for a stub, outside the kernel's ephemeral range (which
+/// starts at 32768): `bind(0)` + close can hand the same port to two tests
+/// running in parallel (seen in CI: one stub failed to bind and the test
+/// reached the other one's listener). Ports come from a per-process
+/// counter, offset by the pid so concurrent test binaries do not overlap,
+/// and are checked free by binding.
+fn pick_port() -> Result<u16, StubError> {
+    use std::sync::atomic::AtomicU32;
+    use std::sync::atomic::Ordering;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = 20_000 + (std::process::id() % 300) * 40;
+    for _ in 0..4000 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = u16::try_from(base + n % 12_000).unwrap_or(20_000);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 fn copy_into(mut r: Box<dyn std::io::Read + Send>, sink: &Mutex<Vec<u8>>) {
@@ -435,10 +456,10 @@ impl Stub {
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         let mut pause = Duration::from_millis(1);
         loop {
-            if is_listening(self.addr.port()) {
+            let exited = self.child.try_wait()?;
+            if exited.is_none() && is_listening(self.addr.port()) {
                 return Ok(());
             }
-            let exited = self.child.try_wait()?;
             if exited.is_some() || Instant::now() >= deadline {
                 // Let the pipe readers catch up with what it printed before dying.
                 if exited.is_some() {
