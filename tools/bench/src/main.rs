@@ -58,6 +58,8 @@ struct Args {
 struct Rsp {
     s: TcpStream,
     buf: Vec<u8>,
+    /// Read buffer, allocated once (1 MiB).
+    tmp: Vec<u8>,
     noack: bool,
 }
 
@@ -72,6 +74,7 @@ impl Rsp {
                     return Ok(Rsp {
                         s,
                         buf: Vec::with_capacity(1 << 21),
+                        tmp: vec![0; 1 << 20],
                         noack: false,
                     });
                 }
@@ -92,26 +95,34 @@ impl Rsp {
     }
 
     fn recv(&mut self) -> Result<Vec<u8>> {
-        let mut tmp = [0u8; 1 << 16];
+        // Linear in the reply size: the `#` search resumes where the last
+        // read ended, reads are large, and the frame is decoded in place
+        // (a client that rescans its buffer would measure itself, not the
+        // server, on 1 MiB replies).
+        let mut scanned = 0;
         loop {
             if let Some(start) = self.buf.iter().position(|b| *b == b'$') {
-                if let Some(h) = self.buf[start..].iter().position(|b| *b == b'#') {
-                    let end = start + h;
+                let from = scanned.max(start + 1);
+                if let Some(h) = self.buf[from..].iter().position(|b| *b == b'#') {
+                    let end = from + h;
                     if self.buf.len() >= end + 3 {
-                        let raw = self.buf[start + 1..end].to_vec();
+                        let out = decode(&self.buf[start + 1..end]);
                         self.buf.drain(..end + 3);
                         if !self.noack {
                             self.s.write_all(b"+")?;
                         }
-                        return Ok(decode(&raw));
+                        return Ok(out);
                     }
+                    scanned = end;
+                } else {
+                    scanned = self.buf.len();
                 }
             }
-            let n = self.s.read(&mut tmp)?;
+            let n = self.s.read(&mut self.tmp)?;
             if n == 0 {
                 bail!("connection closed");
             }
-            self.buf.extend_from_slice(&tmp[..n]);
+            self.buf.extend_from_slice(&self.tmp[..n]);
         }
     }
 
