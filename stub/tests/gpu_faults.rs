@@ -112,45 +112,6 @@ fn initialize(cpu: &mut RspClient) -> AcceleratorActions {
     actions.remove(0)
 }
 
-fn nm(path: &Path, sym: &str) -> u64 {
-    let out = Command::new("nm")
-        .arg("-D")
-        .arg(path)
-        .output()
-        .expect("run nm");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            match f.as_slice() {
-                [v, _, name] if *name == sym => u64::from_str_radix(v, 16).ok(),
-                _ => None,
-            }
-        })
-        .unwrap_or_else(|| panic!("no symbol {sym} in {}", path.display()))
-}
-
-fn load_base(pid: u32, name: &str) -> u64 {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("read maps");
-    maps.lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            match f.as_slice() {
-                [range, _, off, _, _, path]
-                    if path.ends_with(&format!("/{name}"))
-                        && u64::from_str_radix(off, 16) == Ok(0) =>
-                {
-                    range
-                        .split('-')
-                        .next()
-                        .and_then(|s| u64::from_str_radix(s, 16).ok())
-                }
-                _ => None,
-            }
-        })
-        .unwrap_or_else(|| panic!("{name} is not mapped in {pid}:\n{maps}"))
-}
-
 /// `jAcceleratorPluginBreakpointHit` for the hook breakpoint, as lldb sends
 /// it; returns the reply's `actions` (if any).
 fn breakpoint_hit(cpu: &mut RspClient, hook: u64) -> Option<AcceleratorActions> {
@@ -318,8 +279,8 @@ fn runtime_unload_ends_gpu_session_and_reload_offers_anew() {
     signal_stop(stop, "first stop");
     let init = initialize(&mut cpu);
     assert!(init.connect_info.is_none(), "runtime down: no offer");
-    let hook =
-        load_base(sample.pid(), "libsimgpu_rt.so") + nm(&env.bin_dir.join("libsimgpu_rt.so"), HOOK);
+    let hook = load_base(u64::from(sample.pid()), "libsimgpu_rt.so")
+        + nm(&env.bin_dir.join("libsimgpu_rt.so"), HOOK, true);
 
     // Lifetime 1: the hook hit offers; a connection claims it.
     cpu.expect_ok(&format!("Z0,{hook:x},1")).expect("Z0 hook");

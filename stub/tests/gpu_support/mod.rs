@@ -316,3 +316,44 @@ pub fn vm_rss_kib(pid: u32) -> Option<u64> {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
+
+/// Symbol value from `nm` (`dynamic`: the dynamic symbol table).
+pub fn nm(path: &Path, sym: &str, dynamic: bool) -> u64 {
+    let mut cmd = Command::new("nm");
+    if dynamic {
+        cmd.arg("-D");
+    }
+    let out = cmd.arg(path).output().expect("run nm");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            match f.as_slice() {
+                [v, _, name] if *name == sym => u64::from_str_radix(v, 16).ok(),
+                _ => None,
+            }
+        })
+        .unwrap_or_else(|| panic!("no symbol {sym} in {}", path.display()))
+}
+
+/// Load base of the object whose path ends in `/name` in process `pid`.
+pub fn load_base(pid: u64, name: &str) -> u64 {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("read maps");
+    maps.lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            match f.as_slice() {
+                [range, _, off, _, _, path]
+                    if path.ends_with(&format!("/{name}"))
+                        && u64::from_str_radix(off, 16) == Ok(0) =>
+                {
+                    range
+                        .split('-')
+                        .next()
+                        .and_then(|s| u64::from_str_radix(s, 16).ok())
+                }
+                _ => None,
+            }
+        })
+        .unwrap_or_else(|| panic!("{name} is not mapped in {pid}:\n{maps}"))
+}
