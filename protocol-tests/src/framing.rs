@@ -169,9 +169,33 @@ pub enum Frame {
 }
 
 /// Incremental frame decoder. Never panics, whatever it is fed.
+///
+/// Linear in the total input, however it is split: consumed bytes are
+/// skipped with a read cursor (the buffer is compacted only once the consumed
+/// prefix outweighs the live bytes) and the search for a packet's `#` resumes
+/// where the previous call stopped.
 #[derive(Debug, Default)]
 pub struct FrameDecoder {
+    /// Storage; `buf[start..]` is the unconsumed input.
     buf: Vec<u8>,
+    /// Read cursor: bytes before it belong to frames already returned.
+    start: usize,
+    /// While `buf[start]` opens a packet or notification: how many bytes after
+    /// that lead byte are known to hold no `#`. Reset whenever `start` moves.
+    scanned: usize,
+    /// Work counters for the linearity tests.
+    #[cfg(test)]
+    work: WorkCounter,
+}
+
+/// Bytes touched by the decoder's bookkeeping (tests only).
+#[cfg(test)]
+#[derive(Debug, Default, Clone, Copy)]
+struct WorkCounter {
+    /// Bytes examined while looking for a packet's `#`.
+    scanned: usize,
+    /// Bytes moved when compacting the buffer.
+    moved: usize,
 }
 
 impl FrameDecoder {
@@ -182,31 +206,46 @@ impl FrameDecoder {
 
     /// Append bytes read from the wire.
     pub fn push(&mut self, data: &[u8]) {
+        self.compact();
         self.buf.extend_from_slice(data);
     }
 
     /// Bytes buffered but not yet part of a complete frame.
     pub fn buffered(&self) -> usize {
-        self.buf.len()
+        self.buf.len() - self.start
     }
 
     /// The next complete frame, if any.
     pub fn next_frame(&mut self) -> Option<Frame> {
-        let first = *self.buf.first()?;
+        let first = *self.buf.get(self.start)?;
         match first {
             b'+' => Some(self.take_single(Frame::Ack)),
             b'-' => Some(self.take_single(Frame::Nak)),
             INTERRUPT => Some(self.take_single(Frame::Interrupt)),
             b'$' | b'%' => {
                 // A raw '#' always ends the payload (an escaped '#' travels as '}' 0x03).
-                let hash = self.buf.iter().position(|&b| b == b'#')?;
+                let body = self.start + 1;
+                let from = body + self.scanned;
+                let found = self.buf[from..].iter().position(|&b| b == b'#');
+                #[cfg(test)]
+                {
+                    self.work.scanned += found.map_or(self.buf.len() - from, |p| p + 1);
+                }
+                let Some(p) = found else {
+                    self.scanned = self.buf.len() - body;
+                    return None;
+                };
+                let hash = from + p;
+                // Remember the '#' so a call waiting for the checksum digits
+                // finds it again without rescanning.
+                self.scanned = hash - body;
                 if self.buf.len() < hash + 3 {
                     return None;
                 }
-                let raw = self.buf[1..hash].to_vec();
+                let raw = self.buf[body..hash].to_vec();
                 let sent = parse_hex_byte(self.buf[hash + 1], self.buf[hash + 2]);
                 let checksum_ok = sent == Some(checksum(&raw));
-                self.buf.drain(..hash + 3);
+                self.consume_to(hash + 3);
                 Some(if first == b'$' {
                     Frame::Packet { raw, checksum_ok }
                 } else {
@@ -218,8 +257,34 @@ impl FrameDecoder {
     }
 
     fn take_single(&mut self, f: Frame) -> Frame {
-        self.buf.remove(0);
+        self.consume_to(self.start + 1);
         f
+    }
+
+    /// Mark everything before `end` as consumed.
+    fn consume_to(&mut self, end: usize) {
+        self.scanned = 0;
+        if end >= self.buf.len() {
+            // Everything is consumed: reuse the allocation from the front.
+            self.buf.clear();
+            self.start = 0;
+        } else {
+            self.start = end;
+        }
+    }
+
+    /// Drop the consumed prefix once it is at least as long as the live
+    /// bytes, so each compaction moves no more bytes than were consumed
+    /// since the previous one (amortised linear).
+    fn compact(&mut self) {
+        if self.start > 0 && self.start >= self.buf.len() - self.start {
+            #[cfg(test)]
+            {
+                self.work.moved += self.buf.len() - self.start;
+            }
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
     }
 }
 
@@ -316,6 +381,231 @@ mod tests {
                 checksum_ok: true
             })
         );
+    }
+
+    /// The decoder as it was before the read cursor: rescans from the front
+    /// and drains on every frame. Kept as the behavioural reference.
+    #[derive(Default)]
+    struct ReferenceDecoder {
+        buf: Vec<u8>,
+    }
+
+    impl ReferenceDecoder {
+        fn push(&mut self, data: &[u8]) {
+            self.buf.extend_from_slice(data);
+        }
+
+        fn buffered(&self) -> usize {
+            self.buf.len()
+        }
+
+        fn next_frame(&mut self) -> Option<Frame> {
+            let first = *self.buf.first()?;
+            let single = |buf: &mut Vec<u8>, f| {
+                buf.remove(0);
+                Some(f)
+            };
+            match first {
+                b'+' => single(&mut self.buf, Frame::Ack),
+                b'-' => single(&mut self.buf, Frame::Nak),
+                INTERRUPT => single(&mut self.buf, Frame::Interrupt),
+                b'$' | b'%' => {
+                    let hash = self.buf.iter().position(|&b| b == b'#')?;
+                    if self.buf.len() < hash + 3 {
+                        return None;
+                    }
+                    let raw = self.buf[1..hash].to_vec();
+                    let sent = parse_hex_byte(self.buf[hash + 1], self.buf[hash + 2]);
+                    let checksum_ok = sent == Some(checksum(&raw));
+                    self.buf.drain(..hash + 3);
+                    Some(if first == b'$' {
+                        Frame::Packet { raw, checksum_ok }
+                    } else {
+                        Frame::Notification { raw, checksum_ok }
+                    })
+                }
+                other => single(&mut self.buf, Frame::Stray(other)),
+            }
+        }
+    }
+
+    /// Bytes the decoder's bookkeeping touched so far.
+    fn work(d: &FrameDecoder) -> usize {
+        d.work.scanned + d.work.moved
+    }
+
+    #[test]
+    fn huge_packet_byte_by_byte_is_linear() {
+        let payload: Vec<u8> = (0..4usize << 20).map(|i| b'a' + (i % 26) as u8).collect();
+        let wire = encode_packet(&payload);
+        let mut d = FrameDecoder::new();
+        let mut frames = Vec::new();
+        for b in &wire {
+            d.push(std::slice::from_ref(b));
+            while let Some(f) = d.next_frame() {
+                frames.push(f);
+            }
+        }
+        assert_eq!(
+            frames,
+            vec![Frame::Packet {
+                raw: payload,
+                checksum_ok: true
+            }]
+        );
+        assert_eq!(d.buffered(), 0);
+        // One pass for the '#', plus one byte per call waiting on the checksum.
+        assert!(
+            work(&d) <= wire.len() + 2,
+            "{} bytes of work for {} bytes of input",
+            work(&d),
+            wire.len()
+        );
+    }
+
+    #[test]
+    fn many_small_packets_are_linear() {
+        const COUNT: usize = 100_000;
+        let mut wire = Vec::new();
+        for i in 0..COUNT {
+            wire.extend(encode_packet(format!("m{i:x},4").as_bytes()));
+            wire.push(b'+');
+        }
+        let mut d = FrameDecoder::new();
+        let mut packets = 0;
+        let mut acks = 0;
+        // Odd-sized chunks so packets straddle pushes.
+        for chunk in wire.chunks(7) {
+            d.push(chunk);
+            while let Some(f) = d.next_frame() {
+                match f {
+                    Frame::Packet {
+                        checksum_ok: true, ..
+                    } => packets += 1,
+                    Frame::Ack => acks += 1,
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+        }
+        assert_eq!((packets, acks, d.buffered()), (COUNT, COUNT, 0));
+        assert!(
+            work(&d) <= 3 * wire.len(),
+            "{} bytes of work for {} bytes of input",
+            work(&d),
+            wire.len()
+        );
+    }
+
+    #[test]
+    fn long_run_of_single_bytes_in_one_push_is_linear() {
+        // Single-byte frames behind a large buffered tail: each must be
+        // consumed without shifting the rest of the buffer.
+        let mut wire: Vec<u8> = b"+-\x03z".iter().copied().cycle().take(1 << 20).collect();
+        wire.extend(encode_packet(&vec![b'x'; 1 << 20]));
+        let mut d = FrameDecoder::new();
+        d.push(&wire);
+        let mut n = 0;
+        while let Some(f) = d.next_frame() {
+            n += 1;
+            if n <= 1 << 20 {
+                assert!(!matches!(f, Frame::Packet { .. }), "{f:?}");
+            } else {
+                assert!(matches!(
+                    f,
+                    Frame::Packet {
+                        checksum_ok: true,
+                        ..
+                    }
+                ));
+            }
+        }
+        assert_eq!((n, d.buffered()), ((1 << 20) + 1, 0));
+        assert!(work(&d) <= 2 * wire.len());
+    }
+
+    #[test]
+    fn interleaved_pull_and_push_behind_large_backlog_is_linear() {
+        // A 1 MiB backlog of single-byte frames, then one frame pulled per
+        // byte pushed: compacting on every push would shift the whole
+        // backlog each time.
+        const NOISE: usize = 1 << 20;
+        let mut wire: Vec<u8> = b"+-\x03z".iter().copied().cycle().take(NOISE).collect();
+        wire.extend(encode_packet(&vec![b'x'; NOISE]));
+        let mut d = FrameDecoder::new();
+        d.push(&wire[..NOISE]);
+        let mut frames = Vec::new();
+        for b in &wire[NOISE..] {
+            frames.extend(d.next_frame());
+            d.push(std::slice::from_ref(b));
+        }
+        frames.extend(std::iter::from_fn(|| d.next_frame()));
+        assert_eq!((frames.len(), d.buffered()), (NOISE + 1, 0));
+        assert!(frames[..NOISE]
+            .iter()
+            .all(|f| !matches!(f, Frame::Packet { .. })));
+        assert!(matches!(
+            frames[NOISE],
+            Frame::Packet {
+                checksum_ok: true,
+                ..
+            }
+        ));
+        assert!(
+            work(&d) <= 3 * wire.len(),
+            "{} bytes of work for {} bytes of input",
+            work(&d),
+            wire.len()
+        );
+    }
+
+    /// Bytes that exercise framing: leads, terminators, acks, escapes, hex.
+    fn wire_byte() -> impl Strategy<Value = u8> {
+        prop_oneof![
+            3 => proptest::sample::select(b"$%#+-\x03}*0123456789abcdefABCDEFOKz".to_vec()),
+            1 => any::<u8>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn matches_reference_decoder(
+            data in proptest::collection::vec(wire_byte(), 0..512),
+            cuts in proptest::collection::vec((1usize..64, 0usize..4), 1..64),
+        ) {
+            let mut new = FrameDecoder::new();
+            let mut old = ReferenceDecoder::default();
+            let mut rest = &data[..];
+            let mut cuts = cuts.iter().cycle();
+            while !rest.is_empty() {
+                let &(len, pulls) = cuts.next().unwrap();
+                let (chunk, tail) = rest.split_at(len.min(rest.len()));
+                rest = tail;
+                new.push(chunk);
+                old.push(chunk);
+                prop_assert_eq!(new.buffered(), old.buffered());
+                // Sometimes pull a few frames, sometimes everything.
+                let pulls = if pulls == 0 { usize::MAX } else { pulls };
+                for _ in 0..pulls {
+                    let f = new.next_frame();
+                    prop_assert_eq!(&f, &old.next_frame());
+                    prop_assert_eq!(new.buffered(), old.buffered());
+                    if f.is_none() {
+                        break;
+                    }
+                }
+            }
+            loop {
+                let f = new.next_frame();
+                prop_assert_eq!(&f, &old.next_frame());
+                prop_assert_eq!(new.buffered(), old.buffered());
+                if f.is_none() {
+                    break;
+                }
+            }
+            // Each byte is scanned and moved at most once; a call that finds the
+            // `#` but not its checksum digits re-reads the `#`.
+            prop_assert!(work(&new) <= 3 * data.len() + 1);
+        }
     }
 
     proptest! {

@@ -62,6 +62,12 @@ struct Cli {
     /// is closed (with --multi the process stays for the next client).
     #[arg(long, value_name = "BYTES", default_value_t = stub::session::MAX_PENDING_OUTPUT)]
     max_pending_output: usize,
+    /// After a client's packet, keep polling up to this many microseconds
+    /// before sleeping (adaptive: shrinks while the client is idle; off
+    /// on a single CPU). Cuts round trips when client and server run on
+    /// different CPUs; 0 turns it off. See docs/decisions.md §7.
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = stub::server::busy::DEFAULT_BUSY_POLL.as_micros() as u64)]
+    busy_poll_us: u64,
     /// Write logs to this file instead of stderr.
     #[arg(long, value_name = "FILE")]
     log_file: Option<std::path::PathBuf>,
@@ -230,6 +236,7 @@ fn demo_cli(args: Vec<String>) -> Result<Cli, String> {
         disable_randomization: false,
         max_connections: stub::server::MAX_CONNECTIONS,
         max_pending_output: stub::session::MAX_PENDING_OUTPUT,
+        busy_poll_us: stub::server::busy::DEFAULT_BUSY_POLL.as_micros() as u64,
         dbgapi: None,
         no_gpu: false,
         gpu_hook: None,
@@ -275,7 +282,8 @@ fn run(cli: Cli) -> Result<(), String> {
         .disable_aslr(cli.disable_randomization)
         .advertise(cli.advertise.clone())
         .max_connections(cli.max_connections)
-        .max_pending_output(cli.max_pending_output);
+        .max_pending_output(cli.max_pending_output)
+        .busy_poll(std::time::Duration::from_micros(cli.busy_poll_us));
     if !cli.no_gpu {
         b = b
             .gpu(cli.dbgapi.clone())

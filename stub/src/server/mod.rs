@@ -22,6 +22,7 @@
 //! interrupted and that stop journaled) and the next connection becomes the
 //! CPU session with the same processes and journal (docs/decisions.md §6).
 
+pub mod busy;
 pub mod transport;
 
 use std::collections::HashMap;
@@ -29,6 +30,7 @@ use std::io;
 use std::io::ErrorKind;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
+use std::time::Instant;
 
 use mio::unix::SourceFd;
 use mio::Events;
@@ -40,6 +42,8 @@ pub use transport::ListenAddr;
 pub use transport::Listener;
 
 use std::path::PathBuf;
+
+use busy::BusyPoll;
 
 use crate::gpu::GpuController;
 use crate::gpu::GpuTarget;
@@ -129,6 +133,10 @@ pub struct ServerConfig {
     /// Most bytes a session may leave unread by its client (default
     /// [`crate::session::MAX_PENDING_OUTPUT`]).
     pub max_pending_output: usize,
+    /// Most time the loop keeps polling (zero timeout) after client input
+    /// before it blocks; zero disables it (see [`busy`]; default
+    /// [`busy::DEFAULT_BUSY_POLL`]).
+    pub busy_poll: Duration,
 }
 
 /// Builder for an embedded server.
@@ -170,6 +178,7 @@ impl ServerBuilder {
                 advertise: None,
                 max_connections: MAX_CONNECTIONS,
                 max_pending_output: crate::session::MAX_PENDING_OUTPUT,
+                busy_poll: busy::DEFAULT_BUSY_POLL,
             },
             custom: None,
         })
@@ -222,6 +231,14 @@ impl ServerBuilder {
     /// closed (at least two maximal packets).
     pub fn max_pending_output(mut self, bytes: usize) -> Self {
         self.cfg.max_pending_output = bytes;
+        self
+    }
+
+    /// Most time the loop keeps polling after a client's packet before it
+    /// blocks (an adaptive window, see [`busy`]); `Duration::ZERO` turns
+    /// busy polling off.
+    pub fn busy_poll(mut self, max: Duration) -> Self {
+        self.cfg.busy_poll = max;
         self
     }
 
@@ -465,11 +482,19 @@ impl Server {
     /// Run until the lifetime ends.
     pub fn run(mut self) -> Result<(), ServerError> {
         let mut events = Events::with_capacity(128);
+        let mut busy = BusyPoll::for_this_machine(self.cfg.busy_poll);
         loop {
-            match self.poll.poll(&mut events, None::<Duration>) {
+            let timeout = busy.timeout(Instant::now());
+            match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(io_err("poll")(e)),
+            }
+            if timeout.is_some() && events.is_empty() {
+                // Spinning with nothing to do: let a client that runs on
+                // this CPU go first (it is what we are waiting for).
+                std::thread::yield_now();
+                continue;
             }
             for ev in events.iter() {
                 match ev.token() {
@@ -490,6 +515,10 @@ impl Server {
                     }
                 }
             }
+            // Spin only while every target is stopped: the next event is
+            // then the client's, and a running inferior (or simulated GPU)
+            // needs the CPU more than we do.
+            busy.after_poll(Instant::now(), !events.is_empty(), !self.any_running());
             self.sync_mux();
             if self.should_exit() {
                 tracing::info!(target: "mux", "server exiting");
@@ -521,6 +550,14 @@ impl Server {
                 self.close(t);
             }
         }
+    }
+
+    /// Whether some session waits for a running target's stop.
+    fn any_running(&self) -> bool {
+        self.clients.values().any(|c| match &c.kind {
+            ClientKind::Session(s) => s.is_running(),
+            ClientKind::Refused { .. } => false,
+        })
     }
 
     fn should_exit(&self) -> bool {

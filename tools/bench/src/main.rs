@@ -8,6 +8,13 @@
 //! second (`vCont;s`), and breakpoint cycles per second (hit, `z0`, step,
 //! `Z0`, continue — the client step-over both gdb and lldb do).
 //!
+//! The `qC` round trip is measured three ways, because on a VM it depends
+//! mostly on where the scheduler puts the client and the server: wherever
+//! the scheduler puts them, both pinned to one CPU, and pinned to two
+//! different CPUs. Next to each pinned figure the tool measures a floor: a
+//! do-nothing server (blocking `read`/`write`, no parsing, in this binary)
+//! in the same placement, the fastest any socket server can answer.
+//!
 //! ```text
 //! cargo run --release -p bench -- [--gdbmux target/release/gdbmux] [--steps 5000] [--bp 2000]
 //! ```
@@ -51,6 +58,139 @@ struct Args {
     /// Only these stubs (comma list of gdbmux,gdbserver,lldb-server).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Extra gdbmux options (space-separated), e.g. `--busy-poll-us 0`.
+    #[arg(long, allow_hyphen_values = true, default_value = "")]
+    gdbmux_args: String,
+    /// Internal: run the do-nothing floor server on this port.
+    #[arg(long, hide = true)]
+    echo_server: Option<u16>,
+}
+
+/// Where the client and the server run for a latency figure.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Placement {
+    /// Both pinned to CPU 0.
+    Same,
+    /// Client on CPU 0, server on CPU 1.
+    Split,
+}
+
+impl Placement {
+    fn cpus(self) -> (Option<usize>, Option<usize>) {
+        match self {
+            Placement::Same => (Some(0), Some(0)),
+            Placement::Split => (Some(0), Some(1)),
+        }
+    }
+}
+
+/// Pin this thread (and what it spawns from now on) to `cpu`, or let it
+/// run anywhere.
+fn pin(cpu: Option<usize>) -> Result<()> {
+    let set = match cpu {
+        Some(c) => {
+            let mut set = nix::sched::CpuSet::new();
+            set.set(c)?;
+            set
+        }
+        None => *START_AFFINITY.get_or_init(start_affinity),
+    };
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)?;
+    Ok(())
+}
+
+/// The CPUs this tool could run on when it started.
+static START_AFFINITY: std::sync::OnceLock<nix::sched::CpuSet> = std::sync::OnceLock::new();
+
+fn start_affinity() -> nix::sched::CpuSet {
+    nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap_or_default()
+}
+
+/// The floor server: answers every `#xx`-terminated packet with a fixed
+/// `qC` reply, blocking reads and writes, no parsing beyond that.
+fn echo_server(port: u16) -> Result<()> {
+    let l = std::net::TcpListener::bind(("127.0.0.1", port))?;
+    let (mut s, _) = l.accept()?;
+    s.set_nodelay(true)?;
+    let mut buf = [0u8; 4096];
+    let mut tail = 0usize;
+    loop {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        for b in &buf[..n] {
+            if tail > 0 {
+                tail -= 1;
+                if tail == 0 {
+                    s.write_all(b"$QCp1.1#94")?;
+                }
+            } else if *b == b'#' {
+                tail = 2;
+            }
+        }
+    }
+}
+
+/// Median `qC` round trip (µs) over `n` requests on a connected client.
+fn qc_latency(c: &mut Rsp, n: usize) -> Result<f64> {
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        c.ask("qC")?;
+        v.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    v.sort_by(|x, y| x.total_cmp(y));
+    Ok(v[v.len() / 2])
+}
+
+/// `qC` round trip of one stub (or of the floor server, `stub == "floor"`)
+/// in a placement: a fresh server, the same handshake as the main run.
+fn placed_latency(
+    stub: &str,
+    gdbmux: &Path,
+    prog: &Path,
+    a: &Args,
+    placement: Placement,
+) -> Result<f64> {
+    let (client_cpu, server_cpu) = placement.cpus();
+    let port = free_port()?;
+    pin(server_cpu)?;
+    let child = if stub == "floor" {
+        Command::new(std::env::current_exe()?)
+            .args(["--echo-server", &port.to_string()])
+            .spawn()
+            .context("starting the floor server")
+    } else {
+        start(stub, gdbmux, &a.gdbmux_args, port, prog)
+    };
+    pin(client_cpu)?;
+    let mut child = child?;
+    let r = (|| -> Result<f64> {
+        let mut c = Rsp::connect(port)?;
+        if stub != "floor" {
+            c.s.write_all(b"+")?;
+            c.ask_s("qSupported:multiprocess+;swbreak+;hwbreak+;vContSupported+")?;
+            if c.ask_s("QStartNoAckMode")? == "OK" {
+                c.noack = true;
+            }
+            c.ask_s("?")?;
+        } else {
+            c.noack = true;
+        }
+        let r = qc_latency(&mut c, a.latency);
+        // Kill the inferior through the stub: a stub killed from outside
+        // would leave it running (a detached busy loop skews what follows).
+        if stub != "floor" {
+            let _ = c.send(b"k");
+            let _ = c.recv();
+        }
+        r
+    })();
+    pin(None)?;
+    let _ = child.kill();
+    let _ = child.wait();
+    r
 }
 
 /// Minimal no-ack RSP client (the tool measures servers, it does not test
@@ -180,6 +320,8 @@ fn nm(bin: &Path, sym: &str) -> Result<u64> {
 
 struct Figures {
     qc_us: f64,
+    qc_same_us: f64,
+    qc_split_us: f64,
     qc_py_us: f64,
     qc_cpu_us: f64,
     mread_mibs: f64,
@@ -188,11 +330,12 @@ struct Figures {
     bp_s: f64,
 }
 
-fn start(stub: &str, gdbmux: &Path, port: u16, prog: &Path) -> Result<Child> {
+fn start(stub: &str, gdbmux: &Path, extra: &str, port: u16, prog: &Path) -> Result<Child> {
     let addr = format!("127.0.0.1:{port}");
     let mut cmd = match stub {
         "gdbmux" => {
             let mut c = Command::new(gdbmux);
+            c.args(extra.split_whitespace());
             c.args([&addr, "--"]).arg(prog);
             c
         }
@@ -245,14 +388,14 @@ s.send(pkt("k"))
 
 fn measure(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<Figures> {
     let port = free_port()?;
-    let mut child = start(stub, gdbmux, port, prog)?;
+    let mut child = start(stub, gdbmux, &a.gdbmux_args, port, prog)?;
     let r = measure_on(port, prog, a, child.id());
     let _ = child.kill();
     let _ = child.wait();
     let mut f = r?;
     // A fresh server for the Python client (gdbserver serves one session).
     let port = free_port()?;
-    let mut child = start(stub, gdbmux, port, prog)?;
+    let mut child = start(stub, gdbmux, &a.gdbmux_args, port, prog)?;
     let out = Command::new("python3")
         .args(["-c", PY_LATENCY, &port.to_string(), &a.latency.to_string()])
         .output();
@@ -263,7 +406,16 @@ fn measure(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<Figures> 
         .trim()
         .parse()
         .unwrap_or(f64::NAN);
+    if two_cpus() {
+        f.qc_same_us = placed_latency(stub, gdbmux, prog, a, Placement::Same)?;
+        f.qc_split_us = placed_latency(stub, gdbmux, prog, a, Placement::Split)?;
+    }
     Ok(f)
+}
+
+fn two_cpus() -> bool {
+    let set = START_AFFINITY.get_or_init(start_affinity);
+    set.is_set(0).unwrap_or(false) && set.is_set(1).unwrap_or(false)
 }
 
 /// CPU time (ns) the server has used so far, all threads: from
@@ -314,17 +466,10 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
     }
 
     // qC latency.
-    let mut v = Vec::with_capacity(a.latency);
     let cpu0 = server_cpu_ns(server_pid);
-    for _ in 0..a.latency {
-        let t = Instant::now();
-        c.ask("qC")?;
-        v.push(t.elapsed().as_secs_f64() * 1e6);
-    }
+    let qc_us = qc_latency(&mut c, a.latency)?;
     let qc_cpu_us =
         (server_cpu_ns(server_pid).saturating_sub(cpu0)) as f64 / 1000.0 / a.latency as f64;
-    v.sort_by(|x, y| x.total_cmp(y));
-    let qc_us = v[v.len() / 2];
 
     // Memory: m in the largest chunk, and x where offered.
     const TOTAL: usize = 16 << 20;
@@ -416,8 +561,11 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
         );
     }
     let _ = c.send(b"k");
+    let _ = c.recv();
     Ok(Figures {
         qc_us,
+        qc_same_us: f64::NAN,
+        qc_split_us: f64::NAN,
         qc_py_us: f64::NAN,
         qc_cpu_us,
         mread_mibs: best.0,
@@ -429,6 +577,10 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
 
 fn main() -> Result<()> {
     let a = Args::parse();
+    START_AFFINITY.get_or_init(start_affinity);
+    if let Some(port) = a.echo_server {
+        return echo_server(port);
+    }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = std::env::temp_dir().join("gdbmux-bench");
     std::fs::create_dir_all(&out)?;
@@ -450,6 +602,7 @@ fn main() -> Result<()> {
         .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s))
         .collect();
     let mut runs: Vec<(&str, Vec<Figures>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
+    let mut floor: Vec<(f64, f64)> = Vec::new();
     for round in 0..a.rounds.max(1) {
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : measuring {s} …", round + 1);
@@ -457,6 +610,11 @@ fn main() -> Result<()> {
                 Ok(f) => v.push(f),
                 Err(e) => eprintln!("  {s}: {e:#}"),
             }
+        }
+        if two_cpus() {
+            let same = placed_latency("floor", &gdbmux, &prog, &a, Placement::Same)?;
+            let split = placed_latency("floor", &gdbmux, &prog, &a, Placement::Split)?;
+            floor.push((same, split));
         }
     }
     let median = |mut v: Vec<f64>| -> f64 {
@@ -477,6 +635,8 @@ fn main() -> Result<()> {
                 s,
                 Figures {
                     qc_us: pick(|f| f.qc_us),
+                    qc_same_us: pick(|f| f.qc_same_us),
+                    qc_split_us: pick(|f| f.qc_split_us),
                     qc_py_us: pick(|f| f.qc_py_us),
                     qc_cpu_us: pick(|f| f.qc_cpu_us),
                     mread_mibs: pick(|f| f.mread_mibs),
@@ -500,10 +660,22 @@ fn main() -> Result<()> {
         }
     };
     type Getter = fn(&Figures) -> f64;
-    let rows: [(&str, Getter, bool, &str); 6] = [
+    let rows: [(&str, Getter, bool, &str); 8] = [
         (
-            "qC round trip, Rust client (µs, median)",
+            "qC round trip, Rust client, scheduler's placement (µs, median)",
             |f| f.qc_us,
+            true,
+            "≤ 0.8",
+        ),
+        (
+            "qC round trip, client and server on one CPU (µs)",
+            |f| f.qc_same_us,
+            true,
+            "≤ 0.8",
+        ),
+        (
+            "qC round trip, client and server on two CPUs (µs)",
+            |f| f.qc_split_us,
             true,
             "≤ 0.8",
         ),
@@ -543,6 +715,14 @@ fn main() -> Result<()> {
     }
     for (n, f) in &results {
         println!("- {n}: memory read used {}", f.mread_how);
+    }
+    if !floor.is_empty() {
+        let same = median(floor.iter().map(|f| f.0).collect());
+        let split = median(floor.iter().map(|f| f.1).collect());
+        println!(
+            "- floor (do-nothing blocking read/write server, same client): \
+             one CPU {same:.1} µs, two CPUs {split:.1} µs"
+        );
     }
     Ok(())
 }
