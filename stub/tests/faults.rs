@@ -98,6 +98,184 @@ fn multi_client_vanishes_during_resume() {
     );
 }
 
+/// A `gate` inferior under `gdbmux --multi`, and the FIFO that gates it
+/// (held open read-write here, so the inferior's open never blocks and its
+/// read waits for [`Gate::open`]).
+struct Gate {
+    g: Gdbmux,
+    prog: std::path::PathBuf,
+    fifo: std::fs::File,
+    pid: i32,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Gate {
+    fn start(name: &str) -> Gate {
+        use std::os::unix::ffi::OsStrExt as _;
+        let prog = helper("gate");
+        let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("gate-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("fifo dir");
+        let path = dir.join("fifo");
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("fifo path");
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let fifo = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .expect("open fifo");
+        let g = Gdbmux::start(&[
+            "--no-gpu",
+            "--multi",
+            "127.0.0.1:0",
+            "--",
+            prog.to_str().expect("utf-8 path"),
+            path.to_str().expect("utf-8 path"),
+        ]);
+        let pid = inferior_pid(&g);
+        Gate {
+            g,
+            prog,
+            fifo,
+            pid,
+            dir,
+        }
+    }
+
+    /// Let the inferior past its read (it may be stopped meanwhile: the
+    /// byte waits in the pipe).
+    fn open(&mut self) {
+        use std::io::Write as _;
+        self.fifo.write_all(b"x").expect("write fifo");
+    }
+
+    /// The byte really in the inferior's memory (not what gdbmux shows).
+    fn mem_byte(&self, addr: u64) -> u8 {
+        use std::os::unix::fs::FileExt as _;
+        let f = std::fs::File::open(format!("/proc/{}/mem", self.pid)).expect("open /proc/PID/mem");
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, addr).expect("read /proc/PID/mem");
+        b[0]
+    }
+}
+
+/// Client A's breakpoint at `tick` and write watchpoint on `g_count`.
+fn insert_a_breakpoints(c: &mut RspClient, gate: &Gate) -> (u64, u64) {
+    let tick = sym(&gate.prog, "tick");
+    let count = sym(&gate.prog, "g_count");
+    c.expect_ok(&format!("Z0,{tick:x},1")).unwrap();
+    // Sent twice, as gdb may: still one breakpoint, removed once.
+    c.expect_ok(&format!("Z0,{tick:x},1")).unwrap();
+    c.expect_ok(&format!("Z2,{count:x},8")).unwrap();
+    assert_eq!(gate.mem_byte(tick), 0xcc, "Z0 patched the program");
+    (tick, count)
+}
+
+/// `--multi`: client A inserts a breakpoint and a watchpoint, hits the
+/// breakpoint and vanishes while stopped. They are taken out of the
+/// process: client B replays the same stop with `?`, the program's own
+/// byte is back at the breakpoint, and B's continue runs to the exit
+/// although the program calls the function and writes the variable 100
+/// times.
+#[test]
+fn multi_vanished_client_breakpoints_are_removed_while_stopped() {
+    let mut gate = Gate::start("stopped");
+    let tick = sym(&gate.prog, "tick");
+    let orig = gate.mem_byte(tick);
+    assert_ne!(orig, 0xcc);
+
+    let mut a = gate.g.connect();
+    a.handshake_gdb().unwrap();
+    insert_a_breakpoints(&mut a, &gate);
+    let m = a.request_str(&format!("m{tick:x},1")).unwrap();
+    assert_eq!(m, format!("{orig:02x}"), "reads show the program's byte");
+    gate.open();
+    let (stop, _) = a.stop_reply("vCont;c").unwrap();
+    let StopReply::Signal(sig) = &stop else {
+        panic!("{stop:?}")
+    };
+    assert!(sig.is_swbreak(), "{stop:?}");
+    assert_eq!(
+        sig.register_u64(16),
+        Some(tick),
+        "stopped at tick: {stop:?}"
+    );
+    let qa = question(&mut a);
+    drop(a);
+    gate.g.wait_line("client vanished while stopped");
+    let line = gate
+        .g
+        .wait_line("the vanished client's breakpoints and watchpoints are out");
+    assert!(
+        line.contains("removed=2") && line.contains("failed=0"),
+        "{line}"
+    );
+    assert_eq!(gate.mem_byte(tick), orig, "the int3 is gone");
+
+    let mut b = gate.g.connect();
+    b.handshake_gdb().unwrap();
+    assert_eq!(question(&mut b), qa, "the stop replays byte for byte");
+    assert_eq!(question(&mut b), qa);
+    let m = b.request_str(&format!("m{tick:x},1")).unwrap();
+    assert_eq!(m, format!("{orig:02x}"));
+    let (stop, _) = b.stop_reply("vCont;c").unwrap();
+    assert!(
+        matches!(stop, StopReply::Exited { code: 0, .. }),
+        "no stop at A's breakpoint or watchpoint: {stop:?}"
+    );
+    assert!(gate.g.alive());
+}
+
+/// `--multi`: client A inserts a breakpoint and a watchpoint, continues and
+/// vanishes while the program runs (blocked before reaching them). Once
+/// the interrupt's stop is journaled they are taken out; client B gets that
+/// stop with `?` and continues to the exit without a stop at A's
+/// breakpoint or watchpoint.
+#[test]
+fn multi_vanished_client_breakpoints_are_removed_after_resume() {
+    let mut gate = Gate::start("running");
+    let tick = sym(&gate.prog, "tick");
+    let orig = gate.mem_byte(tick);
+
+    let mut a = gate.g.connect();
+    a.handshake_gdb().unwrap();
+    insert_a_breakpoints(&mut a, &gate);
+    a.send_packet(b"vCont;c").unwrap();
+    drop(a);
+    let line = gate.g.wait_line("client vanished during a resume");
+    assert!(line.contains("breakpoints=2"), "{line}");
+    gate.g.wait_line("stop journaled for the next client");
+    let line = gate
+        .g
+        .wait_line("the vanished client's breakpoints and watchpoints are out");
+    assert!(
+        line.contains("removed=2") && line.contains("failed=0"),
+        "{line}"
+    );
+    assert_eq!(gate.mem_byte(tick), orig, "the int3 is gone");
+
+    let mut b = gate.g.connect();
+    b.handshake_gdb().unwrap();
+    let q = question(&mut b);
+    let stop = StopReply::parse(&q).expect("stop reply");
+    assert!(matches!(stop, StopReply::Signal(_)), "{stop:?}");
+    assert_eq!(question(&mut b), q, "the stop replays byte for byte");
+    gate.open();
+    let (stop, _) = b.stop_reply("vCont;c").unwrap();
+    assert!(
+        matches!(stop, StopReply::Exited { code: 0, .. }),
+        "no stop at A's breakpoint or watchpoint: {stop:?}"
+    );
+}
+
 /// The inferior is SIGKILLed from outside while stopped: the session learns
 /// it from SIGCHLD; `?` and a later resume report `X09`.
 #[test]

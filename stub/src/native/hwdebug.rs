@@ -110,6 +110,14 @@ impl HwDebug {
         }
     }
 
+    /// Whether a slot of `kind` at `addr` (any length) is in use.
+    pub fn holds(&self, kind: BreakpointKind, addr: u64) -> bool {
+        self.slots
+            .iter()
+            .flatten()
+            .any(|s| s.kind == kind && s.addr == addr)
+    }
+
     /// Slot `i`.
     pub fn slot(&self, i: usize) -> Option<HwSlot> {
         self.slots.get(i).copied().flatten()
@@ -190,8 +198,11 @@ mod tests {
             hw.insert(BreakpointKind::WatchRead, 0x5000, 2),
             Err(HwError::Full)
         );
+        assert!(hw.holds(BreakpointKind::WatchWrite, 0x1000));
+        assert!(!hw.holds(BreakpointKind::WatchAccess, 0x1000));
         hw.remove(BreakpointKind::WatchWrite, 0x1000, 8);
         assert!(hw.slot(0).is_none());
+        assert!(!hw.holds(BreakpointKind::WatchWrite, 0x1000));
         hw.insert(BreakpointKind::WatchRead, 0x5000, 2).unwrap();
         assert_eq!(hw.slot(0).unwrap().addr, 0x5000);
     }

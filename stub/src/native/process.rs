@@ -783,17 +783,38 @@ impl Target for LinuxProcess {
             let t = &mut self.threads[i];
             t.action = action;
             // A breakpoint stop whose breakpoint is gone is stale: the pc
-            // was rewound, so the instruction simply runs again.
-            if let Some(PendingStop {
-                kind: StopKind::SwBreak,
-                ..
-            }) = t.pending
-            {
-                let pc = t.regs.pc(t.tid).unwrap_or(0);
-                if !self.bps.contains(pc) {
-                    tracing::debug!(target: "native", "discarding stale breakpoint stop of {}", t.tid);
-                    t.pending = None;
-                }
+            // was rewound (an execution breakpoint traps before the
+            // instruction), so the instruction simply runs again. So is a
+            // watchpoint stop whose watchpoint is gone (e.g. one a
+            // vanished client inserted): the access is done.
+            let stale = match &t.pending {
+                Some(PendingStop {
+                    kind: StopKind::SwBreak,
+                    ..
+                }) => !self.bps.contains(t.regs.pc(t.tid).unwrap_or(0)),
+                Some(PendingStop {
+                    kind: StopKind::HwBreak,
+                    ..
+                }) => !self
+                    .hw
+                    .holds(BreakpointKind::Hardware, t.regs.pc(t.tid).unwrap_or(0)),
+                Some(PendingStop {
+                    kind: StopKind::Watch { addr },
+                    ..
+                }) => !self.hw.holds(BreakpointKind::WatchWrite, *addr),
+                Some(PendingStop {
+                    kind: StopKind::ReadWatch { addr },
+                    ..
+                }) => !self.hw.holds(BreakpointKind::WatchRead, *addr),
+                Some(PendingStop {
+                    kind: StopKind::AccessWatch { addr },
+                    ..
+                }) => !self.hw.holds(BreakpointKind::WatchAccess, *addr),
+                _ => false,
+            };
+            if stale {
+                tracing::debug!(target: "native", "discarding stale breakpoint or watchpoint stop of {}", t.tid);
+                t.pending = None;
             }
         }
         let resumed: Vec<usize> = (0..self.threads.len())

@@ -19,8 +19,9 @@
 //! Disconnect policy: without `--multi`, a vanished CPU client takes its
 //! processes with it (launched: killed, attached: detached). With `--multi`
 //! its session is kept: a process stays stopped (a resume in flight is
-//! interrupted and that stop journaled) and the next connection becomes the
-//! CPU session with the same processes and journal (docs/decisions.md §6).
+//! interrupted and that stop journaled), the breakpoints and watchpoints its
+//! client inserted are taken out, and the next connection becomes the CPU
+//! session with the same processes and journal (docs/decisions.md §6).
 
 pub mod busy;
 pub mod transport;
@@ -500,10 +501,10 @@ impl Server {
                 match ev.token() {
                     LISTENER => self.accept_all()?,
                     GPU_NOTIFIER => self.on_gpu_notifier(),
-                    TARGET_FD => self.on_target_events(),
+                    TARGET_FD => self.on_target_events(None),
                     SIGCHLD => {
-                        self.sigchld.drain();
-                        self.on_target_events();
+                        let maybe_death = self.sigchld.drain();
+                        self.on_target_events(Some(maybe_death));
                     }
                     t => {
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
@@ -529,9 +530,15 @@ impl Server {
 
     /// Let every session (and a kept `--multi` session without a client)
     /// collect its targets' events.
-    fn on_target_events(&mut self) {
+    ///
+    /// `sigchld`: the SIGCHLD fd's death hint when that fd woke us.
+    fn on_target_events(&mut self, sigchld: Option<bool>) {
+        let collect = |s: &mut Session| match sigchld {
+            Some(maybe_death) => s.on_sigchld(maybe_death),
+            None => s.on_target_event(),
+        };
         if let Some(s) = self.orphan.as_mut() {
-            s.on_target_event();
+            collect(s);
         }
         let tokens: Vec<Token> = self.clients.keys().copied().collect();
         for t in tokens {
@@ -540,7 +547,7 @@ impl Server {
                     kind: ClientKind::Session(s),
                     ..
                 }) => {
-                    s.on_target_event();
+                    collect(s);
                     s.wants_close()
                 }
                 _ => false,

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::breakpoints::ClientBreakpoint;
 use super::Dialect;
 use super::Session;
 use super::SessionControl;
@@ -177,16 +178,29 @@ impl Session {
                 self.reply_unit(r);
             }
             Command::InsertBreakpoint { kind, addr, len } => {
-                let r = self
-                    .current_target()
-                    .and_then(|t| t.insert_breakpoint(kind, addr, len));
-                self.reply_unit(r);
+                let r = self.current_pid().and_then(|pid| {
+                    self.target_mut(pid)?.insert_breakpoint(kind, addr, len)?;
+                    Ok(pid)
+                });
+                if let Ok(pid) = r {
+                    self.client_bps.inserted(ClientBreakpoint {
+                        pid,
+                        kind,
+                        addr,
+                        len,
+                    });
+                }
+                self.reply_unit(r.map(|_| ()));
             }
             Command::RemoveBreakpoint { kind, addr, len } => {
-                let r = self
-                    .current_target()
-                    .and_then(|t| t.remove_breakpoint(kind, addr, len));
-                self.reply_unit(r);
+                let r = self.current_pid().and_then(|pid| {
+                    self.target_mut(pid)?.remove_breakpoint(kind, addr, len)?;
+                    Ok(pid)
+                });
+                if let Ok(pid) = r {
+                    self.client_bps.removed(pid, kind, addr, len);
+                }
+                self.reply_unit(r.map(|_| ()));
             }
             Command::Continue { signal, addr } => self.handle_c_s(false, signal, addr),
             Command::Step { signal, addr } => self.handle_c_s(true, signal, addr),
@@ -482,11 +496,15 @@ impl Session {
             .ok_or(TargetError::Gone(u64::from(pid)))
     }
 
-    pub(super) fn current_target(&mut self) -> Result<&mut Box<dyn Target>, TargetError> {
-        let pid = self
-            .current
+    /// The process memory and breakpoint packets address.
+    fn current_pid(&self) -> Result<Pid, TargetError> {
+        self.current
             .or_else(|| self.procs.keys().next().copied())
-            .ok_or(TargetError::Invalid("no process".into()))?;
+            .ok_or(TargetError::Invalid("no process".into()))
+    }
+
+    pub(super) fn current_target(&mut self) -> Result<&mut Box<dyn Target>, TargetError> {
+        let pid = self.current_pid()?;
         self.target_mut(pid)
     }
 
@@ -742,7 +760,16 @@ impl Session {
                 .and_then(|t| t.take_fork_child(*child_pid))
             {
                 self.procs.insert(*child_pid, child);
+                self.client_bps.forked(*pid, *child_pid);
             }
+        }
+        if let StopEvent::Stopped {
+            pid,
+            kind: StopKind::Exec { .. },
+            ..
+        } = &stop
+        {
+            self.client_bps.forget_software(*pid);
         }
         if self.running && self.gpu_intercept(&stop) {
             return;
@@ -775,6 +802,9 @@ impl Session {
                 // The client that resumed is gone (`--multi`): the stop
                 // waits in the journal for the next client's `?`.
                 tracing::info!(target: "session", session = self.id, "stop journaled for the next client");
+                // The processes are stopped now: take out what the vanished
+                // client inserted (the journal keeps the stop as it was).
+                self.remove_client_breakpoints();
                 return;
             }
             let opts = self.features.stop_options();
@@ -792,6 +822,7 @@ impl Session {
             StopEvent::Exited { pid, .. } | StopEvent::Terminated { pid, .. } => {
                 let pid = *pid;
                 self.procs.remove(&pid);
+                self.client_bps.forget_process(pid);
                 if self.current == Some(pid) {
                     self.current = self.procs.keys().next().copied();
                 }
@@ -865,7 +896,9 @@ impl Session {
         let r = self.procs.get_mut(&pid).map(|t| t.detach());
         match r {
             Some(Ok(())) => {
+                // Detaching took every breakpoint out of the process.
                 self.procs.remove(&pid);
+                self.client_bps.forget_process(pid);
                 if self.current == Some(pid) {
                     self.current = self.procs.keys().next().copied();
                 }

@@ -146,6 +146,7 @@ impl Session {
     }
 
     fn kill_all(&mut self) {
+        self.client_bps.clear();
         for (pid, mut t) in std::mem::take(&mut self.procs) {
             if let Err(e) = t.kill() {
                 tracing::warn!(target: "ptrace", pid, "kill before vRun: {e}");

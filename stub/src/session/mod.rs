@@ -17,6 +17,7 @@
 //! **stop journal**; `?`, `qThreadStopInfo` and the vRun/vAttach reply are
 //! byte-identical replays of the journal and have no side effects.
 
+mod breakpoints;
 mod gpu;
 mod handlers;
 mod journal;
@@ -176,6 +177,8 @@ pub struct Session {
     resume_orphaned: bool,
     /// A new client's bytes wait in the framer until that stop arrives.
     input_held: bool,
+    /// What the client inserted with `Z`, taken out when it vanishes.
+    client_bps: breakpoints::ClientBreakpoints,
     /// Bound on `out` (see [`MAX_PENDING_OUTPUT`]).
     output_limit: usize,
 }
@@ -212,6 +215,7 @@ impl Session {
             last_plans: BTreeMap::new(),
             resume_orphaned: false,
             input_held: false,
+            client_bps: Default::default(),
             output_limit: MAX_PENDING_OUTPUT,
         }
     }
@@ -361,9 +365,20 @@ impl Session {
         }
     }
 
-    /// Called when the SIGCHLD fd (or a target's own fd) was readable:
+    /// Called when a target's own fd was readable, or after a resume:
     /// collects target events and sends the stop reply if one is due.
     pub fn on_target_event(&mut self) {
+        self.collect_target_events(true);
+    }
+
+    /// Called when the SIGCHLD fd was readable; `maybe_death` is what
+    /// [`crate::native::SigchldFd::drain`] said of it (only then can a
+    /// stopped process have been killed from outside).
+    pub fn on_sigchld(&mut self, maybe_death: bool) {
+        self.collect_target_events(maybe_death);
+    }
+
+    fn collect_target_events(&mut self, maybe_death: bool) {
         let pids: Vec<Pid> = self.procs.keys().copied().collect();
         let mut got_event = false;
         for pid in pids {
@@ -382,9 +397,10 @@ impl Session {
                 }
             }
         }
-        // Only a wake-up that brought no event can be a stopped process
-        // dying (the check reads /proc).
-        if !got_event && !self.running && self.role == Role::Cpu {
+        // Only a wake-up that brought no event, from a SIGCHLD that was not
+        // a mere ptrace stop, can be a stopped process dying (the check
+        // reads /proc).
+        if maybe_death && !got_event && !self.running && self.role == Role::Cpu {
             self.reap_killed();
         }
         if self.input_held && !self.resume_orphaned {
@@ -419,7 +435,10 @@ impl Session {
 
     /// `--multi`: the client vanished but the session (its processes and
     /// stop journal) is kept for the next client. A resume in flight is
-    /// interrupted; its stop is journaled instead of sent.
+    /// interrupted; its stop is journaled instead of sent. The breakpoints
+    /// and watchpoints the client inserted are taken out: now when the
+    /// processes are stopped, else once that stop is journaled (memory is
+    /// patched while they are stopped).
     pub fn on_client_vanished(&mut self) {
         self.reset_connection();
         if self.running {
@@ -429,9 +448,10 @@ impl Session {
                     tracing::warn!(target: "ptrace", session = self.id, pid, "stopping after the client vanished: {e}");
                 }
             }
-            tracing::info!(target: "session", session = self.id, "client vanished during a resume: stopping the process for the next client");
+            tracing::info!(target: "session", session = self.id, breakpoints = self.client_bps.len(), "client vanished during a resume: stopping the process for the next client");
         } else {
             tracing::info!(target: "session", session = self.id, "client vanished while stopped: process and stop journal kept for the next client");
+            self.remove_client_breakpoints();
         }
     }
 
@@ -459,6 +479,7 @@ impl Session {
     /// The client went away: kill what we launched, detach what we attached
     /// (gdbserver's policy); never leave a process stopped.
     pub fn on_disconnect(&mut self) {
+        self.client_bps.clear();
         for (pid, mut t) in std::mem::take(&mut self.procs) {
             let r = if t.attached() { t.detach() } else { t.kill() };
             if let Err(e) = r {

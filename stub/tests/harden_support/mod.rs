@@ -24,7 +24,7 @@ pub use protocol_tests::reply::StopReply;
 /// Deadline for any single awaited event.
 pub const WAIT: Duration = Duration::from_secs(20);
 
-const HELPERS: &[&str] = &["waiter", "tracer", "spin"];
+const HELPERS: &[&str] = &["waiter", "tracer", "spin", "gate"];
 
 /// Path of a helper program, built once per test binary with gcc.
 pub fn helper(name: &str) -> PathBuf {
