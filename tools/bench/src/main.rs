@@ -110,6 +110,7 @@ fn start_affinity() -> nix::sched::CpuSet {
 /// `qC` reply, blocking reads and writes, no parsing beyond that.
 fn echo_server(port: u16) -> Result<()> {
     let l = std::net::TcpListener::bind(("127.0.0.1", port))?;
+    eprintln!("Listening on port {}", l.local_addr()?.port());
     let (mut s, _) = l.accept()?;
     s.set_nodelay(true)?;
     let mut buf = [0u8; 4096];
@@ -154,18 +155,10 @@ fn placed_latency(
     placement: Placement,
 ) -> Result<f64> {
     let (client_cpu, server_cpu) = placement.cpus();
-    let port = free_port()?;
     pin(server_cpu)?;
-    let child = if stub == "floor" {
-        Command::new(std::env::current_exe()?)
-            .args(["--echo-server", &port.to_string()])
-            .spawn()
-            .context("starting the floor server")
-    } else {
-        start(stub, gdbmux, &a.gdbmux_args, port, prog)
-    };
+    let started = start(stub, gdbmux, &a.gdbmux_args, prog);
     pin(client_cpu)?;
-    let mut child = child?;
+    let (mut child, port) = started?;
     let r = (|| -> Result<f64> {
         let mut c = Rsp::connect(port)?;
         if stub != "floor" {
@@ -205,23 +198,16 @@ struct Rsp {
 
 impl Rsp {
     fn connect(port: u16) -> Result<Self> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            match TcpStream::connect(("127.0.0.1", port)) {
-                Ok(s) => {
-                    s.set_nodelay(true)?;
-                    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-                    return Ok(Rsp {
-                        s,
-                        buf: Vec::with_capacity(1 << 21),
-                        tmp: vec![0; 1 << 20],
-                        noack: false,
-                    });
-                }
-                Err(e) if Instant::now() > deadline => bail!("connect to port {port}: {e}"),
-                Err(_) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
+        let s = TcpStream::connect(("127.0.0.1", port))
+            .with_context(|| format!("connect to port {port}"))?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(Rsp {
+            s,
+            buf: Vec::with_capacity(1 << 21),
+            tmp: vec![0; 1 << 20],
+            noack: false,
+        })
     }
 
     fn send(&mut self, p: &[u8]) -> Result<()> {
@@ -301,12 +287,6 @@ fn decode(raw: &[u8]) -> Vec<u8> {
     out
 }
 
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
 fn nm(bin: &Path, sym: &str) -> Result<u64> {
     let out = Command::new("nm").arg(bin).output().context("running nm")?;
     for line in String::from_utf8_lossy(&out.stdout).lines() {
@@ -330,28 +310,94 @@ struct Figures {
     bp_s: f64,
 }
 
-fn start(stub: &str, gdbmux: &Path, extra: &str, port: u16, prog: &Path) -> Result<Child> {
-    let addr = format!("127.0.0.1:{port}");
+/// Start a stub on a port it picks and wait for it to say where it
+/// listens: gdbmux and gdbserver print `Listening on …PORT` on stderr,
+/// lldb-server writes the port to a named pipe (`--named-pipe`), the floor
+/// server prints like gdbserver. No connect-and-retry loop.
+fn start(stub: &str, gdbmux: &Path, extra: &str, prog: &Path) -> Result<(Child, u16)> {
+    const ADDR: &str = "127.0.0.1:0";
+    let fifo = std::env::temp_dir().join(format!("gdbmux-bench-{}.port", std::process::id()));
     let mut cmd = match stub {
         "gdbmux" => {
             let mut c = Command::new(gdbmux);
             c.args(extra.split_whitespace());
-            c.args([&addr, "--"]).arg(prog);
+            c.args([ADDR, "--"]).arg(prog);
             c
         }
         "gdbserver" => {
             let mut c = Command::new("gdbserver");
-            c.arg(&addr).arg(prog);
+            c.arg(ADDR).arg(prog);
+            c
+        }
+        "floor" => {
+            let mut c = Command::new(std::env::current_exe()?);
+            c.args(["--echo-server", "0"]);
             c
         }
         _ => {
+            let _ = std::fs::remove_file(&fifo);
+            nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU)?;
             let mut c = Command::new("lldb-server");
-            c.args(["gdbserver", &addr, "--"]).arg(prog);
+            c.args(["gdbserver", "--named-pipe"])
+                .arg(&fifo)
+                .args([ADDR, "--"])
+                .arg(prog);
             c
         }
     };
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    cmd.spawn().with_context(|| format!("starting {stub}"))
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().with_context(|| format!("starting {stub}"))?;
+    let (tx, rx) = std::sync::mpsc::channel::<u16>();
+    let stderr = child.stderr.take().context("stub stderr")?;
+    if stub == "lldb-server" {
+        let tx = tx.clone();
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            // Opening blocks until lldb-server opens its end; it writes the
+            // port as decimal text and a NUL.
+            if let Ok(text) = std::fs::read(&fifo) {
+                let digits: String = text
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .map(|b| *b as char)
+                    .collect();
+                if let Ok(p) = digits.parse() {
+                    let _ = tx.send(p);
+                }
+            }
+        });
+    }
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        // Read to the end so the stub never blocks on a full pipe.
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(|l| l.ok())
+        {
+            if let Some(rest) = line.split("Listening on").nth(1) {
+                let digits: String = rest
+                    .rsplit(|c: char| !c.is_ascii_digit())
+                    .find(|d| !d.is_empty())
+                    .unwrap_or_default()
+                    .to_string();
+                if let Ok(p) = digits.parse() {
+                    let _ = tx.send(p);
+                }
+            }
+        }
+    });
+    match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(port) => {
+            let _ = std::fs::remove_file(&fifo);
+            Ok((child, port))
+        }
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_file(&fifo);
+            bail!("{stub} did not say where it listens within 20 s")
+        }
+    }
 }
 
 /// The research's client (research/client-traces.md §12, `rspbench.py`):
@@ -360,11 +406,7 @@ fn start(stub: &str, gdbmux: &Path, extra: &str, port: u16, prog: &Path) -> Resu
 const PY_LATENCY: &str = r##"
 import socket, sys, time
 port, n = int(sys.argv[1]), int(sys.argv[2])
-for _ in range(200):
-    try:
-        s = socket.create_connection(("127.0.0.1", port)); break
-    except OSError:
-        time.sleep(0.05)
+s = socket.create_connection(("127.0.0.1", port))
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 def pkt(p):
     return ("$%s#%02x" % (p, sum(p.encode()) & 0xff)).encode()
@@ -387,15 +429,13 @@ s.send(pkt("k"))
 "##;
 
 fn measure(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<Figures> {
-    let port = free_port()?;
-    let mut child = start(stub, gdbmux, &a.gdbmux_args, port, prog)?;
+    let (mut child, port) = start(stub, gdbmux, &a.gdbmux_args, prog)?;
     let r = measure_on(port, prog, a, child.id());
     let _ = child.kill();
     let _ = child.wait();
     let mut f = r?;
     // A fresh server for the Python client (gdbserver serves one session).
-    let port = free_port()?;
-    let mut child = start(stub, gdbmux, &a.gdbmux_args, port, prog)?;
+    let (mut child, port) = start(stub, gdbmux, &a.gdbmux_args, prog)?;
     let out = Command::new("python3")
         .args(["-c", PY_LATENCY, &port.to_string(), &a.latency.to_string()])
         .output();
