@@ -26,6 +26,17 @@ echo "== tests"; cargo test --workspace -- --test-threads=2
 echo "== loom model check of the GPU event hand-off"
 CARGO_TARGET_DIR="$target_dir/loom" RUSTFLAGS="--cfg loom" cargo test -q -p gpu-target --test loom_handoff --release
 echo "== gdbstub adapter + oracle"; cargo test -p stub --features gdbstub-adapter adapters
+echo "== the same gdb 13 / lldb 23.1 sessions against gdbserver and lldb-server (reported, not gating)"
+# gdb 13 cannot use lldb-server at all (research §9), so it gets the lldb sessions only.
+for run in "gdbserver gdb_cpu" "gdbserver lldb_cpu" "lldb-server lldb_cpu"; do
+  set -- $run
+  log="$target_dir/peer-$1-$2.log"
+  if RSP_STUB=$1 RSP_REQUIRE_STUB= cargo test -q -p protocol-tests --test "$2" -- --test-threads=2 >"$log" 2>&1; then
+    echo "$1 / $2: $(grep -o '[0-9]* passed' "$log" | head -1)"
+  else
+    echo "$1 / $2: differences:"; grep -E '^test .* FAILED|panicked at|^    [a-z_]+$' "$log" | sed 's/^/  /' || true
+  fi
+done
 echo "== conformance: gdbmux must pass every required scenario; gdbserver and lldb-server are reported"
 cargo run -q -p protocol-tests --bin rsp-conform -- --all --markdown "$target_dir/REPORT.md"
 echo "== all green"

@@ -32,12 +32,23 @@
 //!
 //! Every test reads `RSP_STUB`:
 //!
-//! | `RSP_STUB` | command |
-//! |---|---|
-//! | unset / `gdbmux` | `gdbmux {addr} -- {prog} {args}` (binary from `GDBMUX_BIN`, `$CARGO_TARGET_DIR/debug`, or `target/debug`; built once if missing) |
-//! | `gdbserver` | `gdbserver {addr} {prog} {args}` |
-//! | `lldb-server` | `lldb-server gdbserver {addr} -- {prog} {args}` |
-//! | anything with `{addr}` | used as a template verbatim |
+//! | `RSP_STUB` | command | ready when |
+//! |---|---|---|
+//! | unset / `gdbmux` | `gdbmux --once {addr} -- {prog} {args}` (binary from `GDBMUX_BIN`, `$CARGO_TARGET_DIR/debug`, or `target/debug`; built once if missing) | it prints `Listening on 127.0.0.1:PORT` |
+//! | `gdbserver` | `gdbserver --once {addr} {prog} {args}` | it prints `Listening on port PORT` |
+//! | `lldb-server` | `lldb-server gdbserver --named-pipe {portpipe} {addr} -- {prog} {args}` | it writes the port it got (it listens on port 0) to the FIFO `{portpipe}` |
+//! | anything else | used as a template verbatim | it prints a line containing `Listening on`, or writes its port to `{portpipe}` |
+//!
+//! Placeholders: `{addr}` (`127.0.0.1:PORT`), `{port}`, `{prog}`, `{args}`
+//! (zero or more words), `{pid}` (attach mode) and `{portpipe}`: the path of
+//! a FIFO the harness creates and reads the stub's port from (decimal text,
+//! ended by a NUL, a newline or the close), for stubs that print nothing
+//! when they listen; with it, `{addr}` and `{port}` stand for port 0. A
+//! template must use one of the two readiness signals: the harness never
+//! probes the port (lldb-server accepts one connection) and never polls; a
+//! stub that gives neither fails after 20 s with its output. An
+//! `lldb-server gdbserver` template without `{portpipe}` gets
+//! `--named-pipe {portpipe}` added.
 //!
 //! ```text
 //! RSP_STUB=gdbserver   cargo test -p protocol-tests

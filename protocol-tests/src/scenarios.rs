@@ -11,10 +11,10 @@
 
 use std::sync::OnceLock;
 use std::time::Duration;
-use std::time::Instant;
 
 use crate::client::ClientError;
 use crate::client::RspClient;
+use crate::drivers::process;
 use crate::drivers::Dialect;
 use crate::drivers::Fixture;
 use crate::drivers::StubSpec;
@@ -1130,24 +1130,14 @@ fn kill(ctx: &mut Ctx) -> ScenarioResult {
         Err(ClientError::Closed { .. }) => "connection closed".into(),
         Err(e) => return Err(e.into()),
     };
-    let deadline = Instant::now() + c.timeout();
-    let mut pause = Duration::from_millis(1);
-    loop {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-        // Gone, or a zombie waiting for its reaper.
-        if state.as_deref().is_none_or(|s| {
-            s.rsplit_once(')')
-                .is_some_and(|(_, a)| a.trim_start().starts_with('Z'))
-        }) {
-            return Ok(Verdict::Pass(format!("reply {note}")));
-        }
-        if Instant::now() >= deadline {
-            return Err(fail(format!(
-                "process {pid} still alive after `k` (reply {note})"
-            )));
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
+    // Gone, or a zombie waiting for its reaper.
+    let pid = u32::try_from(pid).map_err(|_| fail(format!("pid {pid} out of range")))?;
+    match process::wait_gone(pid, c.timeout()) {
+        Ok(true) => Ok(Verdict::Pass(format!("reply {note}"))),
+        Ok(false) => Err(fail(format!(
+            "process {pid} still alive after `k` (reply {note})"
+        ))),
+        Err(e) => Err(fail(format!("cannot watch process {pid}: {e}"))),
     }
 }
 

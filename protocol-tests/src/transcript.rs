@@ -61,11 +61,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
-use std::time::Instant;
 
 use regex::Regex;
 
 use crate::client::ClientError;
+use crate::drivers::process;
 use crate::drivers::Dialect;
 use crate::drivers::Fixture;
 use crate::framing;
@@ -686,21 +686,14 @@ impl Runner<'_> {
             }
             "expect-gone" => {
                 let pid = self.pid().map_err(line_err)?;
-                let deadline = Instant::now() + self.ctx.client.timeout();
-                let mut pause = Duration::from_millis(1);
-                loop {
-                    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-                    if state.as_deref().is_none_or(|s| {
-                        s.rsplit_once(')')
-                            .is_some_and(|(_, a)| a.trim_start().starts_with('Z'))
-                    }) {
-                        break;
+                let pid = u32::try_from(pid).map_err(|_| line_err(format!("pid {pid}")))?;
+                // Gone, or a zombie waiting for its reaper.
+                match process::wait_gone(pid, self.ctx.client.timeout()) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Err(fail(format!("line {}: process {pid} still alive", d.line)))
                     }
-                    if Instant::now() >= deadline {
-                        return Err(fail(format!("line {}: process {pid} still alive", d.line)));
-                    }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(50));
+                    Err(e) => return Err(line_err(format!("cannot watch process {pid}: {e}"))),
                 }
             }
             "unsupported-if" => {

@@ -165,7 +165,7 @@ fn remote_detach_lets_program_finish() {
     out.assert_contains("Breakpoint 1, work (");
     out.assert_contains("detached]");
     assert!(
-        common::wait_output(&stub, "done acc=", Duration::from_secs(10)),
+        stub.wait_output("done acc=", Duration::from_secs(10)),
         "the detached program did not finish; stub output:\n{}",
         stub.output()
     );

@@ -12,6 +12,7 @@ use std::time::Duration;
 use protocol_tests::drivers::fixture;
 use protocol_tests::drivers::fixtures::source_dir;
 use protocol_tests::drivers::lldb::LldbSession;
+use protocol_tests::drivers::process;
 use protocol_tests::drivers::Dialect;
 use protocol_tests::drivers::Fixture;
 
@@ -162,7 +163,8 @@ fn lldb_detach_lets_program_finish() {
     // cannot be observed; check that the (short) program ran to its end.
     let pid = common::lldb_pid(&out.stdout).unwrap_or_else(|| panic!("no pid:\n{}", out.dump()));
     assert!(
-        common::wait_process_gone(pid, Duration::from_secs(10)),
+        process::wait_gone(pid, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("cannot watch {pid}: {e}")),
         "the detached program {pid} did not finish; stub output:\n{}",
         stub.output()
     );

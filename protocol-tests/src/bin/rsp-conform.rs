@@ -6,15 +6,19 @@
 //! ```text
 //! rsp-conform --stub 'gdbmux {addr} -- {prog}'
 //! rsp-conform --stub 'gdbserver {addr} {prog}'
-//! rsp-conform --stub 'lldb-server gdbserver {addr} -- {prog}'
+//! rsp-conform --stub 'lldb-server gdbserver --named-pipe {portpipe} {addr} -- {prog}'
 //! rsp-conform --addr 127.0.0.1:1234          # a server that accepts repeated connections
 //! rsp-conform --stub gdbmux --only handshake-gdb,stop-replay
 //! rsp-conform --all --markdown protocol-tests/REPORT.md   # all three, combined table
 //! ```
 //!
-//! Templates may use `{addr}`, `{port}`, `{prog}`, `{args}` and `{pid}`;
-//! a template without `{args}` gets the fixture arguments appended after
-//! `{prog}`. The names `gdbmux`, `gdbserver` and `lldb-server` select the
+//! Templates may use `{addr}`, `{port}`, `{prog}`, `{args}`, `{pid}` and
+//! `{portpipe}`; a template without `{args}` gets the fixture arguments
+//! appended after `{prog}`. The stub must print a line containing
+//! `Listening on` once it listens, or write its port to the FIFO
+//! `{portpipe}` (then `{addr}` is port 0; `lldb-server gdbserver` templates
+//! get `--named-pipe {portpipe}` added when they lack it): see the
+//! `protocol_tests` crate docs. The names `gdbmux`, `gdbserver` and `lldb-server` select the
 //! built-in specs. The dialect (which expectations apply where servers may
 //! legitimately differ) is taken from the command's first word unless
 //! `--dialect` is given.
@@ -35,7 +39,7 @@ use protocol_tests::scenarios::Scenario;
 #[derive(Debug, Parser)]
 #[command(about = "GDB remote protocol conformance runner")]
 struct Args {
-    /// `gdbmux`, `gdbserver`, `lldb-server`, or a template with {addr} {prog} {args}.
+    /// `gdbmux`, `gdbserver`, `lldb-server`, or a template with {addr} (or {portpipe}) {prog} {args}.
     #[arg(long, conflicts_with_all = ["addr", "all"])]
     stub: Option<String>,
     /// Address of an already running server (must accept one connection per scenario).
@@ -72,7 +76,7 @@ fn parse_dialect(s: &str) -> anyhow::Result<Dialect> {
 /// appended after `{prog}` when missing, and a bare `gdbmux` word is the
 /// located binary (with `--once`, so the scenario's stub ends with it).
 fn spec_from(sel: &str) -> anyhow::Result<StubSpec> {
-    if !sel.contains("{addr}") && !sel.contains("{port}") {
+    if !sel.contains("{addr}") && !sel.contains("{port}") && !sel.contains("{portpipe}") {
         return Ok(StubSpec::from_name(sel)?);
     }
     let mut t = sel.to_string();

@@ -1,10 +1,14 @@
-//! Run a child process with a hard timeout and capture its output.
+//! Run a child process with a hard timeout and capture its output; wait for
+//! any process to exit.
 //!
 //! No sleeping: a waiter thread blocks in `wait()` and reports over a
 //! channel; the caller waits on the channel with `recv_timeout` and kills the
-//! child if the deadline passes.
+//! child if the deadline passes. Processes that are not our children (a
+//! stub's inferior) are waited for through a pidfd ([`wait_gone`]).
 
 use std::io::Read;
+use std::os::fd::AsFd;
+use std::os::fd::OwnedFd;
 use std::process::Child;
 use std::process::Command;
 use std::process::Stdio;
@@ -16,6 +20,11 @@ use std::time::Instant;
 use nix::sys::signal::kill;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
+use rustix::event::PollFd;
+use rustix::event::PollFlags;
+use rustix::event::Timespec;
+use rustix::io::Errno;
+use rustix::process::PidfdFlags;
 
 /// Output of a finished (or killed) command.
 #[derive(Debug, Clone)]
@@ -89,6 +98,62 @@ pub fn drain<R: Read + Send + 'static>(mut r: R) -> JoinHandle<Vec<u8>> {
 pub fn kill_pid(pid: u32) {
     if let Ok(p) = i32::try_from(pid) {
         let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+    }
+}
+
+/// Block until `fd` polls readable (or hung up): `Ok(true)`, or until
+/// `deadline` passes: `Ok(false)`. `None` waits without a deadline.
+pub(crate) fn poll_readable(fd: impl AsFd, deadline: Option<Instant>) -> std::io::Result<bool> {
+    loop {
+        let left = match deadline {
+            None => None,
+            Some(d) => Some(
+                Timespec::try_from(d.saturating_duration_since(Instant::now()))
+                    .map_err(std::io::Error::other)?,
+            ),
+        };
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, left.as_ref()) {
+            Ok(0) => return Ok(false),
+            Ok(_) => return Ok(true),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// A pidfd for `pid` (any process, not only a child; the pidfd keeps
+/// referring to that process even if the pid is reused later), or `None` if
+/// there is no such process (any more).
+pub fn pidfd(pid: u32) -> std::io::Result<Option<OwnedFd>> {
+    let p = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("pid {pid}"))
+        })?;
+    match rustix::process::pidfd_open(p, PidfdFlags::empty()) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::SRCH) => Ok(None),
+        Err(e) => Err(std::io::Error::from(e)),
+    }
+}
+
+/// Block until the process behind `pidfd` has exited (a zombie counts: a
+/// pidfd polls readable once its process exits), or `deadline` passes.
+/// Returns whether it exited.
+pub fn wait_pidfd(pidfd: &OwnedFd, deadline: Option<Instant>) -> std::io::Result<bool> {
+    poll_readable(pidfd, deadline)
+}
+
+/// Wait up to `timeout` until process `pid` (not necessarily our child) is
+/// gone or a zombie. Returns whether it is; an error only if the pidfd
+/// cannot be opened or polled (never a silent "gone").
+pub fn wait_gone(pid: u32, timeout: Duration) -> std::io::Result<bool> {
+    let deadline = Instant::now() + timeout;
+    match pidfd(pid)? {
+        None => Ok(true),
+        Some(fd) => wait_pidfd(&fd, Some(deadline)),
     }
 }
 
@@ -184,4 +249,21 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> std::io::Result<
         timed_out,
         elapsed: start.elapsed(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_gone_sees_exit_and_zombies() {
+        let mut child = Command::new("sleep").arg("60").spawn().unwrap();
+        let pid = child.id();
+        // Still running: the wait times out.
+        assert!(!wait_gone(pid, Duration::from_millis(20)).unwrap());
+        kill_pid(pid);
+        // Unreaped, it is a zombie: gone as far as wait_gone cares.
+        assert!(wait_gone(pid, Duration::from_secs(10)).unwrap());
+        child.wait().unwrap();
+    }
 }

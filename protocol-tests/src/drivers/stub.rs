@@ -1,23 +1,49 @@
 //! Launching a stub under test from a command template.
 //!
 //! Templates are split on whitespace; the placeholders `{addr}`
-//! (`127.0.0.1:PORT`), `{port}`, `{prog}`, `{args}` (zero or more words) and
-//! `{pid}` are substituted. The port is chosen free beforehand; readiness is
-//! detected by watching for a LISTEN socket on it in `/proc/net/tcp`, so no
-//! probe connection is spent (lldb-server accepts exactly one).
+//! (`127.0.0.1:PORT`), `{port}`, `{prog}`, `{args}` (zero or more words),
+//! `{pid}` and `{portpipe}` are substituted.
+//!
+//! Readiness is an event, never a probe connection (lldb-server accepts
+//! exactly one) nor a poll:
+//!
+//! * Without `{portpipe}`, the port is chosen free beforehand and the stub
+//!   must print a line containing `Listening on` once it listens (gdbmux:
+//!   `Listening on 127.0.0.1:PORT`, gdbserver: `Listening on port PORT`).
+//!   The threads copying its stdout and stderr notify a condition variable
+//!   on every chunk and at end of file.
+//! * With `{portpipe}` (the path of a FIFO the harness creates), `{addr}`
+//!   and `{port}` stand for port 0, and the stub writes the port it listens
+//!   on to the FIFO (`lldb-server gdbserver --named-pipe {portpipe}` writes
+//!   it as decimal text ending in a NUL, after `listen()`). That port is the
+//!   one connected to.
+//!
+//! Either way, the wait ends early, with the stub's output in the error,
+//! when the stub exits (seen through a pidfd) and its output pipes reach end
+//! of file, and it fails after [`STARTUP_TIMEOUT`].
 
+use std::fs::File;
+use std::io::Read;
 use std::net::SocketAddr;
 use std::net::TcpListener;
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::Child;
 use std::process::Command;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::Condvar;
 use std::sync::Mutex;
+use std::sync::MutexGuard;
 use std::sync::OnceLock;
+use std::sync::PoisonError;
 use std::time::Duration;
 use std::time::Instant;
+
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 
 use super::fixtures;
 use super::fixtures::Fixture;
@@ -96,12 +122,12 @@ pub enum StubError {
         source: std::io::Error,
     },
     /// The stub exited or did not listen in time.
-    #[error("stub `{command}` did not start listening on {addr} within {timeout:?}{exited}\n--- stub output ---\n{output}")]
+    #[error("stub `{command}` did not start listening within {timeout:?} (waited for {waited_for}){exited}\n--- stub output ---\n{output}")]
     NotListening {
         /// Command line.
         command: String,
-        /// Expected address.
-        addr: SocketAddr,
+        /// The readiness event waited for (`Listening on` line, FIFO).
+        waited_for: String,
         /// Deadline.
         timeout: Duration,
         /// Exit status text if it exited.
@@ -115,13 +141,16 @@ pub enum StubError {
 }
 
 /// How to start a given stub, in its three modes.
+///
+/// Each template must make the stub announce that it listens (module docs):
+/// print a `Listening on` line, or write its port to `{portpipe}`.
 #[derive(Debug, Clone)]
 pub struct StubSpec {
     /// Name for reports (`gdbmux`, `gdbserver`, ...).
     pub name: String,
     /// Dialect for expectations.
     pub dialect: Dialect,
-    /// Launch a program: uses `{addr}`, `{prog}`, `{args}`.
+    /// Launch a program: uses `{addr}` (or `{portpipe}`), `{prog}`, `{args}`.
     pub launch: String,
     /// Multi-process server without a program (`target extended-remote`).
     pub multi: Option<String>,
@@ -203,27 +232,44 @@ impl StubSpec {
         }
     }
 
-    /// lldb-server from PATH.
+    /// lldb-server from PATH. It prints nothing when it listens, so it
+    /// listens on port 0 and writes the port it got to `{portpipe}`.
     pub fn lldb_server() -> Self {
         Self {
             name: "lldb-server".into(),
             dialect: Dialect::LldbServer,
-            launch: "lldb-server gdbserver {addr} -- {prog} {args}".into(),
-            multi: Some("lldb-server gdbserver {addr}".into()),
-            attach: Some("lldb-server gdbserver --attach {pid} {addr}".into()),
+            launch: "lldb-server gdbserver --named-pipe {portpipe} {addr} -- {prog} {args}".into(),
+            multi: Some("lldb-server gdbserver --named-pipe {portpipe} {addr}".into()),
+            attach: Some(
+                "lldb-server gdbserver --named-pipe {portpipe} --attach {pid} {addr}".into(),
+            ),
         }
     }
 
-    /// A user template (launch form only).
+    /// A user template (launch form only). The stub must print a line
+    /// containing `Listening on` once it listens, or write its port to
+    /// `{portpipe}`; an `lldb-server gdbserver` template without
+    /// `{portpipe}` gets `--named-pipe {portpipe}` added, since lldb-server
+    /// prints nothing.
     pub fn custom(template: &str) -> Self {
+        let mut words: Vec<&str> = template.split_whitespace().collect();
+        let is_lldb_server = words
+            .first()
+            .and_then(|w| Path::new(w).file_name())
+            .is_some_and(|n| n == "lldb-server");
+        let launch = if is_lldb_server
+            && words.get(1).is_some_and(|w| w.starts_with('g'))
+            && !template.contains("{portpipe}")
+        {
+            words.splice(2..2, ["--named-pipe", "{portpipe}"]);
+            words.join(" ")
+        } else {
+            template.to_string()
+        };
         Self {
-            name: template
-                .split_whitespace()
-                .next()
-                .unwrap_or("custom")
-                .to_string(),
+            name: words.first().copied().unwrap_or("custom").to_string(),
             dialect: Dialect::Custom,
-            launch: template.to_string(),
+            launch,
             multi: None,
             attach: None,
         }
@@ -291,9 +337,24 @@ impl StubSpec {
         args: &[&str],
         pid: Option<u32>,
     ) -> Result<Stub, StubError> {
-        let port = pick_port()?;
+        let output = Arc::new(Output::default());
+        // With {portpipe} the stub picks its port (0) and tells it through
+        // the FIFO; otherwise we pick it and wait for `Listening on`.
+        let mut port_pipe = if template.contains("{portpipe}") {
+            Some(PortPipe::new()?)
+        } else {
+            None
+        };
+        let port = if port_pipe.is_some() { 0 } else { pick_port()? };
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let argv = expand(template, addr, prog, args, pid);
+        let argv = expand(
+            template,
+            addr,
+            prog,
+            args,
+            pid,
+            port_pipe.as_ref().map(|p| p.path.as_path()),
+        );
         let command = argv.join(" ");
         let (exe, rest) = argv.split_first().ok_or_else(|| StubError::Spawn {
             command: command.clone(),
@@ -309,7 +370,31 @@ impl StubSpec {
                 command: command.clone(),
                 source,
             })?;
-        let output = Arc::new(Mutex::new(Vec::new()));
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        // Opened (without blocking) before the stub could write to it; the
+        // reader gives up at the deadline, so it never outlives it by much.
+        if let Some(fifo) = port_pipe.as_mut().and_then(|p| p.reader.take()) {
+            let out = Arc::clone(&output);
+            std::thread::spawn(move || {
+                let port = read_port(&fifo, deadline);
+                out.update(|s| s.pipe_port = Some(port));
+            });
+        }
+        // Opened before the child can be reaped, so it is the child's.
+        match process::pidfd(child.id()) {
+            Ok(Some(fd)) => {
+                let out = Arc::clone(&output);
+                std::thread::spawn(move || {
+                    let r = process::wait_pidfd(&fd, None);
+                    out.update(|s| match r {
+                        Ok(_) => s.exited = true,
+                        Err(e) => s.watch_error = Some(format!("pidfd poll: {e}")),
+                    });
+                });
+            }
+            Ok(None) => output.update(|s| s.exited = true),
+            Err(e) => output.update(|s| s.watch_error = Some(format!("pidfd_open: {e}"))),
+        }
         for pipe in [
             child
                 .stdout
@@ -323,6 +408,7 @@ impl StubSpec {
         .into_iter()
         .flatten()
         {
+            output.update(|s| s.open_pipes += 1);
             let sink = Arc::clone(&output);
             std::thread::spawn(move || copy_into(pipe, &sink));
         }
@@ -334,8 +420,174 @@ impl StubSpec {
             dialect: self.dialect,
             remembered: Vec::new(),
         };
-        stub.wait_listening()?;
+        if let Some(port) = stub.wait_listening(port_pipe.as_ref(), deadline)? {
+            stub.addr.set_port(port);
+        }
         Ok(stub)
+    }
+}
+
+/// A stub's captured stdout and stderr (interleaved) and what else the
+/// start-up wait watches, with a condition variable notified on each change.
+#[derive(Debug, Default)]
+struct Output {
+    state: Mutex<OutputState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct OutputState {
+    /// Everything read from the pipes so far.
+    bytes: Vec<u8>,
+    /// Pipes not yet at end of file.
+    open_pipes: usize,
+    /// The stub process has exited (not necessarily reaped).
+    exited: bool,
+    /// Why the exit could not be watched.
+    watch_error: Option<String>,
+    /// What the `{portpipe}` reader got.
+    pipe_port: Option<Result<u16, String>>,
+}
+
+impl Output {
+    fn lock(&self) -> MutexGuard<'_, OutputState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn update(&self, f: impl FnOnce(&mut OutputState)) {
+        f(&mut self.lock());
+        self.changed.notify_all();
+    }
+
+    /// Wait until `done` gives a value (checked at once and after each
+    /// change), or `deadline` passes (`None`).
+    fn wait_until<T>(
+        &self,
+        deadline: Instant,
+        mut done: impl FnMut(&OutputState) -> Option<T>,
+    ) -> Option<T> {
+        let mut s = self.lock();
+        loop {
+            if let Some(v) = done(&s) {
+                return Some(v);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            s = self
+                .changed
+                .wait_timeout(s, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+/// Whether a complete line of `bytes` contains `Listening on`.
+fn has_listening_line(bytes: &[u8]) -> bool {
+    let Some(end) = bytes.iter().rposition(|&b| b == b'\n') else {
+        return false;
+    };
+    bytes[..end]
+        .split(|&b| b == b'\n')
+        .any(|line| contains(line, b"Listening on"))
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The FIFO behind `{portpipe}`, in a private temporary directory removed
+/// on drop, with our read end already open (non-blocking: opening does not
+/// wait for the writer).
+#[derive(Debug)]
+struct PortPipe {
+    dir: PathBuf,
+    path: PathBuf,
+    reader: Option<File>,
+}
+
+impl PortPipe {
+    fn new() -> Result<Self, StubError> {
+        use std::sync::atomic::AtomicU32;
+        use std::sync::atomic::Ordering;
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        for _ in 0..100 {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = std::env::temp_dir().join(format!("rsp-portpipe-{}-{n}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => {}
+                // A leftover of a killed process with the same pid: next name.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e.into()),
+            }
+            // Owns the directory from here on: removed on any error below.
+            let mut pipe = Self {
+                path: dir.join("port"),
+                dir,
+                reader: None,
+            };
+            nix::unistd::mkfifo(&pipe.path, Mode::S_IRUSR | Mode::S_IWUSR)
+                .map_err(std::io::Error::from)?;
+            pipe.reader = Some(
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(OFlag::O_NONBLOCK.bits())
+                    .open(&pipe.path)?,
+            );
+            return Ok(pipe);
+        }
+        Err(StubError::Io(std::io::Error::other(
+            "no free name for a port FIFO directory in the temp dir",
+        )))
+    }
+}
+
+impl Drop for PortPipe {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Read the port a stub writes to the `{portpipe}` FIFO: decimal text,
+/// ended by a NUL (lldb-server), a newline or the writer's close.
+fn read_port(fifo: &File, deadline: Instant) -> Result<u16, String> {
+    let mut text = Vec::new();
+    let mut buf = [0u8; 64];
+    loop {
+        // Before any writer has opened it, the FIFO polls neither readable
+        // nor hung up; afterwards, data or the writer's close wake us.
+        match process::poll_readable(fifo, Some(deadline)) {
+            Ok(true) => {}
+            Ok(false) => return Err("nothing written to the port FIFO".into()),
+            Err(e) => return Err(format!("poll port FIFO: {e}")),
+        }
+        match (&*fifo).read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                text.extend_from_slice(&buf[..n]);
+                if text.iter().any(|&b| b == 0 || b == b'\n') {
+                    break;
+                }
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("read port FIFO: {e}")),
+        }
+    }
+    let end = text
+        .iter()
+        .position(|&b| b == 0 || b == b'\n')
+        .unwrap_or(text.len());
+    let word = String::from_utf8_lossy(&text[..end]).trim().to_string();
+    match word.parse::<u16>() {
+        Ok(p) if p != 0 => Ok(p),
+        _ => Err(format!(
+            "port FIFO gave {:?}, not a port",
+            String::from_utf8_lossy(&text)
+        )),
     }
 }
 
@@ -360,18 +612,18 @@ fn pick_port() -> Result<u16, StubError> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-fn copy_into(mut r: Box<dyn std::io::Read + Send>, sink: &Mutex<Vec<u8>>) {
+/// Copy a pipe into `out` until end of file, notifying each chunk and the end.
+fn copy_into(mut r: Box<dyn std::io::Read + Send>, out: &Output) {
     let mut buf = [0u8; 4096];
     loop {
         match r.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                if let Ok(mut s) = sink.lock() {
-                    s.extend_from_slice(&buf[..n]);
-                }
-            }
+            Ok(0) => break,
+            Ok(n) => out.update(|s| s.bytes.extend_from_slice(&buf[..n])),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
         }
     }
+    out.update(|s| s.open_pipes -= 1);
 }
 
 fn expand(
@@ -380,9 +632,13 @@ fn expand(
     prog: Option<&Path>,
     args: &[&str],
     pid: Option<u32>,
+    port_pipe: Option<&Path>,
 ) -> Vec<String> {
     let prog = prog.map(|p| p.display().to_string()).unwrap_or_default();
     let pid = pid.map(|p| p.to_string()).unwrap_or_default();
+    let port_pipe = port_pipe
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     let mut out = Vec::new();
     for word in template.split_whitespace() {
         if word == "{args}" {
@@ -393,37 +649,11 @@ fn expand(
             word.replace("{addr}", &addr.to_string())
                 .replace("{port}", &addr.port().to_string())
                 .replace("{prog}", &prog)
-                .replace("{pid}", &pid),
+                .replace("{pid}", &pid)
+                .replace("{portpipe}", &port_pipe),
         );
     }
     out
-}
-
-/// True if `/proc/net/tcp` shows a LISTEN socket on 127.0.0.1 or 0.0.0.0 at `port`.
-pub fn is_listening(port: u16) -> bool {
-    let want = [
-        format!("0100007F:{port:04X}"),
-        format!("00000000:{port:04X}"),
-    ];
-    let check = |path: &str| {
-        std::fs::read_to_string(path)
-            .map(|t| {
-                t.lines().skip(1).any(|l| {
-                    let f: Vec<&str> = l.split_whitespace().collect();
-                    f.len() > 3 && want.iter().any(|w| w == f[1]) && f[3] == "0A"
-                })
-            })
-            .unwrap_or(false)
-    };
-    check("/proc/net/tcp")
-        || std::fs::read_to_string("/proc/net/tcp6")
-            .map(|t| {
-                t.lines().skip(1).any(|l| {
-                    let f: Vec<&str> = l.split_whitespace().collect();
-                    f.len() > 3 && f[1].ends_with(&format!(":{port:04X}")) && f[3] == "0A"
-                })
-            })
-            .unwrap_or(false)
 }
 
 /// A running stub; killed (with its descendants) on drop.
@@ -432,7 +662,7 @@ pub struct Stub {
     child: Child,
     addr: SocketAddr,
     command: String,
-    output: Arc<Mutex<Vec<u8>>>,
+    output: Arc<Output>,
     dialect: Dialect,
     remembered: Vec<u32>,
 }
@@ -450,34 +680,57 @@ impl Stub {
         }
     }
 
-    fn wait_listening(&mut self) -> Result<(), StubError> {
-        // Polling with a deadline is the only portable readiness signal for an
-        // arbitrary stub; the back-off keeps it cheap.
-        let deadline = Instant::now() + STARTUP_TIMEOUT;
-        let mut pause = Duration::from_millis(1);
-        loop {
-            let exited = self.child.try_wait()?;
-            if exited.is_none() && is_listening(self.addr.port()) {
-                return Ok(());
+    /// Wait for the readiness event (module docs) until `deadline`; the
+    /// port from `{portpipe}` if there is one.
+    fn wait_listening(
+        &mut self,
+        port_pipe: Option<&PortPipe>,
+        deadline: Instant,
+    ) -> Result<Option<u16>, StubError> {
+        let ready = self.output.wait_until(deadline, |s| {
+            if let Some(p) = &s.pipe_port {
+                return Some(p.clone().map(Some));
             }
-            if exited.is_some() || Instant::now() >= deadline {
-                // Let the pipe readers catch up with what it printed before dying.
-                if exited.is_some() {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                return Err(StubError::NotListening {
-                    command: self.command.clone(),
-                    addr: self.addr,
-                    timeout: STARTUP_TIMEOUT,
-                    exited: exited
-                        .map(|s| format!(" (exited: {s})"))
-                        .unwrap_or_default(),
-                    output: self.output(),
-                });
+            if let Some(e) = &s.watch_error {
+                return Some(Err(e.clone()));
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(25));
-        }
+            // Exited, and the pipe readers have everything it printed.
+            if s.exited && s.open_pipes == 0 {
+                return Some(Err(String::new()));
+            }
+            if port_pipe.is_none() && !s.exited && has_listening_line(&s.bytes) {
+                return Some(Ok(None));
+            }
+            None
+        });
+        let why = match ready {
+            Some(Ok(port)) => return Ok(port),
+            Some(Err(why)) => why,
+            None => String::new(),
+        };
+        let exited = self.child.try_wait()?;
+        Err(StubError::NotListening {
+            command: self.command.clone(),
+            waited_for: match port_pipe {
+                Some(p) => format!("its port on the FIFO {}", p.path.display()),
+                None => "a line containing `Listening on` (custom templates: print it, \
+                         or write the port to {portpipe})"
+                    .into(),
+            },
+            timeout: STARTUP_TIMEOUT,
+            exited: [
+                exited
+                    .map(|s| format!(" (exited: {s})"))
+                    .unwrap_or_default(),
+                if why.is_empty() {
+                    why
+                } else {
+                    format!(" ({why})")
+                },
+            ]
+            .concat(),
+            output: self.output(),
+        })
     }
 
     /// `127.0.0.1:PORT`
@@ -502,10 +755,25 @@ impl Stub {
 
     /// Everything it printed so far (stdout and stderr interleaved).
     pub fn output(&self) -> String {
+        String::from_utf8_lossy(&self.output.lock().bytes).into_owned()
+    }
+
+    /// Wait until its output contains `needle`: true, or false once
+    /// `timeout` passes or its output pipes are at end of file without it.
+    /// Woken by each chunk the pipe readers copy, not by polling.
+    pub fn wait_output(&self, needle: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
         self.output
-            .lock()
-            .map(|o| String::from_utf8_lossy(&o).into_owned())
-            .unwrap_or_default()
+            .wait_until(deadline, |s| {
+                if contains(&s.bytes, needle.as_bytes()) {
+                    Some(true)
+                } else if s.open_pipes == 0 {
+                    Some(false)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(false)
     }
 
     /// Open a raw client connection.
@@ -547,15 +815,116 @@ mod tests {
             Some(Path::new("/p")),
             &["a", "b"],
             Some(7),
+            None,
         );
         assert_eq!(v, ["x", "127.0.0.1:5", "--", "/p", "a", "b", "--p=5", "7"]);
         let v = expand(
-            "x {addr} {prog} {args}",
+            "x {addr} {prog} {args} --named-pipe {portpipe}",
             addr,
             Some(Path::new("/p")),
             &[],
             None,
+            Some(Path::new("/t/port")),
         );
-        assert_eq!(v, ["x", "127.0.0.1:5", "/p"]);
+        assert_eq!(v, ["x", "127.0.0.1:5", "/p", "--named-pipe", "/t/port"]);
+    }
+
+    #[test]
+    fn custom_lldb_server_gets_port_pipe() {
+        let s = StubSpec::custom("/x/lldb-server gdbserver {addr} -- {prog}");
+        assert_eq!(
+            s.launch,
+            "/x/lldb-server gdbserver --named-pipe {portpipe} {addr} -- {prog}"
+        );
+        assert_eq!(s.name, "/x/lldb-server");
+        for t in [
+            "lldb-server gdbserver --named-pipe {portpipe} {addr} -- {prog}",
+            "lldb-server platform {addr}",
+            "gdbserver {addr} {prog}",
+        ] {
+            assert_eq!(StubSpec::custom(t).launch, t);
+        }
+    }
+
+    #[test]
+    fn listening_line_must_be_complete() {
+        assert!(!has_listening_line(b"Listening on port 5"));
+        assert!(has_listening_line(
+            b"Process x created\nListening on port 5\n"
+        ));
+        assert!(has_listening_line(b"Listening on 127.0.0.1:5\npartial"));
+        assert!(!has_listening_line(b"Process x created\n"));
+    }
+
+    /// A fake stub: `sh` runs `script` (so no freshly written file is
+    /// executed, which can fail with ETXTBSY while another thread forks).
+    fn fake(name: &str, script: &str, args: &str) -> (PathBuf, String) {
+        let path =
+            std::env::temp_dir().join(format!("rsp-fake-stub-{}-{name}.sh", std::process::id()));
+        std::fs::write(&path, script).unwrap();
+        let template = format!("sh {} {args}", path.display());
+        (path, template)
+    }
+
+    #[test]
+    fn ready_on_listening_line() {
+        let (path, t) = fake(
+            "line",
+            "echo Process created\necho \"Listening on port $1\" >&2\nexec sleep 60\n",
+            "{port}",
+        );
+        let spec = StubSpec::custom(&t);
+        let start = Instant::now();
+        let stub = spec.start(&spec.launch, None, &[], None);
+        let _ = std::fs::remove_file(&path);
+        let stub = stub.unwrap();
+        assert!(start.elapsed() < STARTUP_TIMEOUT / 2);
+        assert!(stub.output().contains("Listening on port"));
+        assert!(stub.wait_output("Process created", Duration::from_secs(10)));
+        assert!(stub
+            .output()
+            .contains(&format!("port {}", stub.addr().port())));
+    }
+
+    #[test]
+    fn ready_on_port_pipe() {
+        // Like lldb-server: decimal text and a NUL; {port} stands for 0.
+        let (path, t) = fake(
+            "pipe",
+            "test \"$2\" = 0 || exit 3\nprintf '4242\\000' > \"$1\"\nexec sleep 60\n",
+            "{portpipe} {port}",
+        );
+        let spec = StubSpec::custom(&t);
+        let stub = spec.start(&spec.launch, None, &[], None);
+        let _ = std::fs::remove_file(&path);
+        let stub = stub.unwrap();
+        assert_eq!(stub.addr(), SocketAddr::from(([127, 0, 0, 1], 4242)));
+    }
+
+    #[test]
+    fn exit_before_listening_fails_at_once() {
+        let (path, t) = fake("exit", "echo no luck >&2\nexit 7\n", "{addr}");
+        let spec = StubSpec::custom(&t);
+        let start = Instant::now();
+        let err = spec.start(&spec.launch, None, &[], None).unwrap_err();
+        let _ = std::fs::remove_file(&path);
+        assert!(start.elapsed() < STARTUP_TIMEOUT / 2, "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("exit status: 7") && msg.contains("no luck"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn wait_output_ends_at_eof() {
+        let (path, t) = fake("eof", "echo Listening on x\nexec sleep 60 >&- 2>&-\n", "");
+        let spec = StubSpec::custom(&t);
+        let stub = spec.start(&spec.launch, None, &[], None);
+        let _ = std::fs::remove_file(&path);
+        let stub = stub.unwrap();
+        let start = Instant::now();
+        assert!(!stub.wait_output("never printed", STARTUP_TIMEOUT));
+        assert!(start.elapsed() < STARTUP_TIMEOUT / 2);
     }
 }

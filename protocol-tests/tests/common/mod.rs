@@ -4,8 +4,6 @@
 use std::process::Child;
 use std::process::Command;
 use std::process::Stdio;
-use std::time::Duration;
-use std::time::Instant;
 
 use protocol_tests::drivers::process::kill_tree;
 use protocol_tests::drivers::Dialect;
@@ -28,20 +26,6 @@ pub fn spec(test: &str, ok: fn(Dialect) -> bool, why: &str) -> Option<StubSpec> 
 pub fn launch(spec: &StubSpec, f: protocol_tests::drivers::Fixture, args: &[&str]) -> Stub {
     spec.launch(f, args)
         .unwrap_or_else(|e| panic!("{}: {e}", spec.name))
-}
-
-/// Wait (with a deadline) until the stub's captured output contains `needle`.
-pub fn wait_output(stub: &Stub, needle: &str, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(2);
-    while Instant::now() < deadline {
-        if stub.output().contains(needle) {
-            return true;
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
-    }
-    stub.output().contains(needle)
 }
 
 /// A process started outside any debugger (for attach tests); killed on drop.
@@ -77,28 +61,6 @@ pub fn has_avx() -> bool {
     std::fs::read_to_string("/proc/cpuinfo")
         .map(|c| c.split_whitespace().any(|w| w == "avx"))
         .unwrap_or(false)
-}
-
-/// Wait (with a deadline) until `pid` is gone or a zombie.
-pub fn wait_process_gone(pid: u32, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(2);
-    loop {
-        let gone = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => true,
-            Ok(s) => s
-                .rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-        };
-        if gone {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
-    }
 }
 
 /// The pid in lldb's "Process N ..." lines.
