@@ -264,27 +264,50 @@ impl Rsp {
 
 /// Undo `}` escapes and RLE.
 fn decode(raw: &[u8]) -> Vec<u8> {
+    // Copies runs of plain bytes in one go: a byte-at-a-time client would
+    // measure itself on 1 MiB replies.
     let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        match raw[i] {
-            b'}' if i + 1 < raw.len() => {
-                out.push(raw[i + 1] ^ 0x20);
-                i += 2;
+    let mut rest = raw;
+    while !rest.is_empty() {
+        let plain = rest
+            .iter()
+            .position(|b| *b == b'}' || *b == b'*')
+            .unwrap_or(rest.len());
+        out.extend_from_slice(&rest[..plain]);
+        rest = &rest[plain..];
+        match rest {
+            [b'}', x, tail @ ..] => {
+                out.push(x ^ 0x20);
+                rest = tail;
             }
-            b'*' if i + 1 < raw.len() && !out.is_empty() => {
-                let n = raw[i + 1].saturating_sub(29) as usize;
+            [b'*', n, tail @ ..] if !out.is_empty() => {
                 let last = *out.last().unwrap_or(&0);
-                out.extend(std::iter::repeat_n(last, n));
-                i += 2;
+                out.extend(std::iter::repeat_n(last, n.saturating_sub(29) as usize));
+                rest = tail;
             }
-            b => {
-                out.push(b);
-                i += 1;
+            [b, tail @ ..] => {
+                out.push(*b);
+                rest = tail;
             }
+            [] => {}
         }
     }
     out
+}
+
+/// Hex text to bytes (pairs; a bad digit reads as 0).
+fn unhex(text: &[u8]) -> Vec<u8> {
+    fn nib(c: u8) -> u8 {
+        match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => 0,
+        }
+    }
+    text.chunks_exact(2)
+        .map(|p| (nib(p[0]) << 4) | nib(p[1]))
+        .collect()
 }
 
 fn nm(bin: &Path, sym: &str) -> Result<u64> {
@@ -527,19 +550,7 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
         while off < TOTAL {
             let n = chunk.min(TOTAL - off);
             let r = c.ask(&format!("{mode}{:x},{n:x}", big + off as u64))?;
-            let data = if mode == "m" {
-                (0..r.len() / 2)
-                    .map(|i| {
-                        u8::from_str_radix(
-                            std::str::from_utf8(&r[2 * i..2 * i + 2]).unwrap_or("00"),
-                            16,
-                        )
-                        .unwrap_or(0)
-                    })
-                    .collect::<Vec<u8>>()
-            } else {
-                r
-            };
+            let data = if mode == "m" { unhex(&r) } else { r };
             if data.is_empty() {
                 bail!("{mode} read returned nothing at offset {off}");
             }
