@@ -167,6 +167,19 @@ impl Gate {
     }
 }
 
+/// Wait for the log line saying A's two insertions were taken out, and
+/// check the program's byte at `tick` is back.
+fn expect_a_breakpoints_removed(gate: &mut Gate, tick: u64, orig: u8) {
+    let line = gate
+        .g
+        .wait_line("the vanished client's breakpoints and watchpoints are out");
+    assert!(
+        line.contains("removed=2") && line.contains("failed=0"),
+        "{line}"
+    );
+    assert_eq!(gate.mem_byte(tick), orig, "the int3 is gone");
+}
+
 /// Client A's breakpoint at `tick` and write watchpoint on `g_count`.
 fn insert_a_breakpoints(c: &mut RspClient, gate: &Gate) -> (u64, u64) {
     let tick = sym(&gate.prog, "tick");
@@ -211,14 +224,7 @@ fn multi_vanished_client_breakpoints_are_removed_while_stopped() {
     let qa = question(&mut a);
     drop(a);
     gate.g.wait_line("client vanished while stopped");
-    let line = gate
-        .g
-        .wait_line("the vanished client's breakpoints and watchpoints are out");
-    assert!(
-        line.contains("removed=2") && line.contains("failed=0"),
-        "{line}"
-    );
-    assert_eq!(gate.mem_byte(tick), orig, "the int3 is gone");
+    expect_a_breakpoints_removed(&mut gate, tick, orig);
 
     let mut b = gate.g.connect();
     b.handshake_gdb().unwrap();
@@ -253,14 +259,7 @@ fn multi_vanished_client_breakpoints_are_removed_after_resume() {
     let line = gate.g.wait_line("client vanished during a resume");
     assert!(line.contains("breakpoints=2"), "{line}");
     gate.g.wait_line("stop journaled for the next client");
-    let line = gate
-        .g
-        .wait_line("the vanished client's breakpoints and watchpoints are out");
-    assert!(
-        line.contains("removed=2") && line.contains("failed=0"),
-        "{line}"
-    );
-    assert_eq!(gate.mem_byte(tick), orig, "the int3 is gone");
+    expect_a_breakpoints_removed(&mut gate, tick, orig);
 
     let mut b = gate.g.connect();
     b.handshake_gdb().unwrap();
