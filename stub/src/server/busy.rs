@@ -98,13 +98,11 @@ impl BusyPoll {
         }
     }
 
-    /// A poll returned `had_events`; `may_spin` says whether the next
-    /// event is expected from a client (every target stopped), the only
-    /// case worth a spin.
-    pub fn after_poll(&mut self, now: Instant, had_events: bool, may_spin: bool) {
-        if !had_events {
-            return;
-        }
+    /// The loop handled the events of a poll; `may_spin` says whether the
+    /// next event is expected from a client (every target stopped), the
+    /// only case worth a spin. (An empty zero-timeout poll is not an
+    /// event: the loop just polls again.)
+    pub fn after_events(&mut self, now: Instant, may_spin: bool) {
         if let Some(t0) = self.blocked_at.take() {
             // Woke from a blocking wait: a short gap means a burst.
             if now.duration_since(t0) < self.max {
@@ -135,7 +133,7 @@ mod tests {
         let t = Instant::now();
         let mut b = BusyPoll::new(Duration::ZERO);
         assert_eq!(b.timeout(t), None);
-        b.after_poll(t + us(1), true, true);
+        b.after_events(t + us(1), true);
         assert_eq!(b.timeout(t + us(2)), None);
     }
 
@@ -144,9 +142,8 @@ mod tests {
         let t = Instant::now();
         let mut b = BusyPoll::new(us(50));
         assert_eq!(b.timeout(t), None);
-        b.after_poll(t + us(10), true, true);
+        b.after_events(t + us(10), true);
         assert_eq!(b.timeout(t + us(11)), Some(Duration::ZERO));
-        b.after_poll(t + us(11), false, false);
         assert_eq!(b.timeout(t + us(59)), Some(Duration::ZERO));
         // Window over: block, and the next window is halved.
         assert_eq!(b.timeout(t + us(61)), None);
@@ -158,7 +155,7 @@ mod tests {
         let t = Instant::now();
         let mut b = BusyPoll::new(us(50));
         b.timeout(t);
-        b.after_poll(t + us(1), true, false);
+        b.after_events(t + us(1), false);
         assert_eq!(b.timeout(t + us(2)), None);
     }
 
@@ -170,7 +167,7 @@ mod tests {
         // A slow client: every spin expires, the window halves to off.
         for _ in 0..8 {
             t += us(1000);
-            b.after_poll(t, true, true);
+            b.after_events(t, true);
             while b.timeout(t).is_some() {
                 t += us(1);
             }
@@ -178,11 +175,11 @@ mod tests {
         assert_eq!(b.window(), Duration::ZERO);
         // Off: client input no longer spins, even after a long wait.
         t += us(1000);
-        b.after_poll(t, true, true);
+        b.after_events(t, true);
         assert_eq!(b.timeout(t), None);
         // A quick request after blocking: a burst, back on at full width.
         t += us(5);
-        b.after_poll(t, true, true);
+        b.after_events(t, true);
         assert_eq!(b.window(), us(64));
         assert_eq!(b.timeout(t + us(1)), Some(Duration::ZERO));
     }
@@ -192,19 +189,19 @@ mod tests {
         let t = Instant::now();
         let mut b = BusyPoll::new(us(40));
         b.timeout(t);
-        b.after_poll(t, true, true);
+        b.after_events(t, true);
         // Expire once: 20 µs.
         assert_eq!(b.timeout(t + us(41)), None);
         assert_eq!(b.window(), us(20));
         // Long blocking gap: stays at 20.
-        b.after_poll(t + us(500), true, true);
+        b.after_events(t + us(500), true);
         assert_eq!(b.window(), us(20));
         // Next request found while spinning: doubles (capped).
         assert_eq!(b.timeout(t + us(505)), Some(Duration::ZERO));
-        b.after_poll(t + us(506), true, true);
+        b.after_events(t + us(506), true);
         assert_eq!(b.window(), us(40));
         assert_eq!(b.timeout(t + us(507)), Some(Duration::ZERO));
-        b.after_poll(t + us(508), true, true);
+        b.after_events(t + us(508), true);
         assert_eq!(b.window(), us(40));
     }
 }

@@ -501,10 +501,10 @@ impl Server {
                 match ev.token() {
                     LISTENER => self.accept_all()?,
                     GPU_NOTIFIER => self.on_gpu_notifier(),
-                    TARGET_FD => self.on_target_events(None),
+                    TARGET_FD => self.on_target_events(true),
                     SIGCHLD => {
                         let maybe_death = self.sigchld.drain();
-                        self.on_target_events(Some(maybe_death));
+                        self.on_target_events(maybe_death);
                     }
                     t => {
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
@@ -519,7 +519,7 @@ impl Server {
             // Spin only while every target is stopped: the next event is
             // then the client's, and a running inferior (or simulated GPU)
             // needs the CPU more than we do.
-            busy.after_poll(Instant::now(), !events.is_empty(), !self.any_running());
+            busy.after_events(Instant::now(), !self.any_running());
             self.sync_mux();
             if self.should_exit() {
                 tracing::info!(target: "mux", "server exiting");
@@ -531,14 +531,11 @@ impl Server {
     /// Let every session (and a kept `--multi` session without a client)
     /// collect its targets' events.
     ///
-    /// `sigchld`: the SIGCHLD fd's death hint when that fd woke us.
-    fn on_target_events(&mut self, sigchld: Option<bool>) {
-        let collect = |s: &mut Session| match sigchld {
-            Some(maybe_death) => s.on_sigchld(maybe_death),
-            None => s.on_target_event(),
-        };
+    /// `maybe_death`: whether the wake-up may be a stopped process killed
+    /// from outside (see [`crate::native::SigchldFd::drain`]).
+    fn on_target_events(&mut self, maybe_death: bool) {
         if let Some(s) = self.orphan.as_mut() {
-            collect(s);
+            s.on_target_wakeup(maybe_death);
         }
         let tokens: Vec<Token> = self.clients.keys().copied().collect();
         for t in tokens {
@@ -547,7 +544,7 @@ impl Server {
                     kind: ClientKind::Session(s),
                     ..
                 }) => {
-                    collect(s);
+                    s.on_target_wakeup(maybe_death);
                     s.wants_close()
                 }
                 _ => false,

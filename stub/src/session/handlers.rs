@@ -23,6 +23,7 @@ use crate::packet::VContKind;
 use crate::session::Journal;
 use crate::stop::StopEvent;
 use crate::stop::StopKind;
+use crate::target::BreakpointKind;
 use crate::target::Pid;
 use crate::target::ResumeAction;
 use crate::target::ResumePlan;
@@ -177,31 +178,8 @@ impl Session {
                 };
                 self.reply_unit(r);
             }
-            Command::InsertBreakpoint { kind, addr, len } => {
-                let r = self.current_pid().and_then(|pid| {
-                    self.target_mut(pid)?.insert_breakpoint(kind, addr, len)?;
-                    Ok(pid)
-                });
-                if let Ok(pid) = r {
-                    self.client_bps.inserted(ClientBreakpoint {
-                        pid,
-                        kind,
-                        addr,
-                        len,
-                    });
-                }
-                self.reply_unit(r.map(|_| ()));
-            }
-            Command::RemoveBreakpoint { kind, addr, len } => {
-                let r = self.current_pid().and_then(|pid| {
-                    self.target_mut(pid)?.remove_breakpoint(kind, addr, len)?;
-                    Ok(pid)
-                });
-                if let Ok(pid) = r {
-                    self.client_bps.removed(pid, kind, addr, len);
-                }
-                self.reply_unit(r.map(|_| ()));
-            }
+            Command::InsertBreakpoint { kind, addr, len } => self.handle_z(true, kind, addr, len),
+            Command::RemoveBreakpoint { kind, addr, len } => self.handle_z(false, kind, addr, len),
             Command::Continue { signal, addr } => self.handle_c_s(false, signal, addr),
             Command::Step { signal, addr } => self.handle_c_s(true, signal, addr),
             Command::VContQuery => self.send(b"vCont;c;C;s;S;t;r"),
@@ -494,6 +472,45 @@ impl Session {
         self.procs
             .get_mut(&pid)
             .ok_or(TargetError::Gone(u64::from(pid)))
+    }
+
+    /// `Z` (`insert`) or `z` on the current process; what succeeds is
+    /// tracked as the client's (taken out if it vanishes with `--multi`).
+    fn handle_z(&mut self, insert: bool, kind: BreakpointKind, addr: u64, len: u64) {
+        let r = self.current_pid().and_then(|pid| {
+            let t = self.target_mut(pid)?;
+            if insert {
+                t.insert_breakpoint(kind, addr, len)?;
+            } else {
+                t.remove_breakpoint(kind, addr, len)?;
+            }
+            Ok(pid)
+        });
+        if let Ok(pid) = r {
+            if insert {
+                self.client_bps.inserted(ClientBreakpoint {
+                    pid,
+                    kind,
+                    addr,
+                    len,
+                });
+            } else {
+                self.client_bps.removed(pid, kind, addr, len);
+            }
+        }
+        self.reply_unit(r.map(|_| ()));
+    }
+
+    /// Drop a process that is gone (exited, killed, detached) from the
+    /// session: its target, its client breakpoints, and `current` if it
+    /// was that one.
+    fn release_process(&mut self, pid: Pid) -> Option<Box<dyn Target>> {
+        let t = self.procs.remove(&pid);
+        self.client_bps.forget_process(pid);
+        if self.current == Some(pid) {
+            self.current = self.procs.keys().next().copied();
+        }
+        t
     }
 
     /// The process memory and breakpoint packets address.
@@ -821,11 +838,7 @@ impl Session {
             StopEvent::Stopped { pid, tid, .. } => (*pid, *tid),
             StopEvent::Exited { pid, .. } | StopEvent::Terminated { pid, .. } => {
                 let pid = *pid;
-                self.procs.remove(&pid);
-                self.client_bps.forget_process(pid);
-                if self.current == Some(pid) {
-                    self.current = self.procs.keys().next().copied();
-                }
+                self.release_process(pid);
                 self.g_thread = self.g_thread.filter(|(p, _)| *p != pid);
                 self.c_thread = self.c_thread.filter(|(p, _)| *p != pid);
                 self.journal.record(
@@ -897,11 +910,7 @@ impl Session {
         match r {
             Some(Ok(())) => {
                 // Detaching took every breakpoint out of the process.
-                self.procs.remove(&pid);
-                self.client_bps.forget_process(pid);
-                if self.current == Some(pid) {
-                    self.current = self.procs.keys().next().copied();
-                }
+                self.release_process(pid);
                 self.send(&reply::ok());
                 tracing::info!(target: "ptrace", session = self.id, pid, "detached");
                 if self.procs.is_empty() {
@@ -930,13 +939,10 @@ impl Session {
             }
             return;
         };
-        if let Some(mut t) = self.procs.remove(&pid) {
+        if let Some(mut t) = self.release_process(pid) {
             if let Err(e) = t.kill() {
                 tracing::warn!(target: "ptrace", pid, "kill: {e}");
             }
-        }
-        if self.current == Some(pid) {
-            self.current = self.procs.keys().next().copied();
         }
         let stop = StopEvent::Terminated {
             pid,

@@ -365,20 +365,17 @@ impl Session {
         }
     }
 
-    /// Called when a target's own fd was readable, or after a resume:
-    /// collects target events and sends the stop reply if one is due.
+    /// Called after a resume and on GPU events: collects target events and
+    /// sends the stop reply if one is due.
     pub fn on_target_event(&mut self) {
-        self.collect_target_events(true);
+        self.on_target_wakeup(true);
     }
 
-    /// Called when the SIGCHLD fd was readable; `maybe_death` is what
-    /// [`crate::native::SigchldFd::drain`] said of it (only then can a
-    /// stopped process have been killed from outside).
-    pub fn on_sigchld(&mut self, maybe_death: bool) {
-        self.collect_target_events(maybe_death);
-    }
-
-    fn collect_target_events(&mut self, maybe_death: bool) {
+    /// Called when the SIGCHLD fd or a target's own fd was readable.
+    /// `maybe_death` is false only for a SIGCHLD that
+    /// [`crate::native::SigchldFd::drain`] found to be ptrace stops: then
+    /// no stopped process can have been killed from outside.
+    pub fn on_target_wakeup(&mut self, maybe_death: bool) {
         let pids: Vec<Pid> = self.procs.keys().copied().collect();
         let mut got_event = false;
         for pid in pids {

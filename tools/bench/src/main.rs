@@ -162,12 +162,7 @@ fn placed_latency(
     let r = (|| -> Result<f64> {
         let mut c = Rsp::connect(port)?;
         if stub != "floor" {
-            c.s.write_all(b"+")?;
-            c.ask_s("qSupported:multiprocess+;swbreak+;hwbreak+;vContSupported+")?;
-            if c.ask_s("QStartNoAckMode")? == "OK" {
-                c.noack = true;
-            }
-            c.ask_s("?")?;
+            c.handshake()?;
         } else {
             c.noack = true;
         }
@@ -250,6 +245,18 @@ impl Rsp {
             }
             self.buf.extend_from_slice(&self.tmp[..n]);
         }
+    }
+
+    /// `+`, `qSupported`, no-ack mode where offered, `?`: returns the
+    /// qSupported reply and the stop.
+    fn handshake(&mut self) -> Result<(String, String)> {
+        self.s.write_all(b"+")?;
+        let sup = self.ask_s("qSupported:multiprocess+;swbreak+;hwbreak+;vContSupported+")?;
+        if self.ask_s("QStartNoAckMode")? == "OK" {
+            self.noack = true;
+        }
+        let stop = self.ask_s("?")?;
+        Ok((sup, stop))
     }
 
     fn ask(&mut self, p: &str) -> Result<Vec<u8>> {
@@ -500,17 +507,12 @@ fn server_cpu_ns(pid: u32) -> u64 {
 
 fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figures> {
     let mut c = Rsp::connect(port)?;
-    c.s.write_all(b"+")?;
-    let sup = c.ask_s("qSupported:multiprocess+;swbreak+;hwbreak+;vContSupported+")?;
+    let (sup, stop) = c.handshake()?;
     let psize = sup
         .split(';')
         .find_map(|f| f.strip_prefix("PacketSize="))
         .and_then(|v| usize::from_str_radix(v, 16).ok())
         .unwrap_or(4096);
-    if c.ask_s("QStartNoAckMode")? == "OK" {
-        c.noack = true;
-    }
-    let stop = c.ask_s("?")?;
     let tid = stop
         .get(3..)
         .unwrap_or_default()
