@@ -137,6 +137,14 @@ impl DbgApiBackend {
         self.registers.get(&wave).ok_or(GpuError::InvalidWave(wave))
     }
 
+    /// The library handle of register `index` of `wave`.
+    fn reg_handle(&mut self, wave: WaveId, index: usize) -> Result<u64, GpuError> {
+        self.reg_facts(wave)?
+            .get(index)
+            .map(|r| r.handle)
+            .ok_or(GpuError::NotSupported("register index out of range"))
+    }
+
     fn space(&self, space: AddressSpace) -> Result<u64, GpuError> {
         Ok(self.process.address_space(self.arch, space.dwarf())?)
     }
@@ -335,22 +343,14 @@ impl GpuBackend for DbgApiBackend {
         index: usize,
         buf: &mut [u8],
     ) -> Result<(), GpuError> {
-        let r = self
-            .reg_facts(wave)?
-            .get(index)
-            .map(|r| r.handle)
-            .ok_or(GpuError::NotSupported("register index out of range"))?;
+        let r = self.reg_handle(wave, index)?;
         self.process
             .read_register(wave.0, r, 0, buf)
             .map_err(|e| wave_err(wave, e))
     }
 
     fn write_register(&mut self, wave: WaveId, index: usize, data: &[u8]) -> Result<(), GpuError> {
-        let r = self
-            .reg_facts(wave)?
-            .get(index)
-            .map(|r| r.handle)
-            .ok_or(GpuError::NotSupported("register index out of range"))?;
+        let r = self.reg_handle(wave, index)?;
         self.process
             .write_register(wave.0, r, 0, data)
             .map_err(|e| wave_err(wave, e))

@@ -408,6 +408,30 @@ impl DbgApi {
         Ok(u64::from_le_bytes(b))
     }
 
+    /// A pointer-valued attribute whose target the library allocated with
+    /// our malloc (ownership passes to the caller).
+    fn info_ptr<T>(
+        &self,
+        call: &'static str,
+        f: fns::GetInfo,
+        h: u64,
+        q: i32,
+    ) -> Result<*mut T, DbgApiError> {
+        let mut p: *mut T = std::ptr::null_mut();
+        // SAFETY: pointer-sized out value; the library allocates the target
+        // with our malloc.
+        let s = unsafe {
+            f(
+                Handle::new(h),
+                q,
+                std::mem::size_of::<*mut T>(),
+                &mut p as *mut *mut T as *mut c_void,
+            )
+        };
+        self.check(call, s)?;
+        Ok(p)
+    }
+
     fn info_string(
         &self,
         call: &'static str,
@@ -415,19 +439,7 @@ impl DbgApi {
         h: u64,
         q: i32,
     ) -> Result<String, DbgApiError> {
-        let mut p: *mut c_char = std::ptr::null_mut();
-        // SAFETY: pointer-sized out value; the library allocates the string
-        // with our malloc.
-        let s = unsafe {
-            f(
-                Handle::new(h),
-                q,
-                std::mem::size_of::<*mut c_char>(),
-                &mut p as *mut *mut c_char as *mut c_void,
-            )
-        };
-        self.check(call, s)?;
-        Ok(take_string(p))
+        Ok(take_string(self.info_ptr(call, f, h, q)?))
     }
 
     fn info_bytes(
@@ -438,17 +450,7 @@ impl DbgApi {
         q: i32,
         n: usize,
     ) -> Result<Vec<u8>, DbgApiError> {
-        let mut p: *mut u8 = std::ptr::null_mut();
-        // SAFETY: pointer-sized out value, malloc'd by the library.
-        let s = unsafe {
-            f(
-                Handle::new(h),
-                q,
-                std::mem::size_of::<*mut u8>(),
-                &mut p as *mut *mut u8 as *mut c_void,
-            )
-        };
-        self.check(call, s)?;
+        let p: *mut u8 = self.info_ptr(call, f, h, q)?;
         if p.is_null() {
             return Ok(Vec::new());
         }
@@ -504,13 +506,25 @@ impl DbgApi {
 
     /// Registers of an architecture, in list order.
     pub fn architecture_registers(&self, arch: u64) -> Result<Vec<u64>, DbgApiError> {
+        self.handle_list(
+            "amd_dbgapi_architecture_register_list",
+            self.inner.fns.architecture_register_list,
+            arch,
+        )
+    }
+
+    /// The handles a `*_list` function returns for `h`.
+    fn handle_list(
+        &self,
+        call: &'static str,
+        f: fns::List,
+        h: u64,
+    ) -> Result<Vec<u64>, DbgApiError> {
         let mut n = 0usize;
         let mut p: *mut Handle = std::ptr::null_mut();
         // SAFETY: valid out-pointers; the array is malloc'd by the library.
-        let s = unsafe {
-            (self.inner.fns.architecture_register_list)(Handle::new(arch), &mut n, &mut p)
-        };
-        self.check("amd_dbgapi_architecture_register_list", s)?;
+        let s = unsafe { f(Handle::new(h), &mut n, &mut p) };
+        self.check(call, s)?;
         Ok(take_handles(p, n))
     }
 }
@@ -583,6 +597,28 @@ fn take_handles(p: *mut Handle, n: usize) -> Vec<u64> {
     v
 }
 
+/// A caller's buffer as the C ABI takes it: `*mut` to read into, `*const`
+/// to write from.
+trait XferBuf {
+    type Ptr;
+    /// The pointer and length in bytes.
+    fn raw(self) -> (Self::Ptr, usize);
+}
+
+impl XferBuf for &mut [u8] {
+    type Ptr = *mut c_void;
+    fn raw(self) -> (*mut c_void, usize) {
+        (self.as_mut_ptr() as *mut c_void, self.len())
+    }
+}
+
+impl XferBuf for &[u8] {
+    type Ptr = *const c_void;
+    fn raw(self) -> (*const c_void, usize) {
+        (self.as_ptr() as *const c_void, self.len())
+    }
+}
+
 /// What the process callbacks reach through `client_process_id`.
 struct ProcessCtx {
     host: RefCell<Box<dyn HostProcess>>,
@@ -643,9 +679,11 @@ impl Process {
         } else {
             abi::PROGRESS_NO_FORWARD
         };
-        // SAFETY: plain values.
-        let s = unsafe { (self.fns().process_set_progress)(self.handle, v) };
-        self.api.check("amd_dbgapi_process_set_progress", s)
+        self.set_i32(
+            "amd_dbgapi_process_set_progress",
+            self.fns().process_set_progress,
+            v,
+        )
     }
 
     /// `process_set_wave_creation(STOP | NORMAL)`.
@@ -655,9 +693,18 @@ impl Process {
         } else {
             abi::WAVE_CREATION_NORMAL
         };
+        self.set_i32(
+            "amd_dbgapi_process_set_wave_creation",
+            self.fns().process_set_wave_creation,
+            v,
+        )
+    }
+
+    /// A `process_set_*(process, value)` call.
+    fn set_i32(&self, call: &'static str, f: fns::HandleI32, v: i32) -> Result<(), DbgApiError> {
         // SAFETY: plain values.
-        let s = unsafe { (self.fns().process_set_wave_creation)(self.handle, v) };
-        self.api.check("amd_dbgapi_process_set_wave_creation", s)
+        let s = unsafe { f(self.handle, v) };
+        self.api.check(call, s)
     }
 
     /// Next event: `(event, kind)`; `None` when there is none.
@@ -713,6 +760,14 @@ impl Process {
         })
     }
 
+    /// The whole list (no `changed` semantics).
+    fn list_all(&self, call: &'static str, f: fns::ProcessList) -> Result<Vec<u64>, DbgApiError> {
+        match self.list(call, f, false)? {
+            ListChange::Changed(v) => Ok(v),
+            ListChange::Unchanged => Ok(Vec::new()),
+        }
+    }
+
     /// Waves (`changed` semantics when `changed` is true).
     pub fn waves(&self, changed: bool) -> Result<ListChange, DbgApiError> {
         self.list(
@@ -724,26 +779,18 @@ impl Process {
 
     /// Agents.
     pub fn agents(&self) -> Result<Vec<u64>, DbgApiError> {
-        match self.list(
+        self.list_all(
             "amd_dbgapi_process_agent_list",
             self.fns().process_agent_list,
-            false,
-        )? {
-            ListChange::Changed(v) => Ok(v),
-            ListChange::Unchanged => Ok(Vec::new()),
-        }
+        )
     }
 
     /// Code objects.
     pub fn code_objects(&self) -> Result<Vec<u64>, DbgApiError> {
-        match self.list(
+        self.list_all(
             "amd_dbgapi_process_code_object_list",
             self.fns().process_code_object_list,
-            false,
-        )? {
-            ListChange::Changed(v) => Ok(v),
-            ListChange::Unchanged => Ok(Vec::new()),
-        }
+        )
     }
 
     /// URI and load address of a code object.
@@ -844,12 +891,11 @@ impl Process {
 
     /// Registers of a wave.
     pub fn wave_registers(&self, wave: u64) -> Result<Vec<u64>, DbgApiError> {
-        let mut n = 0usize;
-        let mut p: *mut Handle = std::ptr::null_mut();
-        // SAFETY: valid out-pointers.
-        let s = unsafe { (self.fns().wave_register_list)(Handle::new(wave), &mut n, &mut p) };
-        self.api.check("amd_dbgapi_wave_register_list", s)?;
-        Ok(take_handles(p, n))
+        self.api.handle_list(
+            "amd_dbgapi_wave_register_list",
+            self.fns().wave_register_list,
+            wave,
+        )
     }
 
     /// Reads a register (`out.len()` bytes from `offset`).
@@ -860,17 +906,14 @@ impl Process {
         offset: u64,
         out: &mut [u8],
     ) -> Result<(), DbgApiError> {
-        // SAFETY: `out` is writable for its length.
-        let s = unsafe {
-            (self.fns().read_register)(
-                Handle::new(wave),
-                Handle::new(reg),
-                offset,
-                out.len() as u64,
-                out.as_mut_ptr() as *mut c_void,
-            )
-        };
-        self.api.check("amd_dbgapi_read_register", s)
+        self.xfer_register(
+            "amd_dbgapi_read_register",
+            self.fns().read_register,
+            wave,
+            reg,
+            offset,
+            out,
+        )
     }
 
     /// Writes a register.
@@ -881,17 +924,31 @@ impl Process {
         offset: u64,
         data: &[u8],
     ) -> Result<(), DbgApiError> {
-        // SAFETY: `data` is readable for its length.
-        let s = unsafe {
-            (self.fns().write_register)(
-                Handle::new(wave),
-                Handle::new(reg),
-                offset,
-                data.len() as u64,
-                data.as_ptr() as *const c_void,
-            )
-        };
-        self.api.check("amd_dbgapi_write_register", s)
+        self.xfer_register(
+            "amd_dbgapi_write_register",
+            self.fns().write_register,
+            wave,
+            reg,
+            offset,
+            data,
+        )
+    }
+
+    /// Shared body of `read_register`/`write_register`, whose C functions
+    /// differ only in the constness of the buffer.
+    fn xfer_register<B: XferBuf>(
+        &self,
+        call: &'static str,
+        f: unsafe extern "C" fn(Handle, Handle, u64, u64, B::Ptr) -> abi::Status,
+        wave: u64,
+        reg: u64,
+        offset: u64,
+        buf: B,
+    ) -> Result<(), DbgApiError> {
+        let (p, len) = buf.raw();
+        // SAFETY: `p` is valid for `len` bytes in `f`'s direction.
+        let s = unsafe { f(Handle::new(wave), Handle::new(reg), offset, len as u64, p) };
+        self.api.check(call, s)
     }
 
     /// The address space for a DWARF address-space number.
@@ -914,21 +971,14 @@ impl Process {
         addr: u64,
         out: &mut [u8],
     ) -> Result<usize, DbgApiError> {
-        let mut n = out.len() as u64;
-        // SAFETY: `out` is writable for `n` bytes.
-        let s = unsafe {
-            (self.fns().read_memory)(
-                self.handle,
-                Handle::new(wave),
-                abi::LANE_NONE,
-                Handle::new(aspace),
-                addr,
-                &mut n,
-                out.as_mut_ptr() as *mut c_void,
-            )
-        };
-        self.api.check("amd_dbgapi_read_memory", s)?;
-        Ok(n as usize)
+        self.xfer_memory(
+            "amd_dbgapi_read_memory",
+            self.fns().read_memory,
+            wave,
+            aspace,
+            addr,
+            out,
+        )
     }
 
     /// Writes memory; returns bytes written.
@@ -939,20 +989,42 @@ impl Process {
         addr: u64,
         data: &[u8],
     ) -> Result<usize, DbgApiError> {
-        let mut n = data.len() as u64;
-        // SAFETY: `data` is readable for `n` bytes.
+        self.xfer_memory(
+            "amd_dbgapi_write_memory",
+            self.fns().write_memory,
+            wave,
+            aspace,
+            addr,
+            data,
+        )
+    }
+
+    /// Shared body of `read_memory`/`write_memory`, whose C functions differ
+    /// only in the constness of the buffer; returns bytes transferred.
+    fn xfer_memory<B: XferBuf>(
+        &self,
+        call: &'static str,
+        f: unsafe extern "C" fn(Handle, Handle, u32, Handle, u64, *mut u64, B::Ptr) -> abi::Status,
+        wave: u64,
+        aspace: u64,
+        addr: u64,
+        buf: B,
+    ) -> Result<usize, DbgApiError> {
+        let (p, len) = buf.raw();
+        let mut n = len as u64;
+        // SAFETY: `p` is valid for `n` bytes in `f`'s direction.
         let s = unsafe {
-            (self.fns().write_memory)(
+            f(
                 self.handle,
                 Handle::new(wave),
                 abi::LANE_NONE,
                 Handle::new(aspace),
                 addr,
                 &mut n,
-                data.as_ptr() as *const c_void,
+                p,
             )
         };
-        self.api.check("amd_dbgapi_write_memory", s)?;
+        self.api.check(call, s)?;
         Ok(n as usize)
     }
 

@@ -576,39 +576,16 @@ pub const FLAT_ATOMICS: [&str; 13] = [
 
 impl FlatOp {
     fn from_code(c: u32) -> Option<Self> {
+        let load = |bytes, signed| Self::Load { bytes, signed };
         Some(match c {
-            16 => Self::Load {
-                bytes: 1,
-                signed: false,
-            },
-            17 => Self::Load {
-                bytes: 1,
-                signed: true,
-            },
-            18 => Self::Load {
-                bytes: 2,
-                signed: false,
-            },
-            19 => Self::Load {
-                bytes: 2,
-                signed: true,
-            },
-            20 => Self::Load {
-                bytes: 4,
-                signed: false,
-            },
-            21 => Self::Load {
-                bytes: 8,
-                signed: false,
-            },
-            22 => Self::Load {
-                bytes: 12,
-                signed: false,
-            },
-            23 => Self::Load {
-                bytes: 16,
-                signed: false,
-            },
+            16 => load(1, false),
+            17 => load(1, true),
+            18 => load(2, false),
+            19 => load(2, true),
+            20 => load(4, false),
+            21 => load(8, false),
+            22 => load(12, false),
+            23 => load(16, false),
             24 => Self::Store { bytes: 1 },
             26 => Self::Store { bytes: 2 },
             28 => Self::Store { bytes: 4 },

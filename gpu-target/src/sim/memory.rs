@@ -68,37 +68,38 @@ impl ProcessMemory {
     }
 }
 
+/// Shared body of [`ProcessMemory`]'s read and write: `len` bytes at
+/// `addr` through `call` (`process_vm_readv` or `_writev`), all or a fault.
+fn vm_xfer(
+    addr: u64,
+    len: usize,
+    call: impl FnOnce(&[RemoteIoVec]) -> nix::Result<usize>,
+) -> Result<(), MemFault> {
+    if len == 0 {
+        return Ok(());
+    }
+    let fault = MemFault { addr, len };
+    let remote = [RemoteIoVec {
+        base: usize::try_from(addr).map_err(|_| fault)?,
+        len,
+    }];
+    match call(&remote) {
+        Ok(n) if n == len => Ok(()),
+        _ => Err(fault),
+    }
+}
+
 impl GlobalMemory for ProcessMemory {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
-        let len = buf.len();
-        if len == 0 {
-            return Ok(());
-        }
-        let fault = MemFault { addr, len };
-        let remote = [RemoteIoVec {
-            base: usize::try_from(addr).map_err(|_| fault)?,
-            len,
-        }];
-        match process_vm_readv(self.pid, &mut [IoSliceMut::new(buf)], &remote) {
-            Ok(n) if n == len => Ok(()),
-            _ => Err(fault),
-        }
+        vm_xfer(addr, buf.len(), |remote| {
+            process_vm_readv(self.pid, &mut [IoSliceMut::new(buf)], remote)
+        })
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
-        let len = data.len();
-        if len == 0 {
-            return Ok(());
-        }
-        let fault = MemFault { addr, len };
-        let remote = [RemoteIoVec {
-            base: usize::try_from(addr).map_err(|_| fault)?,
-            len,
-        }];
-        match process_vm_writev(self.pid, &[IoSlice::new(data)], &remote) {
-            Ok(n) if n == len => Ok(()),
-            _ => Err(fault),
-        }
+        vm_xfer(addr, data.len(), |remote| {
+            process_vm_writev(self.pid, &[IoSlice::new(data)], remote)
+        })
     }
 
     fn read_partial(&self, addr: u64, buf: &mut [u8]) -> usize {

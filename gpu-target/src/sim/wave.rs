@@ -19,6 +19,7 @@ use super::decode::VCmp;
 use super::decode::VEnc;
 use super::decode::VOp;
 use super::memory::GlobalMemory;
+use super::memory::MemFault;
 
 /// Lanes per wave.
 pub const LANES: usize = 64;
@@ -1045,26 +1046,32 @@ fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     Step::Continue
 }
 
+/// `inc`: wraps to 0 once `old` reaches `d`.
+fn atomic_inc(old: u32, d: u32) -> u32 {
+    if old >= d {
+        0
+    } else {
+        old + 1
+    }
+}
+
+/// `dec`: wraps to `d` at 0 or when `old` exceeds `d`.
+fn atomic_dec(old: u32, d: u32) -> u32 {
+    if old == 0 || old > d {
+        d
+    } else {
+        old - 1
+    }
+}
+
 /// LDS atomics in [`super::decode::DS_ATOMICS`] order.
 fn atomic32(i: u8, old: u32, d: u32) -> u32 {
     match i {
         0 => old.wrapping_add(d),
         1 => old.wrapping_sub(d),
         2 => d.wrapping_sub(old),
-        3 => {
-            if old >= d {
-                0
-            } else {
-                old + 1
-            }
-        }
-        4 => {
-            if old == 0 || old > d {
-                d
-            } else {
-                old - 1
-            }
-        }
+        3 => atomic_inc(old, d),
+        4 => atomic_dec(old, d),
         5 => (old as i32).min(d as i32) as u32,
         6 => (old as i32).max(d as i32) as u32,
         7 => old.min(d),
@@ -1089,21 +1096,37 @@ fn flat_atomic32(i: u8, old: u32, d: u32) -> u32 {
         8 => old & d,
         9 => old | d,
         10 => old ^ d,
-        11 => {
-            if old >= d {
-                0
-            } else {
-                old + 1
-            }
-        }
-        _ => {
-            if old == 0 || old > d {
-                d
-            } else {
-                old - 1
-            }
-        }
+        11 => atomic_inc(old, d),
+        _ => atomic_dec(old, d),
     }
+}
+
+/// Moves the `bytes`-byte slots of lanes `first..=last` of a lane-packed
+/// buffer (slot `lane - first`) with `access(addr, slot range)`: one
+/// access when every lane is active and the addresses form one block (the
+/// fast path), else one per active lane. `Err` holds the faulting address.
+fn lanes_xfer(
+    exec: u64,
+    first: usize,
+    last: usize,
+    bytes: usize,
+    addrs: &[u64; LANES],
+    mut access: impl FnMut(u64, std::ops::Range<usize>) -> Result<(), MemFault>,
+) -> Result<(), u64> {
+    let contiguous = (exec >> first).count_ones() as usize == last - first + 1
+        && (first..=last)
+            .all(|l| addrs[l] == addrs[first].wrapping_add(((l - first) * bytes) as u64));
+    if contiguous {
+        return access(addrs[first], 0..(last - first + 1) * bytes).map_err(|_| addrs[first]);
+    }
+    for (i, &a) in addrs[first..=last].iter().enumerate() {
+        if exec >> (first + i) & 1 == 0 {
+            continue;
+        }
+        let o = i * bytes;
+        access(a, o..o + bytes).map_err(|_| a)?;
+    }
+    Ok(())
 }
 
 #[allow(clippy::needless_range_loop)] // lanes index several arrays at once
@@ -1147,29 +1170,13 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         exec.trailing_zeros() as usize
     };
     let last = 63 - exec.leading_zeros() as usize;
-    // Fast path: all lanes active between first and last and the addresses
-    // are one contiguous block.
-    let contiguous = matches!(op, FlatOp::Load { .. } | FlatOp::Store { .. })
-        && (exec >> first).count_ones() as usize == last - first + 1
-        && (first..=last)
-            .all(|l| addrs[l] == addrs[first].wrapping_add(((l - first) * bytes) as u64));
     match op {
         FlatOp::Load { signed, .. } => {
             let mut buf = vec![0u8; (last - first + 1) * bytes];
-            if contiguous {
-                if ctx.mem.read(addrs[first], &mut buf).is_err() {
-                    return Step::MemoryViolation { addr: addrs[first] };
-                }
-            } else {
-                for lane in first..=last {
-                    if exec >> lane & 1 == 0 {
-                        continue;
-                    }
-                    let o = (lane - first) * bytes;
-                    if ctx.mem.read(addrs[lane], &mut buf[o..o + bytes]).is_err() {
-                        return Step::MemoryViolation { addr: addrs[lane] };
-                    }
-                }
+            if let Err(addr) = lanes_xfer(exec, first, last, bytes, &addrs, |a, o| {
+                ctx.mem.read(a, &mut buf[o])
+            }) {
+                return Step::MemoryViolation { addr };
             }
             for lane in first..=last {
                 if exec >> lane & 1 == 0 {
@@ -1219,20 +1226,10 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                     buf[o + 4 * k..o + 4 * k + n].copy_from_slice(&b[..n]);
                 }
             }
-            if contiguous {
-                if ctx.mem.write(addrs[first], &buf).is_err() {
-                    return Step::MemoryViolation { addr: addrs[first] };
-                }
-            } else {
-                for lane in first..=last {
-                    if exec >> lane & 1 == 0 {
-                        continue;
-                    }
-                    let o = (lane - first) * bytes;
-                    if ctx.mem.write(addrs[lane], &buf[o..o + bytes]).is_err() {
-                        return Step::MemoryViolation { addr: addrs[lane] };
-                    }
-                }
+            if let Err(addr) = lanes_xfer(exec, first, last, bytes, &addrs, |a, o| {
+                ctx.mem.write(a, &buf[o])
+            }) {
+                return Step::MemoryViolation { addr };
             }
         }
         FlatOp::Atomic(i) => {

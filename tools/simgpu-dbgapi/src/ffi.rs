@@ -240,6 +240,43 @@ unsafe fn write_list(
     st::SUCCESS
 }
 
+/// A register list (always "changed") written out by [`write_list`].
+unsafe fn write_register_list(
+    lib: &Library,
+    r: Result<Vec<u64>, Status>,
+    count: *mut usize,
+    list: *mut *mut Handle,
+) -> Status {
+    match r {
+        // SAFETY: forwarded out-pointer contract.
+        Ok(items) => unsafe {
+            write_list(
+                lib,
+                ListOut {
+                    items,
+                    changed: true,
+                },
+                count,
+                list,
+                std::ptr::null_mut(),
+            )
+        },
+        Err(e) => e,
+    }
+}
+
+/// Ends `read_memory`/`write_memory`: the bytes moved into `*size` (0 on
+/// error) and the status.
+unsafe fn write_memory_size(r: Result<usize, Status>, size: *mut u64) -> Status {
+    let (n, status) = match r {
+        Ok(n) => (n as u64, st::SUCCESS),
+        Err(e) => (0, e),
+    };
+    // SAFETY: the caller checked `size` non-null.
+    unsafe { *size = n };
+    status
+}
+
 unsafe fn process_list(
     p: Handle,
     what: &'static str,
@@ -378,19 +415,6 @@ pub mod exports {
         with_lib(|lib| status_of(lib.detach(p.handle)))
     }
 
-    pub unsafe extern "C" fn process_get_info(
-        p: Handle,
-        q: i32,
-        size: usize,
-        value: *mut c_void,
-    ) -> Status {
-        with_lib(|lib| {
-            let r = lib.process_info(p.handle, q);
-            // SAFETY: forwarded value contract.
-            unsafe { write_info(lib, r, size, value) }
-        })
-    }
-
     pub extern "C" fn process_set_progress(p: Handle, progress: i32) -> Status {
         if !(0..=1).contains(&progress) {
             return st::ERROR_INVALID_ARGUMENT;
@@ -426,16 +450,6 @@ pub mod exports {
         })
     }
 
-    pub unsafe extern "C" fn event_get_info(
-        e: Handle,
-        q: i32,
-        size: usize,
-        value: *mut c_void,
-    ) -> Status {
-        // SAFETY: forwarded value contract.
-        with_lib(|lib| unsafe { write_info(lib, lib.event_info(e.handle, q), size, value) })
-    }
-
     pub extern "C" fn event_processed(e: Handle) -> Status {
         with_lib(|lib| status_of(lib.event_processed(e.handle)))
     }
@@ -462,103 +476,63 @@ pub mod exports {
 
     // ---- lists and entity info -------------------------------------------------
 
-    pub unsafe extern "C" fn process_agent_list(
-        p: Handle,
-        n: *mut usize,
-        l: *mut *mut Handle,
-        c: *mut i32,
-    ) -> Status {
-        // SAFETY: forwarded out-pointer contract.
-        unsafe { process_list(p, "agent", n, l, c) }
-    }
-    pub unsafe extern "C" fn process_queue_list(
-        p: Handle,
-        n: *mut usize,
-        l: *mut *mut Handle,
-        c: *mut i32,
-    ) -> Status {
-        // SAFETY: forwarded out-pointer contract.
-        unsafe { process_list(p, "queue", n, l, c) }
-    }
-    pub unsafe extern "C" fn process_dispatch_list(
-        p: Handle,
-        n: *mut usize,
-        l: *mut *mut Handle,
-        c: *mut i32,
-    ) -> Status {
-        // SAFETY: forwarded out-pointer contract.
-        unsafe { process_list(p, "dispatch", n, l, c) }
-    }
-    pub unsafe extern "C" fn process_wave_list(
-        p: Handle,
-        n: *mut usize,
-        l: *mut *mut Handle,
-        c: *mut i32,
-    ) -> Status {
-        // SAFETY: forwarded out-pointer contract.
-        unsafe { process_list(p, "wave", n, l, c) }
-    }
-    pub unsafe extern "C" fn process_code_object_list(
-        p: Handle,
-        n: *mut usize,
-        l: *mut *mut Handle,
-        c: *mut i32,
-    ) -> Status {
-        // SAFETY: forwarded out-pointer contract.
-        unsafe { process_list(p, "code_object", n, l, c) }
+    /// `amd_dbgapi_process_<what>_list` exports over [`process_list`].
+    macro_rules! process_list_exports {
+        ($($name:ident => $what:literal),* $(,)?) => {
+            $(
+                pub unsafe extern "C" fn $name(
+                    p: Handle,
+                    n: *mut usize,
+                    l: *mut *mut Handle,
+                    c: *mut i32,
+                ) -> Status {
+                    // SAFETY: forwarded out-pointer contract.
+                    unsafe { process_list(p, $what, n, l, c) }
+                }
+            )*
+        };
     }
 
-    pub unsafe extern "C" fn agent_get_info(
-        h: Handle,
-        q: i32,
-        size: usize,
-        value: *mut c_void,
-    ) -> Status {
-        // SAFETY: forwarded value contract.
-        with_lib(|lib| unsafe { write_info(lib, lib.agent_info(h.handle, q), size, value) })
+    /// `amd_dbgapi_<entity>_get_info` exports: `Library::$method(handle, q)`
+    /// written out by [`write_info`].
+    macro_rules! get_info_exports {
+        ($($name:ident => $method:ident),* $(,)?) => {
+            $(
+                pub unsafe extern "C" fn $name(
+                    h: Handle,
+                    q: i32,
+                    size: usize,
+                    value: *mut c_void,
+                ) -> Status {
+                    with_lib(|lib| {
+                        let r = lib.$method(h.handle, q);
+                        // SAFETY: forwarded value contract.
+                        unsafe { write_info(lib, r, size, value) }
+                    })
+                }
+            )*
+        };
     }
-    pub unsafe extern "C" fn queue_get_info(
-        h: Handle,
-        q: i32,
-        size: usize,
-        value: *mut c_void,
-    ) -> Status {
-        // SAFETY: forwarded value contract.
-        with_lib(|lib| unsafe { write_info(lib, lib.queue_info(h.handle, q), size, value) })
-    }
-    pub unsafe extern "C" fn dispatch_get_info(
-        h: Handle,
-        q: i32,
-        size: usize,
-        value: *mut c_void,
-    ) -> Status {
-        with_lib(|lib| {
-            let r = lib.dispatch_info(h.handle, q);
-            // SAFETY: forwarded value contract.
-            unsafe { write_info(lib, r, size, value) }
-        })
-    }
-    pub unsafe extern "C" fn wave_get_info(
-        h: Handle,
-        q: i32,
-        size: usize,
-        value: *mut c_void,
-    ) -> Status {
-        with_lib(|lib| {
-            let r = lib.wave_info(h.handle, q);
-            // SAFETY: forwarded value contract.
-            unsafe { write_info(lib, r, size, value) }
-        })
-    }
-    pub unsafe extern "C" fn code_object_get_info(
-        h: Handle,
-        q: i32,
-        size: usize,
-        value: *mut c_void,
-    ) -> Status {
-        // SAFETY: forwarded value contract.
-        with_lib(|lib| unsafe { write_info(lib, lib.code_object_info(h.handle, q), size, value) })
-    }
+
+    process_list_exports!(
+        process_agent_list => "agent",
+        process_queue_list => "queue",
+        process_dispatch_list => "dispatch",
+        process_wave_list => "wave",
+        process_code_object_list => "code_object",
+    );
+
+    get_info_exports!(
+        agent_get_info => agent_info,
+        queue_get_info => queue_info,
+        dispatch_get_info => dispatch_info,
+        wave_get_info => wave_info,
+        code_object_get_info => code_object_info,
+        process_get_info => process_info,
+        event_get_info => event_info,
+        architecture_get_info => architecture_info,
+        register_get_info => register_info,
+    );
 
     // ---- waves ------------------------------------------------------------------
 
@@ -586,36 +560,15 @@ pub mod exports {
         })
     }
 
-    pub unsafe extern "C" fn architecture_get_info(
-        a: Handle,
-        q: i32,
-        size: usize,
-        value: *mut c_void,
-    ) -> Status {
-        // SAFETY: forwarded value contract.
-        with_lib(|lib| unsafe { write_info(lib, lib.architecture_info(a.handle, q), size, value) })
-    }
-
     pub unsafe extern "C" fn architecture_register_list(
         a: Handle,
         n: *mut usize,
         l: *mut *mut Handle,
     ) -> Status {
-        with_lib(|lib| match lib.architecture_register_list(a.handle) {
+        with_lib(|lib| {
+            let r = lib.architecture_register_list(a.handle);
             // SAFETY: forwarded out-pointer contract.
-            Ok(items) => unsafe {
-                write_list(
-                    lib,
-                    ListOut {
-                        items,
-                        changed: true,
-                    },
-                    n,
-                    l,
-                    std::ptr::null_mut(),
-                )
-            },
-            Err(e) => e,
+            unsafe { write_register_list(lib, r, n, l) }
         })
     }
 
@@ -624,21 +577,10 @@ pub mod exports {
         n: *mut usize,
         l: *mut *mut Handle,
     ) -> Status {
-        with_lib(|lib| match lib.wave_register_list(w.handle) {
+        with_lib(|lib| {
+            let r = lib.wave_register_list(w.handle);
             // SAFETY: forwarded out-pointer contract.
-            Ok(items) => unsafe {
-                write_list(
-                    lib,
-                    ListOut {
-                        items,
-                        changed: true,
-                    },
-                    n,
-                    l,
-                    std::ptr::null_mut(),
-                )
-            },
-            Err(e) => e,
+            unsafe { write_register_list(lib, r, n, l) }
         })
     }
 
@@ -658,16 +600,6 @@ pub mod exports {
             }
             Err(e) => e,
         })
-    }
-
-    pub unsafe extern "C" fn register_get_info(
-        r: Handle,
-        q: i32,
-        size: usize,
-        value: *mut c_void,
-    ) -> Status {
-        // SAFETY: forwarded value contract.
-        with_lib(|lib| unsafe { write_info(lib, lib.register_info(r.handle, q), size, value) })
     }
 
     pub unsafe extern "C" fn read_register(
@@ -716,20 +648,11 @@ pub mod exports {
         }
         // SAFETY: `size` non-null; `value` holds `*size` writable bytes.
         let buf = unsafe { std::slice::from_raw_parts_mut(value as *mut u8, *size as usize) };
-        with_lib(
-            |lib| match lib.memory(p.handle, w.handle, aspace.handle, addr, Some(buf), None) {
-                Ok(n) => {
-                    // SAFETY: non-null.
-                    unsafe { *size = n as u64 };
-                    st::SUCCESS
-                }
-                Err(e) => {
-                    // SAFETY: non-null.
-                    unsafe { *size = 0 };
-                    e
-                }
-            },
-        )
+        with_lib(|lib| {
+            let r = lib.memory(p.handle, w.handle, aspace.handle, addr, Some(buf), None);
+            // SAFETY: `size` is non-null.
+            unsafe { write_memory_size(r, size) }
+        })
     }
 
     pub unsafe extern "C" fn write_memory(
@@ -747,18 +670,9 @@ pub mod exports {
         // SAFETY: `size` non-null; `value` holds `*size` readable bytes.
         let data = unsafe { std::slice::from_raw_parts(value as *const u8, *size as usize) };
         with_lib(|lib| {
-            match lib.memory(p.handle, w.handle, aspace.handle, addr, None, Some(data)) {
-                Ok(n) => {
-                    // SAFETY: non-null.
-                    unsafe { *size = n as u64 };
-                    st::SUCCESS
-                }
-                Err(e) => {
-                    // SAFETY: non-null.
-                    unsafe { *size = 0 };
-                    e
-                }
-            }
+            let r = lib.memory(p.handle, w.handle, aspace.handle, addr, None, Some(data));
+            // SAFETY: `size` is non-null.
+            unsafe { write_memory_size(r, size) }
         })
     }
 

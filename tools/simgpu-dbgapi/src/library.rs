@@ -247,6 +247,20 @@ impl Library {
             .ok_or(st::ERROR_INVALID_PROCESS_ID)
     }
 
+    /// The processes a call on `p` covers: all for 0, else `p` (checked).
+    fn targets(&mut self, p: u64) -> Result<Vec<u64>, Status> {
+        if p == 0 {
+            return Ok(self.processes.keys().copied().collect());
+        }
+        self.proc(p)?;
+        Ok(vec![p])
+    }
+
+    /// The first process that `owns` an entity, else `err`.
+    fn proc_where(&self, owns: impl Fn(&Process) -> bool, err: Status) -> Result<&Process, Status> {
+        self.processes.values().find(|p| owns(p)).ok_or(err)
+    }
+
     fn wave_proc(&mut self, w: u64) -> Result<(&mut Process, WaveId), Status> {
         let p = w >> SHIFT;
         let proc = self
@@ -708,12 +722,7 @@ impl Library {
     }
 
     pub fn next_pending_event(&mut self, p: u64) -> Result<(u64, i32), Status> {
-        let ps: Vec<u64> = if p == 0 {
-            self.processes.keys().copied().collect()
-        } else {
-            self.proc(p)?;
-            vec![p]
-        };
+        let ps = self.targets(p)?;
         for &p in &ps {
             self.release_held_ack(p)?;
         }
@@ -925,11 +934,11 @@ impl Library {
 
     pub fn report_breakpoint_hit(&mut self, bp: u64, thread: usize) -> Result<i32, Status> {
         let p = self
-            .processes
-            .values()
-            .find(|pr| pr.breakpoint.map(|b| b.0) == Some(bp))
-            .map(|pr| pr.handle)
-            .ok_or(st::ERROR_INVALID_BREAKPOINT_ID)?;
+            .proc_where(
+                |pr| pr.breakpoint.map(|b| b.0) == Some(bp),
+                st::ERROR_INVALID_BREAKPOINT_ID,
+            )?
+            .handle;
         let (cp, r_debug) = {
             let proc = self.proc(p)?;
             match proc.runtime {
@@ -988,12 +997,7 @@ impl Library {
         what: &'static str,
         want_changed: bool,
     ) -> Result<ListOut, Status> {
-        let ps: Vec<u64> = if p == 0 {
-            self.processes.keys().copied().collect()
-        } else {
-            self.proc(p)?;
-            vec![p]
-        };
+        let ps = self.targets(p)?;
         let mut all = Vec::new();
         for p in &ps {
             let items = self.list_one(*p, what)?;
@@ -1131,11 +1135,7 @@ impl Library {
     }
 
     pub fn agent_info(&self, a: u64, q: i32) -> Result<Info, Status> {
-        let proc = self
-            .processes
-            .values()
-            .find(|p| p.agent == a)
-            .ok_or(st::ERROR_INVALID_AGENT_ID)?;
+        let proc = self.proc_where(|p| p.agent == a, st::ERROR_INVALID_AGENT_ID)?;
         use info::agent as q_;
         Ok(match q {
             q_::PROCESS => Info::Handle(proc.handle),
@@ -1153,11 +1153,7 @@ impl Library {
     }
 
     pub fn queue_info(&self, qh: u64, q: i32) -> Result<Info, Status> {
-        let proc = self
-            .processes
-            .values()
-            .find(|p| p.queue == qh)
-            .ok_or(st::ERROR_INVALID_QUEUE_ID)?;
+        let proc = self.proc_where(|p| p.queue == qh, st::ERROR_INVALID_QUEUE_ID)?;
         use info::queue as q_;
         Ok(match q {
             q_::AGENT => Info::Handle(proc.agent),
@@ -1187,13 +1183,11 @@ impl Library {
             .into_iter()
             .find(|x| x.id.0 == id)
             .ok_or(st::ERROR_INVALID_DISPATCH_ID)?;
+        if let Some(i) = Self::dispatch_identity(proc, id, q) {
+            return Ok(i);
+        }
         use info::dispatch as q_;
         Ok(match q {
-            q_::QUEUE => Info::Handle(proc.queue),
-            q_::AGENT => Info::Handle(proc.agent),
-            q_::PROCESS => Info::Handle(proc.handle),
-            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
-            q_::OS_QUEUE_PACKET_ID => Info::U64(id),
             q_::BARRIER => Info::U32(1),
             q_::ACQUIRE_FENCE | q_::RELEASE_FENCE => Info::U32(2),
             q_::GRID_DIMENSIONS => Info::U32(if desc.grid[2] > 1 {
@@ -1241,6 +1235,20 @@ impl Library {
         })
     }
 
+    /// The attributes that identify dispatch `id` of `proc` (where it runs
+    /// and which packet it is), or `None` for any other query.
+    fn dispatch_identity(proc: &Process, id: u64, q: i32) -> Option<Info> {
+        use info::dispatch as q_;
+        Some(match q {
+            q_::QUEUE => Info::Handle(proc.queue),
+            q_::AGENT => Info::Handle(proc.agent),
+            q_::PROCESS => Info::Handle(proc.handle),
+            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
+            q_::OS_QUEUE_PACKET_ID => Info::U64(id),
+            _ => return None,
+        })
+    }
+
     /// A storm dispatch (one wave of the same id): identity only.
     fn storm_dispatch_info(proc: &Process, id: u64, q: i32) -> Result<Info, Status> {
         if !proc
@@ -1250,13 +1258,11 @@ impl Library {
         {
             return Err(st::ERROR_INVALID_DISPATCH_ID);
         }
+        if let Some(i) = Self::dispatch_identity(proc, id, q) {
+            return Ok(i);
+        }
         use info::dispatch as q_;
         Ok(match q {
-            q_::QUEUE => Info::Handle(proc.queue),
-            q_::AGENT => Info::Handle(proc.agent),
-            q_::PROCESS => Info::Handle(proc.handle),
-            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
-            q_::OS_QUEUE_PACKET_ID => Info::U64(id),
             q_::GRID_DIMENSIONS => Info::U32(1),
             q_::WORKGROUP_SIZES => Info::U16x3([64, 1, 1]),
             q_::GRID_SIZES => Info::U32x3([64, 1, 1]),
