@@ -84,6 +84,9 @@
 pub mod client;
 pub mod drivers;
 pub mod framing;
+/// Properties checked by both the cargo-fuzz targets and the proptests.
+#[doc(hidden)]
+pub mod properties;
 pub mod reply;
 pub mod scenarios;
 pub mod transcript;

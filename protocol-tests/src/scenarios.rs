@@ -1041,18 +1041,7 @@ fn thread_list(ctx: &mut Ctx) -> ScenarioResult {
     let c = &mut ctx.client;
     let s = initial_stop(c)?;
     let want = stop_thread(&s)?;
-    let mut ids = Vec::new();
-    let mut p = "qfThreadInfo";
-    for _ in 0..1000 {
-        let r = req(c, p)?;
-        let chunk =
-            reply::ThreadListChunk::parse(&r).map_err(|e| differ(p, format!("m…/l ({e})"), &r))?;
-        ids.extend(chunk.ids);
-        if chunk.last {
-            break;
-        }
-        p = "qsThreadInfo";
-    }
+    let ids = thread_list_ids(c)?;
     if !ids.iter().any(|t| t.tid == want.tid) {
         return Err(fail(format!(
             "thread list {ids:?} lacks the stopped thread {want}"
@@ -1203,6 +1192,8 @@ fn accelerator_initialize(ctx: &mut Ctx) -> ScenarioResult {
     Ok(Verdict::Pass(format!("{} plugin(s)", a.len())))
 }
 
+/// The ids `qfThreadInfo`/`qsThreadInfo` list, page by page up to the `l`
+/// (at most 1000 pages).
 fn thread_list_ids(c: &mut RspClient) -> Result<Vec<reply::ThreadId>, Failure> {
     let mut ids = Vec::new();
     let mut p = "qfThreadInfo";

@@ -9,30 +9,17 @@
 //! - the frame decoder's output does not depend on how reads split the
 //!   stream, its buffer never exceeds what it was fed, and framing,
 //!   escaping and run-length decoding round trip.
+//!
+//! The properties themselves live in `protocol_tests::properties`, which
+//! the fuzz targets call too; these tests feed them generated inputs.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use proptest::collection::vec;
 use proptest::prelude::*;
 use protocol_tests::framing;
-use protocol_tests::framing::Frame;
-use protocol_tests::framing::FrameDecoder;
-use protocol_tests::reply::classify;
-use protocol_tests::reply::decode_hex;
-use protocol_tests::reply::encode_hex;
-use protocol_tests::reply::parse_accelerator_actions;
-use protocol_tests::reply::parse_json_reply;
-use protocol_tests::reply::parse_memory;
+use protocol_tests::properties;
 use protocol_tests::reply::parse_threads_info;
-use protocol_tests::reply::AcceleratorActions;
-use protocol_tests::reply::ErrorReply;
-use protocol_tests::reply::Features;
-use protocol_tests::reply::KeyValues;
-use protocol_tests::reply::MemoryRegion;
-use protocol_tests::reply::RegisterBlock;
-use protocol_tests::reply::StopReply;
 use protocol_tests::reply::ThreadId;
-use protocol_tests::reply::ThreadListChunk;
-use protocol_tests::reply::XferChunk;
 use serde_json::json;
 use serde_json::Value;
 
@@ -145,137 +132,22 @@ fn threads_info() -> impl Strategy<Value = Value> {
     .prop_map(Value::Array)
 }
 
-/// `AcceleratorActions` back to JSON (the parser's inverse).
-fn to_value(a: &AcceleratorActions) -> Value {
-    let bps: Vec<Value> = a
-        .breakpoints
-        .iter()
-        .map(|b| {
-            json!({
-                "identifier": b.identifier,
-                "by_name": b.function_name.as_ref().map(|f| json!({"function_name": f, "shlib": b.shlib})),
-                "by_address": b.load_address.map(|l| json!({"load_address": l})),
-                "symbol_names": b.symbol_names,
-            })
-        })
-        .collect();
-    let mut v = json!({
-        "plugin_name": a.plugin_name,
-        "session_name": a.session_name,
-        "identifier": a.identifier,
-        "breakpoints": bps,
-    });
-    if let Some(c) = &a.connect_info {
-        v["connect_info"] = json!({
-            "connect_url": c.connect_url,
-            "platform_name": c.platform_name,
-            "triple": c.triple,
-            "synchronous": c.synchronous,
-            "exe_path": c.exe_path,
-        });
-    }
-    v
-}
-
-fn decode_split(wire: &[u8], sizes: &[u8]) -> (Vec<Frame>, usize) {
-    let mut d = FrameDecoder::new();
-    let mut frames = Vec::new();
-    let mut rest = wire;
-    let mut it = sizes.iter().cycle();
-    while !rest.is_empty() {
-        let n = it.next().map_or(rest.len(), |&s| usize::from(s).max(1));
-        let (chunk, tail) = rest.split_at(n.min(rest.len()));
-        rest = tail;
-        d.push(chunk);
-        while let Some(f) = d.next_frame() {
-            frames.push(f);
-        }
-        assert!(d.buffered() <= wire.len());
-    }
-    (frames, d.buffered())
-}
-
-/// Every small parser on `data`, with the round trips the fuzz target
-/// `reply_misc` checks.
-fn check_misc(data: &[u8]) -> Result<(), TestCaseError> {
-    let _ = classify(data);
-    let _ = ErrorReply::parse(data).map(|e| e.to_string());
-    if let Ok(m) = parse_memory(data) {
-        prop_assert_eq!(encode_hex(&m).into_bytes(), data.to_ascii_lowercase());
-    }
-    if let Ok(f) = Features::parse(data) {
-        for name in &f.order {
-            prop_assert!(f.map.contains_key(name));
-        }
-        let _ = f.packet_size();
-    }
-    if let Ok(x) = XferChunk::parse(data) {
-        let mut again = vec![if x.more { b'm' } else { b'l' }];
-        again.extend(framing::escape(&x.data));
-        prop_assert_eq!(XferChunk::parse(&again), Ok(x));
-    }
-    if let Ok(t) = ThreadId::parse(data) {
-        prop_assert_eq!(ThreadId::parse(t.to_string().as_bytes()), Ok(t));
-    }
-    if let Ok(list) = ThreadListChunk::parse(data) {
-        if !list.last {
-            let ids: Vec<String> = list.ids.iter().map(ToString::to_string).collect();
-            prop_assert_eq!(
-                ThreadListChunk::parse(format!("m{}", ids.join(",")).as_bytes()),
-                Ok(list)
-            );
-        }
-    }
-    if let Ok(kv) = KeyValues::parse(data) {
-        let mut again = String::from(";");
-        for (k, v) in &kv.pairs {
-            again.push_str(&format!("{k}:{v};"));
-        }
-        if !kv.pairs.is_empty() {
-            prop_assert_eq!(KeyValues::parse(again.as_bytes()), Ok(kv));
-        }
-    }
-    let _ = MemoryRegion::parse(data);
-    if let Ok(r) = RegisterBlock::parse(data) {
-        let again: String = r
-            .bytes
-            .iter()
-            .map(|b| b.map_or_else(|| "xx".to_string(), |v| format!("{v:02x}")))
-            .collect();
-        prop_assert_eq!(RegisterBlock::parse(again.as_bytes()), Ok(r.clone()));
-        let _ = r.amd64_rip();
-        let _ = r.u64_le(usize::MAX - 3, 8);
-    }
-    Ok(())
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn stop_reply_never_panics(data in prop_oneof![reply_like(), stop_like()]) {
-        if let Ok(r) = StopReply::parse(&data) {
-            if let Some(s) = r.signal() {
-                for &n in s.registers.keys() {
-                    let _ = s.register_u64(n);
-                }
-                let _ = s.watch_addr();
-                for t in s.thread.iter().chain(&s.threads) {
-                    prop_assert_eq!(ThreadId::parse(t.to_string().as_bytes()), Ok(*t));
-                }
-            }
-            prop_assert_eq!(StopReply::parse(&data), Ok(r));
-        }
+        properties::stop_reply(&data);
     }
 
     #[test]
     fn small_parsers_never_panic_and_roundtrip(data in reply_like()) {
-        check_misc(&data)?;
+        properties::reply_misc(&data);
     }
 
     #[test]
     fn hex_roundtrip(data in vec(any::<u8>(), 0..64)) {
-        prop_assert_eq!(decode_hex(encode_hex(&data).as_bytes()), Some(data));
+        properties::hex_roundtrip(&data);
     }
 
     #[test]
@@ -287,15 +159,13 @@ proptest! {
             None => part(tid),
         };
         let t = ThreadId::parse(text.as_bytes()).unwrap();
-        prop_assert_eq!(ThreadId::parse(t.to_string().as_bytes()), Ok(t));
+        properties::thread_id_roundtrip(&t);
     }
 
     #[test]
     fn json_replies_never_panic(data in vec(any::<u8>(), 0..96), escape in any::<bool>()) {
         let raw = if escape { framing::escape(&data) } else { data };
-        let _ = parse_json_reply(&raw);
-        let _ = parse_threads_info(&raw);
-        let _ = parse_accelerator_actions(&raw);
+        properties::json_reply(&raw);
     }
 
     #[test]
@@ -303,10 +173,7 @@ proptest! {
         let raw = framing::escape(&serde_json::to_vec(&Value::Array(list)).unwrap());
         // Schema violations (both/neither by_name and by_address) are
         // rejected; whatever is accepted rebuilds to the same value.
-        if let Ok(parsed) = parse_accelerator_actions(&raw) {
-            let again = serde_json::to_vec(&Value::Array(parsed.iter().map(to_value).collect())).unwrap();
-            prop_assert_eq!(parse_accelerator_actions(&framing::escape(&again)), Ok(parsed));
-        }
+        properties::accelerator_actions_roundtrip(&raw);
     }
 
     #[test]
@@ -325,26 +192,12 @@ proptest! {
         vec(any::<u8>(), 0..256),
         vec(proptest::sample::select(b"$#%+-}*\x03a0f".to_vec()), 0..256),
     ], sizes in vec(any::<u8>(), 0..8)) {
-        prop_assert_eq!(decode_split(&wire, &[]), decode_split(&wire, &sizes));
+        properties::frame_decoder_split_invariance(&wire, &sizes);
     }
 
     #[test]
     fn framing_roundtrip(payload in vec(any::<u8>(), 0..256), notification in any::<bool>()) {
-        let esc = framing::escape(&payload);
-        prop_assert!(!esc.contains(&b'#') && !esc.contains(&b'$'));
-        prop_assert_eq!(framing::unescape(&esc), Ok(payload.clone()));
-        prop_assert_eq!(framing::rle_decode(&esc), Ok(esc.clone()));
-        let framed = if notification { framing::encode_notification(&esc) } else { framing::encode_packet(&esc) };
-        let mut d = FrameDecoder::new();
-        d.push(&framed);
-        let raw = match d.next_frame() {
-            Some(Frame::Packet { raw, checksum_ok: true }) if !notification => raw,
-            Some(Frame::Notification { raw, checksum_ok: true }) if notification => raw,
-            other => return Err(TestCaseError::fail(format!("{other:?}"))),
-        };
-        prop_assert_eq!(framing::unescape(&raw), Ok(payload));
-        prop_assert_eq!(d.next_frame(), None);
-        prop_assert_eq!(d.buffered(), 0);
+        properties::framing_roundtrip(&payload, notification);
     }
 
     #[test]
