@@ -263,13 +263,8 @@ fn offer_through_forward(advertise: bool) -> (String, String, String) {
     };
     let mut cpu = RspClient::connect(fwd.addr.as_str()).unwrap();
     cpu.handshake_lldb().unwrap();
-    let pid = inferior_pid(&g);
-    run_to_gpu_launch(&mut cpu, pid, &sample, &env.bin_dir.join("libsimgpu_rt.so"));
-    let url = offer_url(&mut cpu);
-    let mut gpu = RspClient::connect(url.trim_start_matches("connect://")).unwrap();
-    gpu.handshake_lldb().unwrap();
-    let stop = StopReply::parse(&gpu.request(b"?").unwrap()).unwrap();
-    assert!(matches!(stop, StopReply::Signal(_)), "{stop:?}");
+    let (_, url, _gpu) =
+        claim_gpu_at_launch(&g, &mut cpu, &sample, &env.bin_dir.join("libsimgpu_rt.so"));
     let mut g = g;
     g.wait_line("accepted GPU session");
     (url, fwd.addr.clone(), g.addr.clone())

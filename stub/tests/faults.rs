@@ -382,13 +382,8 @@ fn gpu_and_cpu_sessions_see_the_inferior_killed_from_outside() {
     let g = Gdbmux::start(&["127.0.0.1:0", "--", sample.to_str().unwrap()]);
     let mut cpu = g.connect();
     cpu.handshake_lldb().unwrap();
-    let pid = inferior_pid(&g);
-    run_to_gpu_launch(&mut cpu, pid, &sample, &env.bin_dir.join("libsimgpu_rt.so"));
-    let url = offer_url(&mut cpu);
-    let mut gpu = RspClient::connect(url.trim_start_matches("connect://")).unwrap();
-    gpu.handshake_lldb().unwrap();
-    let stop = StopReply::parse(&gpu.request(b"?").unwrap()).unwrap();
-    assert!(matches!(stop, StopReply::Signal(_)), "{stop:?}");
+    let (pid, _, mut gpu) =
+        claim_gpu_at_launch(&g, &mut cpu, &sample, &env.bin_dir.join("libsimgpu_rt.so"));
 
     // SAFETY: plain kill(2) of our grandchild.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);

@@ -16,16 +16,9 @@
 
 mod gpu_support;
 
-use std::io::BufRead;
-use std::io::BufReader;
-use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
-use std::process::Child;
-use std::process::ChildStdin;
 use std::process::Command;
-use std::process::Stdio;
-use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::Duration;
 use std::time::Instant;
@@ -34,59 +27,13 @@ use gpu_support::*;
 use protocol_tests::client::ClientError;
 use protocol_tests::client::RspClient;
 use protocol_tests::framing;
-use protocol_tests::reply::decode_hex;
-use protocol_tests::reply::encode_hex;
-use protocol_tests::reply::parse_accelerator_actions;
-use protocol_tests::reply::parse_json_reply;
 use protocol_tests::reply::AcceleratorActions;
 use protocol_tests::reply::ErrorReply;
 use protocol_tests::reply::IdPart;
 use protocol_tests::reply::StopReply;
-use protocol_tests::reply::StopSignal;
 use protocol_tests::LLDB_QSUPPORTED;
 
-const HOOK: &str = "_simgpu_loader_debug_state";
-const PLUGIN: &str = "amd-gpu";
-
 // ---------------------------------------------------------------- helpers
-
-/// lldb 23.1's handshake; returns the client and whether
-/// `accelerator-plugins+` was offered.
-fn lldb_client(port: u16) -> (RspClient, bool) {
-    let mut c = RspClient::connect(("127.0.0.1", port)).expect("connect to gdbmux");
-    let features = c.handshake_lldb().expect("lldb handshake");
-    c.expect_ok("QThreadSuffixSupported")
-        .expect("QThreadSuffixSupported");
-    c.expect_ok("QListThreadsInStopReply")
-        .expect("QListThreadsInStopReply");
-    (c, features.supports("accelerator-plugins"))
-}
-
-fn signal_stop(stop: StopReply, what: &str) -> StopSignal {
-    match stop {
-        StopReply::Signal(s) => s,
-        other => panic!("{what}: expected a T stop reply, got {other:?}"),
-    }
-}
-
-/// `monitor CMD` through qRcmd: the console text up to `OK`.
-fn monitor(c: &mut RspClient, cmd: &str) -> String {
-    c.send_packet(format!("qRcmd,{}", encode_hex(cmd.as_bytes())).as_bytes())
-        .expect("send qRcmd");
-    let mut out = Vec::new();
-    loop {
-        let r = c.recv_packet().expect("qRcmd reply");
-        if r == b"OK" {
-            return String::from_utf8_lossy(&out).into_owned();
-        }
-        match r.strip_prefix(b"O") {
-            Some(hex) if !hex.is_empty() => {
-                out.extend(decode_hex(hex).expect("hex console output"));
-            }
-            _ => panic!("unexpected qRcmd reply {}", framing::printable(&r)),
-        }
-    }
-}
 
 fn gpu_state(text: &str) -> String {
     text.lines()
@@ -103,59 +50,15 @@ fn offers(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn initialize(cpu: &mut RspClient) -> AcceleratorActions {
-    let raw = cpu
-        .request(b"jAcceleratorPluginInitialize")
-        .expect("jAcceleratorPluginInitialize");
-    let mut actions = parse_accelerator_actions(&raw).expect("Initialize reply schema");
-    assert_eq!(actions.len(), 1, "one plugin: {actions:?}");
-    actions.remove(0)
-}
-
 /// `jAcceleratorPluginBreakpointHit` for the hook breakpoint, as lldb sends
 /// it; returns the reply's `actions` (if any).
-fn breakpoint_hit(cpu: &mut RspClient, hook: u64) -> Option<AcceleratorActions> {
-    let hit = serde_json::json!({
-        "plugin_name": PLUGIN,
-        "breakpoint": {
-            "identifier": 1,
-            "by_name": {"function_name": HOOK, "shlib": null},
-            "by_address": null,
-            "symbol_names": [HOOK],
-        },
-        "symbol_values": [{"name": HOOK, "value": hook}],
-    });
-    let mut p = b"jAcceleratorPluginBreakpointHit:".to_vec();
-    p.extend(framing::escape(hit.to_string().as_bytes()));
-    let raw = cpu.request(&p).expect("jAcceleratorPluginBreakpointHit");
-    let reply = parse_json_reply(&raw).expect("BreakpointHit reply");
+fn hook_hit_actions(cpu: &mut RspClient, hook: u64) -> Option<AcceleratorActions> {
+    let reply = breakpoint_hit(cpu, hook);
     assert_eq!(reply["auto_resume_native"], serde_json::Value::Bool(true));
     if reply["actions"].is_null() {
         return None;
     }
-    let one = serde_json::Value::Array(vec![reply["actions"].clone()]);
-    let wire = framing::escape(one.to_string().as_bytes());
-    parse_accelerator_actions(&wire)
-        .expect("hit actions schema")
-        .pop()
-}
-
-/// What a refused connection is told (its first packet gets `E..;text`,
-/// then the server closes it).
-fn refused(port: u16) -> String {
-    let mut c = RspClient::connect(("127.0.0.1", port)).expect("connect extra");
-    c.send_ack().expect("ack");
-    let raw = c
-        .request(LLDB_QSUPPORTED.as_bytes())
-        .expect("refusal reply");
-    let e = ErrorReply::parse(&raw)
-        .unwrap_or_else(|| panic!("extra connection not refused: {}", framing::printable(&raw)));
-    match c.recv_packet_within(Duration::from_secs(10)) {
-        Err(ClientError::Closed { .. }) => {}
-        Err(ClientError::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-        other => panic!("refused connection not closed: {other:?}"),
-    }
-    e.message.expect("refusal carries a readable reason")
+    Some(hit_actions(&reply))
 }
 
 /// Claim the offer with a new connection; its `?` names the shadow thread.
@@ -177,72 +80,6 @@ fn assert_closed(c: &mut RspClient, what: &str) {
         Err(ClientError::Closed { .. }) => {}
         Err(ClientError::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
         other => panic!("{what}: connection not closed: {other:?}"),
-    }
-}
-
-/// A sample we start ourselves with `--wait` (it stops at named
-/// checkpoints until a line arrives on its stdin).
-struct Sample {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Sample {
-    fn start(env: &GpuEnv, exe: &Path, envs: &[(&str, &str)]) -> Sample {
-        let mut cmd = Command::new(exe);
-        cmd.arg("--wait")
-            .env("SIMGPU_KERNEL_DIR", env.root.join("samples/kernels"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        for (k, v) in envs {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("start the sample");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        Sample {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Wait for a line containing `needle` (fails after 20 s).
-    fn expect(&self, needle: &str) -> String {
-        loop {
-            match self.lines.recv_timeout(Duration::from_secs(20)) {
-                Ok(l) if l.contains(needle) => return l,
-                Ok(_) => {}
-                Err(e) => panic!("sample did not print '{needle}': {e}"),
-            }
-        }
-    }
-
-    /// Let it pass one checkpoint.
-    fn release(&mut self) {
-        self.stdin.write_all(b"go\n").expect("write to the sample");
-        self.stdin.flush().expect("flush");
-    }
-}
-
-impl Drop for Sample {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -270,14 +107,14 @@ fn cont_to(cpu: &mut RspClient, pc: u64, what: &str) {
 fn runtime_unload_ends_gpu_session_and_reload_offers_anew() {
     let Some(env) = GpuEnv::get() else { return };
     let exe = lifecycle(env);
-    let mut sample = Sample::start(env, exe, &[]);
+    let mut sample = Sample::start(env, exe);
     sample.expect("checkpoint start");
     let server = env.serve_attach(sample.pid());
     let (mut cpu, accel) = lldb_client(server.port);
     assert!(accel);
     let (stop, _) = cpu.stop_reply("?").expect("?");
     signal_stop(stop, "first stop");
-    let init = initialize(&mut cpu);
+    let init = plugin_initialize(&mut cpu);
     assert!(init.connect_info.is_none(), "runtime down: no offer");
     let hook = load_base(u64::from(sample.pid()), "libsimgpu_rt.so")
         + nm(&env.bin_dir.join("libsimgpu_rt.so"), HOOK, true);
@@ -285,9 +122,9 @@ fn runtime_unload_ends_gpu_session_and_reload_offers_anew() {
     // Lifetime 1: the hook hit offers; a connection claims it.
     cpu.expect_ok(&format!("Z0,{hook:x},1")).expect("Z0 hook");
     cpu.send_packet(b"vCont;c").expect("vCont;c");
-    sample.release();
+    sample.release(1);
     cont_to(&mut cpu, hook, "hook stop (lifetime 1)");
-    let first = breakpoint_hit(&mut cpu, hook)
+    let first = hook_hit_actions(&mut cpu, hook)
         .and_then(|a| a.connect_info.map(|c| (a.identifier, c)))
         .expect("the hit in lifetime 1 offers");
     cpu.expect_ok(&format!("z0,{hook:x},1")).expect("z0 hook");
@@ -299,7 +136,7 @@ fn runtime_unload_ends_gpu_session_and_reload_offers_anew() {
     gpu.send_packet(b"vCont;c").expect("GPU vCont;c");
     cpu.send_packet(b"vCont;c").expect("CPU vCont;c");
     sample.expect("checkpoint up");
-    sample.release();
+    sample.release(1);
     let (stop, _) = gpu.wait_stop("GPU vCont;c").expect("GPU session end");
     assert!(
         matches!(stop, StopReply::Exited { code: 0, .. }),
@@ -322,15 +159,15 @@ fn runtime_unload_ends_gpu_session_and_reload_offers_anew() {
         )],
         "{text}"
     );
-    let why = refused(server.port);
+    let why = refused(server.port, LLDB_QSUPPORTED);
     assert!(why.contains("no GPU connection offer is pending"), "{why}");
 
     // Lifetime 2: the runtime loads again; the hook hit makes a new offer.
     cpu.expect_ok(&format!("Z0,{hook:x},1")).expect("Z0 hook");
     cpu.send_packet(b"vCont;c").expect("vCont;c");
-    sample.release();
+    sample.release(1);
     cont_to(&mut cpu, hook, "hook stop (lifetime 2)");
-    let second = breakpoint_hit(&mut cpu, hook)
+    let second = hook_hit_actions(&mut cpu, hook)
         .and_then(|a| a.connect_info.map(|c| (a.identifier, c)))
         .expect("the hit in lifetime 2 offers anew");
     assert!(
@@ -340,7 +177,7 @@ fn runtime_unload_ends_gpu_session_and_reload_offers_anew() {
         first.0
     );
     assert_eq!(
-        breakpoint_hit(&mut cpu, hook).and_then(|a| a.connect_info),
+        hook_hit_actions(&mut cpu, hook).and_then(|a| a.connect_info),
         None,
         "one offer per lifetime"
     );
@@ -359,7 +196,7 @@ fn runtime_unload_ends_gpu_session_and_reload_offers_anew() {
     gpu.send_packet(b"vCont;c").expect("GPU vCont;c");
     cpu.send_packet(b"vCont;c").expect("CPU vCont;c");
     sample.expect("checkpoint again");
-    sample.release();
+    sample.release(1);
     let (stop, _) = gpu.wait_stop("GPU vCont;c").expect("GPU session end");
     assert!(
         matches!(stop, StopReply::Exited { code: 0, .. }),
@@ -400,21 +237,18 @@ struct AtKernel {
 }
 
 fn launch_to_kernel_breakpoint(env: &GpuEnv, envs: &[(&str, String)]) -> AtKernel {
-    let mut sample = Sample::start(env, &env.sample("vector_add"), &[]);
-    sample.expect("checkpoint start");
-    sample.release();
-    sample.expect("checkpoint init");
+    let mut sample = Sample::runtime_up(env);
     let server = serve_attach_env(sample.pid(), envs);
     let (mut cpu, _) = lldb_client(server.port);
     let (stop, _) = cpu.stop_reply("?").expect("?");
     signal_stop(stop, "first stop");
-    let init = initialize(&mut cpu);
+    let init = plugin_initialize(&mut cpu);
     assert!(init.connect_info.is_some(), "runtime up: Initialize offers");
     let mut gpu = connect_gpu(server.port);
 
     // Let the program load its code object, then find the kernel.
     cpu.send_packet(b"vCont;c").expect("vCont;c");
-    sample.release();
+    sample.release(1);
     sample.expect("checkpoint loaded");
     cpu.interrupt().expect("interrupt");
     let (stop, _) = cpu.wait_stop("\\x03").expect("CPU interrupt stop");
@@ -436,7 +270,7 @@ fn launch_to_kernel_breakpoint(env: &GpuEnv, envs: &[(&str, String)]) -> AtKerne
         .expect("GPU Z0 at the kernel entry");
     gpu.send_packet(b"vCont;c").expect("GPU vCont;c");
     cpu.send_packet(b"vCont;c").expect("CPU vCont;c");
-    sample.release();
+    sample.release(1);
     AtKernel {
         sample,
         server,

@@ -22,85 +22,31 @@
 
 mod gpu_support;
 
-use std::io::BufRead;
-use std::io::BufReader;
-use std::io::Write;
 use std::path::Path;
-use std::process::Child;
-use std::process::ChildStdin;
 use std::process::Command;
-use std::process::Stdio;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use gpu_support::*;
 use protocol_tests::client::ClientError;
 use protocol_tests::client::RspClient;
 use protocol_tests::framing;
-use protocol_tests::reply::decode_hex;
-use protocol_tests::reply::encode_hex;
-use protocol_tests::reply::parse_accelerator_actions;
-use protocol_tests::reply::parse_json_reply;
 use protocol_tests::reply::AcceleratorActions;
 use protocol_tests::reply::ConnectInfo;
-use protocol_tests::reply::ErrorReply;
 use protocol_tests::reply::IdPart;
 use protocol_tests::reply::StopReply;
 use protocol_tests::reply::StopSignal;
 use protocol_tests::LLDB_QSUPPORTED;
 
-const HOOK: &str = "_simgpu_loader_debug_state";
-const PLUGIN: &str = "amd-gpu";
 /// Burst sizes of the replay property (several N, the 50 among them).
 const BURSTS: [usize; 3] = [1, 7, 50];
 
 // ---------------------------------------------------------------- helpers
-
-/// Connect and run lldb 23.1's handshake: `+`, `QStartNoAckMode`, its
-/// `qSupported`, `QThreadSuffixSupported`, `QListThreadsInStopReply`.
-/// Returns the client and whether `accelerator-plugins+` was offered.
-fn lldb_client(port: u16) -> (RspClient, bool) {
-    let mut c = RspClient::connect(("127.0.0.1", port)).expect("connect to gdbmux");
-    let features = c.handshake_lldb().expect("lldb handshake");
-    c.expect_ok("QThreadSuffixSupported")
-        .expect("QThreadSuffixSupported");
-    c.expect_ok("QListThreadsInStopReply")
-        .expect("QListThreadsInStopReply");
-    (c, features.supports("accelerator-plugins"))
-}
-
-/// A `T` stop reply (panics on anything else).
-fn signal_stop(stop: StopReply, what: &str) -> StopSignal {
-    match stop {
-        StopReply::Signal(s) => s,
-        other => panic!("{what}: expected a T stop reply, got {other:?}"),
-    }
-}
 
 /// `?` once: the parsed stop and its exact wire payload.
 fn query_stop(c: &mut RspClient) -> (StopSignal, Vec<u8>) {
     let (stop, _) = c.stop_reply("?").expect("? reply");
     let raw = c.last_reply_raw().to_vec();
     (signal_stop(stop, "?"), raw)
-}
-
-/// `monitor CMD` through qRcmd: the console text (O packets) up to `OK`.
-fn monitor(c: &mut RspClient, cmd: &str) -> String {
-    c.send_packet(format!("qRcmd,{}", encode_hex(cmd.as_bytes())).as_bytes())
-        .expect("send qRcmd");
-    let mut out = Vec::new();
-    loop {
-        let r = c.recv_packet().expect("qRcmd reply");
-        if r == b"OK" {
-            return String::from_utf8_lossy(&out).into_owned();
-        }
-        match r.strip_prefix(b"O") {
-            Some(hex) if !hex.is_empty() => {
-                out.extend(decode_hex(hex).expect("hex console output"));
-            }
-            _ => panic!("unexpected qRcmd reply {}", framing::printable(&r)),
-        }
-    }
 }
 
 /// The GPU as `monitor gpu` shows it.
@@ -131,6 +77,21 @@ impl GpuView {
             .lines()
             .filter(|l| l.starts_with("offer "))
             .collect()
+    }
+
+    /// State `Offered` with exactly one ledger line: offer `id` of `offer`,
+    /// unclaimed (`what` prefixes the ledger's failure message).
+    fn assert_sole_offer(&self, id: i64, offer: &ConnectInfo, what: &str) {
+        assert_eq!(self.state(), "Offered", "{}", self.text);
+        assert_eq!(
+            self.offers(),
+            vec![format!(
+                "offer {id}: {} {} [Offered]",
+                offer.connect_url, offer.triple
+            )],
+            "{what}{}",
+            self.text
+        );
     }
 }
 
@@ -166,12 +127,7 @@ fn assert_replay_pure(session: &mut RspClient, cpu: Option<&mut RspClient>, labe
 
 /// The one action of an Initialize reply.
 fn initialize(cpu: &mut RspClient) -> AcceleratorActions {
-    let raw = cpu
-        .request(b"jAcceleratorPluginInitialize")
-        .expect("jAcceleratorPluginInitialize");
-    let mut actions = parse_accelerator_actions(&raw).expect("Initialize reply schema");
-    assert_eq!(actions.len(), 1, "one plugin: {actions:?}");
-    let a = actions.remove(0);
+    let a = plugin_initialize(cpu);
     assert_eq!(a.plugin_name, PLUGIN);
     assert_eq!(
         a.breakpoints
@@ -200,52 +156,6 @@ fn assert_break_at(stop: StopReply, pc: u64, what: &str) {
         Some(pc),
         "{what}: stopped at the wrong pc"
     );
-}
-
-/// Send `jAcceleratorPluginBreakpointHit` for the hook breakpoint, as lldb
-/// does; returns the decoded reply object.
-fn breakpoint_hit(cpu: &mut RspClient, hook: u64) -> serde_json::Value {
-    let hit = serde_json::json!({
-        "plugin_name": PLUGIN,
-        "breakpoint": {
-            "identifier": 1,
-            "by_name": {"function_name": HOOK, "shlib": null},
-            "by_address": null,
-            "symbol_names": [HOOK],
-        },
-        "symbol_values": [{"name": HOOK, "value": hook}],
-    });
-    let mut p = b"jAcceleratorPluginBreakpointHit:".to_vec();
-    p.extend(framing::escape(hit.to_string().as_bytes()));
-    let raw = cpu.request(&p).expect("jAcceleratorPluginBreakpointHit");
-    parse_json_reply(&raw).expect("BreakpointHit reply")
-}
-
-/// The `actions` of a BreakpointHit reply, schema-checked by the same
-/// parser as Initialize replies.
-fn hit_actions(reply: &serde_json::Value) -> AcceleratorActions {
-    let one = serde_json::Value::Array(vec![reply["actions"].clone()]);
-    let wire = framing::escape(one.to_string().as_bytes());
-    let mut v = parse_accelerator_actions(&wire).expect("hit actions schema");
-    v.remove(0)
-}
-
-/// What a refused connection is told: connect, send `first` as its first
-/// packet, decode the `E..;hex` reply, and check the server closes it.
-fn refused(port: u16, first: &str) -> String {
-    let mut c = RspClient::connect(("127.0.0.1", port)).expect("connect extra");
-    c.send_ack().expect("ack");
-    let raw = c.request(first.as_bytes()).expect("refusal reply");
-    let e = ErrorReply::parse(&raw)
-        .unwrap_or_else(|| panic!("extra connection not refused: {}", framing::printable(&raw)));
-    match c.recv_packet_within(Duration::from_secs(10)) {
-        // Our `+` for the refusal may reach the socket after the server
-        // closed it: a reset is a close too.
-        Err(ClientError::Closed { .. }) => {}
-        Err(ClientError::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-        other => panic!("refused connection not closed: {other:?}"),
-    }
-    e.message.expect("refusal carries a readable reason")
 }
 
 /// A CPU session driven to the runtime hook, with the GPU offer in hand.
@@ -319,16 +229,7 @@ fn drive_to_offer(env: &GpuEnv, check: &mut dyn FnMut(&mut RspClient, &str)) -> 
     );
     assert!(offer.synchronous);
     let v = GpuView::read(&mut cpu);
-    assert_eq!(v.state(), "Offered", "{}", v.text);
-    assert_eq!(
-        v.offers(),
-        vec![format!(
-            "offer {}: {} {} [Offered]",
-            actions.identifier, offer.connect_url, offer.triple
-        )],
-        "{}",
-        v.text
-    );
+    v.assert_sole_offer(actions.identifier, &offer, "");
     check(&mut cpu, "offered");
     Flow {
         server,
@@ -511,88 +412,6 @@ fn duplicates_are_refused_and_sessions_continue() {
     finish(&mut flow, None);
 }
 
-/// A sample program we start ourselves (`vector_add --wait`: it stops at
-/// named checkpoints until a line arrives on its stdin).
-struct Sample {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Sample {
-    /// Start `vector_add --wait` and run it until its runtime is up
-    /// (`simgpu_init` done; blocked at the `init` checkpoint).
-    fn runtime_up(env: &GpuEnv) -> Sample {
-        let mut child = Command::new(env.sample("vector_add"))
-            .arg("--wait")
-            .env("SIMGPU_KERNEL_DIR", env.root.join("samples/kernels"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start vector_add --wait");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut s = Sample {
-            child,
-            stdin,
-            lines,
-        };
-        s.expect("checkpoint start");
-        s.release(1);
-        s.expect("checkpoint init");
-        s
-    }
-
-    /// Wait for a line containing `needle` (fails after 20 s).
-    fn expect(&self, needle: &str) -> String {
-        loop {
-            match self.lines.recv_timeout(Duration::from_secs(20)) {
-                Ok(l) if l.contains(needle) => return l,
-                Ok(_) => {}
-                Err(e) => panic!("sample did not print '{needle}': {e}"),
-            }
-        }
-    }
-
-    /// Let it pass `n` checkpoints.
-    fn release(&mut self, n: usize) {
-        self.stdin
-            .write_all("go\n".repeat(n).as_bytes())
-            .expect("write to the sample");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// Wait for its exit status (fails after 20 s).
-    fn wait(&mut self) -> i32 {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(st) = self.child.try_wait().expect("wait sample") {
-                return st.code().unwrap_or(-1);
-            }
-            assert!(std::time::Instant::now() < deadline, "sample did not exit");
-            // The exit was already reported to the debugger (W00); this
-            // only collects the status from the kernel.
-            std::thread::park_timeout(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for Sample {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The seed's race: the GPU runtime is already up when the CPU client
 /// handles its very first stop (gdbmux attaches to a program that called
 /// `simgpu_init`). The Initialize reply must carry the offer; `?` replays
@@ -642,16 +461,7 @@ fn runtime_up_at_first_stop_offers_once() {
         "identifiers strictly increase"
     );
     let v = GpuView::read(&mut cpu);
-    assert_eq!(v.state(), "Offered", "{}", v.text);
-    assert_eq!(
-        v.offers(),
-        vec![format!(
-            "offer {}: {} {} [Offered]",
-            a.identifier, offer.connect_url, offer.triple
-        )],
-        "exactly one offer: {}",
-        v.text
-    );
+    v.assert_sole_offer(a.identifier, &offer, "exactly one offer: ");
 
     let mut gpu = connect_gpu(server.port);
     let why = refused(server.port, LLDB_QSUPPORTED);

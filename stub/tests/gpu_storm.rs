@@ -33,8 +33,6 @@ use std::time::Instant;
 
 use gpu_support::*;
 use protocol_tests::client::RspClient;
-use protocol_tests::reply::decode_hex;
-use protocol_tests::reply::encode_hex;
 use protocol_tests::reply::parse_json_reply;
 use serde_json::Value;
 
@@ -61,25 +59,6 @@ fn events() -> u64 {
 /// on a loaded 2-core machine), at least 60.
 fn deadline_secs(n: u64) -> u64 {
     (n / 15_000).max(60)
-}
-
-/// `monitor CMD` through qRcmd: the console text up to `OK`.
-fn monitor(c: &mut RspClient, cmd: &str) -> String {
-    c.send_packet(format!("qRcmd,{}", encode_hex(cmd.as_bytes())).as_bytes())
-        .expect("send qRcmd");
-    let mut out = Vec::new();
-    loop {
-        let r = c.recv_packet().expect("qRcmd reply");
-        if r == b"OK" {
-            return String::from_utf8_lossy(&out).into_owned();
-        }
-        match r.strip_prefix(b"O") {
-            Some(hex) if !hex.is_empty() => {
-                out.extend(decode_hex(hex).expect("hex console output"))
-            }
-            _ => panic!("unexpected qRcmd reply {:?}", String::from_utf8_lossy(&r)),
-        }
-    }
 }
 
 /// gdbmux's count of handled GPU events, from `monitor gpu`.

@@ -8,55 +8,20 @@ Prints CHECK lines; exits non-zero on the first failed expectation.
 """
 import os
 import sys
-import time
 
-import lldb
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import lldb  # noqa: E402
+from lldb_common import check, cmd, connect, gpu_target, wait_state  # noqa: E402
 
 PORT, EXE = sys.argv[1], sys.argv[2]
-TIMEOUT = 30.0
 
 
-def check(cond, what):
-    print(("CHECK ok: " if cond else "CHECK FAILED: ") + what, flush=True)
-    if not cond:
-        if os.environ.get("LLDB_PACKET_LOG"):
-            cmd(dbg, "log disable gdb-remote packets process")
-        sys.exit(1)
-
-
-def cmd(dbg, line):
-    res = lldb.SBCommandReturnObject()
-    dbg.GetCommandInterpreter().HandleCommand(line, res)
-    return (res.GetOutput() or "") + (res.GetError() or "")
-
-
-def wait_state(dbg, process, states):
-    """Wait on the debugger's events until `process` reaches one of `states`."""
-    listener = dbg.GetListener()
-    deadline = time.monotonic() + TIMEOUT
-    ev = lldb.SBEvent()
-    while process.GetState() not in states:
-        left = deadline - time.monotonic()
-        check(left > 0, f"process {process.GetProcessID()} reached {states} in time (state {process.GetState()})")
-        listener.WaitForEvent(max(1, int(left)), ev)
-    return process.GetState()
-
-
-dbg = lldb.SBDebugger.Create()
-dbg.SetAsync(False)
-cmd(dbg, "settings set stop-disassembly-display never")
-if os.environ.get("LLDB_PACKET_LOG"):
-    cmd(dbg, f"log enable -f {os.environ['LLDB_PACKET_LOG']} gdb-remote packets process")
-cpu_t = dbg.CreateTarget(EXE)
-err = lldb.SBError()
-cpu = cpu_t.ConnectRemote(dbg.GetListener(), f"connect://127.0.0.1:{PORT}", "gdb-remote", err)
-check(err.Success(), f"connected: {err}")
+dbg, cpu_t, cpu = connect(PORT, EXE, packet_log=True)
 check(cpu.GetState() == lldb.eStateStopped, "CPU process stopped after attach")
 check(dbg.GetNumTargets() == 2, f"the GPU target appeared at the first stop ({dbg.GetNumTargets()} targets)")
-gpu_t = dbg.GetTargetAtIndex(1)
-gpu = gpu_t.GetProcess()
-check("amdgpu" in gpu_t.GetTriple(), f"GPU target triple {gpu_t.GetTriple()}")
-check(gpu.GetState() == lldb.eStateStopped, "GPU process stopped after the synchronous connect")
+gpu_t, gpu = gpu_target(dbg)
 mon = cmd(dbg, "target select 0") + cmd(dbg, "process plugin packet monitor gpu")
 print(mon)
 check(mon.count("offer ") == 1 and "GPU state: Connected" in mon, "exactly one offer, claimed")

@@ -6,65 +6,28 @@ With `source`, the GPU breakpoint is set by source line after
 (stock 23.1 has no GPU dynamic loader; research/lldb-accelerator.md §2.5).
 Prints CHECK lines; exits non-zero on the first failed expectation.
 """
+import os
 import re
 import sys
-import time
 
-import lldb
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import lldb  # noqa: E402
+from lldb_common import check, cmd, connect, gpu_target, wait_state  # noqa: E402
 
 PORT, EXE, SYM_OFF = sys.argv[1], sys.argv[2], int(sys.argv[3], 0)
 MODE = sys.argv[4] if len(sys.argv) > 4 else "address"
 HSACO = sys.argv[5] if len(sys.argv) > 5 else None
-TIMEOUT = 30.0
 
 
-def check(cond, what):
-    print(("CHECK ok: " if cond else "CHECK FAILED: ") + what, flush=True)
-    if not cond:
-        sys.exit(1)
-
-
-def cmd(dbg, line):
-    res = lldb.SBCommandReturnObject()
-    dbg.GetCommandInterpreter().HandleCommand(line, res)
-    return (res.GetOutput() or "") + (res.GetError() or "")
-
-
-def wait_state(dbg, process, states, after_stop_id=None):
-    """Wait on the debugger's events until `process` reaches one of `states`
-    (with a stop id above `after_stop_id`, when given)."""
-    listener = dbg.GetListener()
-    deadline = time.monotonic() + TIMEOUT
-    ev = lldb.SBEvent()
-
-    def done():
-        if process.GetState() not in states:
-            return False
-        return after_stop_id is None or process.GetStopID() > after_stop_id
-
-    while not done():
-        left = deadline - time.monotonic()
-        check(left > 0, f"process {process.GetProcessID()} reached {states} in time (state {process.GetState()})")
-        listener.WaitForEvent(max(1, int(left)), ev)
-    return process.GetState()
-
-
-dbg = lldb.SBDebugger.Create()
-dbg.SetAsync(False)
-cmd(dbg, "settings set stop-disassembly-display never")
-cpu_t = dbg.CreateTarget(EXE)
-err = lldb.SBError()
-cpu = cpu_t.ConnectRemote(dbg.GetListener(), f"connect://127.0.0.1:{PORT}", "gdb-remote", err)
-check(err.Success(), f"connected: {err}")
+dbg, cpu_t, cpu = connect(PORT, EXE)
 check(cpu.GetState() == lldb.eStateStopped, "CPU process stopped after connect")
 bp = cpu_t.BreakpointCreateByName("simgpu_launch")
 cpu.Continue()
 check(cpu.GetState() == lldb.eStateStopped, "CPU stopped at simgpu_launch")
 check(dbg.GetNumTargets() == 2, f"the GPU target appeared by itself ({dbg.GetNumTargets()} targets)")
-gpu_t = dbg.GetTargetAtIndex(1)
-gpu = gpu_t.GetProcess()
-check("amdgpu" in gpu_t.GetTriple(), f"GPU target triple {gpu_t.GetTriple()}")
-check(gpu.GetState() == lldb.eStateStopped, "GPU process stopped after the synchronous connect")
+gpu_t, gpu = gpu_target(dbg)
 
 mon = cmd(dbg, "target select 0") + cmd(dbg, "process plugin packet monitor gpu")
 print(mon)

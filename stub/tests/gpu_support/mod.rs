@@ -5,9 +5,11 @@
 
 use std::io::BufRead;
 use std::io::BufReader;
+use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::Child;
+use std::process::ChildStdin;
 use std::process::Command;
 use std::process::Stdio;
 use std::sync::mpsc;
@@ -16,6 +18,23 @@ use std::sync::Condvar;
 use std::sync::Mutex;
 use std::sync::OnceLock;
 use std::time::Duration;
+
+use protocol_tests::client::ClientError;
+use protocol_tests::client::RspClient;
+use protocol_tests::framing;
+use protocol_tests::reply::decode_hex;
+use protocol_tests::reply::encode_hex;
+use protocol_tests::reply::parse_accelerator_actions;
+use protocol_tests::reply::parse_json_reply;
+use protocol_tests::reply::AcceleratorActions;
+use protocol_tests::reply::ErrorReply;
+use protocol_tests::reply::StopReply;
+use protocol_tests::reply::StopSignal;
+
+/// The GPU runtime's hook (lldb's by-name breakpoint).
+pub const HOOK: &str = "_simgpu_loader_debug_state";
+/// The accelerator plugin gdbmux names.
+pub const PLUGIN: &str = "amd-gpu";
 
 /// Paths the GPU tests need.
 pub struct GpuEnv {
@@ -356,4 +375,197 @@ pub fn load_base(pid: u64, name: &str) -> u64 {
             }
         })
         .unwrap_or_else(|| panic!("{name} is not mapped in {pid}:\n{maps}"))
+}
+
+// ------------------------------------------------- raw RSP (lldb dialect)
+
+/// Connect and run lldb 23.1's handshake: `+`, `QStartNoAckMode`, its
+/// `qSupported`, `QThreadSuffixSupported`, `QListThreadsInStopReply`.
+/// Returns the client and whether `accelerator-plugins+` was offered.
+pub fn lldb_client(port: u16) -> (RspClient, bool) {
+    let mut c = RspClient::connect(("127.0.0.1", port)).expect("connect to gdbmux");
+    let features = c.handshake_lldb().expect("lldb handshake");
+    c.expect_ok("QThreadSuffixSupported")
+        .expect("QThreadSuffixSupported");
+    c.expect_ok("QListThreadsInStopReply")
+        .expect("QListThreadsInStopReply");
+    (c, features.supports("accelerator-plugins"))
+}
+
+/// A `T` stop reply (panics on anything else).
+pub fn signal_stop(stop: StopReply, what: &str) -> StopSignal {
+    match stop {
+        StopReply::Signal(s) => s,
+        other => panic!("{what}: expected a T stop reply, got {other:?}"),
+    }
+}
+
+/// `monitor CMD` through qRcmd: the console text (O packets) up to `OK`.
+pub fn monitor(c: &mut RspClient, cmd: &str) -> String {
+    c.send_packet(format!("qRcmd,{}", encode_hex(cmd.as_bytes())).as_bytes())
+        .expect("send qRcmd");
+    let mut out = Vec::new();
+    loop {
+        let r = c.recv_packet().expect("qRcmd reply");
+        if r == b"OK" {
+            return String::from_utf8_lossy(&out).into_owned();
+        }
+        match r.strip_prefix(b"O") {
+            Some(hex) if !hex.is_empty() => {
+                out.extend(decode_hex(hex).expect("hex console output"));
+            }
+            _ => panic!("unexpected qRcmd reply {}", framing::printable(&r)),
+        }
+    }
+}
+
+/// `jAcceleratorPluginInitialize`: the one plugin's actions.
+pub fn plugin_initialize(cpu: &mut RspClient) -> AcceleratorActions {
+    let raw = cpu
+        .request(b"jAcceleratorPluginInitialize")
+        .expect("jAcceleratorPluginInitialize");
+    let mut actions = parse_accelerator_actions(&raw).expect("Initialize reply schema");
+    assert_eq!(actions.len(), 1, "one plugin: {actions:?}");
+    actions.remove(0)
+}
+
+/// Send `jAcceleratorPluginBreakpointHit` for the hook breakpoint (at
+/// `hook`), as lldb does; returns the decoded reply object.
+pub fn breakpoint_hit(cpu: &mut RspClient, hook: u64) -> serde_json::Value {
+    let hit = serde_json::json!({
+        "plugin_name": PLUGIN,
+        "breakpoint": {
+            "identifier": 1,
+            "by_name": {"function_name": HOOK, "shlib": null},
+            "by_address": null,
+            "symbol_names": [HOOK],
+        },
+        "symbol_values": [{"name": HOOK, "value": hook}],
+    });
+    let mut p = b"jAcceleratorPluginBreakpointHit:".to_vec();
+    p.extend(framing::escape(hit.to_string().as_bytes()));
+    let raw = cpu.request(&p).expect("jAcceleratorPluginBreakpointHit");
+    parse_json_reply(&raw).expect("BreakpointHit reply")
+}
+
+/// The `actions` of a BreakpointHit reply, schema-checked by the same
+/// parser as Initialize replies.
+pub fn hit_actions(reply: &serde_json::Value) -> AcceleratorActions {
+    let one = serde_json::Value::Array(vec![reply["actions"].clone()]);
+    let wire = framing::escape(one.to_string().as_bytes());
+    let mut v = parse_accelerator_actions(&wire).expect("hit actions schema");
+    v.remove(0)
+}
+
+/// What a refused connection is told: connect, send `first` as its first
+/// packet, decode the `E..;text` reply, and check the server closes it.
+pub fn refused(port: u16, first: &str) -> String {
+    let mut c = RspClient::connect(("127.0.0.1", port)).expect("connect extra");
+    c.send_ack().expect("ack");
+    let raw = c.request(first.as_bytes()).expect("refusal reply");
+    let e = ErrorReply::parse(&raw)
+        .unwrap_or_else(|| panic!("extra connection not refused: {}", framing::printable(&raw)));
+    match c.recv_packet_within(Duration::from_secs(10)) {
+        // Our `+` for the refusal may reach the socket after the server
+        // closed it: a reset is a close too.
+        Err(ClientError::Closed { .. }) => {}
+        Err(ClientError::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("refused connection not closed: {other:?}"),
+    }
+    e.message.expect("refusal carries a readable reason")
+}
+
+// ------------------------------------------------------ a --wait sample
+
+/// A sample program we start ourselves with `--wait` (it stops at named
+/// checkpoints until a line arrives on its stdin).
+pub struct Sample {
+    /// The sample process.
+    pub child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Sample {
+    /// Start `exe --wait` (its stdout is read line by line).
+    pub fn start(env: &GpuEnv, exe: &Path) -> Sample {
+        let mut child = Command::new(exe)
+            .arg("--wait")
+            .env("SIMGPU_KERNEL_DIR", env.root.join("samples/kernels"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the sample");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Sample {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Start `vector_add --wait` and run it until its runtime is up
+    /// (`simgpu_init` done; blocked at the `init` checkpoint).
+    pub fn runtime_up(env: &GpuEnv) -> Sample {
+        let mut s = Sample::start(env, &env.sample("vector_add"));
+        s.expect("checkpoint start");
+        s.release(1);
+        s.expect("checkpoint init");
+        s
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Wait for a line containing `needle` (fails after 20 s).
+    pub fn expect(&self, needle: &str) -> String {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(20)) {
+                Ok(l) if l.contains(needle) => return l,
+                Ok(_) => {}
+                Err(e) => panic!("sample did not print '{needle}': {e}"),
+            }
+        }
+    }
+
+    /// Let it pass `n` checkpoints.
+    pub fn release(&mut self, n: usize) {
+        self.stdin
+            .write_all("go\n".repeat(n).as_bytes())
+            .expect("write to the sample");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Wait for its exit status (fails after 20 s).
+    pub fn wait(&mut self) -> i32 {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(st) = self.child.try_wait().expect("wait sample") {
+                return st.code().unwrap_or(-1);
+            }
+            assert!(std::time::Instant::now() < deadline, "sample did not exit");
+            // The exit was already reported to the debugger (W00); this
+            // only collects the status from the kernel.
+            std::thread::park_timeout(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Sample {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -50,19 +50,10 @@ pub fn helper(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// Address of a symbol of a non-PIE helper (`nm`).
+/// Address of a symbol of a non-PIE helper (`nm`). Every test that uses
+/// this module declares `mod gpu_support` too.
 pub fn sym(prog: &Path, symbol: &str) -> u64 {
-    let out = Command::new("nm").arg(prog).output().expect("run nm");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            match f.as_slice() {
-                [a, _, n] if *n == symbol => u64::from_str_radix(a, 16).ok(),
-                _ => None,
-            }
-        })
-        .unwrap_or_else(|| panic!("no symbol {symbol} in {}", prog.display()))
+    crate::gpu_support::nm(prog, symbol, false)
 }
 
 /// A running gdbmux (or a wrapper around it) with its stderr captured.
@@ -307,4 +298,25 @@ pub fn offer_url(c: &mut RspClient) -> String {
         .find_map(|a| a.connect_info)
         .unwrap_or_else(|| panic!("no connect_info in {}", String::from_utf8_lossy(&r)))
         .connect_url
+}
+
+/// From a CPU session `cpu` (handshake done) of `g` serving the GPU sample
+/// `sample`: run to `simgpu_launch` (in the runtime library `rt`), claim
+/// the offer with a new lldb-dialect connection and check its first `?` is
+/// a `T` stop. Returns the inferior's pid, the offer's URL and the GPU
+/// session.
+pub fn claim_gpu_at_launch(
+    g: &Gdbmux,
+    cpu: &mut RspClient,
+    sample: &Path,
+    rt: &Path,
+) -> (i32, String, RspClient) {
+    let pid = inferior_pid(g);
+    run_to_gpu_launch(cpu, pid, sample, rt);
+    let url = offer_url(cpu);
+    let mut gpu = RspClient::connect(url.trim_start_matches("connect://")).unwrap();
+    gpu.handshake_lldb().unwrap();
+    let stop = StopReply::parse(&gpu.request(b"?").unwrap()).unwrap();
+    assert!(matches!(stop, StopReply::Signal(_)), "{stop:?}");
+    (pid, url, gpu)
 }
