@@ -9,8 +9,9 @@
 //! `connect_info`), a second connection that claims the offer and becomes
 //! the GPU session.
 //!
-//! Listener policy under test (DESIGN §3.2/§3.3): **an offer is consumed by
-//! its claim, and there is one offer per GPU runtime lifetime.** A second
+//! Accept policy under test (`stub::mux`, "Accept policy"): **an offer is
+//! consumed by its claim, only the debugger that received it can claim it,
+//! and there is one offer per GPU runtime lifetime.** A second
 //! connection while the offer is claimed is refused with a readable reason
 //! (an `E` reply to its first packet, then close); after the GPU session
 //! closes, a new connection is refused too unless a new offer was made (which
@@ -317,7 +318,11 @@ fn replay_is_pure_at_every_state() {
     let v = GpuView::read(&mut flow.cpu);
     assert_eq!(v.state(), "Connected", "{}", v.text);
     assert_eq!(v.offers().len(), 1, "{}", v.text);
-    assert!(v.offers()[0].ends_with("[Claimed(2)]"), "{}", v.text);
+    assert!(
+        v.offers()[0].ends_with("[Claimed by session 2]"),
+        "{}",
+        v.text
+    );
 
     assert_replay_pure(
         &mut gpu,
@@ -410,6 +415,68 @@ fn duplicates_are_refused_and_sessions_continue() {
 
     // The CPU session carries on to the end.
     finish(&mut flow, None);
+}
+
+/// A stray connection from another process while the offer is pending —
+/// a port scanner that connects and closes, a client that speaks lldb's
+/// handshake — does not take the GPU: it is refused (the claim proof: the
+/// GPU connection must come from the debugger process that received the
+/// offer) and the offer stays pending; then the real client claims it.
+#[test]
+fn stray_connection_cannot_claim_the_offer() {
+    let Some(env) = GpuEnv::get() else { return };
+    let mut flow = drive_to_offer(env, &mut |_, _| {});
+    let port = flow.server.port;
+    // Another process: connect and close (a port scanner), then connect
+    // and send lldb's first packet, printing the reply.
+    let script = format!(
+        r##"
+import socket
+s = socket.create_connection(("127.0.0.1", {port})); s.close()
+s = socket.create_connection(("127.0.0.1", {port}))
+body = b"{LLDB_QSUPPORTED}"
+s.sendall(b"+$" + body + b"#%02x" % (sum(body) % 256))
+s.settimeout(20)
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+print(data.decode("latin-1"))
+"##
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stray client: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let payload = text
+        .split_once('$')
+        .and_then(|(_, p)| p.rsplit_once('#'))
+        .map(|(p, _)| p)
+        .unwrap_or_else(|| panic!("no reply packet: {text}"));
+    let why = protocol_tests::reply::ErrorReply::parse(payload.as_bytes())
+        .and_then(|e| e.message)
+        .unwrap_or_else(|| panic!("not a refusal with a reason: {text}"));
+    assert!(
+        why.contains("does not answer the pending GPU connection offer")
+            && why.contains(&format!("offer {}", flow.offer_id)),
+        "the stray connection is refused with the reason: {why}"
+    );
+    // The offer is still pending, untouched.
+    let v = GpuView::read(&mut flow.cpu);
+    v.assert_sole_offer(flow.offer_id, &flow.offer, "after the stray connections: ");
+    // The debugger that received it claims it.
+    let mut gpu = connect_gpu(port);
+    let v = GpuView::read(&mut flow.cpu);
+    assert_eq!(v.state(), "Connected", "{}", v.text);
+    finish(&mut flow, Some(&mut gpu));
 }
 
 /// The seed's race: the GPU runtime is already up when the CPU client

@@ -375,7 +375,7 @@ proptest! {
     fn session_accel_hit_answers_once(json in hit_json(), with_mux in any::<bool>()) {
         let mut s = Session::new(1, Default::default());
         if with_mux {
-            s = s.with_mux(Rc::new(RefCell::new(Mux::new(None, "hook".into()))), Role::Cpu);
+            s = s.with_mux(Rc::new(RefCell::new(Mux::new(None, "hook".into(), true, true))), Role::Cpu);
         }
         let mut payload = b"jAcceleratorPluginBreakpointHit:".to_vec();
         payload.extend_from_slice(&json);
@@ -419,7 +419,7 @@ proptest! {
         let cut = cut % (wire.len() + 1);
         let mut s = Session::new(1, Default::default());
         if with_mux {
-            s = s.with_mux(Rc::new(RefCell::new(Mux::new(None, "hook".into()))), Role::Cpu);
+            s = s.with_mux(Rc::new(RefCell::new(Mux::new(None, "hook".into(), true, true))), Role::Cpu);
         }
         for chunk in [&wire[..cut], &wire[cut..]] {
             let control = s.on_input(chunk);

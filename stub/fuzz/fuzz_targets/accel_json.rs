@@ -199,7 +199,7 @@ fn raw_parse(data: &[u8]) {
 fn session_reply(data: &[u8], with_mux: bool) -> Vec<u8> {
     let mut s = Session::new(1, Default::default());
     if with_mux {
-        let mux = Rc::new(RefCell::new(Mux::new(None, "hook".into())));
+        let mux = Rc::new(RefCell::new(Mux::new(None, "hook".into(), true, true)));
         s = s.with_mux(mux, Role::Cpu);
     }
     let mut payload = b"jAcceleratorPluginBreakpointHit:".to_vec();

@@ -115,7 +115,7 @@ fuzz_target!(|data: &[u8]| {
     if mode & 0x10 != 0 {
         // The CPU side of a multiplexer without a GPU library: the
         // accelerator packets and `monitor gpu` take their mux paths.
-        let mux = Rc::new(RefCell::new(Mux::new(None, "hook".into())));
+        let mux = Rc::new(RefCell::new(Mux::new(None, "hook".into(), true, true)));
         session = session.with_mux(mux, Role::Cpu);
     }
     for (chunk, budget) in budgets {

@@ -1,20 +1,13 @@
-//! The GPU controller: owns the GPU library and backend, the explicit GPU
-//! state machine, the wave ↔ thread-id table and the GPU-side breakpoints.
-//!
-//! ```text
-//! Unloaded → LibraryInitialized → ProcessAttached → RuntimeLoaded → Offered → Connected
-//!                                                                    ↘ Exited | Detached
-//! ```
-//! Every transition starts from an event: library load, CPU process
-//! launch/attach, a RUNTIME event drained from the notifier, an offer made
-//! in a request/response packet, a claiming connection, the CPU process's
-//! end. Nothing here runs on another thread: the library's own device
-//! threads hand events over through its notifier fd.
+//! The GPU controller: owns the GPU library and backend, the wave ↔
+//! thread-id table, the stop queue and the GPU-side breakpoints. The GPU
+//! *connection* state (offered, connected, …) is the multiplexer's
+//! ([`crate::mux::state`]); this module reports the runtime's events to it
+//! through [`GpuNews`]. Nothing here runs on another thread: the library's
+//! own device threads hand events over through its notifier fd.
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::collections::VecDeque;
-use std::fmt;
 use std::os::fd::RawFd;
 use std::path::Path;
 use std::sync::Arc;
@@ -116,43 +109,6 @@ impl StopTimer {
 /// every stop reply; research/lldb-accelerator.md §4.5).
 pub const SHADOW_TID: Tid = 1;
 
-/// GPU state machine (DESIGN §3.7).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GpuState {
-    /// No library.
-    Unloaded,
-    /// Library loaded and initialized.
-    LibraryInitialized,
-    /// Attached to the CPU process.
-    ProcessAttached,
-    /// The GPU runtime is up.
-    RuntimeLoaded,
-    /// A connection was offered to the client.
-    Offered,
-    /// A GPU session is connected.
-    Connected,
-    /// The CPU process ended.
-    Exited,
-    /// Detached from the CPU process.
-    Detached,
-}
-
-impl fmt::Display for GpuState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = match self {
-            GpuState::Unloaded => "Unloaded",
-            GpuState::LibraryInitialized => "LibraryInitialized",
-            GpuState::ProcessAttached => "ProcessAttached",
-            GpuState::RuntimeLoaded => "RuntimeLoaded",
-            GpuState::Offered => "Offered",
-            GpuState::Connected => "Connected",
-            GpuState::Exited => "Exited",
-            GpuState::Detached => "Detached",
-        };
-        f.write_str(s)
-    }
-}
-
 /// What draining the notifier produced.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct GpuNews {
@@ -160,6 +116,9 @@ pub struct GpuNews {
     pub runtime_loaded: bool,
     /// A RUNTIME unloaded event.
     pub runtime_unloaded: bool,
+    /// Whether the runtime is up after the last RUNTIME event of this
+    /// batch (`None`: no RUNTIME event).
+    pub runtime_up: Option<bool>,
     /// Waves that reported a stop.
     pub wave_stops: Vec<WaveId>,
     /// Host breakpoints the library released.
@@ -271,7 +230,6 @@ impl StopQueue {
 pub struct GpuController {
     api: DbgApi,
     backend: Option<Box<dyn GpuBackend>>,
-    state: GpuState,
     requests: host::RequestQueue,
     cpu_pid: Option<u32>,
     host_bps: BTreeMap<u64, BreakpointId>,
@@ -314,7 +272,6 @@ impl GpuController {
         Ok(GpuController {
             api,
             backend: None,
-            state: GpuState::LibraryInitialized,
             requests: Arc::new(Mutex::new(Vec::new())),
             cpu_pid: None,
             host_bps: BTreeMap::new(),
@@ -387,19 +344,6 @@ impl GpuController {
         std::mem::take(&mut self.stop_timed_out)
     }
 
-    /// Current state.
-    pub fn state(&self) -> &GpuState {
-        &self.state
-    }
-
-    /// Move the state machine (logged on `mux`).
-    pub fn set_state(&mut self, s: GpuState) {
-        if self.state != s {
-            tracing::info!(target: "mux", from = %self.state, to = %s, "GPU state");
-            self.state = s;
-        }
-    }
-
     /// Runtime lifetime counter (1 for the first runtime load).
     pub fn lifetime(&self) -> u64 {
         self.lifetime
@@ -431,7 +375,6 @@ impl GpuController {
                 .map_err(|e| tracing::warn!(target: "dbgapi", "no self-wake for the notifier: {e}"))
                 .ok()
         });
-        self.set_state(GpuState::ProcessAttached);
         Ok(fd)
     }
 
@@ -574,22 +517,17 @@ impl GpuController {
             GpuEvent::Runtime(RuntimeState::Loaded) => {
                 self.lifetime += 1;
                 news.runtime_loaded = true;
+                news.runtime_up = Some(true);
                 self.refresh_arch();
-                if matches!(
-                    self.state,
-                    GpuState::ProcessAttached | GpuState::LibraryInitialized
-                ) {
-                    self.set_state(GpuState::RuntimeLoaded);
-                }
             }
             GpuEvent::Runtime(RuntimeState::LoadedRestriction) => {
                 tracing::warn!(target: "dbgapi", "GPU runtime loaded but cannot be debugged by this library version");
             }
             GpuEvent::Runtime(RuntimeState::Unloaded) => {
                 news.runtime_unloaded = true;
+                news.runtime_up = Some(false);
                 self.waves.clear();
                 self.stops.clear();
-                self.set_state(GpuState::ProcessAttached);
             }
             GpuEvent::WaveStop { wave } => {
                 let tid = self.tid_of(wave);
@@ -1000,7 +938,7 @@ impl GpuController {
     }
 
     /// The CPU process is gone: drop the backend (detaches from the
-    /// library) and move to `Exited`.
+    /// library).
     pub fn on_cpu_exit(&mut self) {
         self.backend = None;
         self.notifier = None;
@@ -1010,6 +948,5 @@ impl GpuController {
         self.stops.clear();
         self.host_bps.clear();
         self.gpu_bps.clear();
-        self.set_state(GpuState::Exited);
     }
 }

@@ -1,5 +1,5 @@
 //! The GPU side of gdbmux, adapted to our [`crate::target::Target`]
-//! contract: the controller (library, state machine, waves ↔ thread ids,
+//! contract: the controller (library, waves ↔ thread ids,
 //! GPU breakpoints), the GPU session's target, the host-breakpoint bridge
 //! and the register table generated from the library's descriptions.
 
@@ -10,6 +10,6 @@ pub mod symbols;
 pub mod target;
 
 pub use controller::GpuController;
-pub use controller::GpuState;
+pub use controller::GpuNews;
 pub use target::GpuShared;
 pub use target::GpuTarget;

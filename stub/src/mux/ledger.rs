@@ -17,6 +17,16 @@ pub enum OfferState {
     Closed,
 }
 
+impl std::fmt::Display for OfferState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OfferState::Offered => f.write_str("Offered"),
+            OfferState::Claimed(s) => write!(f, "Claimed by session {s}"),
+            OfferState::Closed => f.write_str("Closed"),
+        }
+    }
+}
+
 /// One ledger entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offer {

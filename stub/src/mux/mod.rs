@@ -1,9 +1,16 @@
-//! The multiplexer: the only module that knows several sessions exist.
+//! The multiplexer: the only module that knows several sessions exist,
+//! and the one writer of every fact that crosses sessions.
 //!
 //! - [`ledger`]: strictly increasing action identifiers, and the fate of
 //!   every GPU connection offer (offered → claimed → closed).
 //! - [`accel`]: the lldb accelerator-plugin JSON (`jAcceleratorPlugin*`).
-//! - [`Mux`]: listener policy, how offers reach the client, GPU state.
+//! - [`state`]: the GPU state machine (private transitions, typed events).
+//! - [`Mux`]: the accept policy, how offers reach the client, which session
+//!   is the GPU session, and what the server must do next ([`MuxAction`]).
+//!
+//! The server and the sessions never write the multiplexer's fields: they
+//! send it events ([`Mux::accept`], [`Mux::on`]) and carry out the
+//! actions it queues ([`Mux::take_actions`]).
 //!
 //! ## How the offer reaches stock lldb 23.1
 //! lldb sends `jAcceleratorPluginInitialize` once, after it has handled the
@@ -20,18 +27,39 @@
 //! stop replies (which clients fetch more than once), and the ledger makes
 //! at most one offer per GPU runtime lifetime.
 //!
-//! ## Listener policy
-//! The first connection is the CPU session. A connection that arrives
-//! while an offer is pending claims it and becomes the GPU session. Any
-//! other connection is refused with a readable reason (an `E` reply to its
-//! first packet) and closed; live sessions are untouched. Every decision is
-//! logged on target `mux`.
+//! ## Accept policy ([`Mux::accept`], the one place it is decided)
+//! 1. No live CPU session (and the server's lifetime allows another): the
+//!    connection is the CPU session (with `--multi`, it takes over the
+//!    kept one).
+//! 2. A CPU session is live and an offer is pending: the connection claims
+//!    the offer **if it proves it answers the offer** ([`ClaimProof`]),
+//!    and becomes the GPU session.
+//! 3. Anything else is refused with a readable reason (an `E` reply to its
+//!    first packet) and closed; live sessions and a pending offer are
+//!    untouched.
+//!
+//! ### The claim proof
+//! Stock lldb 23.1 connects to `connect_url` as it is and sends nothing of
+//! the URL on the wire (its handshake is fixed: `QStartNoAckMode`,
+//! `qSupported`, …), so a token in the URL cannot reach the server. What
+//! lldb does honour is *who* connects: the GPU connection is opened by the
+//! same lldb process that holds the CPU connection (research/
+//! lldb-accelerator.md §2.4). The server therefore proves a claim by peer
+//! identity ([`crate::server::peer`]): on this host, the claiming socket
+//! and the CPU session's socket must belong to one process (the kernel's
+//! socket tables and the process's fds; `SO_PEERCRED` on unix sockets).
+//! For a client on another host, where its processes cannot be seen, the
+//! claim must come from the CPU client's address. A port scanner, a second
+//! debugger or any other process that connects while an offer is pending
+//! is refused, and the offer stays pending for the real client.
+//!
+//! Every decision is logged on target `mux`.
 
 pub mod accel;
 pub mod ledger;
+pub mod state;
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::os::fd::RawFd;
 
 use accel::Actions;
 use accel::BreakpointHit;
@@ -42,50 +70,412 @@ use accel::HitResponse;
 use accel::PLUGIN_NAME;
 pub use ledger::ClaimError;
 use ledger::Ledger;
+pub use state::GpuState;
 
+use crate::gpu::GpuNews;
 use crate::gpu::GpuShared;
-use crate::gpu::GpuState;
+use crate::stop::StopEvent;
+use crate::target::Pid;
 
 /// Shared handle (one loop thread).
-pub type MuxHandle = Rc<RefCell<Mux>>;
+pub type MuxHandle = std::rc::Rc<std::cell::RefCell<Mux>>;
 
 /// Identifier of the by-name breakpoint on the runtime hook.
 const HOOK_BREAKPOINT_ID: i64 = 1;
 
-/// Multiplexer state shared by the server and its sessions.
+/// Session identifier (strictly increasing, never reused).
+pub type SessionId = u64;
+
+/// How a claiming connection proves that it answers the offer (see the
+/// module docs). Established by [`crate::server::peer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimProof {
+    /// The claiming socket and the CPU session's socket belong to one
+    /// process on this host.
+    SameProcess(u32),
+    /// Both connections come from one remote address (its processes are
+    /// out of sight).
+    SameRemoteHost(std::net::IpAddr),
+    /// Not the debugger that received the offer (why, for the refusal).
+    Mismatch(String),
+}
+
+/// What the server knows of a new connection.
+#[derive(Debug, Clone)]
+pub struct Arrival {
+    /// The URL that reaches this listener again (for offers made to the
+    /// CPU client this connection would become).
+    pub offer_url: String,
+    /// The claim proof, present when [`Mux::wants_claim_proof`] said so.
+    pub proof: Option<ClaimProof>,
+}
+
+/// The accept policy's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Accept {
+    /// The CPU session: a new one, or (`--multi`) the kept one taken over.
+    Cpu {
+        /// Its id (for a take-over: the kept session's).
+        session: SessionId,
+        /// Whether the kept session is taken over.
+        takeover: bool,
+    },
+    /// The GPU session: it claimed offer `offer` for CPU process `cpu_pid`.
+    Gpu {
+        /// Its id.
+        session: SessionId,
+        /// The claimed offer.
+        offer: i64,
+        /// The CPU process the GPU belongs to.
+        cpu_pid: Pid,
+    },
+    /// Refused: answer the first packet with this reason, then close.
+    Refuse(String),
+}
+
+/// How a CPU process left its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Killed (a launched process, at disconnect or `k`).
+    Killed,
+    /// Detached (an attached process, or `D`); it runs on without us.
+    Detached,
+}
+
+/// Typed events the server and the sessions send the multiplexer.
+#[derive(Debug)]
+pub enum MuxEvent<'a> {
+    /// The GPU library attached to CPU process `pid`; `notifier` is the fd
+    /// the loop must watch.
+    GpuAttached {
+        /// CPU process.
+        pid: Pid,
+        /// The library's notifier, if any.
+        notifier: Option<RawFd>,
+    },
+    /// The CPU process ended (its exit or death was reported).
+    CpuProcessEnded(&'a StopEvent),
+    /// The CPU process was released by its session (kill or detach).
+    CpuProcessReleased {
+        /// The process.
+        pid: Pid,
+        /// How.
+        how: Release,
+    },
+    /// A session ended. `kept`: `--multi` keeps the CPU session for the
+    /// next connection.
+    SessionClosed {
+        /// The session.
+        session: SessionId,
+        /// Kept for a take-over.
+        kept: bool,
+    },
+    /// `monitor gpu stops report|log`.
+    ReportGpuStops(bool),
+}
+
+/// What the multiplexer asks of the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MuxAction {
+    /// Watch this fd (GPU notifier or stop timer) as a GPU wake-up.
+    WatchGpuFd(RawFd),
+    /// Tell the GPU session that its process ended with this event (it
+    /// reports it and closes).
+    EndGpuSession {
+        /// The GPU session.
+        session: SessionId,
+        /// How the GPU process ended.
+        stop: StopEvent,
+    },
+}
+
+/// The CPU session slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CpuSlot {
+    /// No CPU session.
+    Vacant,
+    /// A connected CPU session.
+    Live(SessionId),
+    /// `--multi`: a CPU session without a client, kept for the next one.
+    Kept(SessionId),
+}
+
+/// The multiplexer (private state; see the module docs).
 pub struct Mux {
-    /// Action ledger.
-    pub ledger: Ledger,
-    /// The GPU, when a GPU library is loaded.
-    pub gpu: Option<GpuShared>,
-    /// The runtime's debugger hook function (by-name breakpoint).
-    pub hook_symbol: String,
-    /// URL to put in `connect_info` (`--advertise`, or the address the CPU
-    /// client connected to, or the unix socket).
-    pub connect_url: Option<String>,
-    /// Session id of the connected GPU session.
-    pub gpu_session: Option<u64>,
-    /// fds the server must start watching (GPU notifier).
-    pub new_fds: Vec<std::os::fd::RawFd>,
-    /// Report GPU stops to the CPU session (gdb's `monitor gpu` path)
-    /// instead of only logging them.
-    pub report_gpu_stops: bool,
-    /// The CPU process ended; the server forwards this to the GPU session.
-    pub cpu_exit: Option<crate::stop::StopEvent>,
+    ledger: Ledger,
+    gpu: Option<GpuShared>,
+    state: state::Machine,
+    hook_symbol: String,
+    connect_url: Option<String>,
+    cpu: CpuSlot,
+    gpu_session: Option<SessionId>,
+    next_session: SessionId,
+    /// Once-only server (no `--multi`): a second CPU session is refused.
+    once: bool,
+    served_one: bool,
+    report_gpu_stops: bool,
+    actions: Vec<MuxAction>,
 }
 
 impl Mux {
-    /// New multiplexer.
-    pub fn new(gpu: Option<GpuShared>, hook_symbol: String) -> Self {
+    /// New multiplexer. `once`: the server ends with its first CPU session.
+    pub fn new(gpu: Option<GpuShared>, hook_symbol: String, once: bool, report: bool) -> Self {
+        let state = state::Machine::new(gpu.is_some());
         Mux {
             ledger: Ledger::new(),
             gpu,
+            state,
             hook_symbol,
             connect_url: None,
+            cpu: CpuSlot::Vacant,
             gpu_session: None,
-            new_fds: Vec::new(),
-            report_gpu_stops: true,
-            cpu_exit: None,
+            next_session: 1,
+            once,
+            served_one: false,
+            report_gpu_stops: report,
+            actions: Vec::new(),
+        }
+    }
+
+    /// The GPU controller, when a GPU library is loaded (the GPU's own
+    /// facts: waves, breakpoints, code objects).
+    pub fn gpu(&self) -> Option<GpuShared> {
+        self.gpu.clone()
+    }
+
+    /// The GPU state.
+    pub fn gpu_state(&self) -> GpuState {
+        self.state.get()
+    }
+
+    /// Whether a GPU session is connected.
+    pub fn gpu_connected(&self) -> bool {
+        self.gpu_session.is_some()
+    }
+
+    /// Whether GPU wave stops go to the CPU session (gdb's `monitor gpu`
+    /// path): only while no GPU session is connected, and unless `monitor
+    /// gpu stops log` turned it off.
+    pub fn report_gpu_stops_to_cpu(&self) -> bool {
+        self.gpu_session.is_none() && self.report_gpu_stops
+    }
+
+    /// Whether the server's lifetime is over (a once-only server whose CPU
+    /// session ended).
+    pub fn lifetime_over(&self) -> bool {
+        self.once && self.served_one && self.cpu == CpuSlot::Vacant
+    }
+
+    /// Whether a new connection would be judged as a claim, so the server
+    /// must establish its [`ClaimProof`] (a /proc look-up, done only then).
+    pub fn wants_claim_proof(&self) -> bool {
+        matches!(self.cpu, CpuSlot::Live(_)) && self.ledger.pending().is_some()
+    }
+
+    fn new_session_id(&mut self) -> SessionId {
+        let id = self.next_session;
+        self.next_session += 1;
+        id
+    }
+
+    /// The accept policy: what a new connection becomes.
+    pub fn accept(&mut self, arrival: &Arrival) -> Accept {
+        let cpu_allowed = !(self.once && self.served_one);
+        match self.cpu {
+            CpuSlot::Kept(session) => {
+                self.connect_url = Some(arrival.offer_url.clone());
+                self.cpu = CpuSlot::Live(session);
+                tracing::info!(target: "mux", session, "accept: CPU session (takes over the kept session)");
+                return Accept::Cpu {
+                    session,
+                    takeover: true,
+                };
+            }
+            CpuSlot::Vacant if cpu_allowed => {
+                let session = self.new_session_id();
+                self.connect_url = Some(arrival.offer_url.clone());
+                self.cpu = CpuSlot::Live(session);
+                self.served_one = true;
+                tracing::info!(target: "mux", session, "accept: CPU session");
+                return Accept::Cpu {
+                    session,
+                    takeover: false,
+                };
+            }
+            CpuSlot::Vacant => {
+                let reason =
+                    "gdbmux: connection refused: this server served its one session and is exiting"
+                        .to_string();
+                tracing::warn!(target: "mux", "accept: refused ({reason})");
+                return Accept::Refuse(reason);
+            }
+            CpuSlot::Live(_) => {}
+        }
+        let Some(pending) = self.ledger.pending().map(|o| o.id) else {
+            let why = match self.ledger.refusal() {
+                Some(e @ ClaimError::AlreadyClaimed(_)) => e.to_string(),
+                _ => ClaimError::NoOffer.to_string(),
+            };
+            return self.refuse(format!(
+                "a debugger session is already active on this server and {why}"
+            ));
+        };
+        match &arrival.proof {
+            Some(ClaimProof::SameProcess(_) | ClaimProof::SameRemoteHost(_)) => {}
+            Some(ClaimProof::Mismatch(why)) => {
+                return self.refuse(format!(
+                    "a debugger session is already active on this server, and this connection does not answer the pending GPU connection offer {pending} ({why})"
+                ));
+            }
+            None => {
+                return self.refuse(format!(
+                    "the pending GPU connection offer {pending} needs a claim proof"
+                ));
+            }
+        }
+        let cpu_pid = self.gpu.as_ref().and_then(|g| g.borrow().cpu_pid());
+        let Some(cpu_pid) = cpu_pid else {
+            return self.refuse("the GPU process is gone".to_string());
+        };
+        let session = self.new_session_id();
+        match self.ledger.claim(session) {
+            Ok(offer) => {
+                self.gpu_session = Some(session);
+                self.state.connected();
+                tracing::info!(target: "mux", session, offer, proof = ?arrival.proof, "accept: GPU session (offer claimed)");
+                Accept::Gpu {
+                    session,
+                    offer,
+                    cpu_pid,
+                }
+            }
+            Err(e) => self.refuse(e.to_string()),
+        }
+    }
+
+    fn refuse(&self, why: String) -> Accept {
+        let reason = format!("gdbmux: connection refused: {why}; the live sessions are untouched");
+        tracing::warn!(target: "mux", "accept: refused ({reason})");
+        Accept::Refuse(reason)
+    }
+
+    /// Take in a typed event; the actions it needs are queued for
+    /// [`Mux::take_actions`].
+    pub fn on(&mut self, event: MuxEvent<'_>) {
+        match event {
+            MuxEvent::GpuAttached { pid, notifier } => {
+                self.state.process_attached();
+                if let Some(fd) = notifier {
+                    self.actions.push(MuxAction::WatchGpuFd(fd));
+                }
+                tracing::info!(target: "mux", pid, "GPU library attached to the CPU process");
+            }
+            MuxEvent::CpuProcessEnded(stop) => {
+                let attached = self.gpu.as_ref().and_then(|g| g.borrow().cpu_pid());
+                if attached == Some(stop.pid()) {
+                    self.cpu_process_gone(stop.clone(), GpuState::Exited);
+                }
+            }
+            MuxEvent::CpuProcessReleased { pid, how } => {
+                let attached = self.gpu.as_ref().and_then(|g| g.borrow().cpu_pid());
+                if attached == Some(pid) {
+                    let (stop, to) = match how {
+                        Release::Killed => (
+                            StopEvent::Terminated {
+                                pid,
+                                signal: libc::SIGKILL,
+                            },
+                            GpuState::Exited,
+                        ),
+                        // The process runs on without a debugger: its GPU
+                        // process ends for the GPU client like a clean exit.
+                        Release::Detached => {
+                            (StopEvent::Exited { pid, code: 0 }, GpuState::Detached)
+                        }
+                    };
+                    self.cpu_process_gone(stop, to);
+                }
+            }
+            MuxEvent::SessionClosed { session, kept } => {
+                if self.cpu == CpuSlot::Live(session) {
+                    self.cpu = if kept {
+                        CpuSlot::Kept(session)
+                    } else {
+                        CpuSlot::Vacant
+                    };
+                    tracing::info!(target: "mux", session, kept, "CPU session closed");
+                }
+                if self.gpu_session == Some(session) {
+                    self.gpu_session = None;
+                    self.ledger.close_session(session);
+                    self.state.disconnected();
+                    tracing::info!(target: "mux", session, "GPU session closed; a new claim needs a new offer");
+                }
+            }
+            MuxEvent::ReportGpuStops(on) => self.report_gpu_stops = on,
+        }
+    }
+
+    /// Drain the GPU library's events (the one place they are taken in)
+    /// and apply the runtime's transitions; the news goes to the sessions.
+    pub fn pump_gpu(&mut self) -> GpuNews {
+        let Some(gpu) = self.gpu.clone() else {
+            return GpuNews::default();
+        };
+        let news = gpu.borrow_mut().process_events();
+        if news.runtime_unloaded {
+            // Withdraw an unclaimed offer of the lifetime that ended.
+            let lifetime = gpu.borrow().lifetime();
+            self.ledger.close_lifetime(lifetime);
+            // The GPU process of this runtime lifetime is gone: a connected
+            // GPU session reports its end (W00) and closes; only a new
+            // runtime load may make a new offer.
+            if let Some(session) = self.gpu_session {
+                self.queue_end(session, StopEvent::Exited { pid: 0, code: 0 });
+            }
+        }
+        match news.runtime_up {
+            Some(true) => self.state.runtime_loaded(),
+            Some(false) => self.state.runtime_unloaded(),
+            None => {}
+        }
+        news
+    }
+
+    /// Actions for the server, in order (the GPU stop timer's fd, once, is
+    /// among them).
+    pub fn take_actions(&mut self) -> Vec<MuxAction> {
+        if let Some(fd) = self
+            .gpu
+            .as_ref()
+            .and_then(|g| g.borrow_mut().take_new_timer_fd())
+        {
+            self.actions.push(MuxAction::WatchGpuFd(fd));
+        }
+        std::mem::take(&mut self.actions)
+    }
+
+    fn queue_end(&mut self, session: SessionId, stop: StopEvent) {
+        let dup = self
+            .actions
+            .iter()
+            .any(|a| matches!(a, MuxAction::EndGpuSession { session: s, .. } if *s == session));
+        if !dup {
+            self.actions
+                .push(MuxAction::EndGpuSession { session, stop });
+        }
+    }
+
+    fn cpu_process_gone(&mut self, stop: StopEvent, to: GpuState) {
+        if let Some(g) = &self.gpu {
+            g.borrow_mut().on_cpu_exit();
+        }
+        if let Some(lifetime) = self.gpu.as_ref().map(|g| g.borrow().lifetime()) {
+            self.ledger.close_lifetime(lifetime);
+        }
+        self.state.cpu_gone(to);
+        if let Some(session) = self.gpu_session {
+            self.queue_end(session, stop);
         }
     }
 
@@ -105,15 +495,16 @@ impl Mux {
     /// yet and the runtime is up. Exactly once per lifetime.
     fn try_offer(&mut self) -> Option<ConnectInfo> {
         let gpu = self.gpu.clone()?;
-        let mut g = gpu.borrow_mut();
-        if *g.state() != GpuState::RuntimeLoaded {
+        if self.state.get() != GpuState::RuntimeLoaded {
             return None;
         }
         let url = self.connect_url.clone()?;
-        let triple = g.triple();
-        let lifetime = g.lifetime();
+        let (triple, lifetime) = {
+            let mut g = gpu.borrow_mut();
+            (g.triple(), g.lifetime())
+        };
         let offer = self.ledger.offer(lifetime, &url, &triple)?.clone();
-        g.set_state(GpuState::Offered);
+        self.state.offered();
         tracing::info!(target: "mux", id = offer.id, url = %offer.url, triple = %offer.triple, lifetime, "GPU connection offered");
         Some(ConnectInfo {
             connect_url: offer.url,
@@ -175,40 +566,6 @@ impl Mux {
         }))
     }
 
-    /// A new connection wants to be the GPU session.
-    pub fn claim(&mut self, session: u64) -> Result<i64, ClaimError> {
-        let id = self.ledger.claim(session)?;
-        self.gpu_session = Some(session);
-        if let Some(g) = &self.gpu {
-            g.borrow_mut().set_state(GpuState::Connected);
-        }
-        tracing::info!(target: "mux", session, offer = id, "GPU offer claimed");
-        Ok(id)
-    }
-
-    /// A session closed.
-    pub fn session_closed(&mut self, session: u64) {
-        if self.gpu_session == Some(session) {
-            self.gpu_session = None;
-            self.ledger.close_session(session);
-            if let Some(g) = &self.gpu {
-                let mut g = g.borrow_mut();
-                if *g.state() == GpuState::Connected {
-                    g.set_state(GpuState::RuntimeLoaded);
-                }
-            }
-            tracing::info!(target: "mux", session, "GPU session closed; a new claim needs a new offer");
-        }
-    }
-
-    /// The runtime went away: withdraw an unclaimed offer.
-    pub fn runtime_unloaded(&mut self) {
-        if let Some(g) = &self.gpu {
-            let lifetime = g.borrow().lifetime();
-            self.ledger.close_lifetime(lifetime);
-        }
-    }
-
     /// `monitor gpu` text.
     pub fn describe(&self) -> String {
         use std::fmt::Write as _;
@@ -217,7 +574,7 @@ impl Mux {
             return "GPU: no GPU library loaded (start gdbmux with --dbgapi PATH or GDBMUX_DBGAPI)\n".into();
         };
         let mut g = gpu.borrow_mut();
-        let _ = writeln!(s, "GPU state: {}", g.state());
+        let _ = writeln!(s, "GPU state: {}", self.state.get());
         let _ = writeln!(s, "library: {}", g.library());
         if let Ok(agents) = g.agents() {
             for a in agents {
@@ -255,7 +612,7 @@ impl Mux {
             );
         }
         for o in self.ledger.offers() {
-            let _ = writeln!(s, "offer {}: {} {} [{:?}]", o.id, o.url, o.triple, o.state);
+            let _ = writeln!(s, "offer {}: {} {} [{}]", o.id, o.url, o.triple, o.state);
         }
         if let Some(url) = &self.connect_url {
             let addr = url.trim_start_matches("connect://");

@@ -1,13 +1,18 @@
 //! The server: one mio loop that owns every piece of debugger state.
 //!
-//! Registered fds: the listener, each client connection, and the
-//! process-wide SIGCHLD signalfd (ptrace stops of every tracee). The loop
-//! drains each readiness event to `WouldBlock` (mio's rules: events are
-//! hints, spurious wake-ups happen) and never sleeps or blocks.
+//! Registered fds: the listener, each client connection, the process-wide
+//! SIGCHLD signalfd (ptrace stops of every tracee), and the GPU library's
+//! notifier and stop timer. Edge-triggered readiness is consumed fully:
+//! the listener is accepted from until `WouldBlock`; a connection is read
+//! until `WouldBlock` or a short read (which drained the socket, so the
+//! next arrival raises a new edge); the signalfd is read in one go. mio's
+//! rules hold (events are hints, spurious wake-ups happen), and the loop
+//! never sleeps or blocks.
 //!
-//! Listener policy (DESIGN §3.2): the first connection is the CPU session;
-//! any other connection while it is live is refused with a readable error
-//! reply to its first packet and closed; live sessions are untouched.
+//! Connection policy is the multiplexer's ([`crate::mux`], "Accept
+//! policy"): the server only gathers the facts it needs (the URL that
+//! reaches this listener, and a claim proof from [`peer`]), carries out the
+//! decision, and reports sessions' ends back ([`crate::mux::MuxEvent`]).
 //!
 //! Limits (README "Security and limits"): at most
 //! [`ServerConfig::max_connections`] connections are open at once (CPU, GPU
@@ -24,6 +29,7 @@
 //! session with the same processes and journal (docs/decisions.md §6).
 
 pub mod busy;
+pub mod peer;
 pub mod transport;
 
 use std::collections::HashMap;
@@ -48,7 +54,11 @@ use busy::BusyPoll;
 
 use crate::gpu::GpuController;
 use crate::gpu::GpuTarget;
+use crate::mux::Accept;
+use crate::mux::Arrival;
 use crate::mux::Mux;
+use crate::mux::MuxAction;
+use crate::mux::MuxEvent;
 use crate::mux::MuxHandle;
 use crate::native;
 use crate::native::LinuxProcess;
@@ -353,7 +363,6 @@ pub struct Server {
     sigchld: native::SigchldFd,
     clients: HashMap<Token, Client>,
     next_token: usize,
-    next_session: u64,
     cpu_session: Option<Token>,
     /// `--multi`: the CPU session whose client vanished, kept for the next
     /// connection.
@@ -363,7 +372,6 @@ pub struct Server {
     initial: Option<(Box<dyn Target>, StopEvent)>,
     mux: MuxHandle,
     session_tokens: HashMap<u64, Token>,
-    served_one: bool,
     exit_requested: bool,
     read_buf: Vec<u8>,
 }
@@ -429,11 +437,12 @@ impl Server {
                 "_ZN4rocr19_loader_debug_stateEv".to_string()
             }
         });
-        let mut mux = Mux::new(
+        let mux = Mux::new(
             gpu.map(|g| std::rc::Rc::new(std::cell::RefCell::new(g))),
             hook,
+            cfg.lifetime == Lifetime::Once,
+            cfg.gpu.report_stops,
         );
-        mux.report_gpu_stops = cfg.gpu.report_stops;
         let mux = std::rc::Rc::new(std::cell::RefCell::new(mux));
         let mut s = Server {
             cfg,
@@ -444,12 +453,10 @@ impl Server {
             sigchld,
             clients: HashMap::new(),
             next_token: FIRST_CONN,
-            next_session: 1,
             cpu_session: None,
             orphan: None,
             over_limit: 0,
             initial,
-            served_one: false,
             exit_requested: false,
             read_buf: vec![0; READ_CHUNK],
         };
@@ -568,7 +575,7 @@ impl Server {
         if self.exit_requested {
             return true;
         }
-        self.cfg.lifetime == Lifetime::Once && self.served_one && self.cpu_session.is_none()
+        self.mux.borrow().lifetime_over()
     }
 
     /// The URL a client should use to reach this listener again: the
@@ -588,61 +595,46 @@ impl Server {
         }
     }
 
-    /// Apply what sessions asked of the multiplexer: watch new fds, tell
-    /// the GPU session that the CPU process ended.
+    /// Carry out what the multiplexer asks: watch GPU fds, tell the GPU
+    /// session that its process ended.
     fn sync_mux(&mut self) {
-        let fds = std::mem::take(&mut self.mux.borrow_mut().new_fds);
-        for fd in fds {
-            if let Err(e) =
-                self.poll
-                    .registry()
-                    .register(&mut SourceFd(&fd), GPU_NOTIFIER, Interest::READABLE)
-            {
-                tracing::warn!(target: "mux", "registering GPU notifier: {e}");
-            }
-        }
-        // The GPU stop timer (a timerfd): its expiry is handled like a
-        // notifier wake-up (bounded waits for wave stops).
-        let timer = {
-            let gpu = self.mux.borrow().gpu.clone();
-            gpu.and_then(|g| g.borrow_mut().take_new_timer_fd())
-        };
-        if let Some(fd) = timer {
-            if let Err(e) =
-                self.poll
-                    .registry()
-                    .register(&mut SourceFd(&fd), GPU_NOTIFIER, Interest::READABLE)
-            {
-                tracing::warn!(target: "mux", "registering the GPU stop timer: {e}");
-            }
-        }
-        let exit = self.mux.borrow_mut().cpu_exit.take();
-        if let Some(ev) = exit {
-            let gpu_session = self.mux.borrow().gpu_session;
-            if let Some(tok) = gpu_session.and_then(|id| self.session_tokens.get(&id).copied()) {
-                let close = match self.clients.get_mut(&tok) {
-                    Some(Client {
-                        kind: ClientKind::Session(s),
-                        ..
-                    }) => {
-                        s.on_peer_exit(&ev);
-                        s.wants_close()
+        let actions = self.mux.borrow_mut().take_actions();
+        for action in actions {
+            match action {
+                MuxAction::WatchGpuFd(fd) => {
+                    if let Err(e) = self.poll.registry().register(
+                        &mut SourceFd(&fd),
+                        GPU_NOTIFIER,
+                        Interest::READABLE,
+                    ) {
+                        tracing::warn!(target: "mux", fd, "watching a GPU fd: {e}");
                     }
-                    _ => false,
-                };
-                self.flush(tok);
-                if close {
-                    self.close(tok);
+                }
+                MuxAction::EndGpuSession { session, stop } => {
+                    let Some(tok) = self.session_tokens.get(&session).copied() else {
+                        continue;
+                    };
+                    let close = match self.clients.get_mut(&tok) {
+                        Some(Client {
+                            kind: ClientKind::Session(s),
+                            ..
+                        }) => {
+                            s.on_peer_exit(&stop);
+                            s.wants_close()
+                        }
+                        _ => false,
+                    };
+                    self.flush(tok);
+                    if close {
+                        self.close(tok);
+                    }
                 }
             }
         }
     }
 
     fn on_gpu_notifier(&mut self) {
-        let Some(gpu) = self.mux.borrow().gpu.clone() else {
-            return;
-        };
-        let news = gpu.borrow_mut().process_events();
+        let news = self.mux.borrow_mut().pump_gpu();
         if let Some(s) = self.orphan.as_mut() {
             s.gpu_on_news(&news);
         }
@@ -708,72 +700,64 @@ impl Server {
         }
         let token = Token(self.next_token);
         self.next_token += 1;
-        let pending_offer = self.mux.borrow().ledger.pending().is_some();
-        let kind = if self.cpu_session.is_none()
-            && !(self.served_one && self.cfg.lifetime == Lifetime::Once)
-        {
-            self.mux.borrow_mut().connect_url = Some(self.offer_url(&conn));
-            let s = match self.orphan.take() {
-                Some(mut s) => {
-                    s.on_reconnect();
-                    tracing::info!(target: "mux", session = s.id(), %peer, "accepted CPU session: it takes over the kept session");
-                    s
-                }
-                None => {
-                    let id = self.next_session;
-                    self.next_session += 1;
-                    let mut s = Session::new(id, self.cfg.launch.clone())
-                        .with_mux(self.mux.clone(), Role::Cpu)
-                        .with_output_limit(self.cfg.max_pending_output);
-                    if let Some((t, stop)) = self.initial.take() {
-                        s.adopt(t, stop);
+        let wants_proof = self.mux.borrow().wants_claim_proof();
+        let proof = match self.cpu_session.and_then(|t| self.clients.get(&t)) {
+            Some(cpu) if wants_proof => Some(peer::claim_proof(&cpu.conn, &conn)),
+            _ => None,
+        };
+        let arrival = Arrival {
+            offer_url: self.offer_url(&conn),
+            proof,
+        };
+        let decision = self.mux.borrow_mut().accept(&arrival);
+        let kind = match decision {
+            Accept::Cpu { session, takeover } => {
+                let s = match self.orphan.take() {
+                    Some(mut s) if takeover => {
+                        s.on_reconnect();
+                        tracing::info!(target: "mux", session = s.id(), %peer, "accepted CPU session: it takes over the kept session");
+                        s
                     }
-                    tracing::info!(target: "mux", session = id, %peer, "accepted CPU session");
-                    Box::new(s)
-                }
-            };
-            self.cpu_session = Some(token);
-            self.session_tokens.insert(s.id(), token);
-            self.served_one = true;
-            ClientKind::Session(s)
-        } else if pending_offer && self.cpu_session.is_some() {
-            let id = self.next_session;
-            self.next_session += 1;
-            let claimed = self.mux.borrow_mut().claim(id);
-            let gpu = self.mux.borrow().gpu.clone();
-            let cpu_pid = gpu.as_ref().and_then(|g| g.borrow().cpu_pid());
-            match (claimed, gpu, cpu_pid) {
-                (Ok(offer), Some(gpu), Some(pid)) => {
-                    let mut t = GpuTarget::new(gpu, pid);
-                    let stop = t.initial_stop();
-                    let mut s = Session::new(id, LaunchDefaults::default())
-                        .with_mux(self.mux.clone(), Role::Gpu)
-                        .with_output_limit(self.cfg.max_pending_output);
-                    s.adopt(Box::new(t), stop);
-                    self.session_tokens.insert(id, token);
-                    tracing::info!(target: "mux", session = id, offer, %peer, "accepted GPU session");
-                    ClientKind::Session(Box::new(s))
-                }
-                (r, _, _) => {
-                    let reason = match r {
-                        Err(e) => format!("gdbmux: connection refused: {e}"),
-                        Ok(_) => "gdbmux: connection refused: the GPU process is gone".to_string(),
-                    };
-                    tracing::warn!(target: "mux", %peer, "refused GPU claim: {reason}");
-                    refused(reason)
+                    _ => {
+                        let mut s = Session::new(session, self.cfg.launch.clone())
+                            .with_mux(self.mux.clone(), Role::Cpu)
+                            .with_output_limit(self.cfg.max_pending_output);
+                        if let Some((t, stop)) = self.initial.take() {
+                            s.adopt(t, stop);
+                        }
+                        tracing::info!(target: "mux", session, %peer, "accepted CPU session");
+                        Box::new(s)
+                    }
+                };
+                self.cpu_session = Some(token);
+                self.session_tokens.insert(s.id(), token);
+                ClientKind::Session(s)
+            }
+            Accept::Gpu {
+                session,
+                offer,
+                cpu_pid,
+            } => {
+                let gpu = self.mux.borrow().gpu();
+                match gpu {
+                    Some(gpu) => {
+                        let mut t = GpuTarget::new(gpu, cpu_pid);
+                        let stop = t.initial_stop();
+                        let mut s = Session::new(session, LaunchDefaults::default())
+                            .with_mux(self.mux.clone(), Role::Gpu)
+                            .with_output_limit(self.cfg.max_pending_output);
+                        s.adopt(Box::new(t), stop);
+                        self.session_tokens.insert(session, token);
+                        tracing::info!(target: "mux", session, offer, %peer, "accepted GPU session");
+                        ClientKind::Session(Box::new(s))
+                    }
+                    None => refused("gdbmux: connection refused: no GPU library".into()),
                 }
             }
-        } else {
-            let why = match self.mux.borrow().ledger.refusal() {
-                Some(e @ crate::mux::ClaimError::AlreadyClaimed(_)) => e.to_string(),
-                _ => "no GPU connection offer is pending".to_string(),
-            };
-            let reason = format!(
-                "gdbmux: connection refused: a debugger session is already active on this server and {why}; \
-                 the live sessions are untouched"
-            );
-            tracing::warn!(target: "mux", %peer, "refused extra connection: {reason}");
-            refused(reason)
+            Accept::Refuse(reason) => {
+                tracing::warn!(target: "mux", %peer, "refused connection: {reason}");
+                refused(reason)
+            }
         };
         let fd = conn.read_fd();
         self.poll
@@ -961,26 +945,26 @@ impl Server {
                 // `--multi`: the next connection takes this session over.
                 tracing::info!(target: "mux", session = s.id(), "CPU client gone; session kept for the next connection");
                 self.session_tokens.remove(&s.id());
+                self.mux.borrow_mut().on(MuxEvent::SessionClosed {
+                    session: s.id(),
+                    kept: true,
+                });
                 s.on_client_vanished();
                 self.orphan = Some(s);
                 return;
             }
             tracing::info!(target: "mux", session = s.id(), "session closed");
-            s.on_disconnect();
+            let released = s.on_disconnect();
             self.session_tokens.remove(&s.id());
-            self.mux.borrow_mut().session_closed(s.id());
-            if s.role() == Role::Cpu {
-                // The CPU process was killed or detached with its session:
-                // a GPU session learns it at once.
-                let gone = StopEvent::Terminated {
-                    pid: 0,
-                    signal: libc::SIGKILL,
-                };
-                let gpu = self.mux.borrow().gpu.clone();
-                if let Some(g) = gpu {
-                    g.borrow_mut().on_cpu_exit();
-                }
-                self.mux.borrow_mut().cpu_exit = Some(gone);
+            let mut m = self.mux.borrow_mut();
+            m.on(MuxEvent::SessionClosed {
+                session: s.id(),
+                kept: false,
+            });
+            // The CPU process was killed or detached with its session: a
+            // GPU session learns it at once (next sync).
+            for (pid, how) in released {
+                m.on(MuxEvent::CpuProcessReleased { pid, how });
             }
         }
         if self.cpu_session == Some(token) {

@@ -50,17 +50,14 @@ impl Session {
             return;
         }
         let Some(mux) = self.mux.clone() else { return };
-        let Some(gpu) = mux.borrow().gpu.clone() else {
+        let Some(gpu) = mux.borrow().gpu() else {
             return;
         };
         let r = gpu.borrow_mut().attach(pid);
         match r {
-            Ok(fd) => {
-                if let Some(fd) = fd {
-                    mux.borrow_mut().new_fds.push(fd);
-                }
-                tracing::info!(target: "mux", pid, "GPU library attached to the CPU process");
-            }
+            Ok(notifier) => mux
+                .borrow_mut()
+                .on(crate::mux::MuxEvent::GpuAttached { pid, notifier }),
             Err(e) => tracing::warn!(target: "dbgapi", pid, "GPU attach failed: {e}"),
         }
         self.gpu_apply_host_requests();
@@ -68,7 +65,7 @@ impl Session {
 
     /// Carry out queued host-breakpoint requests of the library.
     pub(super) fn gpu_apply_host_requests(&mut self) {
-        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu.clone()) else {
+        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
             return;
         };
         let reqs = gpu.borrow_mut().take_host_requests();
@@ -143,7 +140,7 @@ impl Session {
         else {
             return false;
         };
-        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu.clone()) else {
+        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
             return false;
         };
         let Some(t) = self.procs.get_mut(pid) else {
@@ -156,7 +153,7 @@ impl Session {
         let client_too = t.is_client_breakpoint(pc);
         let action = gpu.borrow_mut().report_host_hit(id, *tid);
         self.gpu_apply_host_requests();
-        let news = gpu.borrow_mut().process_events();
+        let news = self.pump_gpu();
         self.gpu_on_news(&news);
         if client_too {
             // The client has its own breakpoint here: it sees the stop
@@ -275,18 +272,6 @@ impl Session {
                  gdb: `monitor gpu` shows the GPU.\n",
             ));
         }
-        if news.runtime_unloaded {
-            if let Some(m) = &self.mux {
-                let mut m = m.borrow_mut();
-                m.runtime_unloaded();
-                // The GPU process of this runtime lifetime is gone: a
-                // connected GPU session reports its end (W00) and closes;
-                // only a new runtime load may make a new offer.
-                if m.gpu_session.is_some() && m.cpu_exit.is_none() {
-                    m.cpu_exit = Some(StopEvent::Exited { pid: 0, code: 0 });
-                }
-            }
-        }
         if let Some(Internal::Held { pid, tid, addr, id }) = self.internal.clone() {
             if news.resumed.contains(&id) {
                 self.internal = None;
@@ -308,7 +293,7 @@ impl Session {
         let Some(mux) = self.mux.clone() else { return };
         let (gpu, report) = {
             let m = mux.borrow();
-            (m.gpu.clone(), m.gpu_session.is_none() && m.report_gpu_stops)
+            (m.gpu(), m.report_gpu_stops_to_cpu())
         };
         let Some(gpu) = gpu else { return };
         if !report {
@@ -413,6 +398,22 @@ impl Session {
                 self.send(&r);
             }
             self.control = SessionControl::Close;
+        }
+    }
+
+    /// Take in the GPU library's events through the multiplexer (which
+    /// applies the runtime's transitions first).
+    pub(super) fn pump_gpu(&mut self) -> crate::gpu::GpuNews {
+        self.mux
+            .as_ref()
+            .map(|m| m.borrow_mut().pump_gpu())
+            .unwrap_or_default()
+    }
+
+    /// Tell the multiplexer something (no-op without one).
+    pub(super) fn mux_event(&self, ev: crate::mux::MuxEvent<'_>) {
+        if let Some(m) = &self.mux {
+            m.borrow_mut().on(ev);
         }
     }
 

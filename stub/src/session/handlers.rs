@@ -349,7 +349,10 @@ impl Session {
         }
         // Only the CPU session offers accelerator plugins; lldb checks the
         // feature on every connection (research/lldb-accelerator.md §1.1).
-        let gpu = self.mux.as_ref().is_some_and(|m| m.borrow().gpu.is_some());
+        let gpu = self
+            .mux
+            .as_ref()
+            .is_some_and(|m| m.borrow().gpu().is_some());
         if self.role == super::Role::Cpu && gpu {
             r.push_str(";accelerator-plugins+");
         }
@@ -801,16 +804,7 @@ impl Session {
             StopEvent::Exited { .. } | StopEvent::Terminated { .. }
         );
         if ended && self.role == super::Role::Cpu {
-            if let Some(m) = &self.mux {
-                let gpu = m.borrow().gpu.clone();
-                let attached_pid = gpu.as_ref().and_then(|g| g.borrow().cpu_pid());
-                if attached_pid == Some(stop.pid()) {
-                    if let Some(g) = gpu {
-                        g.borrow_mut().on_cpu_exit();
-                    }
-                    m.borrow_mut().cpu_exit = Some(stop.clone());
-                }
-            }
+            self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(&stop));
         }
         self.record_stop(stop);
         if self.running {
@@ -913,6 +907,12 @@ impl Session {
                 self.release_process(pid);
                 self.send(&reply::ok());
                 tracing::info!(target: "ptrace", session = self.id, pid, "detached");
+                if self.role == super::Role::Cpu {
+                    self.mux_event(crate::mux::MuxEvent::CpuProcessReleased {
+                        pid,
+                        how: crate::mux::Release::Detached,
+                    });
+                }
                 if self.procs.is_empty() {
                     self.journal.clear();
                     if !self.features.extended {
@@ -942,6 +942,12 @@ impl Session {
         if let Some(mut t) = self.release_process(pid) {
             if let Err(e) = t.kill() {
                 tracing::warn!(target: "ptrace", pid, "kill: {e}");
+            }
+            if self.role == super::Role::Cpu {
+                self.mux_event(crate::mux::MuxEvent::CpuProcessReleased {
+                    pid,
+                    how: crate::mux::Release::Killed,
+                });
             }
         }
         let stop = StopEvent::Terminated {

@@ -475,16 +475,29 @@ impl Session {
 
     /// The client went away: kill what we launched, detach what we attached
     /// (gdbserver's policy); never leave a process stopped.
-    pub fn on_disconnect(&mut self) {
+    pub fn on_disconnect(&mut self) -> Vec<(Pid, crate::mux::Release)> {
         self.client_bps.clear();
+        let mut released = Vec::new();
         for (pid, mut t) in std::mem::take(&mut self.procs) {
-            let r = if t.attached() { t.detach() } else { t.kill() };
+            let how = if t.attached() {
+                crate::mux::Release::Detached
+            } else {
+                crate::mux::Release::Killed
+            };
+            let r = match how {
+                crate::mux::Release::Detached => t.detach(),
+                crate::mux::Release::Killed => t.kill(),
+            };
             if let Err(e) = r {
                 tracing::warn!(target: "ptrace", session = self.id, pid, "cleanup after disconnect: {e}");
             } else {
                 tracing::info!(target: "ptrace", session = self.id, pid, attached = t.attached(), "released process after disconnect");
             }
+            if self.role == Role::Cpu {
+                released.push((pid, how));
+            }
         }
+        released
     }
 }
 

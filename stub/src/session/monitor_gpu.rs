@@ -31,7 +31,7 @@ fn hexdump(addr: u64, data: &[u8]) -> String {
 
 impl Session {
     fn gpu_handle(&self) -> Option<GpuShared> {
-        self.mux.as_ref().and_then(|m| m.borrow().gpu.clone())
+        self.mux.as_ref().and_then(|m| m.borrow().gpu())
     }
 
     fn wave_arg(gpu: &GpuShared, arg: Option<&String>) -> Result<(WaveId, u64), String> {
@@ -51,7 +51,7 @@ impl Session {
         };
         // Answer from the GPU's current state: take in events the loop has
         // not seen yet (a monitor command is not a replay packet).
-        let news = gpu.borrow_mut().process_events();
+        let news = self.pump_gpu();
         self.gpu_on_news(&news);
         let sub = args.first().map(String::as_str).unwrap_or("info");
         let r: Result<String, String> = match sub {
@@ -208,9 +208,7 @@ impl Session {
             "stops" => match args.get(1).map(String::as_str) {
                 Some("report") | Some("log") => {
                     let on = args.get(1).map(String::as_str) == Some("report");
-                    if let Some(m) = &self.mux {
-                        m.borrow_mut().report_gpu_stops = on;
-                    }
+                    self.mux_event(crate::mux::MuxEvent::ReportGpuStops(on));
                     Ok(format!(
                         "GPU stops are {}\n",
                         if on { "reported" } else { "logged only" }
