@@ -1,11 +1,20 @@
 //! The `Target` contract: what a debuggable thing (a Linux process, a GPU)
 //! offers to a session.
 //!
-//! Shape follows lldb's `NativeProcessProtocol` → `NativeThreadProtocol` →
-//! `NativeRegisterContext`: the process owns memory, breakpoints, resume and
-//! the thread list; each thread has a register context described by a
-//! runtime [`RegisterInfo`] table. `g`, `p`, `qRegisterInfo` and target.xml
-//! are all generated from that table by the session, never hand-written.
+//! One trait per process: it owns memory, breakpoints, resume and the
+//! thread list. Threads are plain ids ([`Tid`]); registers are addressed
+//! per thread through the process (`read_register(tid, regnum)`), and one
+//! runtime [`RegisterInfo`] table per process describes them: `g`, `p`,
+//! `qRegisterInfo` and target.xml are all generated from that table by the
+//! session, never hand-written. There are no separate thread or
+//! register-context objects.
+//!
+//! Optional features are typed capabilities, the gdbstub way: a
+//! `support_*` accessor returns `Some(ops)` when the target has the
+//! feature ([`AuxvOps`], [`LibrariesSvr4Ops`], [`SiginfoOps`],
+//! [`MemoryRegionOps`], [`RangeStepping`]). The session derives
+//! `qSupported` and `vCont?` from them ([`Capabilities`]), so a client is
+//! never offered what the target cannot do.
 //!
 //! Targets never block: [`Target::resume`] returns at once, and the stop
 //! arrives later when the loop sees [`Target::event_fd`] readable and calls
@@ -200,6 +209,81 @@ impl TargetError {
 /// Result alias for target operations.
 pub type TargetResult<T> = Result<T, TargetError>;
 
+/// `qXfer:auxv:read` (see [`Target::support_auxv`]).
+pub trait AuxvOps {
+    /// The raw auxiliary vector.
+    fn auxv(&mut self) -> TargetResult<Vec<u8>>;
+}
+
+/// `qXfer:libraries-svr4:read` (see [`Target::support_libraries_svr4`]).
+pub trait LibrariesSvr4Ops {
+    /// The gdb `<library-list-svr4>` document.
+    fn libraries_svr4_xml(&mut self) -> TargetResult<String>;
+}
+
+/// `qXfer:siginfo:read` (see [`Target::support_siginfo`]).
+pub trait SiginfoOps {
+    /// Raw `siginfo_t` of the thread's last stop.
+    fn siginfo(&mut self, tid: Tid) -> TargetResult<Vec<u8>>;
+}
+
+/// `qMemoryRegionInfo` (see [`Target::support_memory_regions`]).
+pub trait MemoryRegionOps {
+    /// The region holding `addr`, or the unmapped gap around it.
+    fn memory_region(&mut self, addr: u64) -> TargetResult<MemoryRegion>;
+}
+
+/// Proof that a target range-steps (see [`Target::support_range_step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangeStepping;
+
+/// What a target can do beyond the required methods, read from its
+/// `support_*` accessors. `qSupported` and `vCont?` are derived from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `qXfer:auxv:read`.
+    pub auxv: bool,
+    /// `qXfer:libraries-svr4:read`.
+    pub libraries_svr4: bool,
+    /// `qXfer:siginfo:read`.
+    pub siginfo: bool,
+    /// `qMemoryRegionInfo`.
+    pub memory_regions: bool,
+    /// `vCont;r`.
+    pub range_step: bool,
+}
+
+impl Capabilities {
+    /// Read a target's accessors.
+    pub fn of(t: &mut dyn Target) -> Self {
+        Capabilities {
+            auxv: t.support_auxv().is_some(),
+            libraries_svr4: t.support_libraries_svr4().is_some(),
+            siginfo: t.support_siginfo().is_some(),
+            memory_regions: t.support_memory_regions().is_some(),
+            range_step: t.support_range_step().is_some(),
+        }
+    }
+
+    /// Nothing optional.
+    pub const NONE: Capabilities = Capabilities {
+        auxv: false,
+        libraries_svr4: false,
+        siginfo: false,
+        memory_regions: false,
+        range_step: false,
+    };
+
+    /// The `vCont?` reply.
+    pub fn vcont_reply(&self) -> &'static [u8] {
+        if self.range_step {
+            b"vCont;c;C;s;S;t;r"
+        } else {
+            b"vCont;c;C;s;S;t"
+        }
+    }
+}
+
 /// A debuggable process. All methods are called from the loop thread and
 /// must not block (apart from short ptrace/waitpid calls on stopped
 /// threads).
@@ -271,25 +355,31 @@ pub trait Target {
     /// Detach: remove every breakpoint, leave no thread stopped.
     fn detach(&mut self) -> TargetResult<()>;
 
-    /// `qXfer:auxv:read` contents.
-    fn auxv(&mut self) -> TargetResult<Vec<u8>> {
-        Err(TargetError::Unsupported("auxv"))
+    /// `qXfer:auxv:read`, when the target has an auxiliary vector.
+    fn support_auxv(&mut self) -> Option<&mut dyn AuxvOps> {
+        None
     }
-    /// `qXfer:libraries-svr4:read` document.
-    fn libraries_svr4_xml(&mut self) -> TargetResult<String> {
-        Err(TargetError::Unsupported("libraries-svr4"))
+    /// `qXfer:libraries-svr4:read`, when the target has a dynamic linker.
+    fn support_libraries_svr4(&mut self) -> Option<&mut dyn LibrariesSvr4Ops> {
+        None
     }
     /// Executable path (`qXfer:exec-file:read`).
     fn exec_file(&self) -> Option<String> {
         None
     }
-    /// Raw `siginfo_t` of the thread's last stop (`qXfer:siginfo:read`).
-    fn siginfo(&mut self, _tid: Tid) -> TargetResult<Vec<u8>> {
-        Err(TargetError::Unsupported("siginfo"))
+    /// `qXfer:siginfo:read`, when stops carry a `siginfo_t`.
+    fn support_siginfo(&mut self) -> Option<&mut dyn SiginfoOps> {
+        None
     }
-    /// `qMemoryRegionInfo` for an address.
-    fn memory_region(&mut self, _addr: u64) -> TargetResult<MemoryRegion> {
-        Err(TargetError::Unsupported("memory regions"))
+    /// `qMemoryRegionInfo`, when the target knows its memory map.
+    fn support_memory_regions(&mut self) -> Option<&mut dyn MemoryRegionOps> {
+        None
+    }
+    /// Whether [`Target::resume`] carries out [`ResumeAction::RangeStep`]
+    /// (gdb's `vCont;r`). Without it, `r` is not advertised in `vCont?`
+    /// and a range step is refused, never silently narrowed.
+    fn support_range_step(&mut self) -> Option<RangeStepping> {
+        None
     }
     /// `qProcessInfo` data.
     fn process_info(&self) -> Option<ProcessInfo> {

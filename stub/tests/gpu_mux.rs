@@ -359,6 +359,27 @@ fn duplicates_are_refused_and_sessions_continue() {
     let (_, cpu_stop) = query_stop(&mut flow.cpu);
     let (_, gpu_stop) = query_stop(&mut gpu);
 
+    // Capabilities are the target's: the GPU session advertises no range
+    // stepping, auxv, svr4 or siginfo; the CPU session does.
+    let caps = |c: &mut RspClient| {
+        let q = c.request(LLDB_QSUPPORTED.as_bytes()).expect("qSupported");
+        let v = c.request(b"vCont?").expect("vCont?");
+        (
+            String::from_utf8_lossy(&q).into_owned(),
+            String::from_utf8_lossy(&v).into_owned(),
+        )
+    };
+    let (q, v) = caps(&mut gpu);
+    assert_eq!(v, "vCont;c;C;s;S;t", "GPU vCont?");
+    for absent in ["qXfer:auxv", "qXfer:libraries-svr4", "qXfer:siginfo"] {
+        assert!(!q.contains(absent), "GPU qSupported offers {absent}: {q}");
+    }
+    let (q, v) = caps(&mut flow.cpu);
+    assert_eq!(v, "vCont;c;C;s;S;t;r", "CPU vCont?");
+    for present in ["qXfer:auxv", "qXfer:libraries-svr4", "qXfer:siginfo"] {
+        assert!(q.contains(present), "CPU qSupported lacks {present}: {q}");
+    }
+
     // A second claim of the same offer, lldb-style and gdb-style.
     for first in [LLDB_QSUPPORTED, "QStartNoAckMode", "?"] {
         let why = refused(port, first);

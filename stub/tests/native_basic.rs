@@ -6,9 +6,14 @@ mod native_support;
 use native_support::*;
 use stub::stop::StopEvent;
 use stub::stop::StopKind;
+use stub::target::AuxvOps;
 use stub::target::BreakpointKind;
+use stub::target::Capabilities;
+use stub::target::LibrariesSvr4Ops;
+use stub::target::MemoryRegionOps;
 use stub::target::ResumeAction;
 use stub::target::ResumePlan;
+use stub::target::SiginfoOps;
 use stub::target::Target;
 
 fn stopped(ev: &StopEvent) -> (u64, i32, StopKind) {
@@ -73,6 +78,10 @@ fn launch_registers_memory_and_exit() {
     let g2 = p.read_g_registers(tid).unwrap();
     p.write_g_registers(tid, &g2).unwrap();
     assert_eq!(p.read_g_registers(tid).unwrap(), g2);
+
+    // The typed capabilities the session advertises before a process
+    // exists (extended mode) are exactly the native target's.
+    assert_eq!(Capabilities::of(&mut p), stub::native::CAPABILITIES);
 
     // Memory.
     let buf = sym("single", "g_buf");

@@ -357,9 +357,10 @@ impl Target for GpuTarget {
             }
             let r = match action {
                 Some(ResumeAction::Continue(_)) => g.resume_wave(*w, false),
-                Some(ResumeAction::Step(_)) | Some(ResumeAction::RangeStep { .. }) => {
-                    g.resume_wave(*w, true)
-                }
+                Some(ResumeAction::Step(_)) => g.resume_wave(*w, true),
+                // Not advertised (no `support_range_step`); the session
+                // refuses `vCont;r` before it gets here.
+                Some(ResumeAction::RangeStep { .. }) => Ok(()),
                 Some(ResumeAction::Stop) | None => Ok(()),
             };
             if let Err(e) = r {

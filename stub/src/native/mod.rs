@@ -24,6 +24,7 @@ mod x86_64;
 pub use errors::NativeError;
 pub use launch::LaunchOptions;
 pub use process::LinuxProcess;
+pub use process::CAPABILITIES;
 pub use procfs::pid_by_name;
 pub use sigchld::block_sigchld;
 pub use sigchld::SigchldFd;

@@ -990,39 +990,28 @@ impl Target for LinuxProcess {
         Ok(())
     }
 
-    fn auxv(&mut self) -> TargetResult<Vec<u8>> {
-        std::fs::read(format!("/proc/{}/auxv", self.pid)).map_err(|e| TargetError::Errno {
-            what: "read auxv".into(),
-            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
-        })
+    fn support_auxv(&mut self) -> Option<&mut dyn crate::target::AuxvOps> {
+        Some(self)
     }
 
-    fn libraries_svr4_xml(&mut self) -> TargetResult<String> {
-        let auxv = self.auxv()?;
-        let mut read = |a: u64, n: usize| self.read_memory(a, n).ok().filter(|v| v.len() == n);
-        Ok(svr4::library_list(&mut read, &auxv))
+    fn support_libraries_svr4(&mut self) -> Option<&mut dyn crate::target::LibrariesSvr4Ops> {
+        Some(self)
     }
 
     fn exec_file(&self) -> Option<String> {
         self.exe.clone()
     }
 
-    fn siginfo(&mut self, tid: Tid) -> TargetResult<Vec<u8>> {
-        let i = self.stopped_idx(tid)?;
-        let t = &self.threads[i];
-        ptrace::get_siginfo(t.tid)
-            .map(|b| b.to_vec())
-            .map_err(|e| terr("siginfo", t.tid, e))
+    fn support_siginfo(&mut self) -> Option<&mut dyn crate::target::SiginfoOps> {
+        Some(self)
     }
 
-    fn memory_region(&mut self, addr: u64) -> TargetResult<MemoryRegion> {
-        let text = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).map_err(|e| {
-            TargetError::Errno {
-                what: "read maps".into(),
-                errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
-            }
-        })?;
-        Ok(procfs::region_for(&procfs::parse_maps(&text), addr))
+    fn support_memory_regions(&mut self) -> Option<&mut dyn crate::target::MemoryRegionOps> {
+        Some(self)
+    }
+
+    fn support_range_step(&mut self) -> Option<crate::target::RangeStepping> {
+        Some(crate::target::RangeStepping)
     }
 
     fn process_info(&self) -> Option<ProcessInfo> {
@@ -1117,5 +1106,54 @@ impl Drop for LinuxProcess {
         if let Err(e) = r {
             tracing::warn!(target: "native", "cleanup of {} on drop: {e}", self.pid);
         }
+    }
+}
+
+/// What [`LinuxProcess`]'s `support_*` accessors return, for a session that
+/// has no process yet (extended mode advertises it before `vRun`).
+pub const CAPABILITIES: crate::target::Capabilities = crate::target::Capabilities {
+    auxv: true,
+    libraries_svr4: true,
+    siginfo: true,
+    memory_regions: true,
+    range_step: true,
+};
+
+impl crate::target::AuxvOps for LinuxProcess {
+    fn auxv(&mut self) -> TargetResult<Vec<u8>> {
+        std::fs::read(format!("/proc/{}/auxv", self.pid)).map_err(|e| TargetError::Errno {
+            what: "read auxv".into(),
+            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+        })
+    }
+}
+
+impl crate::target::LibrariesSvr4Ops for LinuxProcess {
+    fn libraries_svr4_xml(&mut self) -> TargetResult<String> {
+        let auxv = crate::target::AuxvOps::auxv(self)?;
+        let mut read = |a: u64, n: usize| self.read_memory(a, n).ok().filter(|v| v.len() == n);
+        Ok(svr4::library_list(&mut read, &auxv))
+    }
+}
+
+impl crate::target::SiginfoOps for LinuxProcess {
+    fn siginfo(&mut self, tid: Tid) -> TargetResult<Vec<u8>> {
+        let i = self.stopped_idx(tid)?;
+        let t = &self.threads[i];
+        ptrace::get_siginfo(t.tid)
+            .map(|b| b.to_vec())
+            .map_err(|e| terr("siginfo", t.tid, e))
+    }
+}
+
+impl crate::target::MemoryRegionOps for LinuxProcess {
+    fn memory_region(&mut self, addr: u64) -> TargetResult<MemoryRegion> {
+        let text = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).map_err(|e| {
+            TargetError::Errno {
+                what: "read maps".into(),
+                errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+            }
+        })?;
+        Ok(procfs::region_for(&procfs::parse_maps(&text), addr))
     }
 }

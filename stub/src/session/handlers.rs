@@ -182,7 +182,10 @@ impl Session {
             Command::RemoveBreakpoint { kind, addr, len } => self.handle_z(false, kind, addr, len),
             Command::Continue { signal, addr } => self.handle_c_s(false, signal, addr),
             Command::Step { signal, addr } => self.handle_c_s(true, signal, addr),
-            Command::VContQuery => self.send(b"vCont;c;C;s;S;t;r"),
+            Command::VContQuery => {
+                let caps = self.capabilities();
+                self.send(caps.vcont_reply());
+            }
             Command::VCont(actions) => self.handle_vcont(&actions),
             Command::XferRead(x) => self.handle_xfer(&x),
             Command::Detach(pid) => self.handle_detach(pid),
@@ -303,6 +306,18 @@ impl Session {
         }
     }
 
+    /// The capabilities `qSupported` and `vCont?` advertise: the current
+    /// target's; before a CPU session has a process (extended mode), those
+    /// of the native Linux target its `vRun`/`vAttach` will create.
+    pub(super) fn capabilities(&mut self) -> crate::target::Capabilities {
+        let cpu = self.role == super::Role::Cpu;
+        match self.current_target() {
+            Ok(t) => crate::target::Capabilities::of(t.as_mut()),
+            Err(_) if cpu => crate::native::CAPABILITIES,
+            Err(_) => crate::target::Capabilities::NONE,
+        }
+    }
+
     fn handle_qsupported(&mut self, features: &[String]) {
         let has = |f: &str| features.iter().any(|x| x == f);
         // lldb's list (research/client-traces.md §4) has no vContSupported+
@@ -324,13 +339,25 @@ impl Session {
         for t in self.procs.values_mut() {
             t.set_report_forks(forks);
         }
+        let caps = self.capabilities();
         let mut r = format!(
-            "PacketSize={MAX_PACKET:x};QStartNoAckMode+;qXfer:features:read+;qXfer:auxv:read+;\
-             qXfer:libraries-svr4:read+;qXfer:exec-file:read+;qXfer:threads:read+;qXfer:siginfo:read+;\
+            "PacketSize={MAX_PACKET:x};QStartNoAckMode+;qXfer:features:read+;\
+             qXfer:exec-file:read+;qXfer:threads:read+;\
              QPassSignals+;QProgramSignals+;QDisableRandomization+;QEnvironmentHexEncoded+;\
              QEnvironmentReset+;QEnvironmentUnset+;QSetWorkingDir+;QStartupWithShell+;\
              vContSupported+;QThreadSuffixSupported+;QListThreadsInStopReply+;qEcho+"
         );
+        // What the target can do (typed capabilities, `target.rs`).
+        for (flag, name) in [
+            (caps.auxv, "qXfer:auxv:read+"),
+            (caps.libraries_svr4, "qXfer:libraries-svr4:read+"),
+            (caps.siginfo, "qXfer:siginfo:read+"),
+        ] {
+            if flag {
+                r.push(';');
+                r.push_str(name);
+            }
+        }
         for (flag, name) in [
             (self.features.multiprocess, "multiprocess+"),
             (self.features.swbreak, "swbreak+"),
@@ -615,6 +642,14 @@ impl Session {
     fn handle_vcont(&mut self, actions: &[VContAction]) {
         if self.procs.is_empty() {
             self.reply_no_process_resume();
+            return;
+        }
+        let ranges = actions
+            .iter()
+            .any(|a| matches!(a.kind, VContKind::Range(..)));
+        if ranges && !self.capabilities().range_step {
+            // Not in our `vCont?` reply: refused, never narrowed to a step.
+            self.send_target_error(&TargetError::Unsupported("range stepping (vCont;r)"));
             return;
         }
         let mut plans: BTreeMap<Pid, ResumePlan> = BTreeMap::new();

@@ -114,7 +114,12 @@ impl Session {
     }
 
     pub(super) fn handle_memory_region(&mut self, addr: u64) {
-        match self.current_target().and_then(|t| t.memory_region(addr)) {
+        let r = self.current_target().and_then(|t| {
+            t.support_memory_regions()
+                .ok_or(crate::target::TargetError::Unsupported("memory regions"))?
+                .memory_region(addr)
+        });
+        match r {
             Ok(m) => {
                 let mut r = format!("start:{:x};size:{:x};", m.start, m.size);
                 if m.read || m.write || m.exec {

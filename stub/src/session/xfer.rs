@@ -138,9 +138,17 @@ impl Session {
                 target_xml(t.arch(), t.registers()).into_bytes()
             }
             ("features", _) => return Err(TargetError::Invalid(format!("no annex {}", x.annex))),
-            ("auxv", _) => self.current_target()?.auxv()?,
+            ("auxv", _) => self
+                .current_target()?
+                .support_auxv()
+                .ok_or(TargetError::Unsupported("auxv"))?
+                .auxv()?,
             ("libraries-svr4", _) => {
-                let doc = self.current_target()?.libraries_svr4_xml()?;
+                let doc = self
+                    .current_target()?
+                    .support_libraries_svr4()
+                    .ok_or(TargetError::Unsupported("libraries-svr4"))?
+                    .libraries_svr4_xml()?;
                 if self.features.dialect == super::Dialect::Lldb {
                     lldb_svr4(&doc)?.into_bytes()
                 } else {
@@ -172,7 +180,10 @@ impl Session {
                         }))
                     })
                     .ok_or(TargetError::Invalid("no thread".into()))?;
-                self.target_mut(pid)?.siginfo(tid)?
+                self.target_mut(pid)?
+                    .support_siginfo()
+                    .ok_or(TargetError::Unsupported("siginfo"))?
+                    .siginfo(tid)?
             }
             _ => return Ok(None),
         }))

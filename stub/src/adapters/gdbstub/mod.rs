@@ -591,6 +591,15 @@ where
         Ok(())
     }
 
+    fn support_range_step(&mut self) -> Option<crate::target::RangeStepping> {
+        let BaseOps::SingleThread(ops) = self.target.base_ops() else {
+            return None;
+        };
+        ops.support_resume()?
+            .support_range_step()
+            .map(|_| crate::target::RangeStepping)
+    }
+
     fn resume(&mut self, plan: &ResumePlan) -> TargetResult<()> {
         self.check_stopped()?;
         let action = plan
