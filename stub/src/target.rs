@@ -190,18 +190,17 @@ pub enum TargetError {
 }
 
 impl TargetError {
-    /// The errno to put in an `Exx` reply.
-    pub fn errno_code(&self) -> u8 {
-        use nix::errno::Errno;
+    /// The named code of its `Exx` reply (the one mapping; numbers in
+    /// [`crate::error::ErrorCode::wire`]).
+    pub fn code(&self) -> crate::error::ErrorCode {
+        use crate::error::ErrorCode;
         match self {
-            TargetError::Errno { errno, .. } => (*errno as i32).clamp(1, 255) as u8,
-            TargetError::Gone(_) => Errno::ESRCH as u8,
-            TargetError::NoSuchThread(_) => Errno::ESRCH as u8,
-            TargetError::NoSuchRegister(_) => Errno::EINVAL as u8,
-            TargetError::Invalid(_) => Errno::EINVAL as u8,
-            TargetError::NoHwSlot => Errno::ENOSPC as u8,
-            TargetError::Running => Errno::EBUSY as u8,
-            TargetError::Unsupported(_) => Errno::ENOSYS as u8,
+            TargetError::Errno { errno, .. } => ErrorCode::Errno(*errno),
+            TargetError::Gone(_) | TargetError::NoSuchThread(_) => ErrorCode::NoSuchProcess,
+            TargetError::NoSuchRegister(_) | TargetError::Invalid(_) => ErrorCode::Invalid,
+            TargetError::NoHwSlot => ErrorCode::NoSpace,
+            TargetError::Running => ErrorCode::Busy,
+            TargetError::Unsupported(_) => ErrorCode::NotImplemented,
         }
     }
 }
@@ -354,6 +353,13 @@ pub trait Target {
     fn kill(&mut self) -> TargetResult<()>;
     /// Detach: remove every breakpoint, leave no thread stopped.
     fn detach(&mut self) -> TargetResult<()>;
+    /// The fatal tier ([`crate::error`]): the stub itself is failing.
+    /// Remove every breakpoint and detach, leaving the process **stopped**
+    /// (never killed), so another debugger can take it over. The default
+    /// detaches (a target without a stopped state of its own).
+    fn abandon(&mut self) -> TargetResult<()> {
+        self.detach()
+    }
 
     /// `qXfer:auxv:read`, when the target has an auxiliary vector.
     fn support_auxv(&mut self) -> Option<&mut dyn AuxvOps> {

@@ -256,18 +256,76 @@ pub struct GpuController {
     stop_timed_out: bool,
 }
 
-/// Errors shown to users (as `E` replies with a reason, or monitor text).
-pub type GpuResult<T> = Result<T, String>;
+/// What can go wrong on the GPU side, typed. Shown to users as the reason
+/// of an `E` reply ([`crate::target::TargetError`] through `From`) or as
+/// monitor text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GpuFault {
+    /// The library could not be loaded, attached or described.
+    #[error("GPU library: {0}")]
+    Library(String),
+    /// No CPU process is attached to the library.
+    #[error("the GPU library is not attached to a process")]
+    NotAttached,
+    /// The backend refused or failed.
+    #[error("{0}")]
+    Backend(#[from] GpuError),
+    /// The register does not exist in the table.
+    #[error("no such GPU register {0}")]
+    NoSuchRegister(usize),
+    /// The register exists but is not allocated in this wave.
+    #[error("register {regnum} is not allocated in wave {wave}")]
+    NotAllocated {
+        /// Register number.
+        regnum: usize,
+        /// Wave handle.
+        wave: u64,
+    },
+    /// The agent's architecture is not known yet.
+    #[error("GPU architecture unknown")]
+    ArchitectureUnknown,
+    /// Code at a breakpoint address could not be read.
+    #[error("cannot read GPU code at {0:#x}")]
+    CodeUnreadable(u64),
+    /// The breakpoint instruction could not be written.
+    #[error("cannot write a breakpoint at {0:#x}")]
+    BreakpointWrite(u64),
+}
 
-fn gerr(e: GpuError) -> String {
-    e.to_string()
+impl From<GpuFault> for crate::target::TargetError {
+    fn from(e: GpuFault) -> Self {
+        use crate::target::TargetError;
+        match e {
+            GpuFault::Backend(GpuError::MemoryAccess { addr }) => TargetError::Errno {
+                what: format!("GPU memory access at {addr:#x}"),
+                errno: nix::errno::Errno::EFAULT,
+            },
+            GpuFault::CodeUnreadable(addr) | GpuFault::BreakpointWrite(addr) => {
+                TargetError::Errno {
+                    what: format!("GPU code at {addr:#x}"),
+                    errno: nix::errno::Errno::EFAULT,
+                }
+            }
+            GpuFault::Backend(GpuError::WaveNotStopped(_)) => TargetError::Running,
+            GpuFault::Backend(GpuError::NotSupported(what)) => TargetError::Unsupported(what),
+            GpuFault::NoSuchRegister(n) => TargetError::NoSuchRegister(n as u32),
+            other => TargetError::Invalid(other.to_string()),
+        }
+    }
+}
+
+/// Result of a GPU operation.
+pub type GpuResult<T> = Result<T, GpuFault>;
+
+fn gerr(e: GpuError) -> GpuFault {
+    GpuFault::Backend(e)
 }
 
 impl GpuController {
     /// Load the amd-dbgapi library (`path`, or `$GDBMUX_DBGAPI`, or the
     /// default soname) and initialize it.
     pub fn load(path: Option<&Path>) -> GpuResult<Self> {
-        let api = DbgApi::load(path).map_err(|e| e.to_string())?;
+        let api = DbgApi::load(path).map_err(|e| GpuFault::Library(e.to_string()))?;
         tracing::info!(target: "dbgapi", path = api.path(), version = ?api.version(), "GPU library initialized");
         Ok(GpuController {
             api,
@@ -358,8 +416,8 @@ impl GpuController {
     /// Attach to the CPU process; returns the notifier fd to watch.
     pub fn attach(&mut self, pid: u32) -> GpuResult<Option<RawFd>> {
         let bridge = HostBridge::new(pid, self.requests.clone());
-        let backend =
-            DbgApiBackend::attach(&self.api, Box::new(bridge)).map_err(|e| e.to_string())?;
+        let backend = DbgApiBackend::attach(&self.api, Box::new(bridge))
+            .map_err(|e| GpuFault::Library(e.to_string()))?;
         let fd = backend.notifier_fd();
         self.backend = Some(Box::new(backend));
         self.cpu_pid = Some(pid);
@@ -420,9 +478,7 @@ impl GpuController {
     }
 
     fn backend(&mut self) -> GpuResult<&mut Box<dyn GpuBackend>> {
-        self.backend
-            .as_mut()
-            .ok_or_else(|| "the GPU library is not attached to a process".to_string())
+        self.backend.as_mut().ok_or(GpuFault::NotAttached)
     }
 
     /// A host thread hit the library's breakpoint.
@@ -747,7 +803,10 @@ impl GpuController {
         self.wave_regs
             .get(&wave)
             .and_then(|m| m.get(regnum).copied().flatten())
-            .ok_or_else(|| format!("register {regnum} is not allocated in wave {}", wave.0))
+            .ok_or(GpuFault::NotAllocated {
+                regnum,
+                wave: wave.0,
+            })
     }
 
     /// Read a register of a wave by register number (the library's index).
@@ -757,7 +816,7 @@ impl GpuController {
             .iter()
             .find(|r| r.regnum as usize == index)
             .map(|r| (r.bitsize / 8) as usize)
-            .ok_or("no such register")?;
+            .ok_or(GpuFault::NoSuchRegister(index))?;
         let mut buf = vec![0u8; size];
         let wi = self.wave_index(wave, index)?;
         self.backend()?
@@ -823,21 +882,21 @@ impl GpuController {
         let trap = self
             .architecture()
             .map(|a| a.breakpoint_instruction)
-            .ok_or("GPU architecture unknown")?;
+            .ok_or(GpuFault::ArchitectureUnknown)?;
         let mut orig = vec![0u8; trap.len()];
         let n = self
             .backend()?
             .read_memory(AddressSpace::Global, None, addr, &mut orig)
             .map_err(gerr)?;
         if n != trap.len() {
-            return Err(format!("cannot read GPU code at {addr:#x}"));
+            return Err(GpuFault::CodeUnreadable(addr));
         }
         let w = self
             .backend()?
             .write_memory(AddressSpace::Global, None, addr, &trap)
             .map_err(gerr)?;
         if w != trap.len() {
-            return Err(format!("cannot write a breakpoint at {addr:#x}"));
+            return Err(GpuFault::BreakpointWrite(addr));
         }
         self.gpu_bps.insert(addr, orig);
         tracing::info!(target: "dbgapi", addr = format_args!("{addr:#x}"), "GPU breakpoint inserted");

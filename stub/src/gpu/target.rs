@@ -49,8 +49,8 @@ pub struct GpuTarget {
     awaiting_stop: bool,
 }
 
-fn terr(e: String) -> TargetError {
-    TargetError::Invalid(e)
+fn terr(e: super::controller::GpuFault) -> TargetError {
+    e.into()
 }
 
 /// Whether a queued wave stop is worth reporting: not a stop we requested

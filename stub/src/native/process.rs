@@ -990,6 +990,28 @@ impl Target for LinuxProcess {
         Ok(())
     }
 
+    fn abandon(&mut self) -> TargetResult<()> {
+        if self.state == State::Gone {
+            return Ok(());
+        }
+        if self.state != State::Stopped {
+            let _ = self.stop_all_blocking();
+        }
+        self.bps.remove_all(&mut self.mem);
+        self.hw.clear();
+        for t in std::mem::take(&mut self.threads) {
+            let _ = ptrace::poke_user(t.tid, x86_64::DEBUGREG_OFFSET + 7 * 8, 0);
+            // Detaching with SIGSTOP puts the untraced process in a group
+            // stop: it waits, stopped, for the next debugger.
+            if let Err(e) = ptrace::detach(t.tid, libc::SIGSTOP) {
+                tracing::debug!(target: "native", "abandon {}: {e}", t.tid);
+            }
+        }
+        self.state = State::Gone;
+        tracing::warn!(target: "native", pid = self.pid, "left stopped and detached (the stub is failing)");
+        Ok(())
+    }
+
     fn support_auxv(&mut self) -> Option<&mut dyn crate::target::AuxvOps> {
         Some(self)
     }

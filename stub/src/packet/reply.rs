@@ -15,10 +15,10 @@ pub fn empty() -> Vec<u8> {
 
 /// `Exx`, or `Exx;message` when the client enabled error strings
 /// (`QEnableErrorStrings`; lldb docs: "E<hex>;<hex-encoded message>").
-pub fn error(code: u8, message: &str, strings: bool) -> Vec<u8> {
+pub fn error(code: crate::error::ErrorCode, message: &str, strings: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + message.len() * 2);
     out.push(b'E');
-    push_hex_u8(&mut out, code);
+    push_hex_u8(&mut out, code.wire());
     if strings && !message.is_empty() {
         out.push(b';');
         hex::encode(message.as_bytes(), &mut out);
@@ -70,8 +70,22 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(error(9, "bad", false), b"E09");
-        assert_eq!(error(9, "ab", true), b"E09;6162");
+        assert_eq!(
+            error(
+                crate::error::ErrorCode::Errno(nix::errno::Errno::EBADF),
+                "bad",
+                false
+            ),
+            b"E09"
+        );
+        assert_eq!(
+            error(
+                crate::error::ErrorCode::Errno(nix::errno::Errno::EBADF),
+                "ab",
+                true
+            ),
+            b"E09;6162"
+        );
     }
 
     #[test]

@@ -300,8 +300,8 @@ pub enum ServerError {
     #[error("{0}")]
     Native(#[from] native::NativeError),
     /// The GPU library could not be loaded.
-    #[error("GPU library: {0}")]
-    Gpu(String),
+    #[error("{0}")]
+    Gpu(crate::gpu::controller::GpuFault),
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ServerError {
@@ -487,8 +487,32 @@ impl Server {
         self.initial.as_ref().map(|(t, _)| t.pid())
     }
 
-    /// Run until the lifetime ends.
+    /// Run until the lifetime ends. On a fatal error every process is
+    /// detached and left stopped (the fatal tier, [`crate::error`]).
     pub fn run(mut self) -> Result<(), ServerError> {
+        let r = self.serve();
+        if let Err(e) = &r {
+            tracing::error!(target: "mux", "fatal: {e}; leaving every process stopped and detached");
+            self.abandon_all();
+        }
+        r
+    }
+
+    fn abandon_all(&mut self) {
+        if let Some(s) = self.orphan.as_mut() {
+            s.abandon();
+        }
+        for c in self.clients.values_mut() {
+            if let ClientKind::Session(s) = &mut c.kind {
+                s.abandon();
+            }
+        }
+        if let Some((mut t, _)) = self.initial.take() {
+            let _ = t.abandon();
+        }
+    }
+
+    fn serve(&mut self) -> Result<(), ServerError> {
         let mut events = Events::with_capacity(128);
         let mut busy = BusyPoll::for_this_machine(self.cfg.busy_poll);
         loop {
@@ -686,7 +710,10 @@ impl Server {
             tracing::warn!(target: "mux", %peer, turned_away = self.over_limit, "{reason}");
         }
         let mut out = Vec::new();
-        Encoder::new().packet(&reply::error(0x01, &reason, true), &mut out);
+        Encoder::new().packet(
+            &reply::error(crate::error::ErrorCode::ConnectionRefused, &reason, true),
+            &mut out,
+        );
         let _ = conn.write(&out);
     }
 
@@ -821,7 +848,11 @@ impl Server {
                                     out.extend_from_slice(&r);
                                 }
                                 if let WireEvent::Packet(_) = ev {
-                                    let p = reply::error(0x01, reason, true);
+                                    let p = reply::error(
+                                        crate::error::ErrorCode::ConnectionRefused,
+                                        reason,
+                                        true,
+                                    );
                                     Encoder::new().packet(&p, out);
                                     control = SessionControl::Close;
                                 }

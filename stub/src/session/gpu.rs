@@ -435,7 +435,11 @@ impl Session {
         match r {
             Ok(j) => self.send(&j),
             Err(e) => {
-                let p = reply::error(0xff, &e, self.features.error_strings);
+                let p = reply::error(
+                    crate::error::ErrorCode::Accelerator,
+                    &e,
+                    self.features.error_strings,
+                );
                 self.send(&p);
             }
         }

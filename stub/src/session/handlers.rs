@@ -37,7 +37,7 @@ impl Session {
             // All-stop: while a resume is pending the client may only
             // interrupt. Anything else is a protocol error we answer
             // without disturbing the pending stop.
-            self.send_error(libc::EBUSY as u8, "target is running");
+            self.send_error(crate::error::ErrorCode::Busy, "target is running");
             return;
         }
         match cmd {
@@ -62,7 +62,7 @@ impl Session {
                 if ok {
                     self.send(&reply::ok());
                 } else {
-                    self.send_error(libc::ESRCH as u8, "no such thread");
+                    self.send_error(crate::error::ErrorCode::NoSuchProcess, "no such thread");
                 }
             }
             Command::CurrentThread => self.handle_qc(),
@@ -238,9 +238,10 @@ impl Session {
             Command::Rcmd(cmd) => self.handle_monitor(&cmd),
             Command::Offsets => self.send(&reply::empty()),
             Command::NonStop(false) => self.send(&reply::ok()),
-            Command::NonStop(true) => {
-                self.send_error(libc::ENOTSUP as u8, "non-stop mode is not supported")
-            }
+            Command::NonStop(true) => self.send_error(
+                crate::error::ErrorCode::NotSupported,
+                "non-stop mode is not supported",
+            ),
             Command::HostInfo => self.handle_host_info(),
             Command::ProcessInfo => self.handle_process_info(),
             Command::ThreadSuffixSupported => {
@@ -256,7 +257,10 @@ impl Session {
                 let opts = self.features.stop_options();
                 match self.journal.thread_reply(tid, &opts) {
                     Some(r) => self.send(&r),
-                    None => self.send_error(libc::ESRCH as u8, "no stop recorded for this thread"),
+                    None => self.send_error(
+                        crate::error::ErrorCode::NoSuchProcess,
+                        "no stop recorded for this thread",
+                    ),
                 }
             }
             Command::MemoryRegionInfo(addr) => self.handle_memory_region(addr),
@@ -398,7 +402,7 @@ impl Session {
 
     fn handle_qc(&mut self) {
         let Some(pid) = self.current else {
-            self.send_error(libc::ESRCH as u8, "no process");
+            self.send_error(crate::error::ErrorCode::NoSuchProcess, "no process");
             return;
         };
         let tid = match self.journal.event() {
@@ -419,7 +423,7 @@ impl Session {
                 thread_id(&mut out, pid, tid, self.features.multiprocess);
                 self.send(&out);
             }
-            None => self.send_error(libc::ESRCH as u8, "no thread"),
+            None => self.send_error(crate::error::ErrorCode::NoSuchProcess, "no thread"),
         }
     }
 
@@ -427,7 +431,7 @@ impl Session {
         if self.procs.is_empty() {
             // gdb sends Hgp0.0 / Hg0 before any process exists in
             // extended mode; gdbserver answers E01 there.
-            self.send_error(libc::ESRCH as u8, "no process");
+            self.send_error(crate::error::ErrorCode::NoSuchProcess, "no process");
             return;
         }
         let sel = if id.tid == IdSel::All {
@@ -436,7 +440,7 @@ impl Session {
             match self.resolve_thread(Some(id)) {
                 Some(t) => Some(t),
                 None => {
-                    self.send_error(libc::ESRCH as u8, "no such thread");
+                    self.send_error(crate::error::ErrorCode::NoSuchProcess, "no such thread");
                     return;
                 }
             }
@@ -575,7 +579,7 @@ impl Session {
     fn handle_c_s(&mut self, step: bool, signal: Option<u8>, addr: Option<u64>) {
         let sig = match signal.map(|s| self.signal_from_wire(s)) {
             Some(None) => {
-                self.send_error(libc::EINVAL as u8, "unknown signal number");
+                self.send_error(crate::error::ErrorCode::Invalid, "unknown signal number");
                 return;
             }
             Some(s) => s.filter(|s| *s != 0),
@@ -662,7 +666,7 @@ impl Session {
                 VContKind::Range(start, end) => ResumeAction::RangeStep { start, end },
                 VContKind::ContinueSig(s) | VContKind::StepSig(s) => {
                     let Some(sig) = self.signal_from_wire(s) else {
-                        self.send_error(libc::EINVAL as u8, "unknown signal number");
+                        self.send_error(crate::error::ErrorCode::Invalid, "unknown signal number");
                         return;
                     };
                     let sig = Some(sig).filter(|s| *s != 0);
@@ -701,7 +705,10 @@ impl Session {
                 }
                 Some(id) => {
                     let Some((pid, tid)) = self.resolve_thread(Some(id)) else {
-                        self.send_error(libc::ESRCH as u8, "vCont names an unknown thread");
+                        self.send_error(
+                            crate::error::ErrorCode::NoSuchProcess,
+                            "vCont names an unknown thread",
+                        );
                         return;
                     };
                     let plan = plans.entry(pid).or_insert_with(|| ResumePlan {
@@ -729,7 +736,7 @@ impl Session {
                 || matches!(p.default, Some(a) if a != ResumeAction::Stop)
         });
         if plans.is_empty() {
-            self.send_error(libc::EINVAL as u8, "vCont resumes nothing");
+            self.send_error(crate::error::ErrorCode::Invalid, "vCont resumes nothing");
             return;
         }
         self.start_resume(plans);
@@ -748,7 +755,10 @@ impl Session {
             {
                 self.send(&r)
             }
-            _ => self.send_error(libc::ESRCH as u8, "no process to resume"),
+            _ => self.send_error(
+                crate::error::ErrorCode::NoSuchProcess,
+                "no process to resume",
+            ),
         }
     }
 
@@ -778,7 +788,10 @@ impl Session {
             }
         }
         if resumed == 0 {
-            self.send_error(libc::ESRCH as u8, "nothing was resumed");
+            self.send_error(
+                crate::error::ErrorCode::NoSuchProcess,
+                "nothing was resumed",
+            );
             return;
         }
         self.running = true;
@@ -932,7 +945,7 @@ impl Session {
             None => self.current,
         };
         let Some(pid) = pid.filter(|p| self.procs.contains_key(p)) else {
-            self.send_error(libc::ESRCH as u8, "no such process");
+            self.send_error(crate::error::ErrorCode::NoSuchProcess, "no such process");
             return;
         };
         let r = self.procs.get_mut(&pid).map(|t| t.detach());
@@ -956,7 +969,7 @@ impl Session {
                 }
             }
             Some(Err(e)) => self.send_target_error(&e),
-            None => self.send_error(libc::ESRCH as u8, "no such process"),
+            None => self.send_error(crate::error::ErrorCode::NoSuchProcess, "no such process"),
         }
     }
 
@@ -970,7 +983,7 @@ impl Session {
                 // `k` with nothing to kill.
                 self.send(b"X09");
             } else {
-                self.send_error(libc::ESRCH as u8, "no such process");
+                self.send_error(crate::error::ErrorCode::NoSuchProcess, "no such process");
             }
             return;
         };

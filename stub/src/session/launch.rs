@@ -78,7 +78,7 @@ impl Session {
                 Some(p) => p.clone(),
                 None => {
                     self.send_error(
-                        libc::ENOENT as u8,
+                        crate::error::ErrorCode::NoSuchFile,
                         "vRun without a program and none given on the command line",
                     );
                     return;
@@ -103,14 +103,14 @@ impl Session {
             }
             Err(e) => {
                 tracing::warn!(target: "ptrace", session = self.id, "launch failed: {e}");
-                self.send_error(libc::ENOENT as u8, &e.to_string());
+                self.send_error(crate::error::ErrorCode::NoSuchFile, &e.to_string());
             }
         }
     }
 
     pub(super) fn handle_vattach(&mut self, pid: u64) {
         let Ok(pid) = Pid::try_from(pid) else {
-            self.send_error(libc::EINVAL as u8, "bad pid");
+            self.send_error(crate::error::ErrorCode::Invalid, "bad pid");
             return;
         };
         match LinuxProcess::attach(pid) {
@@ -120,7 +120,7 @@ impl Session {
             }
             Err(e) => {
                 tracing::warn!(target: "ptrace", session = self.id, pid, "attach failed: {e}");
-                self.send_error(libc::EPERM as u8, &e.to_string());
+                self.send_error(crate::error::ErrorCode::NotPermitted, &e.to_string());
             }
         }
     }
@@ -138,7 +138,7 @@ impl Session {
         match self.journal.reply(&opts) {
             Some(r) => self.send(&r),
             None => self.send(&reply::error(
-                libc::EIO as u8,
+                crate::error::ErrorCode::Io,
                 "no initial stop",
                 self.features.error_strings,
             )),

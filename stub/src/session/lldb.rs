@@ -85,7 +85,7 @@ impl Session {
             }
         }
         let Some(i) = info else {
-            self.send_error(0x44, "no process");
+            self.send_error(crate::error::ErrorCode::LldbNoProcessInfo, "no process");
             return;
         };
         let r = format!(
@@ -109,7 +109,7 @@ impl Session {
             .or_else(|| std::env::current_dir().ok());
         match dir {
             Some(d) => self.send(&reply::hex_bytes(d.as_os_str().as_encoded_bytes())),
-            None => self.send_error(libc::ENOENT as u8, "no working directory"),
+            None => self.send_error(crate::error::ErrorCode::NoSuchFile, "no working directory"),
         }
     }
 
@@ -151,7 +151,10 @@ impl Session {
             .and_then(|t| t.registers().iter().find(|r| r.regnum == n).cloned());
         let Some(r) = info else {
             // lldb stops iterating at the first error.
-            self.send_error(0x45, "no such register");
+            self.send_error(
+                crate::error::ErrorCode::LldbNoRegisterInfo,
+                "no such register",
+            );
             return;
         };
         let set = match r.feature.as_str() {
@@ -177,12 +180,12 @@ impl Session {
 
     pub(super) fn handle_jthreads_info(&mut self) {
         let Some(pid) = self.current else {
-            self.send_error(libc::ESRCH as u8, "no process");
+            self.send_error(crate::error::ErrorCode::NoSuchProcess, "no process");
             return;
         };
         let stop = self.journal.event().cloned();
         let Ok(t) = self.target_mut(pid) else {
-            self.send_error(libc::ESRCH as u8, "no process");
+            self.send_error(crate::error::ErrorCode::NoSuchProcess, "no process");
             return;
         };
         let regs: Vec<u32> = super::expedited_registers(t.registers());

@@ -308,7 +308,7 @@ impl Session {
                     tracing::debug!(target: "packets", session = self.id, "bad checksum");
                 }
                 WireEvent::Oversize => {
-                    self.send_error(libc::E2BIG as u8, "packet too large");
+                    self.send_error(crate::error::ErrorCode::TooBig, "packet too large");
                 }
             }
             if self.control != SessionControl::Continue {
@@ -344,14 +344,14 @@ impl Session {
         }
     }
 
-    fn send_error(&mut self, code: u8, msg: &str) {
+    fn send_error(&mut self, code: crate::error::ErrorCode, msg: &str) {
         let p = reply::error(code, msg, self.features.error_strings);
         self.send(&p);
     }
 
     fn send_target_error(&mut self, e: &TargetError) {
         tracing::debug!(target: "packets", session = self.id, "error reply: {e}");
-        let p = reply::error(e.errno_code(), &e.to_string(), self.features.error_strings);
+        let p = reply::error(e.code(), &e.to_string(), self.features.error_strings);
         self.send(&p);
     }
 
@@ -360,7 +360,7 @@ impl Session {
             Ok(cmd) => self.dispatch(cmd),
             Err(e) => {
                 tracing::debug!(target: "packets", session = self.id, "{e}: {}", String::from_utf8_lossy(p));
-                self.send_error(libc::EINVAL as u8, &e.to_string());
+                self.send_error(crate::error::ErrorCode::Invalid, &e.to_string());
             }
         }
     }
@@ -471,6 +471,16 @@ impl Session {
         self.hostio = HostIo::new();
         self.xfer_cache.clear();
         self.unknown_logged.clear();
+    }
+
+    /// The fatal tier: the server is failing. Every process is detached and
+    /// left stopped ([`Target::abandon`]), never killed.
+    pub fn abandon(&mut self) {
+        for (pid, mut t) in std::mem::take(&mut self.procs) {
+            if let Err(e) = t.abandon() {
+                tracing::error!(target: "ptrace", session = self.id, pid, "abandon: {e}");
+            }
+        }
     }
 
     /// The client went away: kill what we launched, detach what we attached

@@ -151,6 +151,7 @@ impl Session {
                             gpu.borrow_mut()
                                 .read_memory(space, w, addr, (len as usize).min(4096))
                                 .map(|d| hexdump(addr, &d))
+                                .map_err(|e| e.to_string())
                         })
                     }
                     _ => {
@@ -167,7 +168,8 @@ impl Session {
                     Some(addr) => gpu
                         .borrow_mut()
                         .insert_gpu_breakpoint(addr)
-                        .map(|()| format!("GPU breakpoint at {addr:#x}\n")),
+                        .map(|()| format!("GPU breakpoint at {addr:#x}\n"))
+.map_err(|e| e.to_string()),
                     None => Err("usage: monitor gpu break ADDR|KERNEL (kernels are listed by `monitor gpu`)".into()),
                 }
             }
@@ -185,13 +187,15 @@ impl Session {
                 Some(addr) => gpu
                     .borrow_mut()
                     .remove_gpu_breakpoint(addr)
-                    .map(|()| format!("deleted GPU breakpoint at {addr:#x}\n")),
+                    .map(|()| format!("deleted GPU breakpoint at {addr:#x}\n"))
+                    .map_err(|e| e.to_string()),
                 None => Err("usage: monitor gpu delete ADDR".into()),
             },
             "step" | "s" => Self::wave_arg(&gpu, args.get(1)).and_then(|(w, tid)| {
                 gpu.borrow_mut()
                     .resume_wave(w, true)
                     .map(|()| format!("wave {tid} stepping\n"))
+                    .map_err(|e| e.to_string())
             }),
             "continue" | "c" => {
                 if args.get(1).is_some() {
@@ -199,6 +203,7 @@ impl Session {
                         gpu.borrow_mut()
                             .resume_wave(w, false)
                             .map(|()| format!("wave {tid} resumed\n"))
+                            .map_err(|e| e.to_string())
                     })
                 } else {
                     gpu.borrow_mut().resume_all();
