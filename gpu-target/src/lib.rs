@@ -69,5 +69,6 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod dbgapi;
+pub mod library;
 pub mod model;
 pub mod sim;

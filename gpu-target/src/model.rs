@@ -381,6 +381,12 @@ pub trait GpuBackend {
     fn code_objects(&mut self) -> Result<Vec<CodeObject>, GpuError>;
     /// Registers of a wave (index = position in this list).
     fn registers(&mut self, wave: WaveId) -> Result<Vec<RegisterDesc>, GpuError>;
+    /// Every register of the agents' architecture, in the library's order
+    /// (the register table a debugger describes to its client; a wave has
+    /// a subset of them, [`Self::registers`]).
+    fn architecture_registers(&mut self) -> Result<Vec<RegisterDesc>, GpuError> {
+        Err(GpuError::NotSupported("architecture register list"))
+    }
     /// Reads register `index` of a stopped wave into `buf` (its full size).
     fn read_register(&mut self, wave: WaveId, index: usize, buf: &mut [u8])
         -> Result<(), GpuError>;

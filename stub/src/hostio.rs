@@ -36,8 +36,6 @@
 //! [protocol-specific]: https://sourceware.org/gdb/current/onlinedocs/gdb.html/Errno-Values.html
 #![forbid(unsafe_code)]
 
-mod md5;
-
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs::File;
@@ -613,12 +611,12 @@ fn fileio_stat(meta: &std::fs::Metadata) -> Vec<u8> {
 /// The MD5 digest of a file's contents, streamed.
 fn md5_file(path: &std::path::Path) -> io::Result<[u8; 16]> {
     let mut file = File::open(path)?;
-    let mut md5 = md5::Md5::new();
+    let mut md5 = md5::Context::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match file.read(&mut buf) {
-            Ok(0) => return Ok(md5.finish()),
-            Ok(n) => md5.update(buf.get(..n).unwrap_or_default()),
+            Ok(0) => return Ok(md5.finalize().0),
+            Ok(n) => md5.consume(buf.get(..n).unwrap_or_default()),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }

@@ -145,6 +145,31 @@ impl DbgApiBackend {
             .ok_or(GpuError::NotSupported("register index out of range"))
     }
 
+    /// Model descriptions of library register facts.
+    fn describe_registers(&self, facts: &[RegisterFacts]) -> Vec<RegisterDesc> {
+        let pc = self.facts.pc_register;
+        facts
+            .iter()
+            .map(|r| RegisterDesc {
+                name: r.name.clone(),
+                size: r.size,
+                type_name: r.type_name.clone(),
+                dwarf: r.dwarf,
+                class: if r.handle == pc
+                    || r.name == "status"
+                    || r.name == "mode"
+                    || r.name == "trapsts"
+                {
+                    RegisterClass::System
+                } else if r.name.starts_with('v') || r.name.starts_with('a') {
+                    RegisterClass::Vector
+                } else {
+                    RegisterClass::Scalar
+                },
+            })
+            .collect()
+    }
+
     fn space(&self, space: AddressSpace) -> Result<u64, GpuError> {
         Ok(self.process.address_space(self.arch, space.dwarf())?)
     }
@@ -312,29 +337,18 @@ impl GpuBackend for DbgApiBackend {
         Ok(out)
     }
 
+    fn architecture_registers(&mut self) -> Result<Vec<RegisterDesc>, GpuError> {
+        let api = self.process.api();
+        let mut facts = Vec::new();
+        for r in api.architecture_registers(self.arch)? {
+            facts.push(api.register_info(r)?);
+        }
+        Ok(self.describe_registers(&facts))
+    }
+
     fn registers(&mut self, wave: WaveId) -> Result<Vec<RegisterDesc>, GpuError> {
-        let pc = self.facts.pc_register;
-        Ok(self
-            .reg_facts(wave)?
-            .iter()
-            .map(|r| RegisterDesc {
-                name: r.name.clone(),
-                size: r.size,
-                type_name: r.type_name.clone(),
-                dwarf: r.dwarf,
-                class: if r.handle == pc
-                    || r.name == "status"
-                    || r.name == "mode"
-                    || r.name == "trapsts"
-                {
-                    RegisterClass::System
-                } else if r.name.starts_with('v') || r.name.starts_with('a') {
-                    RegisterClass::Vector
-                } else {
-                    RegisterClass::Scalar
-                },
-            })
-            .collect())
+        let facts = self.reg_facts(wave)?.clone();
+        Ok(self.describe_registers(&facts))
     }
 
     fn read_register(

@@ -13,8 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::Mutex;
 
-use gpu_target::dbgapi::sys::DbgApi;
-use gpu_target::dbgapi::DbgApiBackend;
+use gpu_target::library::GpuLibrary;
 use gpu_target::model::AddressSpace;
 use gpu_target::model::AgentInfo;
 use gpu_target::model::Architecture;
@@ -228,7 +227,7 @@ impl StopQueue {
 
 /// The controller.
 pub struct GpuController {
-    api: DbgApi,
+    library: GpuLibrary,
     backend: Option<Box<dyn GpuBackend>>,
     requests: host::RequestQueue,
     cpu_pid: Option<u32>,
@@ -325,10 +324,10 @@ impl GpuController {
     /// Load the amd-dbgapi library (`path`, or `$GDBMUX_DBGAPI`, or the
     /// default soname) and initialize it.
     pub fn load(path: Option<&Path>) -> GpuResult<Self> {
-        let api = DbgApi::load(path).map_err(|e| GpuFault::Library(e.to_string()))?;
-        tracing::info!(target: "dbgapi", path = api.path(), version = ?api.version(), "GPU library initialized");
+        let library = GpuLibrary::load(path).map_err(GpuFault::Library)?;
+        tracing::info!(target: "dbgapi", library = %library.describe(), "GPU library initialized");
         Ok(GpuController {
-            api,
+            library,
             backend: None,
             requests: Arc::new(Mutex::new(Vec::new())),
             cpu_pid: None,
@@ -409,17 +408,15 @@ impl GpuController {
 
     /// Library description.
     pub fn library(&self) -> String {
-        let (a, b, c) = self.api.version();
-        format!("{} (amd-dbgapi {a}.{b}.{c})", self.api.path())
+        self.library.describe()
     }
 
     /// Attach to the CPU process; returns the notifier fd to watch.
     pub fn attach(&mut self, pid: u32) -> GpuResult<Option<RawFd>> {
         let bridge = HostBridge::new(pid, self.requests.clone());
-        let backend = DbgApiBackend::attach(&self.api, Box::new(bridge))
-            .map_err(|e| GpuFault::Library(e.to_string()))?;
+        let backend = self.library.attach(Box::new(bridge))?;
         let fd = backend.notifier_fd();
-        self.backend = Some(Box::new(backend));
+        self.backend = Some(backend);
         self.cpu_pid = Some(pid);
         self.notifier = fd;
         // A write end of the same pipe, to wake the loop ourselves (Linux
@@ -667,7 +664,10 @@ impl GpuController {
         };
         let Some(agent) = agents.first() else { return };
         let arch = agent.architecture.clone();
-        match super::regs::table(&self.api, &arch) {
+        let descs = self
+            .backend()
+            .and_then(|b| b.architecture_registers().map_err(gerr));
+        match descs.map(|d| super::regs::table(&d)) {
             Ok(t) => self.regs = t,
             Err(e) => tracing::warn!(target: "dbgapi", "register table: {e}"),
         }

@@ -3,8 +3,9 @@
 //! architecture is only known once the runtime is up: no compile-time
 //! arch).
 
-use gpu_target::dbgapi::sys::DbgApi;
 use gpu_target::model::Architecture;
+use gpu_target::model::RegisterClass;
+use gpu_target::model::RegisterDesc;
 
 use crate::target::ArchInfo;
 use crate::target::RegisterInfo;
@@ -28,26 +29,17 @@ fn xml_type(c_type: &str, size: usize) -> (&'static str, &'static str, &'static 
     }
 }
 
-/// Build the table for `arch` from the library's architecture registers.
-pub fn table(api: &DbgApi, arch: &Architecture) -> Result<Vec<RegisterInfo>, String> {
-    let handle = api
-        .architecture(arch.elf_machine)
-        .map_err(|e| e.to_string())?;
-    let regs = api
-        .architecture_registers(handle)
-        .map_err(|e| e.to_string())?;
+/// Build the table from the backend's architecture registers (their
+/// order is the register numbering).
+pub fn table(regs: &[RegisterDesc]) -> Vec<RegisterInfo> {
     let mut out = Vec::with_capacity(regs.len());
-    for (i, r) in regs.into_iter().enumerate() {
-        let f = api.register_info(r).map_err(|e| e.to_string())?;
+    for (i, f) in regs.iter().enumerate() {
         let (ty, encoding, format) = xml_type(&f.type_name, f.size);
-        let (feature, group) =
-            if f.name == "pc" || f.name == "status" || f.name == "mode" || f.name == "trapsts" {
-                ("org.gdbmux.amdgpu.system", "system")
-            } else if f.name.starts_with('v') || f.name.starts_with('a') {
-                ("org.gdbmux.amdgpu.vector", "vector")
-            } else {
-                ("org.gdbmux.amdgpu.scalar", "general")
-            };
+        let (feature, group) = match f.class {
+            RegisterClass::System => ("org.gdbmux.amdgpu.system", "system"),
+            RegisterClass::Vector => ("org.gdbmux.amdgpu.vector", "vector"),
+            RegisterClass::Scalar => ("org.gdbmux.amdgpu.scalar", "general"),
+        };
         let generic = match f.name.as_str() {
             "pc" => Some("pc"),
             _ => None,
@@ -69,7 +61,7 @@ pub fn table(api: &DbgApi, arch: &Architecture) -> Result<Vec<RegisterInfo>, Str
     // Group features together (target.xml wants one block per feature),
     // keeping the library's numbering.
     out.sort_by(|a, b| a.feature.cmp(&b.feature).then(a.regnum.cmp(&b.regnum)));
-    Ok(out)
+    out
 }
 
 /// Architecture facts for the GPU session.

@@ -1,10 +1,12 @@
 //! Kernel names for GPU addresses, from the code objects' own ELF symbol
-//! tables (file:// URIs are read once and cached).
+//! tables (file:// URIs are read once and cached), read with the `object`
+//! crate.
 
 use std::collections::HashMap;
 
 use gpu_target::model::CodeObject;
-use gpu_target::sim::elf::Elf;
+use object::Object as _;
+use object::ObjectSymbol as _;
 
 /// Cache of parsed code-object symbol tables, keyed by URI.
 #[derive(Default)]
@@ -28,6 +30,18 @@ fn parse_file_uri(uri: &str) -> Option<(String, u64, Option<u64>)> {
     Some((path.to_string(), offset, size))
 }
 
+/// `(value, size, name)` of every sized function symbol (`STT_FUNC`) of an
+/// ELF image; nothing for an image that does not parse.
+fn function_symbols(image: &[u8]) -> Vec<(u64, u64, String)> {
+    let Ok(file) = object::File::parse(image) else {
+        return Vec::new();
+    };
+    file.symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
+        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+        .collect()
+}
+
 impl Symbolizer {
     fn symbols(&mut self, uri: &str) -> &[(u64, u64, String)] {
         self.cache
@@ -47,14 +61,7 @@ impl Symbolizer {
                 let Some(image) = bytes.get(start..end) else {
                     return Vec::new();
                 };
-                let Ok(elf) = Elf::parse(image) else {
-                    return Vec::new();
-                };
-                elf.symbols
-                    .iter()
-                    .filter(|s| s.kind == 2 && s.size > 0)
-                    .map(|s| (s.value, s.size, s.name.clone()))
-                    .collect()
+                function_symbols(image)
             })
             .as_slice()
     }

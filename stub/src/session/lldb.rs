@@ -14,21 +14,6 @@ fn hexs(s: &str) -> String {
     hex::encode_to_string(s.as_bytes())
 }
 
-fn json_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o
-}
-
 impl Session {
     fn triple(&self) -> String {
         self.procs
@@ -189,7 +174,6 @@ impl Session {
             return;
         };
         let regs: Vec<u32> = super::expedited_registers(t.registers());
-        let mut out = String::from("[");
         let threads = match t.try_threads() {
             Ok(v) => v,
             Err(e) => {
@@ -197,13 +181,12 @@ impl Session {
                 return;
             }
         };
-        for (i, tid) in threads.into_iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let _ = write!(out, "{{\"tid\":{tid}");
+        let mut out = Vec::with_capacity(threads.len());
+        for tid in threads {
+            let mut th = serde_json::Map::new();
+            th.insert("tid".into(), tid.into());
             if let Some(name) = t.thread_name(tid) {
-                let _ = write!(out, ",\"name\":\"{}\"", json_escape(&name));
+                th.insert("name".into(), name.into());
             }
             if let Some(StopEvent::Stopped {
                 tid: st,
@@ -226,25 +209,22 @@ impl Session {
                     } else {
                         *signal
                     };
-                    let _ = write!(out, ",\"reason\":\"{reason}\",\"signal\":{sig}");
+                    th.insert("reason".into(), reason.into());
+                    th.insert("signal".into(), sig.into());
                 } else {
-                    out.push_str(",\"signal\":0");
+                    th.insert("signal".into(), 0.into());
                 }
             }
-            out.push_str(",\"registers\":{");
-            let mut first = true;
+            let mut values = serde_json::Map::new();
             for r in &regs {
                 if let Ok(v) = t.read_register(tid, *r) {
-                    if !first {
-                        out.push(',');
-                    }
-                    first = false;
-                    let _ = write!(out, "\"{r}\":\"{}\"", hex::encode_to_string(&v));
+                    values.insert(r.to_string(), hex::encode_to_string(&v).into());
                 }
             }
-            out.push_str("}}");
+            th.insert("registers".into(), values.into());
+            out.push(serde_json::Value::Object(th));
         }
-        out.push(']');
+        let out = serde_json::Value::Array(out).to_string();
         self.send(out.as_bytes());
     }
 }
