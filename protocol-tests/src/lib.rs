@@ -96,3 +96,22 @@ pub const GDB_QSUPPORTED: &str = "qSupported:multiprocess+;swbreak+;hwbreak+;qRe
 
 /// The `qSupported` request lldb 23 sends (research/client-traces.md §4).
 pub const LLDB_QSUPPORTED: &str = "qSupported:xmlRegisters=i386,arm,mips,arc;multiprocess+;fork-events+;vfork-events+;swbreak+;hwbreak+;qXfer:libraries:read+;qXfer:libraries-svr4:read+";
+
+/// Report a skipped test: `SKIPPED NAME: REASON` on stderr and, when
+/// `RSP_SKIP_LOG` names a file, one line `NAME: REASON` appended to it, so
+/// `tools/test-all.sh` counts skips by name instead of as passes.
+pub fn record_skip(test: &str, reason: &str) {
+    eprintln!("SKIPPED {test}: {reason}");
+    if let Some(path) = std::env::var_os("RSP_SKIP_LOG") {
+        use std::io::Write as _;
+        let line = format!("{test}: {}\n", reason.replace('\n', " "));
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = appended {
+            eprintln!("cannot record the skip in {}: {e}", path.to_string_lossy());
+        }
+    }
+}

@@ -12,7 +12,7 @@ use gpu_support::*;
 
 #[test]
 fn lldb_debugs_a_gpu_kernel_by_source_line() {
-    let Some(env) = GpuEnv::get() else { return };
+    let env = GpuEnv::get();
     let server = env.serve(&["vector_add"]);
     let hsaco = env.root.join("samples/kernels/vector_add.hsaco");
     let out = run_python(
@@ -34,7 +34,7 @@ fn lldb_debugs_a_gpu_kernel_by_source_line() {
 
 #[test]
 fn lldb_debugs_a_gpu_kernel() {
-    let Some(env) = GpuEnv::get() else { return };
+    let env = GpuEnv::get();
     let server = env.serve(&["vector_add"]);
     let out = run_python(
         &env.root.join("stub/tests/gpu/lldb_gpu.py"),
@@ -60,7 +60,7 @@ fn lldb_debugs_a_gpu_kernel() {
 
 #[test]
 fn lldb_sees_a_gpu_memory_fault_as_sigsegv() {
-    let Some(env) = GpuEnv::get() else { return };
+    let env = GpuEnv::get();
     let server = env.serve(&["fault"]);
     let out = run_python(
         &env.root.join("stub/tests/gpu/lldb_fault.py"),

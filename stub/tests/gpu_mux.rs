@@ -297,7 +297,7 @@ fn finish(flow: &mut Flow, gpu: Option<&mut RspClient>) {
 /// claimed by the one GPU session).
 #[test]
 fn replay_is_pure_at_every_state() {
-    let Some(env) = GpuEnv::get() else { return };
+    let env = GpuEnv::get();
     let mut flow = drive_to_offer(env, &mut |cpu, label| {
         assert_replay_pure(cpu, None, label);
         // No offer out of thin air: Initialize after the burst offers only
@@ -352,7 +352,7 @@ fn replay_is_pure_at_every_state() {
 /// Initialize offers nothing (one offer per runtime lifetime).
 #[test]
 fn duplicates_are_refused_and_sessions_continue() {
-    let Some(env) = GpuEnv::get() else { return };
+    let env = GpuEnv::get();
     let mut flow = drive_to_offer(env, &mut |_, _| {});
     let port = flow.server.port;
     let mut gpu = connect_gpu(port);
@@ -445,7 +445,7 @@ fn duplicates_are_refused_and_sessions_continue() {
 /// offer) and the offer stays pending; then the real client claims it.
 #[test]
 fn stray_connection_cannot_claim_the_offer() {
-    let Some(env) = GpuEnv::get() else { return };
+    let env = GpuEnv::get();
     let mut flow = drive_to_offer(env, &mut |_, _| {});
     let port = flow.server.port;
     // Another process: connect and close (a port scanner), then connect
@@ -507,7 +507,7 @@ print(data.decode("latin-1"))
 /// connect_info); one connection claims it, the next is refused.
 #[test]
 fn runtime_up_at_first_stop_offers_once() {
-    let Some(env) = GpuEnv::get() else { return };
+    let env = GpuEnv::get();
     let mut sample = Sample::runtime_up(env);
     let server = env.serve_attach(sample.child.id());
     let (mut cpu, accel) = lldb_client(server.port);
@@ -579,7 +579,7 @@ fn runtime_up_at_first_stop_offers_once() {
 /// finishes with both targets in place.
 #[test]
 fn lldb_attach_with_runtime_up_gets_one_gpu_target() {
-    let Some(env) = GpuEnv::get() else { return };
+    let env = GpuEnv::get();
     let mut sample = Sample::runtime_up(env);
     let server = env.serve_attach(sample.child.id());
     // gdbmux stopped the sample when it attached: queue the two lines it
@@ -609,7 +609,7 @@ fn lldb_attach_with_runtime_up_gets_one_gpu_target() {
 /// the waves the program exits normally.
 #[test]
 fn gdb_monitor_gpu_breakpoint() {
-    let Some(env) = GpuEnv::get() else { return };
+    let env = GpuEnv::get();
     let server = env.serve(&["vector_add"]);
     let off = kernel_symbol(
         &env.root.join("samples/kernels/vector_add.hsaco"),
@@ -664,7 +664,7 @@ fn first_insn_len(lib: &Path, off: u64) -> u64 {
 /// stops for good about one run in ten; see lldb_attach.py).
 #[test]
 fn client_step_off_shared_hook_breakpoint_is_one_instruction() {
-    let Some(env) = GpuEnv::get() else { return };
+    let env = GpuEnv::get();
     let mut flow = drive_to_offer(env, &mut |_, _| {});
     let lib = env.bin_dir.join("libsimgpu_rt.so");
     let len = first_insn_len(&lib, nm(&lib, HOOK, true));

@@ -76,6 +76,7 @@ impl GdbSession {
 
     /// Run gdb and capture its output.
     pub fn run(&self) -> CommandOutput {
+        super::versions::require_gdb();
         let mut cmd = Command::new("gdb");
         cmd.args(["-batch", "-nx", "-q"]);
         for c in &self.init {

@@ -60,6 +60,7 @@ impl LldbSession {
 
     /// Run lldb and capture its output.
     pub fn run(&self) -> CommandOutput {
+        super::versions::require_lldb();
         let mut cmd = Command::new("lldb");
         cmd.args(["--batch", "--no-lldbinit"]);
         if let Some(p) = &self.program {

@@ -11,6 +11,7 @@ pub mod gdb;
 pub mod lldb;
 pub mod process;
 pub mod stub;
+pub mod versions;
 
 pub use fixtures::fixture;
 pub use fixtures::Fixture;

@@ -158,8 +158,42 @@ pub struct StubSpec {
     pub attach: Option<String>,
 }
 
-/// Locate the gdbmux binary: `GDBMUX_BIN`, `$CARGO_TARGET_DIR/{debug,release}`,
-/// `<workspace>/target/{debug,release}`; otherwise build it once with cargo
+/// The newest modification time of the sources gdbmux is built from (the
+/// `stub` and `gpu-target` crates and the lock file).
+fn newest_source_mtime() -> Option<std::time::SystemTime> {
+    fn walk(dir: &Path, newest: &mut Option<std::time::SystemTime>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, newest);
+            } else if let Ok(m) = e.metadata().and_then(|m| m.modified()) {
+                if newest.is_none_or(|n| m > n) {
+                    *newest = Some(m);
+                }
+            }
+        }
+    }
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut newest = None;
+    for d in ["stub/src", "gpu-target/src"] {
+        walk(&ws.join(d), &mut newest);
+    }
+    for f in ["Cargo.lock", "stub/Cargo.toml", "gpu-target/Cargo.toml"] {
+        if let Ok(m) = std::fs::metadata(ws.join(f)).and_then(|m| m.modified()) {
+            if newest.is_none_or(|n| m > n) {
+                newest = Some(m);
+            }
+        }
+    }
+    newest
+}
+
+/// Locate the gdbmux binary: `GDBMUX_BIN`, then a `$CARGO_TARGET_DIR` or
+/// `<workspace>/target` `{debug,release}` build that is newer than every
+/// source (a stale one is never used); otherwise build it once with cargo
 /// into `<target>/rsp-gdbmux-build` (a separate dir, so a running `cargo test`
 /// does not hold the lock).
 pub fn locate_gdbmux() -> Result<PathBuf, StubError> {
@@ -180,8 +214,21 @@ pub fn locate_gdbmux() -> Result<PathBuf, StubError> {
                 candidates.push(dir.join("debug/gdbmux"));
                 candidates.push(dir.join("release/gdbmux"));
             }
-            if let Some(p) = candidates.iter().find(|p| p.is_file()) {
-                return Ok(p.clone());
+            // Only a binary newer than every source it is built from: a
+            // stale one would test old code (and silently pass or fail).
+            let newest = newest_source_mtime();
+            for p in candidates.iter().filter(|p| p.is_file()) {
+                let built = std::fs::metadata(p).and_then(|m| m.modified()).ok();
+                match (built, newest) {
+                    (Some(b), Some(n)) if b >= n => {
+                        eprintln!("rsp: using gdbmux {}", p.display());
+                        return Ok(p.clone());
+                    }
+                    _ => eprintln!(
+                        "rsp: {} is older than the sources; building a fresh gdbmux",
+                        p.display()
+                    ),
+                }
             }
             let build_dir = fixtures::target_dir().join("rsp-gdbmux-build");
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -300,7 +347,7 @@ impl StubSpec {
                 if std::env::var_os("RSP_REQUIRE_STUB").is_some() {
                     panic!("{test}: {e}");
                 }
-                eprintln!("SKIPPED {test}: {e}");
+                crate::record_skip(test, &e.to_string());
                 None
             }
         }

@@ -16,7 +16,7 @@ use protocol_tests::drivers::StubSpec;
 pub fn spec(test: &str, ok: fn(Dialect) -> bool, why: &str) -> Option<StubSpec> {
     let spec = StubSpec::from_env_or_skip(test)?;
     if !ok(spec.dialect) {
-        eprintln!("SKIPPED {test}: not applicable to {} ({why})", spec.name);
+        protocol_tests::record_skip(test, &format!("not applicable to {} ({why})", spec.name));
         return None;
     }
     Some(spec)

@@ -52,9 +52,13 @@ pub fn linux_to_gdb(sig: i32) -> u8 {
         return *g;
     }
     match sig {
-        // STKFLT has no GDB number.
+        // STKFLT has no GDB number. The real-time block is not contiguous
+        // in gdb's numbering (gdb/include/gdb/signals.def: REALTIME_32 = 77,
+        // REALTIME_33..63 = 45..75, REALTIME_64 = 78; gdb's
+        // linux_gdb_signal_from_target maps SIGRTMAX to REALTIME_64).
         32 => 77,
         33..=63 => (sig - 33 + 45) as u8,
+        64 => 78,
         _ => GDB_SIGNAL_UNKNOWN,
     }
 }
@@ -69,6 +73,7 @@ pub fn gdb_to_linux(sig: u8) -> Option<i32> {
     }
     match sig {
         77 => Some(32),
+        78 => Some(64),
         45..=75 => Some(i32::from(sig) - 45 + 33),
         _ => None,
     }

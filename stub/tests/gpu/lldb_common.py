@@ -10,6 +10,13 @@ import lldb
 
 TIMEOUT = 30.0
 
+# The Python module must be stock lldb 23.1 (the `lldb` command's version is
+# checked by the Rust side; this is the module these scripts drive).
+_version = lldb.SBDebugger.GetVersionString()
+if not _version.startswith("lldb version 23.1."):
+    print("CHECK FAILED: lldb Python module is not 23.1: " + _version, flush=True)
+    sys.exit(1)
+
 # The debugger whose packet log `check` closes on a failure (see `connect`).
 _packet_log_dbg = None
 

@@ -46,12 +46,12 @@ pub struct GpuEnv {
     pub samples: PathBuf,
 }
 
-static ENV: OnceLock<Option<GpuEnv>> = OnceLock::new();
+static ENV: OnceLock<GpuEnv> = OnceLock::new();
 
 impl GpuEnv {
-    /// Build the samples once. `None` (with a loud message) only when the
-    /// GPU libraries were not built (`cargo build --workspace` first).
-    pub fn get() -> Option<&'static GpuEnv> {
+    /// Build the samples once. A missing GPU library fails the test (no
+    /// silent skip): `cargo build --workspace` first.
+    pub fn get() -> &'static GpuEnv {
         ENV.get_or_init(|| {
             let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
             let gdbmux = PathBuf::from(env!("CARGO_BIN_EXE_gdbmux"));
@@ -83,13 +83,12 @@ impl GpuEnv {
                     .expect("cc");
                 assert!(st.success(), "building sample {name}");
             }
-            Some(GpuEnv {
+            GpuEnv {
                 root,
                 bin_dir,
                 samples,
-            })
+            }
         })
-        .as_ref()
     }
 
     /// Build one more sample of `samples/` (one that `get` does not build)
@@ -240,18 +239,12 @@ impl Server {
 
     /// Wait for the server to exit (fails after `secs`).
     pub fn wait_exit(&mut self, secs: u64) -> std::process::ExitStatus {
-        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
-        loop {
-            if let Some(st) = self.child.try_wait().expect("wait") {
-                return st;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "gdbmux did not exit:\n{}",
-                self.log()
-            );
-            std::thread::park_timeout(Duration::from_millis(20));
-        }
+        // Wait on the process's pidfd (an event), then reap it.
+        let exited =
+            protocol_tests::drivers::process::wait_gone(self.child.id(), Duration::from_secs(secs))
+                .expect("pidfd");
+        assert!(exited, "gdbmux did not exit:\n{}", self.log());
+        self.child.wait().expect("wait")
     }
 }
 
@@ -265,6 +258,7 @@ impl Drop for Server {
 /// Run a Python script (with lldb's module importable) and return its
 /// output; killed after 120 s.
 pub fn run_python(script: &Path, args: &[&str]) -> String {
+    protocol_tests::drivers::versions::require_lldb();
     run_with_timeout(Command::new("python3").arg(script).args(args), 120)
 }
 
@@ -305,6 +299,7 @@ pub fn kernel_symbol(hsaco: &Path, name: &str) -> u64 {
 /// Run stock gdb in batch mode on `exe` with a Python script and
 /// environment; returns its output; killed after 120 s.
 pub fn run_gdb(script: &Path, exe: &Path, envs: &[(&str, String)]) -> String {
+    protocol_tests::drivers::versions::require_gdb();
     let mut cmd = Command::new("gdb");
     cmd.args(["-batch", "-nx", "-x"]).arg(script).arg(exe);
     for (k, v) in envs {
@@ -550,16 +545,12 @@ impl Sample {
 
     /// Wait for its exit status (fails after 20 s).
     pub fn wait(&mut self) -> i32 {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(st) = self.child.try_wait().expect("wait sample") {
-                return st.code().unwrap_or(-1);
-            }
-            assert!(std::time::Instant::now() < deadline, "sample did not exit");
-            // The exit was already reported to the debugger (W00); this
-            // only collects the status from the kernel.
-            std::thread::park_timeout(Duration::from_millis(10));
-        }
+        // Wait on the sample's pidfd (an event), then reap it.
+        let exited =
+            protocol_tests::drivers::process::wait_gone(self.child.id(), Duration::from_secs(20))
+                .expect("pidfd");
+        assert!(exited, "sample did not exit");
+        self.child.wait().expect("wait sample").code().unwrap_or(-1)
     }
 }
 
