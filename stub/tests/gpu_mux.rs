@@ -500,6 +500,78 @@ print(data.decode("latin-1"))
     finish(&mut flow, Some(&mut gpu));
 }
 
+/// The whole `target.xml` of a session (`qXfer:features:read`, in chunks).
+fn target_xml(c: &mut RspClient) -> String {
+    let mut doc = Vec::new();
+    loop {
+        let r = c
+            .request(format!("qXfer:features:read:target.xml:{:x},800", doc.len()).as_bytes())
+            .expect("qXfer target.xml");
+        let (kind, data) = r.split_first().expect("a reply");
+        doc.extend_from_slice(data);
+        match kind {
+            b'l' => return String::from_utf8(doc).expect("UTF-8 target.xml"),
+            b'm' => {}
+            _ => panic!("target.xml: {}", framing::printable(&r)),
+        }
+    }
+}
+
+/// Every `qRegisterInfoN` reply, one a line, up to the first error (lldb's
+/// end of the list).
+fn register_infos(c: &mut RspClient) -> String {
+    let mut out = String::new();
+    for n in 0u32.. {
+        let r = c
+            .request(format!("qRegisterInfo{n:x}").as_bytes())
+            .expect("qRegisterInfo");
+        if r.first() == Some(&b'E') {
+            out.push_str(&format!("end: {}\n", String::from_utf8_lossy(&r)));
+            return out;
+        }
+        out.push_str(&String::from_utf8_lossy(&r));
+        out.push('\n');
+        assert!(n < 4096, "qRegisterInfo never ends");
+    }
+    out
+}
+
+/// Compare with `tests/snapshots/NAME` (or write it with
+/// `UPDATE_SNAPSHOTS=1`).
+fn snapshot(name: &str, got: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("dir")).expect("snapshot dir");
+        std::fs::write(&path, got).expect("write snapshot");
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", path.display()));
+    assert!(
+        want == got,
+        "{name} differs from its snapshot {} (UPDATE_SNAPSHOTS=1 rewrites it after a review):\n--- got\n{got}",
+        path.display()
+    );
+}
+
+/// Snapshot tests of the register descriptions both targets give their
+/// clients: target.xml (gdb) and the qRegisterInfo list (lldb), for the CPU
+/// session (x86-64) and the GPU session (the simulated gfx90a library's
+/// table).
+#[test]
+fn register_descriptions_match_snapshots() {
+    let env = GpuEnv::get();
+    let mut flow = drive_to_offer(env, &mut |_, _| {});
+    let mut gpu = connect_gpu(flow.server.port);
+    snapshot("cpu-target.xml", &target_xml(&mut flow.cpu));
+    snapshot("cpu-qRegisterInfo.txt", &register_infos(&mut flow.cpu));
+    snapshot("gpu-target.xml", &target_xml(&mut gpu));
+    snapshot("gpu-qRegisterInfo.txt", &register_infos(&mut gpu));
+    finish(&mut flow, Some(&mut gpu));
+}
+
 /// The seed's race: the GPU runtime is already up when the CPU client
 /// handles its very first stop (gdbmux attaches to a program that called
 /// `simgpu_init`). The Initialize reply must carry the offer; `?` replays
