@@ -4,14 +4,18 @@
 //! the gdb and the lldb dialects, with a Linux ptrace CPU target and (through
 //! `gpu-target`) AMD GPU targets multiplexed on one listening socket.
 //!
-//! Layers (see `../shared/DESIGN.md` in the project):
+//! Layers (docs/architecture.md draws them, with "where is the one file
+//! for X"):
 //! - [`wire`]: I/O-free framing (acks, checksums, escapes, RLE, interrupts).
 //! - [`packet`]: typed commands, one module per packet family; typed replies.
 //! - [`session`]: one per connection; negotiated features, stop journal.
 //! - [`target`]: the contract a debuggable thing implements.
 //! - [`native`]: the Linux ptrace target (x86-64).
 //! - [`hostio`]: gdb's host I/O (`vFile:`) so clients can read files.
-//! - [`mux`]: several sessions on one listener: offers, ledger, policy.
+//! - [`mux`]: several sessions on one listener: the accept policy, offers,
+//!   ledger, the GPU state machine; the one writer of cross-session facts.
+//! - [`gpu`]: the GPU side adapted to [`target`] (controller, GPU target).
+//! - [`error`]: named error codes and the error tiers.
 //! - [`server`]: the mio loop, transports and the embedding builder.
 //!
 //! Embedding:

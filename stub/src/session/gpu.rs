@@ -282,7 +282,7 @@ impl Session {
         self.gpu_report_stop();
     }
 
-    /// gdb's path to the GPU (DESIGN §3.10): when a wave stops (breakpoint,
+    /// gdb's path to the GPU (docs/architecture.md, "gdb's path to the GPU"): when a wave stops (breakpoint,
     /// fault) while the client waits on the CPU and no GPU session is
     /// connected, stop the CPU process and report that stop with a console
     /// line naming the wave, kernel and address.

@@ -281,14 +281,20 @@ impl Session {
 
     /// Feed bytes read from the connection; handles every complete packet.
     pub fn on_input(&mut self, data: &[u8]) -> SessionControl {
-        self.framer.push(data);
         if self.resume_orphaned {
             // A new client arrived before the stop that ends the vanished
-            // client's resume: its packets wait (in the framer, bounded by
-            // the packet size) until that stop is journaled.
+            // client's resume: its packets wait in the framer until that
+            // stop is journaled. Bounded: a client that sends more than
+            // two maximal packets meanwhile is closed.
+            self.framer.push(data);
             self.input_held = true;
+            if self.framer.buffered_bytes() > 2 * MAX_PACKET {
+                tracing::warn!(target: "session", session = self.id, "input held too long: more than two maximal packets; closing");
+                self.control = SessionControl::Close;
+            }
             return self.control;
         }
+        self.framer.push(data);
         while let Some(ev) = self.framer.next_event() {
             if let Some(r) = self.framer.take_replies() {
                 self.out.extend_from_slice(&r);

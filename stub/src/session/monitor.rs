@@ -11,7 +11,7 @@ const HELP: &str = "gdbmux monitor commands:\n\
   help              this text\n\
   info | ps         the debugged processes and their threads (tid, name, pc)\n\
   exit              stop the gdbmux server after this session\n\
-  gpu               GPU state, agents, code objects, the offer, how to reach the GPU\n\
+  gpu               GPU state, agents, code objects, kernels with addresses, the offer, how to reach the GPU\n\
   gpu waves         waves (id, pc, exec, stop reason, workgroup, wave number)\n\
   gpu regs W [R..]  registers of wave W (all, or the named ones)\n\
   gpu mem [global|local|private] ADDR LEN [W]   memory of an address space\n\

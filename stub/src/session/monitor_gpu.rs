@@ -1,5 +1,5 @@
 //! `monitor gpu …`: the GPU for stock gdb, which cannot hold an AMD GPU
-//! inferior itself (DESIGN §3.10). Waves are named by the same thread ids
+//! inferior itself (docs/architecture.md, "gdb's path to the GPU"). Waves are named by the same thread ids
 //! the GPU session uses.
 
 use std::fmt::Write as _;
@@ -55,11 +55,20 @@ impl Session {
         self.gpu_on_news(&news);
         let sub = args.first().map(String::as_str).unwrap_or("info");
         let r: Result<String, String> = match sub {
-            "info" | "state" => Ok(self
-                .mux
-                .as_ref()
-                .map(|m| m.borrow().describe())
-                .unwrap_or_default()),
+            "info" | "state" => {
+                let mut text = self
+                    .mux
+                    .as_ref()
+                    .map(|m| m.borrow().describe())
+                    .unwrap_or_default();
+                // The kernels of the loaded code objects, with their
+                // addresses (what `monitor gpu break KERNEL` accepts).
+                let cos = gpu.borrow().code_objects().to_vec();
+                for (name, addr) in self.symbolizer.all(&cos) {
+                    text.push_str(&format!("kernel {name} at {addr:#x}\n"));
+                }
+                Ok(text)
+            }
             "waves" => {
                 let mut g = gpu.borrow_mut();
                 let mut s = String::new();
