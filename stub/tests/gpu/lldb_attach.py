@@ -30,6 +30,20 @@ for _ in range(3):
     cmd(dbg, "process plugin packet send ?")
 check(dbg.GetNumTargets() == 2, "still 2 targets after replays")
 
+# Duplicate refusal with stock lldb: a second lldb debugger that connects
+# while both sessions are live is refused, and nothing changes here.
+dbg2 = lldb.SBDebugger.Create()
+dbg2.SetAsync(False)
+t2 = dbg2.CreateTarget("")
+err2 = lldb.SBError()
+t2.ConnectRemote(dbg2.GetListener(), f"connect://127.0.0.1:{PORT}", "gdb-remote", err2)
+print(f"second lldb: {err2}")
+check(not err2.Success(), "a second stock lldb is refused")
+check(dbg.GetNumTargets() == 2, "still 2 targets after the refusal")
+mon = cmd(dbg, "target select 0") + cmd(dbg, "process plugin packet monitor gpu")
+check(mon.count("offer ") == 1 and "GPU state: Connected" in mon, "still exactly one offer, claimed, after the refusal")
+check(cpu.GetState() == lldb.eStateStopped and gpu.GetState() == lldb.eStateStopped, "both sessions untouched")
+
 # The hook breakpoint stays enabled: stepping off it (it shares its address
 # with gdbmux's own internal breakpoint) must be exactly one instruction
 # (gpu_mux.rs::client_step_off_shared_hook_breakpoint_is_one_instruction).
