@@ -510,8 +510,8 @@ pub static RUST: &[Scenario] = &[
     Scenario {
         name: "accelerator-exactly-once",
         requirement: Requirement::ImplementationDefined,
-        description: "jAcceleratorPluginInitialize twice: schema-valid, and no connection offer or action identifier is repeated",
-        fixture: Fixture::Single,
+        description: "on a program whose GPU runtime comes up: jAcceleratorPluginInitialize before and (several times) after; schema-valid, exactly one connection offer once the runtime is up, no action identifier repeated",
+        fixture: Fixture::GpuRuntime,
         args: &[],
         relaxed_for: &[],
         mode: LaunchMode::Launch,
@@ -1401,7 +1401,30 @@ fn accelerator_exactly_once(ctx: &mut Ctx) -> ScenarioResult {
     let c = &mut ctx.client;
     let mut seen_ids = Vec::new();
     let mut offers = 0;
-    for i in 0..2 {
+    // One Initialize with the runtime down (at the first stop), then the
+    // program brings its GPU runtime up and stops (SIGUSR1), then three
+    // more: exactly one of all of them may carry the offer.
+    for i in 0..4 {
+        if i == 1 {
+            // Console output (`O`) may come first: the stop is the reply.
+            c.send_packet(b"c")?;
+            let (stop, _) = c.wait_stop("c")?;
+            match stop {
+                reply::StopReply::Signal(s) if s.signo == 10 || s.signo == 30 => {}
+                reply::StopReply::Exited { code: 2, .. } => {
+                    return Ok(Verdict::Unsupported(
+                        "the fixture was built without a GPU runtime (no libsimgpu_rt.so next to gdbmux)".into(),
+                    ))
+                }
+                other => {
+                    return Err(differ(
+                        "c",
+                        "the SIGUSR1 stop after the GPU runtime came up",
+                        format!("{other:?}").as_bytes(),
+                    ))
+                }
+            }
+        }
         let r = req(c, "jAcceleratorPluginInitialize")?;
         if r.is_empty() {
             return Ok(Verdict::Unsupported("empty reply".into()));
@@ -1413,10 +1436,13 @@ fn accelerator_exactly_once(ctx: &mut Ctx) -> ScenarioResult {
                 &r,
             )
         })?;
+        if i == 0 && a.is_empty() {
+            return Ok(Verdict::Unsupported("no accelerator plugin".into()));
+        }
         for act in a {
             if act.connect_info.is_some() {
                 offers += 1;
-                if i > 0 {
+                if offers > 1 {
                     return Err(differ(
                         "jAcceleratorPluginInitialize (again)",
                         "no repeated connection offer",
@@ -1434,8 +1460,15 @@ fn accelerator_exactly_once(ctx: &mut Ctx) -> ScenarioResult {
             seen_ids.push((act.plugin_name, act.identifier));
         }
     }
+    if offers != 1 {
+        return Err(differ(
+            "jAcceleratorPluginInitialize",
+            "exactly one connection offer once the GPU runtime is up",
+            format!("{offers} offers").as_bytes(),
+        ));
+    }
     Ok(Verdict::Pass(format!(
-        "{} action(s), {offers} offer(s)",
+        "{} action(s), {offers} offer",
         seen_ids.len()
     )))
 }

@@ -25,11 +25,20 @@ pub enum Fixture {
     Bench,
     /// `fork.c`
     Fork,
+    /// `gpu_runtime.c`: brings the simulated GPU runtime up (linked with
+    /// `libsimgpu_rt.so` from gdbmux's directory when it is there).
+    GpuRuntime,
 }
 
 impl Fixture {
     /// All fixtures.
-    pub const ALL: [Fixture; 4] = [Self::Single, Self::Threads, Self::Bench, Self::Fork];
+    pub const ALL: [Fixture; 5] = [
+        Self::Single,
+        Self::Threads,
+        Self::Bench,
+        Self::Fork,
+        Self::GpuRuntime,
+    ];
 
     /// Base name (source is `<name>.c`).
     pub fn name(self) -> &'static str {
@@ -38,6 +47,7 @@ impl Fixture {
             Self::Threads => "threads",
             Self::Bench => "bench",
             Self::Fork => "fork",
+            Self::GpuRuntime => "gpu_runtime",
         }
     }
 
@@ -45,7 +55,7 @@ impl Fixture {
         match self {
             Self::Threads => &["-pthread"],
             Self::Bench => &["-no-pie"],
-            Self::Single | Self::Fork => &[],
+            Self::Single | Self::Fork | Self::GpuRuntime => &[],
         }
     }
 }
@@ -79,6 +89,12 @@ fn build_all() -> Result<BTreeMap<Fixture, PathBuf>, String> {
             .arg("-o")
             .arg(&tmp)
             .arg(&src)
+            // Libraries after the source (the linker drops unneeded ones).
+            .args(if f == Fixture::GpuRuntime {
+                gpu_runtime_flags()
+            } else {
+                Vec::new()
+            })
             .output()
             .map_err(|e| format!("cannot run gcc: {e}"))?;
         if !out.status.success() {
@@ -92,6 +108,24 @@ fn build_all() -> Result<BTreeMap<Fixture, PathBuf>, String> {
         map.insert(f, exe);
     }
     Ok(map)
+}
+
+/// Link flags for [`Fixture::GpuRuntime`]: the simulated runtime next to
+/// the gdbmux binary, or `-DNO_RUNTIME` when there is none (then the
+/// accelerator scenario reports it cannot run, never a pass).
+fn gpu_runtime_flags() -> Vec<String> {
+    let dir = super::stub::locate_gdbmux()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .filter(|d| d.join("libsimgpu_rt.so").is_file());
+    match dir {
+        Some(d) => vec![
+            format!("-L{}", d.display()),
+            "-lsimgpu_rt".into(),
+            format!("-Wl,-rpath,{}", d.display()),
+        ],
+        None => vec!["-DNO_RUNTIME".into()],
+    }
 }
 
 /// Path to a built fixture (builds all of them on first use; panics with
