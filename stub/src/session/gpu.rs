@@ -262,7 +262,7 @@ impl Session {
         if self.role != Role::Cpu {
             return;
         }
-        if news.runtime_loaded && self.running {
+        if news.runtime_loaded && self.is_running() {
             // Stock lldb 23.1 aborts (LLVM ERROR: disassembly not yet
             // supported for subtarget) when it displays a GPU stop
             // without line info; research/lldb-accelerator.md §2.4.8.
@@ -287,7 +287,7 @@ impl Session {
     /// connected, stop the CPU process and report that stop with a console
     /// line naming the wave, kernel and address.
     pub(super) fn gpu_report_stop(&mut self) {
-        if self.role != Role::Cpu || !self.running || self.gpu_report.is_some() {
+        if self.role != Role::Cpu || !self.is_running() || self.gpu_report.is_some() {
             return;
         }
         let Some(mux) = self.mux.clone() else { return };
@@ -377,7 +377,7 @@ impl Session {
         if self.role != Role::Gpu {
             return;
         }
-        let was_running = self.running;
+        let was_running = self.is_running();
         let pids: Vec<Pid> = self.procs.keys().copied().collect();
         let ev = match ev {
             StopEvent::Exited { code, .. } => StopEvent::Exited {
@@ -392,7 +392,7 @@ impl Session {
         };
         self.record_stop(ev);
         if was_running {
-            self.running = false;
+            self.run = super::RunState::Stopped;
             let opts = self.features.stop_options();
             if let Some(r) = self.journal.reply(&opts) {
                 self.send(&r);

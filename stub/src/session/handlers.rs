@@ -33,7 +33,7 @@ use crate::target::Tid;
 
 impl Session {
     pub(super) fn dispatch(&mut self, cmd: Command) {
-        if self.running {
+        if self.is_running() {
             // All-stop: while a resume is pending the client may only
             // interrupt. Anything else is a protocol error we answer
             // without disturbing the pending stop.
@@ -768,7 +768,7 @@ impl Session {
         // A thread sitting on one of the GPU library's own breakpoints must
         // get off it first, out of the client's sight.
         if self.gpu_prepare_resume(&plans) {
-            self.running = true;
+            self.run = super::RunState::Running;
             self.on_target_event();
             return;
         }
@@ -794,7 +794,7 @@ impl Session {
             );
             return;
         }
-        self.running = true;
+        self.run = super::RunState::Running;
         // Events already queued by the target (pending stops of other
         // threads) are picked up at once, and so are GPU stops that
         // happened while the CPU was stopped (gdb's GPU path).
@@ -803,7 +803,7 @@ impl Session {
     }
 
     pub(super) fn handle_interrupt(&mut self) {
-        if !self.running {
+        if !self.is_running() {
             tracing::debug!(target: "packets", session = self.id, "interrupt while stopped: ignored");
             return;
         }
@@ -839,10 +839,10 @@ impl Session {
         {
             self.client_bps.forget_software(*pid);
         }
-        if self.running && self.gpu_intercept(&stop) {
+        if self.is_running() && self.gpu_intercept(&stop) {
             return;
         }
-        let stop = if self.running {
+        let stop = if self.is_running() {
             self.gpu_decorate_stop(stop)
         } else {
             stop
@@ -855,9 +855,16 @@ impl Session {
             self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(&stop));
         }
         self.record_stop(stop);
-        if self.running {
-            self.running = false;
-            if std::mem::take(&mut self.resume_orphaned) {
+        if self.is_running() {
+            let orphaned = match self.run {
+                super::RunState::Orphaned { input_held } => Some(input_held),
+                _ => None,
+            };
+            self.run = super::RunState::Stopped;
+            if let Some(input_held) = orphaned {
+                if input_held {
+                    self.run = super::RunState::StoppedWithHeldInput;
+                }
                 // The client that resumed is gone (`--multi`): the stop
                 // waits in the journal for the next client's `?`.
                 tracing::info!(target: "session", session = self.id, "stop journaled for the next client");

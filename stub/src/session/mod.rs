@@ -144,6 +144,25 @@ pub enum SessionControl {
     ExitServer,
 }
 
+/// What the session's processes are doing, as its client sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunState {
+    /// Stopped: packets are handled as they come.
+    Stopped,
+    /// A resume waits for its stop; the stop reply goes to the client.
+    Running,
+    /// `--multi`: the client that resumed vanished. The stop that ends the
+    /// resume is journaled, not sent; `input_held`: a new client's bytes
+    /// wait in the framer until that stop arrives.
+    Orphaned {
+        /// A new client's bytes wait.
+        input_held: bool,
+    },
+    /// The orphaned resume's stop arrived while a new client's bytes were
+    /// held: they are handled at the end of this wake-up.
+    StoppedWithHeldInput,
+}
+
 /// One client connection and the processes it debugs.
 pub struct Session {
     id: u64,
@@ -159,7 +178,7 @@ pub struct Session {
     c_thread: Option<(Pid, Tid)>,
     thread_cursor: bool,
     journal: Journal,
-    running: bool,
+    run: RunState,
     control: SessionControl,
     launch: LaunchDefaults,
     hostio: HostIo,
@@ -172,11 +191,6 @@ pub struct Session {
     gpu_report: Option<String>,
     symbolizer: crate::gpu::symbols::Symbolizer,
     last_plans: BTreeMap<Pid, crate::target::ResumePlan>,
-    /// The client vanished during a resume: the stop that ends it is
-    /// journaled, not sent (`--multi` keeps the session for the next one).
-    resume_orphaned: bool,
-    /// A new client's bytes wait in the framer until that stop arrives.
-    input_held: bool,
     /// What the client inserted with `Z`, taken out when it vanishes.
     client_bps: breakpoints::ClientBreakpoints,
     /// Bound on `out` (see [`MAX_PENDING_OUTPUT`]).
@@ -200,7 +214,7 @@ impl Session {
             c_thread: None,
             thread_cursor: false,
             journal: Journal::default(),
-            running: false,
+            run: RunState::Stopped,
             control: SessionControl::Continue,
             launch,
             hostio: HostIo::new(),
@@ -213,8 +227,6 @@ impl Session {
             gpu_report: None,
             symbolizer: Default::default(),
             last_plans: BTreeMap::new(),
-            resume_orphaned: false,
-            input_held: false,
             client_bps: Default::default(),
             output_limit: MAX_PENDING_OUTPUT,
         }
@@ -266,7 +278,7 @@ impl Session {
 
     /// Whether a process is running (a resume is waiting for its stop).
     pub fn is_running(&self) -> bool {
-        self.running
+        matches!(self.run, RunState::Running | RunState::Orphaned { .. })
     }
 
     /// Whether the session debugs any process.
@@ -281,13 +293,13 @@ impl Session {
 
     /// Feed bytes read from the connection; handles every complete packet.
     pub fn on_input(&mut self, data: &[u8]) -> SessionControl {
-        if self.resume_orphaned {
+        if let RunState::Orphaned { input_held } = &mut self.run {
             // A new client arrived before the stop that ends the vanished
             // client's resume: its packets wait in the framer until that
             // stop is journaled. Bounded: a client that sends more than
             // two maximal packets meanwhile is closed.
             self.framer.push(data);
-            self.input_held = true;
+            *input_held = true;
             if self.framer.buffered_bytes() > 2 * MAX_PACKET {
                 tracing::warn!(target: "session", session = self.id, "input held too long: more than two maximal packets; closing");
                 self.control = SessionControl::Close;
@@ -403,11 +415,11 @@ impl Session {
         // Only a wake-up that brought no event, from a SIGCHLD that was not
         // a mere ptrace stop, can be a stopped process dying (the check
         // reads /proc).
-        if maybe_death && !got_event && !self.running && self.role == Role::Cpu {
+        if maybe_death && !got_event && !self.is_running() && self.role == Role::Cpu {
             self.reap_killed();
         }
-        if self.input_held && !self.resume_orphaned {
-            self.input_held = false;
+        if self.run == RunState::StoppedWithHeldInput {
+            self.run = RunState::Stopped;
             self.on_input(&[]);
         }
     }
@@ -444,8 +456,8 @@ impl Session {
     /// patched while they are stopped).
     pub fn on_client_vanished(&mut self) {
         self.reset_connection();
-        if self.running {
-            self.resume_orphaned = true;
+        if self.is_running() {
+            self.run = RunState::Orphaned { input_held: false };
             for (pid, t) in self.procs.iter_mut() {
                 if let Err(e) = t.interrupt() {
                     tracing::warn!(target: "ptrace", session = self.id, pid, "stopping after the client vanished: {e}");
@@ -463,7 +475,7 @@ impl Session {
     /// the stop journal stay, so `?` replays the same stop.
     pub fn on_reconnect(&mut self) {
         self.reset_connection();
-        tracing::info!(target: "session", session = self.id, processes = self.procs.len(), running = self.running, "a new client took over the session");
+        tracing::info!(target: "session", session = self.id, processes = self.procs.len(), running = self.is_running(), "a new client took over the session");
     }
 
     fn reset_connection(&mut self) {
