@@ -669,6 +669,14 @@ fn lldb_attach_with_runtime_up_gets_one_gpu_target() {
         "lldb attach session failed:\n{out}\n--- gdbmux log ---\n{}",
         server.log()
     );
+    // The script's second stock lldb was refused by the accept policy.
+    assert!(
+        server
+            .log()
+            .contains("was already claimed by another connection"),
+        "no refusal of the second lldb in the gdbmux log:\n{}",
+        server.log()
+    );
     sample.expect("vector_add: PASS");
     assert_eq!(sample.wait(), 0);
 }
