@@ -391,6 +391,16 @@ pub trait Target {
     fn process_info(&self) -> Option<ProcessInfo> {
         None
     }
+    /// The process's working directory (lldb's `qGetWorkingDir`).
+    fn working_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+    /// Whether a stopped process was killed from outside while stopped
+    /// (every thread gone or a zombie). Asked only after a SIGCHLD that no
+    /// ptrace stop explains.
+    fn killed_while_stopped(&self) -> bool {
+        false
+    }
     /// Signals (Linux numbers) to pass to the inferior without stopping.
     fn set_pass_signals(&mut self, _signals: &[i32]) {}
     /// Core a thread last ran on.

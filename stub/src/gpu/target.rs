@@ -471,6 +471,19 @@ impl Target for GpuTarget {
         Ok(())
     }
 
+    /// The GPU "process" is the CPU process's GPU: the same pid and
+    /// credentials (its own amdgpu triple comes from `arch`), no executable.
+    fn process_info(&self) -> Option<crate::target::ProcessInfo> {
+        crate::native::process_info(self.pid).map(|mut i| {
+            i.exe = None;
+            i
+        })
+    }
+
+    fn working_dir(&self) -> Option<std::path::PathBuf> {
+        crate::native::working_dir(self.pid)
+    }
+
     fn attached(&self) -> bool {
         true
     }

@@ -26,5 +26,7 @@ pub use launch::LaunchOptions;
 pub use process::LinuxProcess;
 pub use process::CAPABILITIES;
 pub use procfs::pid_by_name;
+pub use procfs::process_info;
+pub use procfs::working_dir;
 pub use sigchld::block_sigchld;
 pub use sigchld::SigchldFd;

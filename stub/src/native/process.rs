@@ -1012,6 +1012,14 @@ impl Target for LinuxProcess {
         Ok(())
     }
 
+    fn working_dir(&self) -> Option<std::path::PathBuf> {
+        procfs::working_dir(self.pid as Pid)
+    }
+
+    fn killed_while_stopped(&self) -> bool {
+        self.is_stopped() && procfs::all_threads_dead(self.pid as Pid, &self.threads())
+    }
+
     fn support_auxv(&mut self) -> Option<&mut dyn crate::target::AuxvOps> {
         Some(self)
     }

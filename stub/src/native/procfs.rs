@@ -130,6 +130,41 @@ pub fn is_zombie(pid: Pid, tid: u64) -> bool {
         .unwrap_or(true)
 }
 
+/// Whether every thread of a process is gone or a zombie (state `Z`/`X` in
+/// `/proc/PID/task/TID/stat`). A live traced process has all its threads
+/// in tracing stop, so this only holds after it was killed.
+pub fn all_threads_dead(pid: Pid, threads: &[u64]) -> bool {
+    if threads.is_empty() {
+        return false;
+    }
+    // Cheap first: one short read per thread, stopping at the first live
+    // one (the leader, first in the list, is alive in every normal case).
+    threads.iter().all(|tid| thread_dead(pid, *tid))
+}
+
+/// Whether `/proc/PID/task/TID/stat` says zombie/dead (or is gone). One
+/// open + one read of the first 256 bytes (the state follows the comm).
+fn thread_dead(pid: Pid, tid: u64) -> bool {
+    use std::io::Read as _;
+    let Ok(mut f) = std::fs::File::open(format!("/proc/{pid}/task/{tid}/stat")) else {
+        return true;
+    };
+    let mut buf = [0u8; 256];
+    let n = f.read(&mut buf).unwrap_or(0);
+    let stat = buf.get(..n).unwrap_or_default();
+    let state = stat
+        .iter()
+        .rposition(|b| *b == b')')
+        .and_then(|i| stat.get(i + 2))
+        .copied();
+    matches!(state, Some(b'Z' | b'X'))
+}
+
+/// `/proc/PID/cwd`.
+pub fn working_dir(pid: Pid) -> Option<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
+}
+
 /// `/proc/PID/exe`.
 pub fn exe(pid: Pid) -> Option<String> {
     std::fs::read_link(format!("/proc/{pid}/exe"))

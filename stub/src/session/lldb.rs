@@ -43,32 +43,7 @@ impl Session {
     }
 
     pub(super) fn handle_process_info(&mut self) {
-        let mut info = self.current_target().ok().and_then(|t| t.process_info());
-        if info.is_none() && self.role == super::Role::Gpu {
-            // The GPU "process" is the CPU process's GPU: same pid and
-            // credentials, its own (amdgpu) triple.
-            if let Some(pid) = self.current {
-                let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                let ppid = st
-                    .rsplit_once(')')
-                    .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                let (uid, gid) = (
-                    nix::unistd::getuid().as_raw(),
-                    nix::unistd::getgid().as_raw(),
-                );
-                info = Some(crate::target::ProcessInfo {
-                    pid,
-                    ppid,
-                    uid,
-                    gid,
-                    euid: uid,
-                    egid: gid,
-                    exe: None,
-                });
-            }
-        }
+        let info = self.current_target().ok().and_then(|t| t.process_info());
         let Some(i) = info else {
             self.send_error(crate::error::ErrorCode::LldbNoProcessInfo, "no process");
             return;
@@ -89,8 +64,9 @@ impl Session {
 
     pub(super) fn handle_get_working_dir(&mut self) {
         let dir = self
-            .current
-            .and_then(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).ok())
+            .current_target()
+            .ok()
+            .and_then(|t| t.working_dir())
             .or_else(|| std::env::current_dir().ok());
         match dir {
             Some(d) => self.send(&reply::hex_bytes(d.as_os_str().as_encoded_bytes())),

@@ -431,7 +431,7 @@ impl Session {
         let dead: Vec<Pid> = self
             .procs
             .iter()
-            .filter(|(pid, t)| t.is_stopped() && all_threads_dead(**pid, &t.threads()))
+            .filter(|(_, t)| t.killed_while_stopped())
             .map(|(pid, _)| *pid)
             .collect();
         for pid in dead {
@@ -527,34 +527,4 @@ impl Session {
         }
         released
     }
-}
-
-/// Whether every thread of a process is gone or a zombie (state `Z`/`X` in
-/// `/proc/PID/task/TID/stat`). A live traced process has all its threads
-/// in tracing stop, so this only holds after it was killed.
-fn all_threads_dead(pid: Pid, threads: &[Tid]) -> bool {
-    if threads.is_empty() {
-        return false;
-    }
-    // Cheap first: one short read per thread, stopping at the first live
-    // one (the leader, first in the list, is alive in every normal case).
-    threads.iter().all(|tid| thread_dead(pid, *tid))
-}
-
-/// Whether `/proc/PID/task/TID/stat` says zombie/dead (or is gone). One
-/// open + one read of the first 256 bytes (the state follows the comm).
-fn thread_dead(pid: Pid, tid: Tid) -> bool {
-    use std::io::Read as _;
-    let Ok(mut f) = std::fs::File::open(format!("/proc/{pid}/task/{tid}/stat")) else {
-        return true;
-    };
-    let mut buf = [0u8; 256];
-    let n = f.read(&mut buf).unwrap_or(0);
-    let stat = buf.get(..n).unwrap_or_default();
-    let state = stat
-        .iter()
-        .rposition(|b| *b == b')')
-        .and_then(|i| stat.get(i + 2))
-        .copied();
-    matches!(state, Some(b'Z' | b'X'))
 }
