@@ -268,6 +268,19 @@ fn launch_to_kernel_breakpoint(env: &GpuEnv, envs: &[(&str, String)]) -> AtKerne
         );
     gpu.expect_ok(&format!("Z0,{kaddr:x},4"))
         .expect("GPU Z0 at the kernel entry");
+    // A client write over the breakpoint (the original bytes, as a
+    // debugger restoring code would write) keeps the breakpoint: the read
+    // shows the written bytes, the trap stays in memory and is hit below.
+    let orig = gpu
+        .request(format!("m{kaddr:x},4").as_bytes())
+        .expect("m at the kernel entry");
+    let orig = String::from_utf8(orig).expect("hex");
+    gpu.expect_ok(&format!("M{kaddr:x},4:{orig}"))
+        .expect("M over the GPU breakpoint");
+    let again = gpu
+        .request(format!("m{kaddr:x},4").as_bytes())
+        .expect("m after M");
+    assert_eq!(String::from_utf8_lossy(&again), orig, "reads stay masked");
     gpu.send_packet(b"vCont;c").expect("GPU vCont;c");
     cpu.send_packet(b"vCont;c").expect("CPU vCont;c");
     sample.release(1);

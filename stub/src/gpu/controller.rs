@@ -860,7 +860,10 @@ impl GpuController {
         Ok(buf)
     }
 
-    /// Write memory in an address space.
+    /// Write memory in an address space. Bytes that land on a GPU
+    /// breakpoint update its saved original and keep the trap in memory
+    /// (as the native target does with its `int3`s), so a client write
+    /// never silently removes a breakpoint.
     pub fn write_memory(
         &mut self,
         space: AddressSpace,
@@ -868,6 +871,32 @@ impl GpuController {
         addr: u64,
         data: &[u8],
     ) -> GpuResult<usize> {
+        let mut filtered: Option<Vec<u8>> = None;
+        if space == AddressSpace::Global || space == AddressSpace::Generic {
+            let trap = self
+                .arch
+                .as_ref()
+                .map(|a| a.breakpoint_instruction.clone())
+                .unwrap_or_default();
+            let end = addr.saturating_add(data.len() as u64);
+            for (bp, orig) in self.gpu_bps.iter_mut() {
+                for (i, saved) in orig.iter_mut().enumerate() {
+                    let a = bp.wrapping_add(i as u64);
+                    if a < addr || a >= end {
+                        continue;
+                    }
+                    let k = (a - addr) as usize;
+                    if let (Some(new), Some(t)) = (data.get(k), trap.get(i)) {
+                        *saved = *new;
+                        if let Some(slot) = filtered.get_or_insert_with(|| data.to_vec()).get_mut(k)
+                        {
+                            *slot = *t;
+                        }
+                    }
+                }
+            }
+        }
+        let data = filtered.as_deref().unwrap_or(data);
         self.backend()?
             .write_memory(space, wave, addr, data)
             .map_err(gerr)
