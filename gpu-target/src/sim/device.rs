@@ -512,7 +512,11 @@ impl Device {
             match s.dispatches.get(&id) {
                 None => return None,
                 Some(d) => {
-                    if let Some(o) = d.outcome {
+                    // An aborted dispatch is over only once its last
+                    // workgroup has retired: a wave still running could
+                    // otherwise write into host memory (a stack buffer)
+                    // that the caller reuses after `wait` returns.
+                    if let (Some(o), 0) = (d.outcome, d.live_wgs) {
                         s.dispatches.remove(&id);
                         return Some(o);
                     }
@@ -1099,6 +1103,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
     s.resident_waves = s.resident_waves.saturating_sub(finished.len());
     let did = wg.dispatch.id;
     let mut completed = false;
+    let mut retired = false;
     if let Some(d) = s.dispatches.get_mut(&did) {
         if let Some(a) = abort {
             d.aborted.store(true, Ordering::Relaxed);
@@ -1117,6 +1122,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                 d.outcome = Some(DispatchOutcome::Completed);
                 completed = true;
             }
+            retired = d.live_wgs == 0 && d.outcome.is_some();
         }
         if completed {
             if let Some(o) = d.outcome {
@@ -1136,7 +1142,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
     }
     let debug = s.debug;
     drop(s);
-    if completed {
+    if completed || retired {
         shared.done_cv.notify_all();
     }
     if debug {
