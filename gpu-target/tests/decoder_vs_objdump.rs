@@ -1,27 +1,39 @@
-//! Every instruction of the sample code objects decodes to the text that
-//! `llvm-objdump-19 -d --mcpu=gfx90a` prints.
+//! Every instruction of the sample code objects and of the corpus
+//! (samples/corpus/bin, every kernel at -O0 to -O3) decodes to the text that
+//! `llvm-objdump-19 -d --mcpu=gfx90a` prints. Without llvm-objdump the test
+//! fails: a decoder that was not compared is not known to be right.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use gpu_target::sim::decode::decode;
 
-fn kernels_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/kernels")
+fn code_objects() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples");
+    let mut v = Vec::new();
+    for dir in ["kernels", "corpus/bin"] {
+        v.extend(
+            std::fs::read_dir(root.join(dir))
+                .unwrap_or_else(|e| panic!("samples/{dir}: {e}"))
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "hsaco")),
+        );
+    }
+    v.sort();
+    v
 }
+
+/// Instruction forms not supported yet (listed in docs/simulator.md).
+const UNSUPPORTED: &[&str] = &["_sdwa ", "_dpp ", ", a[", ", a0", ", a1", ", a2", ", a3"];
 
 #[test]
 fn decoder_matches_llvm_objdump() {
     let objdump = std::env::var("LLVM_OBJDUMP").unwrap_or_else(|_| "llvm-objdump-19".into());
     let mut checked = 0;
+    let mut unsupported = 0;
     let mut mismatches = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(kernels_dir())
-        .expect("samples/kernels exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "hsaco"))
-        .collect();
-    entries.sort();
-    assert!(!entries.is_empty(), "no .hsaco files in samples/kernels");
+    let entries = code_objects();
+    assert!(entries.len() > 160, "the corpus code objects are missing");
     for path in entries {
         let out = match Command::new(&objdump)
             .args(["-d", "--mcpu=gfx90a"])
@@ -29,13 +41,15 @@ fn decoder_matches_llvm_objdump() {
             .output()
         {
             Ok(o) if o.status.success() => o,
-            _ => {
-                eprintln!(
-                    "\n*** SKIPPED: {objdump} is not installed (apt-get install llvm-19); \
-                     the decoder was NOT checked against LLVM ***\n"
-                );
-                return;
-            }
+            Ok(o) => panic!(
+                "{objdump} failed on {}: {}",
+                path.display(),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => panic!(
+                "{objdump} cannot be run ({e}): install llvm-19; the decoder must be \
+                 checked against LLVM"
+            ),
         };
         let text = String::from_utf8_lossy(&out.stdout);
         for line in text.lines() {
@@ -58,6 +72,13 @@ fn decoder_matches_llvm_objdump() {
             match decode(&bytes) {
                 Some(inst) if inst.to_string() == expected && inst.size as usize == bytes.len() => {
                 }
+                // Documented gaps (docs/simulator.md): SDWA and DPP operand
+                // forms and AGPR data of memory instructions decode to
+                // nothing, so a wave stops with an illegal instruction
+                // instead of computing something else.
+                None if UNSUPPORTED.iter().any(|u| expected.contains(u)) => {
+                    unsupported += 1;
+                }
                 other => mismatches.push(format!(
                     "{}: {:08x?}: llvm `{}` vs ours `{}`",
                     path.file_name().unwrap_or_default().to_string_lossy(),
@@ -78,5 +99,9 @@ fn decoder_matches_llvm_objdump() {
         mismatches.join("\n")
     );
     assert!(checked > 100, "only {checked} instructions checked");
-    eprintln!("decoder agrees with llvm-objdump on {checked} instructions");
+    eprintln!(
+        "decoder agrees with llvm-objdump on {} instructions; {unsupported} are \
+         documented as not supported yet",
+        checked - unsupported
+    );
 }

@@ -252,6 +252,8 @@ struct SimWave {
     at_barrier: bool,
     single_step: bool,
     stop_reason: StopReasons,
+    /// Private memory, lane-major (`private_segment_fixed_size` per lane).
+    scratch: Vec<u8>,
 }
 
 struct WgInner {
@@ -853,6 +855,11 @@ fn launch_more(shared: &Shared, s: &mut Sched) {
                     at_barrier: false,
                     single_step: false,
                     stop_reason: StopReasons::NONE,
+                    scratch: vec![
+                        0;
+                        desc.kd.private_segment_fixed_size.next_multiple_of(16) as usize
+                            * LANES
+                    ],
                 })
                 .collect();
             let ids: Vec<WaveId> = waves.iter().map(|w| w.id).collect();
@@ -997,9 +1004,11 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
             if w.run != Run::Running || w.at_barrier {
                 continue;
             }
+            let mut scratch = std::mem::take(&mut w.scratch);
             let mut ctx = Ctx {
                 mem: &*shared.mem,
                 lds: &mut inner.lds,
+                scratch: &mut scratch,
                 code: Some(&shared.code),
             };
             let mut n = 0;
@@ -1067,6 +1076,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                     }
                 }
             }
+            w.scratch = scratch;
             executed += n as u64;
         }
         if abort.is_some() {
