@@ -10,7 +10,7 @@ KERNEL(readlane) {
   // (An "s" operand is given a VGPR at -O0, so the asm moves it itself.)
   __asm__ volatile("v_readfirstlane_b32 s4, %1\n\tv_writelane_b32 %0, s4, 7"
                    : "+v"(w) : "v"(f) : "s4");
-  __asm__ volatile("s_mov_b32 m0, 3\n\tv_readfirstlane_b32 s4, %1\n\t"
-                   "v_writelane_b32 %0, s4, m0" : "+v"(w2) : "v"(l) : "s4", "m0");
+  __asm__ volatile("v_readfirstlane_b32 s4, %1\n\tv_writelane_b32 %0, s4, 3"
+                   : "+v"(w2) : "v"(l) : "s4");
   if (i < n) out[i] = l ^ (f << 1) ^ (w << 2) ^ (w2 << 3);
 }

@@ -863,6 +863,18 @@ pub enum Kind {
         /// MFMA: C and D are accumulation registers.
         acc_cd: bool,
     },
+    /// A VOP1/VOP2/VOPC operation in the SDWA form (sub-dword operand and
+    /// result selection).
+    Sdwa {
+        op: VOp,
+        /// VGPR destination (VOP1/VOP2).
+        dst: u8,
+        /// Compare destination: `Some(sgpr pair)` or `None` for VCC.
+        sdst: Option<u8>,
+        /// Operand codes (256+ VGPR, else SGPR).
+        src: [u16; 2],
+        sdwa: SdwaSel,
+    },
     /// MUBUF (buffer) loads and stores; the simulator serves them from the
     /// wave's private memory (clang uses them only for scratch on gfx90a).
     Mubuf {
@@ -946,6 +958,10 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             offset: ((raw << 11) as i32) >> 11,
             glc: (w0 >> 16) & 1 != 0,
         }
+    } else if w0 >> 31 == 0 && w0 & 0x1ff == 0xf9 {
+        let w1 = word(bytes, 1)?;
+        size = 8;
+        decode_sdwa(w0, w1)?
     } else if w0 >> 31 == 0 {
         decode_vop_e32(w0)?
     } else if w0 >> 23 == 0x1a7 {
@@ -1036,8 +1052,8 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
 
 fn decode_vop_e32(w0: u32) -> Option<Kind> {
     let src0 = (w0 & 0x1ff) as u16;
-    if src0 == 0xf9 || src0 == 0xfa {
-        return None; // SDWA / DPP: not supported yet (docs/simulator.md)
+    if src0 == 0xfa {
+        return None; // DPP: not supported yet (docs/simulator.md)
     }
     let (op, dst, src1) = match (w0 >> 25) & 0x7f {
         0x3f => {
@@ -1299,6 +1315,7 @@ impl fmt::Display for Inst {
             Kind::Flat { .. } => self.fmt_flat(f),
             Kind::Vop3p { .. } => self.fmt_vop3p(f),
             Kind::Mubuf { .. } => self.fmt_mubuf(f),
+            Kind::Sdwa { .. } => self.fmt_sdwa(f),
         }
     }
 }
@@ -1770,6 +1787,176 @@ impl Inst {
             f.write_str(" slc")?;
         }
         Ok(())
+    }
+}
+
+/// SDWA operand and result selection (second dword of the SDWA form).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SdwaSel {
+    /// 0..=3 BYTE_n, 4 WORD_0, 5 WORD_1, 6 DWORD.
+    pub dst_sel: u8,
+    /// 0 UNUSED_PAD, 1 UNUSED_SEXT, 2 UNUSED_PRESERVE.
+    pub dst_unused: u8,
+    /// Per source: selection, sign extension, neg, abs.
+    pub src_sel: [u8; 2],
+    #[allow(missing_docs)]
+    pub sext: [bool; 2],
+    #[allow(missing_docs)]
+    pub neg: [bool; 2],
+    #[allow(missing_docs)]
+    pub abs: [bool; 2],
+    #[allow(missing_docs)]
+    pub clamp: bool,
+    #[allow(missing_docs)]
+    pub omod: u8,
+}
+
+fn decode_sdwa(w0: u32, w1: u32) -> Option<Kind> {
+    let vsrc1 = ((w0 >> 9) & 0xff) as u16;
+    let (op, dst, is_cmp) = match (w0 >> 25) & 0x7f {
+        0x3f => (
+            VOp::Alu(VAlu::from_code(0x140 + ((w0 >> 9) & 0xff))?),
+            ((w0 >> 17) & 0xff) as u8,
+            false,
+        ),
+        0x3e => (VOp::Cmp(VCmp::from_code((w0 >> 17) & 0xff)?), 0, true),
+        n => (
+            VOp::Alu(VAlu::from_code(0x100 + (n & 0x3f))?),
+            ((w0 >> 17) & 0xff) as u8,
+            false,
+        ),
+    };
+    if let VOp::Alu(a) = op {
+        if a.only_vop3()
+            || a.has_k()
+            || a.has_mask_in()
+            || a.has_carry_out()
+            || matches!(a, VAlu::FmacF32 | VAlu::MacF32 | VAlu::SwapB32)
+            || a.widths().iter().any(|&w| w > 1)
+        {
+            return None;
+        }
+    }
+    if let VOp::Cmp(c) = op {
+        if c.src_widths() != (1, 1) {
+            return None;
+        }
+    }
+    let vop1 = (w0 >> 25) & 0x7f == 0x3f;
+    let src0_code = (w1 & 0xff) as u16 + if (w1 >> 23) & 1 != 0 { 0 } else { 256 };
+    let src1_code = vsrc1 + if (w1 >> 31) & 1 != 0 { 0 } else { 256 };
+    let sel = SdwaSel {
+        dst_sel: if is_cmp { 6 } else { ((w1 >> 8) & 7) as u8 },
+        dst_unused: if is_cmp { 0 } else { ((w1 >> 11) & 3) as u8 },
+        src_sel: [((w1 >> 16) & 7) as u8, ((w1 >> 24) & 7) as u8],
+        sext: [(w1 >> 19) & 1 != 0, (w1 >> 27) & 1 != 0],
+        neg: [(w1 >> 20) & 1 != 0, (w1 >> 28) & 1 != 0],
+        abs: [(w1 >> 21) & 1 != 0, (w1 >> 29) & 1 != 0],
+        clamp: !is_cmp && (w1 >> 13) & 1 != 0,
+        omod: if is_cmp { 0 } else { ((w1 >> 14) & 3) as u8 },
+    };
+    if sel.src_sel.iter().any(|&s| s > 6) || sel.dst_sel > 6 || sel.dst_unused > 2 {
+        return None;
+    }
+    Some(Kind::Sdwa {
+        op,
+        dst,
+        sdst: (is_cmp && (w1 >> 15) & 1 != 0).then_some(((w1 >> 8) & 0x7f) as u8),
+        src: [src0_code, if vop1 { 0 } else { src1_code }],
+        sdwa: sel,
+    })
+}
+
+fn sel_name(s: u8) -> &'static str {
+    [
+        "BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD",
+    ]
+    .get(s as usize)
+    .copied()
+    .unwrap_or("?")
+}
+
+impl Inst {
+    fn fmt_sdwa(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Kind::Sdwa {
+            op,
+            dst,
+            sdst,
+            src,
+            sdwa,
+        } = &self.kind
+        else {
+            return Ok(());
+        };
+        let operand = |i: usize| {
+            let s = Src {
+                code: src[i],
+                width: 1,
+                literal: None,
+            }
+            .to_string();
+            let s = if sdwa.sext[i] {
+                format!("sext({s})")
+            } else {
+                s
+            };
+            let s = if sdwa.abs[i] { format!("|{s}|") } else { s };
+            if sdwa.neg[i] {
+                format!("-{s}")
+            } else {
+                s
+            }
+        };
+        match op {
+            VOp::Cmp(c) => {
+                let d = match sdst {
+                    Some(n) => Src {
+                        code: *n as u16,
+                        width: 2,
+                        literal: None,
+                    }
+                    .to_string(),
+                    None => "vcc".into(),
+                };
+                write!(
+                    f,
+                    "{}_sdwa {d}, {}, {} src0_sel:{} src1_sel:{}",
+                    c.name(),
+                    operand(0),
+                    operand(1),
+                    sel_name(sdwa.src_sel[0]),
+                    sel_name(sdwa.src_sel[1])
+                )
+            }
+            VOp::Alu(a) => {
+                let nsrc = a.widths().len() - 1;
+                write!(f, "{}_sdwa v{dst}", a.name())?;
+                for i in 0..nsrc {
+                    write!(f, ", {}", operand(i))?;
+                }
+                if sdwa.clamp {
+                    f.write_str(" clamp")?;
+                }
+                match sdwa.omod {
+                    1 => f.write_str(" mul:2")?,
+                    2 => f.write_str(" mul:4")?,
+                    3 => f.write_str(" div:2")?,
+                    _ => {}
+                }
+                let unused =
+                    ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE"][sdwa.dst_unused as usize];
+                write!(
+                    f,
+                    " dst_sel:{} dst_unused:{unused} src0_sel:{}",
+                    sel_name(sdwa.dst_sel),
+                    sel_name(sdwa.src_sel[0])
+                )?;
+                if nsrc > 1 {
+                    write!(f, " src1_sel:{}", sel_name(sdwa.src_sel[1]))?;
+                }
+                Ok(())
+            }
+        }
     }
 }
 

@@ -21,6 +21,8 @@ use super::decode::VOp;
 use super::decode::Vop3pOp;
 use super::memory::GlobalMemory;
 use super::memory::MemFault;
+use super::memory::APERTURE_SIZE;
+use super::memory::PRIVATE_APERTURE;
 use super::memory::SHARED_APERTURE;
 
 /// Lanes per wave.
@@ -115,8 +117,8 @@ pub struct Ctx<'a> {
     pub mem: &'a dyn GlobalMemory,
     /// The workgroup's LDS.
     pub lds: &'a mut [u8],
-    /// The wave's private memory, lane-major: lane `l` owns bytes
-    /// `l * len / 64 .. (l + 1) * len / 64` (the private_lane view).
+    /// The wave's private memory in the hardware's swizzled layout (the
+    /// private_wave view; see [`swizzle_private`]).
     pub scratch: &'a mut [u8],
     /// Optional instruction-fetch cache.
     pub code: Option<&'a dyn CodeFetch>,
@@ -195,6 +197,10 @@ impl WaveRegs {
             124 => self.m0,
             126 => self.exec as u32,
             127 => (self.exec >> 32) as u32,
+            235 => (SHARED_APERTURE >> 32) as u32,
+            236 => ((SHARED_APERTURE + APERTURE_SIZE - 1) >> 32) as u32,
+            237 => (PRIVATE_APERTURE >> 32) as u32,
+            238 => ((PRIVATE_APERTURE + APERTURE_SIZE - 1) >> 32) as u32,
             251 => (self.vcc == 0) as u32,
             252 => (self.exec == 0) as u32,
             253 => self.scc as u32,
@@ -441,6 +447,7 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         Kind::Valu { .. } => valu(r, inst),
         Kind::Vop3p { .. } => vop3p(r, inst),
         Kind::Mubuf { .. } => mubuf(r, ctx, inst),
+        Kind::Sdwa { .. } => sdwa(r, inst),
         Kind::Ds { .. } => ds(r, ctx, inst),
         Kind::Flat { .. } => flat(r, ctx, inst),
     };
@@ -653,6 +660,32 @@ fn f32m(v: u64, i: usize, abs: u8, neg: u8) -> f32 {
         f = -f;
     }
     f
+}
+
+/// The clamp bit on integer adds and subtracts saturates instead of
+/// wrapping; float results are clamped to [0, 1].
+fn int_clamp(op: VAlu, a: u32, b: u32, v: u64) -> u64 {
+    let f01 = |v: u64| f32::from_bits(v as u32).clamp(0.0, 1.0).to_bits() as u64;
+    match op {
+        VAlu::AddU32 | VAlu::AddCoU32 => a.saturating_add(b) as u64,
+        VAlu::SubU32 | VAlu::SubCoU32 => a.saturating_sub(b) as u64,
+        VAlu::SubrevU32 | VAlu::SubrevCoU32 => b.saturating_sub(a) as u64,
+        VAlu::AddI32 => (a as i32).saturating_add(b as i32) as u32 as u64,
+        VAlu::SubI32 => (a as i32).saturating_sub(b as i32) as u32 as u64,
+        VAlu::AddU16 => (a as u16).saturating_add(b as u16) as u64,
+        VAlu::SubU16 => (a as u16).saturating_sub(b as u16) as u64,
+        VAlu::AddF32
+        | VAlu::SubF32
+        | VAlu::SubrevF32
+        | VAlu::MulF32
+        | VAlu::FmaF32
+        | VAlu::FmacF32
+        | VAlu::MadF32
+        | VAlu::MinF32
+        | VAlu::MaxF32
+        | VAlu::Med3F32 => f01(v),
+        _ => v,
+    }
 }
 
 /// `frexp`: mantissa in [0.5, 1) and exponent; 0, inf and NaN give (x, 0).
@@ -881,6 +914,7 @@ fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
         src,
         abs,
         neg,
+        clamp,
         ..
     } = &inst.kind
     else {
@@ -907,7 +941,7 @@ fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
             }
             Step::Continue
         }
-        VOp::Alu(a) => valu_alu(r, *a, e64, *dst, *sdst, src, *abs, *neg, lit),
+        VOp::Alu(a) => valu_alu(r, *a, e64, *dst, *sdst, src, *abs, *neg, lit, *clamp),
     }
 }
 
@@ -922,6 +956,7 @@ fn valu_alu(
     abs: u8,
     neg: u8,
     lit: Option<u32>,
+    clamp: bool,
 ) -> Step {
     let w = op.widths();
     if w.is_empty() {
@@ -980,10 +1015,23 @@ fn valu_alu(
         let mut carry = false;
         let v: u64 = match op {
             VAlu::CndmaskB32 => {
+                // Float modifiers act on the sign bit of the chosen value.
+                let m = |v: u32, i: usize| {
+                    let v = if (abs >> i) & 1 != 0 {
+                        v & 0x7fff_ffff
+                    } else {
+                        v
+                    };
+                    if (neg >> i) & 1 != 0 {
+                        v ^ 0x8000_0000
+                    } else {
+                        v
+                    }
+                };
                 if cin != 0 {
-                    b32 as u64
+                    m(b32, 1) as u64
                 } else {
-                    a32 as u64
+                    m(a32, 0) as u64
                 }
             }
             VAlu::AddF32 => fb(f(a, 0) + f(b, 1)),
@@ -1288,6 +1336,7 @@ fn valu_alu(
             VAlu::AddI32 => ai.wrapping_add(bi) as u32 as u64,
             VAlu::SubI32 => ai.wrapping_sub(bi) as u32 as u64,
         };
+        let v = if clamp { int_clamp(op, a32, b32, v) } else { v };
         r.vset(dst as usize, w[0], lane, v);
         if carry {
             carry_mask |= 1 << lane;
@@ -1627,6 +1676,13 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         FlatOp::Atomic(_) => 4,
         FlatOp::Atomic64(_) => 8,
     };
+    let in_aperture = |a: u64| {
+        (SHARED_APERTURE..SHARED_APERTURE + APERTURE_SIZE).contains(&a)
+            || (PRIVATE_APERTURE..PRIVATE_APERTURE + APERTURE_SIZE).contains(&a)
+    };
+    if *seg == FlatSeg::Flat && (0..LANES).any(|l| exec >> l & 1 != 0 && in_aperture(addrs[l])) {
+        return flat_apertures(r, ctx, op, *vdst, *data, &addrs);
+    }
     let first = if exec == 0 {
         return Step::Continue;
     } else {
@@ -1840,8 +1896,13 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
     // op_sel_hi (high result).
     let half_bits: u32 = if w[0] == 2 { 32 } else { 16 };
     let nsrc = w.len() - 1;
+    // A constant operand of packed f32 math is the 32-bit value in both
+    // halves.
     let s: Vec<VSrc> = (0..nsrc)
-        .map(|i| r.vsrc(src[i], w[i + 1], inst.literal))
+        .map(|i| match (w[i + 1], inline_const(src[i], 1)) {
+            (2, Some(c)) => VSrc::Uniform(c | c << 32),
+            _ => r.vsrc(src[i], w[i + 1], inst.literal),
+        })
         .collect();
     for lane in 0..LANES {
         if exec >> lane & 1 == 0 {
@@ -1943,9 +2004,91 @@ fn mfma_4x4x1(r: &mut WaveRegs, dst: usize, src: &[u16; 3], acc_cd: bool) -> Ste
     Step::Continue
 }
 
-/// MUBUF loads and stores, served from the wave's private memory: lane `l`
-/// accesses private offset `base(srsrc) + soffset + offset (+ vaddr if
-/// offen)` of its own slice (the private_lane address space).
+/// Byte `lane_off` of `lane` in the wave's swizzled private memory (the
+/// hardware's scratch layout: dword `k` of lane `l` at `k * 256 + l * 4`).
+pub fn swizzle_private(lane: usize, lane_off: u64) -> u64 {
+    (lane_off / 4) * 4 * LANES as u64 + lane as u64 * 4 + lane_off % 4
+}
+
+/// FLAT loads and stores whose generic addresses fall in the LDS or private
+/// aperture (per lane; a lane's address may also be global).
+fn flat_apertures(
+    r: &mut WaveRegs,
+    ctx: &mut Ctx<'_>,
+    op: &FlatOp,
+    vdst: u8,
+    data: u8,
+    addrs: &[u64; LANES],
+) -> Step {
+    let (bytes, load, signed) = match op {
+        FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
+        FlatOp::Store { bytes } => (*bytes as usize, false, false),
+        _ => return Step::IllegalInstruction, // atomics on LDS/private via FLAT
+    };
+    let exec = r.exec;
+    for lane in 0..LANES {
+        if exec >> lane & 1 == 0 {
+            continue;
+        }
+        for k in 0..bytes.div_ceil(4) {
+            let n = (bytes - 4 * k).min(4);
+            let a = addrs[lane] + 4 * k as u64;
+            // (memory, byte index) of this dword.
+            let (mem, at): (&mut [u8], Option<usize>) =
+                if (SHARED_APERTURE..SHARED_APERTURE + APERTURE_SIZE).contains(&a) {
+                    let off = (a - SHARED_APERTURE) as usize;
+                    let ok = off + n <= ctx.lds.len();
+                    (&mut *ctx.lds, ok.then_some(off))
+                } else if (PRIVATE_APERTURE..PRIVATE_APERTURE + APERTURE_SIZE).contains(&a) {
+                    let off = swizzle_private(lane, a - PRIVATE_APERTURE) as usize;
+                    let ok = off + n <= ctx.scratch.len();
+                    (&mut *ctx.scratch, ok.then_some(off))
+                } else {
+                    let mut buf = [0u8; 4];
+                    if load {
+                        if ctx.mem.read(a, &mut buf[..n]).is_err() {
+                            return Step::MemoryViolation { addr: a };
+                        }
+                        let v = u32::from_le_bytes(buf);
+                        r.vset(vdst as usize + k, 1, lane, sext(v, bytes, signed) as u64);
+                    } else {
+                        let v = r.vgpr.get(data as usize + k).map(|x| x[lane]).unwrap_or(0);
+                        if ctx.mem.write(a, &v.to_le_bytes()[..n]).is_err() {
+                            return Step::MemoryViolation { addr: a };
+                        }
+                    }
+                    continue;
+                };
+            let Some(at) = at else {
+                return Step::MemoryViolation { addr: a };
+            };
+            if load {
+                let mut buf = [0u8; 4];
+                buf[..n].copy_from_slice(&mem[at..at + n]);
+                let v = u32::from_le_bytes(buf);
+                r.vset(vdst as usize + k, 1, lane, sext(v, bytes, signed) as u64);
+            } else {
+                let v = r.vgpr.get(data as usize + k).map(|x| x[lane]).unwrap_or(0);
+                mem[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
+            }
+        }
+    }
+    Step::Continue
+}
+
+/// Sign-extends a sub-dword load.
+fn sext(v: u32, bytes: usize, signed: bool) -> u32 {
+    match (bytes, signed) {
+        (1, true) => v as u8 as i8 as i32 as u32,
+        (2, true) => v as u16 as i16 as i32 as u32,
+        _ => v,
+    }
+}
+
+/// MUBUF loads and stores, served from the wave's private memory as a
+/// swizzled scratch buffer does it on the hardware: the wave-level address
+/// of lane `l` is `base(srsrc) + soffset + swizzle(offset (+ vaddr with
+/// offen), l)`, with 4-byte elements and an index stride of 64.
 fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Mubuf {
         op,
@@ -1963,32 +2106,35 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let exec = r.exec;
     let base = r.sget(*srsrc as u16, 2, None) & 0xffff_ffff_ffff;
     let soff = r.sget(*soffset as u16, 1, None);
-    let per_lane = ctx.scratch.len() / LANES;
+    let (bytes, load, signed) = match op {
+        FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
+        FlatOp::Store { bytes } => (*bytes as usize, false, false),
+        _ => return Step::IllegalInstruction,
+    };
+    let len = ctx.scratch.len() as u64;
     for lane in 0..LANES {
         if exec >> lane & 1 == 0 {
             continue;
         }
-        let mut a = base.wrapping_add(soff).wrapping_add(*offset as u64);
+        let mut lane_off = *offset as u64;
         if *offen {
-            a = a.wrapping_add(r.vgpr.get(*vaddr as usize).map(|v| v[lane]).unwrap_or(0) as u64);
+            lane_off += r.vgpr.get(*vaddr as usize).map(|v| v[lane]).unwrap_or(0) as u64;
         }
-        let (bytes, load, signed) = match op {
-            FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
-            FlatOp::Store { bytes } => (*bytes as usize, false, false),
-            _ => return Step::IllegalInstruction,
-        };
-        if a as usize + bytes > per_lane || a > u32::MAX as u64 {
-            return Step::MemoryViolation {
-                addr: super::memory::PRIVATE_APERTURE + a,
-            };
-        }
-        let at = lane * per_lane + a as usize;
-        let mem = &mut ctx.scratch[at..at + bytes];
-        if load {
-            for k in 0..bytes.div_ceil(4) {
+        for k in 0..bytes.div_ceil(4) {
+            let n = (bytes - 4 * k).min(4);
+            let wave = base
+                .wrapping_add(soff)
+                .wrapping_add(swizzle_private(lane, lane_off + 4 * k as u64));
+            if wave.checked_add(n as u64).is_none_or(|end| end > len) {
+                return Step::MemoryViolation {
+                    addr: super::memory::PRIVATE_APERTURE.wrapping_add(wave),
+                };
+            }
+            let at = wave as usize;
+            let mem = &mut ctx.scratch[at..at + n];
+            if load {
                 let mut w = [0u8; 4];
-                let n = (bytes - 4 * k).min(4);
-                w[..n].copy_from_slice(&mem[4 * k..4 * k + n]);
+                w[..n].copy_from_slice(mem);
                 let mut v = u32::from_le_bytes(w);
                 if signed && bytes == 1 {
                     v = v as u8 as i8 as i32 as u32;
@@ -1996,20 +2142,121 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                     v = v as u16 as i16 as i32 as u32;
                 }
                 r.vset(*vdata as usize + k, 1, lane, v as u64);
-            }
-        } else {
-            for k in 0..bytes.div_ceil(4) {
+            } else {
                 let v = r
                     .vgpr
                     .get(*vdata as usize + k)
                     .map(|x| x[lane])
                     .unwrap_or(0);
-                let n = (bytes - 4 * k).min(4);
-                mem[4 * k..4 * k + n].copy_from_slice(&v.to_le_bytes()[..n]);
+                mem.copy_from_slice(&v.to_le_bytes()[..n]);
             }
         }
     }
     Step::Continue
+}
+
+/// SDWA: the selected bytes/words of each operand (zero- or sign-extended)
+/// go through the ordinary operation; the result is placed per `dst_sel`
+/// with the other bits padded, sign-extended or preserved. The operands are
+/// staged in two scratch VGPRs past the wave's allocation.
+#[allow(clippy::needless_range_loop)] // operand i of several arrays
+fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Sdwa {
+        op,
+        dst,
+        sdst,
+        src,
+        sdwa,
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let base = r.vgpr.len();
+    r.vgpr.push([0; LANES]);
+    r.vgpr.push([0; LANES]);
+    r.vgpr.push([0; LANES]);
+    let pick = |v: u32, sel: u8, sext: bool| -> u32 {
+        let (shift, bits) = match sel {
+            0..=3 => (8 * sel as u32, 8),
+            4 | 5 => (16 * (sel as u32 - 4), 16),
+            _ => return v,
+        };
+        let x = (v >> shift) & ((1u32 << bits) - 1);
+        if sext && x >> (bits - 1) != 0 {
+            x | !((1u32 << bits) - 1)
+        } else {
+            x
+        }
+    };
+    for i in 0..2 {
+        let s = r.vsrc(src[i], 1, None);
+        for lane in 0..LANES {
+            let v = r.vget(s, lane) as u32;
+            r.vgpr[base + i][lane] = pick(v, sdwa.src_sel[i], sdwa.sext[i]);
+        }
+    }
+    let codes = [256 + base as u16, 257 + base as u16, 0];
+    let abs = sdwa.abs[0] as u8 | (sdwa.abs[1] as u8) << 1;
+    let neg = sdwa.neg[0] as u8 | (sdwa.neg[1] as u8) << 1;
+    let out = match op {
+        VOp::Cmp(c) => {
+            let mut mask = 0u64;
+            for lane in 0..LANES {
+                let (a, b) = (r.vgpr[base][lane] as u64, r.vgpr[base + 1][lane] as u64);
+                if exec >> lane & 1 != 0 && cmp(*c, a, b, abs, neg) {
+                    mask |= 1 << lane;
+                }
+            }
+            r.sset(sdst.map(|s| s as u16).unwrap_or(106), 2, mask);
+            if c.x {
+                r.exec = mask;
+            }
+            Step::Continue
+        }
+        VOp::Alu(a) => {
+            let d = (base + 2) as u8;
+            let step = valu_alu(r, *a, true, d, 0, &codes, abs, neg, None, sdwa.clamp);
+            let dst = *dst as usize;
+            for lane in 0..LANES {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                let v = r.vgpr[base + 2][lane];
+                let old = r.vgpr.get(dst).map(|x| x[lane]).unwrap_or(0);
+                let (shift, bits) = match sdwa.dst_sel {
+                    0..=3 => (8 * sdwa.dst_sel as u32, 8),
+                    4 | 5 => (16 * (sdwa.dst_sel as u32 - 4), 16),
+                    _ => (0, 32),
+                };
+                let new = if bits == 32 {
+                    v
+                } else {
+                    let field = (v & ((1u32 << bits) - 1)) << shift;
+                    let mask = ((1u32 << bits) - 1) << shift;
+                    match sdwa.dst_unused {
+                        2 => (old & !mask) | field,
+                        1 => {
+                            let top = shift + bits;
+                            let neg = (field >> (top - 1)) & 1 != 0;
+                            if neg && top < 32 {
+                                field | (u32::MAX << top)
+                            } else {
+                                field
+                            }
+                        }
+                        _ => field,
+                    }
+                };
+                if let Some(x) = r.vgpr.get_mut(dst) {
+                    x[lane] = new;
+                }
+            }
+            step
+        }
+    };
+    r.vgpr.truncate(base);
+    out
 }
 
 #[cfg(test)]
