@@ -661,6 +661,46 @@ impl Device {
         })
     }
 
+    /// Transfers bytes of a wave's private memory: `lane` `Some(l)` is the
+    /// private_lane view (offset within lane `l`'s memory), `None` the
+    /// private_wave view (the hardware's swizzled scratch layout). Returns
+    /// the bytes moved (0 when `offset` is past the end).
+    pub fn xfer_private(
+        &self,
+        id: WaveId,
+        lane: Option<usize>,
+        offset: u64,
+        read: Option<&mut [u8]>,
+        write: Option<&[u8]>,
+    ) -> Result<usize, DeviceError> {
+        self.with_wave(id, |inner, i, _| {
+            let mem = &mut inner.waves[i].scratch;
+            let len = mem.len() as u64;
+            let at = |k: u64| -> Option<usize> {
+                let wave = match lane {
+                    Some(l) => super::wave::swizzle_private(l, offset + k),
+                    None => offset + k,
+                };
+                (wave < len).then_some(wave as usize)
+            };
+            let mut n = 0;
+            if let Some(buf) = read {
+                for (k, b) in buf.iter_mut().enumerate() {
+                    let Some(a) = at(k as u64) else { break };
+                    *b = mem[a];
+                    n += 1;
+                }
+            } else if let Some(data) = write {
+                for (k, b) in data.iter().enumerate() {
+                    let Some(a) = at(k as u64) else { break };
+                    mem[a] = *b;
+                    n += 1;
+                }
+            }
+            Ok(n)
+        })
+    }
+
     /// Writes the LDS of a wave's workgroup; returns bytes written.
     pub fn write_lds(&self, id: WaveId, addr: u32, data: &[u8]) -> Result<usize, DeviceError> {
         self.with_wave(id, |inner, _, _| {

@@ -37,8 +37,14 @@ pub fn table(api: &DbgApi, arch: &Architecture) -> Result<Vec<RegisterInfo>, Str
         .architecture_registers(handle)
         .map_err(|e| e.to_string())?;
     let mut out = Vec::with_capacity(regs.len());
+    let mut seen = std::collections::HashSet::new();
     for (i, r) in regs.into_iter().enumerate() {
-        let f = api.register_info(r).map_err(|e| e.to_string())?;
+        let mut f = api.register_info(r).map_err(|e| e.to_string())?;
+        // AMD's library lists s0..s101 twice on gfx90a (the second set has
+        // no DWARF number); the debugger needs unique names.
+        if !seen.insert(f.name.clone()) {
+            f.name = format!("{}_shadow", f.name);
+        }
         let (ty, encoding, format) = xml_type(&f.type_name, f.size);
         let (feature, group) =
             if f.name == "pc" || f.name == "status" || f.name == "mode" || f.name == "trapsts" {

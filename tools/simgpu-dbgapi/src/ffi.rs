@@ -637,7 +637,7 @@ pub mod exports {
     pub unsafe extern "C" fn read_memory(
         p: Handle,
         w: Handle,
-        _lane: u32,
+        lane: u32,
         aspace: Handle,
         addr: u64,
         size: *mut u64,
@@ -649,7 +649,15 @@ pub mod exports {
         // SAFETY: `size` non-null; `value` holds `*size` writable bytes.
         let buf = unsafe { std::slice::from_raw_parts_mut(value as *mut u8, *size as usize) };
         with_lib(|lib| {
-            let r = lib.memory(p.handle, w.handle, aspace.handle, addr, Some(buf), None);
+            let r = lib.memory(
+                p.handle,
+                w.handle,
+                lane,
+                aspace.handle,
+                addr,
+                Some(buf),
+                None,
+            );
             // SAFETY: `size` is non-null.
             unsafe { write_memory_size(r, size) }
         })
@@ -658,7 +666,7 @@ pub mod exports {
     pub unsafe extern "C" fn write_memory(
         p: Handle,
         w: Handle,
-        _lane: u32,
+        lane: u32,
         aspace: Handle,
         addr: u64,
         size: *mut u64,
@@ -670,7 +678,15 @@ pub mod exports {
         // SAFETY: `size` non-null; `value` holds `*size` readable bytes.
         let data = unsafe { std::slice::from_raw_parts(value as *const u8, *size as usize) };
         with_lib(|lib| {
-            let r = lib.memory(p.handle, w.handle, aspace.handle, addr, None, Some(data));
+            let r = lib.memory(
+                p.handle,
+                w.handle,
+                lane,
+                aspace.handle,
+                addr,
+                None,
+                Some(data),
+            );
             // SAFETY: `size` is non-null.
             unsafe { write_memory_size(r, size) }
         })
@@ -691,7 +707,10 @@ pub mod exports {
             0 => ASPACE_GLOBAL,
             1 => ASPACE_GENERIC,
             3 => ASPACE_LOCAL,
-            _ => return st::ERROR_INVALID_ARGUMENT,
+            5 => crate::library::ASPACE_PRIVATE_LANE,
+            6 => crate::library::ASPACE_PRIVATE_WAVE,
+            // AMD's library answers INVALID_ARGUMENT_COMPATIBILITY here.
+            _ => return st::ERROR_INVALID_ARGUMENT_COMPATIBILITY,
         };
         // SAFETY: non-null out-pointer.
         unsafe { *out = Handle::new(h) };
