@@ -875,6 +875,20 @@ pub enum Kind {
         src: [u16; 2],
         sdwa: SdwaSel,
     },
+    /// A VOP1/VOP2 operation in the DPP form (src0 read from another lane
+    /// of the row or wave).
+    Dpp {
+        op: VAlu,
+        dst: u8,
+        /// VGPR numbers of src0 and src1.
+        src: [u8; 2],
+        ctrl: u16,
+        bound_ctrl: bool,
+        neg: [bool; 2],
+        abs: [bool; 2],
+        bank_mask: u8,
+        row_mask: u8,
+    },
     /// MUBUF (buffer) loads and stores; the simulator serves them from the
     /// wave's private memory (clang uses them only for scratch on gfx90a).
     Mubuf {
@@ -900,6 +914,8 @@ pub enum Kind {
         offset: i32,
         glc: bool,
         slc: bool,
+        /// Data and destination are accumulation registers.
+        acc: bool,
     },
 }
 
@@ -958,6 +974,10 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             offset: ((raw << 11) as i32) >> 11,
             glc: (w0 >> 16) & 1 != 0,
         }
+    } else if w0 >> 31 == 0 && w0 & 0x1ff == 0xfa {
+        let w1 = word(bytes, 1)?;
+        size = 8;
+        decode_dpp(w0, w1)?
     } else if w0 >> 31 == 0 && w0 & 0x1ff == 0xf9 {
         let w1 = word(bytes, 1)?;
         size = 8;
@@ -1013,9 +1033,6 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             2 => FlatSeg::Global,
             _ => return None,
         };
-        if (w1 >> 23) & 1 != 0 {
-            return None; // AGPR data (acc): not supported yet
-        }
         let saddr = ((w1 >> 16) & 0x7f) as u8;
         let offset = match seg {
             FlatSeg::Flat => (w0 & 0xfff) as i32,
@@ -1031,6 +1048,7 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             offset,
             glc: (w0 >> 16) & 1 != 0,
             slc: (w0 >> 17) & 1 != 0,
+            acc: (w1 >> 23) & 1 != 0,
         }
     } else {
         return None;
@@ -1053,7 +1071,7 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
 fn decode_vop_e32(w0: u32) -> Option<Kind> {
     let src0 = (w0 & 0x1ff) as u16;
     if src0 == 0xfa {
-        return None; // DPP: not supported yet (docs/simulator.md)
+        return None; // DPP: decoded by decode_dpp
     }
     let (op, dst, src1) = match (w0 >> 25) & 0x7f {
         0x3f => {
@@ -1316,6 +1334,7 @@ impl fmt::Display for Inst {
             Kind::Vop3p { .. } => self.fmt_vop3p(f),
             Kind::Mubuf { .. } => self.fmt_mubuf(f),
             Kind::Sdwa { .. } => self.fmt_sdwa(f),
+            Kind::Dpp { .. } => self.fmt_dpp(f),
         }
     }
 }
@@ -1498,14 +1517,24 @@ impl Inst {
             offset,
             glc,
             slc,
+            acc,
         } = &self.kind
         else {
             return Ok(());
         };
-        let v = |n: u8, w: u8| Src {
+        let vreg = |n: u8, w: u8| Src {
             code: 256 + n as u16,
             width: w,
             literal: None,
+        };
+        // Data registers: VGPRs, or AGPRs with `acc`.
+        let v = |n: u8, w: u8| {
+            let t = vreg(n, w).to_string();
+            if *acc {
+                t.replacen('v', "a", 1)
+            } else {
+                t
+            }
         };
         let prefix = match seg {
             FlatSeg::Flat => "flat",
@@ -1521,14 +1550,14 @@ impl Inst {
         };
         let w = bytes.div_ceil(4);
         match op {
-            FlatOp::Load { .. } => write!(f, " {}, {}", v(*vdst, w), v(*addr, addr_w))?,
-            FlatOp::Store { .. } => write!(f, " {}, {}", v(*addr, addr_w), v(*data, w))?,
+            FlatOp::Load { .. } => write!(f, " {}, {}", v(*vdst, w), vreg(*addr, addr_w))?,
+            FlatOp::Store { .. } => write!(f, " {}, {}", vreg(*addr, addr_w), v(*data, w))?,
             FlatOp::Atomic(i) | FlatOp::Atomic64(i) => {
                 let dw = if *i == 1 { 2 * w } else { w };
                 if *glc {
                     write!(f, " {},", v(*vdst, w))?;
                 }
-                write!(f, " {}, {}", v(*addr, addr_w), v(*data, dw))?;
+                write!(f, " {}, {}", vreg(*addr, addr_w), v(*data, dw))?;
             }
         }
         if *seg != FlatSeg::Flat {
@@ -1957,6 +1986,105 @@ impl Inst {
                 Ok(())
             }
         }
+    }
+}
+
+fn decode_dpp(w0: u32, w1: u32) -> Option<Kind> {
+    let op = match (w0 >> 25) & 0x7f {
+        0x3f => VAlu::from_code(0x140 + ((w0 >> 9) & 0xff))?,
+        0x3e => return None, // VOPC DPP: not emitted by the corpus
+        n => VAlu::from_code(0x100 + (n & 0x3f))?,
+    };
+    if op.only_vop3()
+        || op.has_k()
+        || op.has_mask_in()
+        || op.has_carry_out()
+        || matches!(op, VAlu::SwapB32 | VAlu::Nop)
+        || op.widths().iter().any(|&w| w > 1)
+    {
+        return None;
+    }
+    let ctrl = ((w1 >> 8) & 0x1ff) as u16;
+    let valid = matches!(ctrl, 0..=0xff | 0x101..=0x10f | 0x111..=0x11f | 0x121..=0x12f
+        | 0x130 | 0x134 | 0x138 | 0x13c | 0x140..=0x143);
+    if !valid {
+        return None;
+    }
+    Some(Kind::Dpp {
+        op,
+        dst: ((w0 >> 17) & 0xff) as u8,
+        src: [(w1 & 0xff) as u8, ((w0 >> 9) & 0xff) as u8],
+        ctrl,
+        bound_ctrl: (w1 >> 19) & 1 != 0,
+        neg: [(w1 >> 20) & 1 != 0, (w1 >> 22) & 1 != 0],
+        abs: [(w1 >> 21) & 1 != 0, (w1 >> 23) & 1 != 0],
+        bank_mask: ((w1 >> 24) & 0xf) as u8,
+        row_mask: (w1 >> 28) as u8,
+    })
+}
+
+/// The DPP control as LLVM prints it.
+pub fn dpp_ctrl_text(ctrl: u16) -> String {
+    match ctrl {
+        0..=0xff => format!(
+            "quad_perm:[{},{},{},{}]",
+            ctrl & 3,
+            (ctrl >> 2) & 3,
+            (ctrl >> 4) & 3,
+            (ctrl >> 6) & 3
+        ),
+        0x101..=0x10f => format!("row_shl:{}", ctrl - 0x100),
+        0x111..=0x11f => format!("row_shr:{}", ctrl - 0x110),
+        0x121..=0x12f => format!("row_ror:{}", ctrl - 0x120),
+        0x130 => "wave_shl:1".into(),
+        0x134 => "wave_rol:1".into(),
+        0x138 => "wave_shr:1".into(),
+        0x13c => "wave_ror:1".into(),
+        0x140 => "row_mirror".into(),
+        0x141 => "row_half_mirror".into(),
+        0x142 => "row_bcast:15".into(),
+        _ => "row_bcast:31".into(),
+    }
+}
+
+impl Inst {
+    fn fmt_dpp(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Kind::Dpp {
+            op,
+            dst,
+            src,
+            ctrl,
+            bound_ctrl,
+            neg,
+            abs,
+            bank_mask,
+            row_mask,
+        } = &self.kind
+        else {
+            return Ok(());
+        };
+        let operand = |i: usize| {
+            let s = format!("v{}", src[i]);
+            let s = if abs[i] { format!("|{s}|") } else { s };
+            if neg[i] {
+                format!("-{s}")
+            } else {
+                s
+            }
+        };
+        write!(f, "{}_dpp v{dst}", op.name())?;
+        for i in 0..op.widths().len() - 1 {
+            write!(f, ", {}", operand(i))?;
+        }
+        write!(
+            f,
+            " {} row_mask:0x{row_mask:x} bank_mask:0x{bank_mask:x}",
+            dpp_ctrl_text(*ctrl)
+        )?;
+        if *bound_ctrl {
+            f.write_str(" bound_ctrl:1")?;
+        }
+        Ok(())
     }
 }
 

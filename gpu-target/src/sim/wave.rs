@@ -235,7 +235,7 @@ impl WaveRegs {
         if let Some(c) = inline_const(code, width) {
             return c;
         }
-        if (256..512).contains(&code) {
+        if code >= 256 {
             // A VGPR where a scalar is expected: lane 0 of it.
             return self
                 .vgpr
@@ -259,7 +259,7 @@ impl WaveRegs {
     }
 
     fn vsrc(&self, code: u16, width: u8, lit: Option<u32>) -> VSrc {
-        if (256..512).contains(&code) {
+        if code >= 256 {
             VSrc::Vgpr((code - 256) as usize, width)
         } else {
             VSrc::Uniform(self.sget(code, width, lit))
@@ -448,7 +448,9 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         Kind::Vop3p { .. } => vop3p(r, inst),
         Kind::Mubuf { .. } => mubuf(r, ctx, inst),
         Kind::Sdwa { .. } => sdwa(r, inst),
+        Kind::Dpp { .. } => dpp(r, inst),
         Kind::Ds { .. } => ds(r, ctx, inst),
+        Kind::Flat { acc: true, .. } => flat_acc(r, ctx, inst),
         Kind::Flat { .. } => flat(r, ctx, inst),
     };
     if outcome == Step::Continue {
@@ -2256,6 +2258,137 @@ fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
         }
     };
     r.vgpr.truncate(base);
+    out
+}
+
+/// The lane DPP control `ctrl` reads for `lane`, or `None` when it reads
+/// outside its row / the wave.
+fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
+    let row = lane & !15;
+    let r = lane & 15;
+    match ctrl {
+        0..=0xff => Some((lane & !3) | ((ctrl >> (2 * (lane & 3))) & 3) as usize),
+        0x101..=0x10f => {
+            let n = (ctrl - 0x100) as usize;
+            (r + n < 16).then_some(lane + n)
+        }
+        0x111..=0x11f => {
+            let n = (ctrl - 0x110) as usize;
+            (r >= n).then(|| lane - n)
+        }
+        0x121..=0x12f => Some(row | ((r + 16 - (ctrl - 0x120) as usize) & 15)),
+        0x130 => (lane < 63).then_some(lane + 1),
+        0x134 => Some((lane + 1) % LANES),
+        0x138 => lane.checked_sub(1),
+        0x13c => Some((lane + LANES - 1) % LANES),
+        0x140 => Some(row | (15 - r)),
+        0x141 => Some((lane & !7) | (7 - (lane & 7))),
+        0x142 => (row >= 16).then(|| row - 1),
+        _ => (row >= 32).then_some(31),
+    }
+}
+
+/// DPP: src0 comes from the lane the control names; lanes whose source is
+/// outside the row/wave or inactive read 0 with bound_ctrl and are not
+/// written without it; lanes of disabled rows/banks are not written.
+fn dpp(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Dpp {
+        op,
+        dst,
+        src,
+        ctrl,
+        bound_ctrl,
+        neg,
+        abs,
+        bank_mask,
+        row_mask,
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let mut write = 0u64;
+    let base = r.vgpr.len();
+    r.vgpr.push([0; LANES]);
+    for lane in 0..LANES {
+        if exec >> lane & 1 == 0
+            || (row_mask >> (lane / 16)) & 1 == 0
+            || (bank_mask >> ((lane & 15) / 4)) & 1 == 0
+        {
+            continue;
+        }
+        let s = dpp_source(*ctrl, lane).filter(|&s| exec >> s & 1 != 0);
+        let v = match s {
+            Some(s) => r.vgpr.get(src[0] as usize).map(|x| x[s]).unwrap_or(0),
+            None if *bound_ctrl => 0,
+            None => continue,
+        };
+        r.vgpr[base][lane] = v;
+        write |= 1 << lane;
+    }
+    let codes = [256 + base as u16, 256 + src[1] as u16, 0];
+    let abs = abs[0] as u8 | (abs[1] as u8) << 1;
+    let neg = neg[0] as u8 | (neg[1] as u8) << 1;
+    r.exec = write;
+    let out = valu_alu(r, *op, false, *dst, 106, &codes, abs, neg, None, false);
+    r.exec = exec;
+    r.vgpr.truncate(base);
+    out
+}
+
+/// FLAT with AGPR data (`acc`): the accumulation registers are staged in
+/// VGPRs past the wave's allocation around the ordinary access.
+#[allow(clippy::needless_range_loop)] // lanes index several arrays at once
+fn flat_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Flat { vdst, data, .. } = inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let base = r.vgpr.len();
+    for k in 0..4 {
+        let v = r.agpr.get(data as usize + k).copied().unwrap_or([0; LANES]);
+        r.vgpr.push(v);
+    }
+    r.vgpr.extend(std::iter::repeat_n([0; LANES], 4));
+    let mut staged = inst.clone();
+    if let Kind::Flat {
+        vdst: d,
+        data: s,
+        acc,
+        ..
+    } = &mut staged.kind
+    {
+        *s = base as u8;
+        *d = (base + 4) as u8;
+        *acc = false;
+    }
+    if base + 8 > 256 {
+        r.vgpr.truncate(base);
+        return Step::IllegalInstruction;
+    }
+    let out = flat(r, ctx, &staged);
+    let loaded: Vec<[u32; LANES]> = r.vgpr[base + 4..].to_vec();
+    r.vgpr.truncate(base);
+    if matches!(
+        inst.kind,
+        Kind::Flat {
+            op: FlatOp::Load { .. },
+            ..
+        }
+    ) || matches!(inst.kind, Kind::Flat { glc: true, .. })
+    {
+        let exec = r.exec;
+        for (k, v) in loaded.iter().enumerate() {
+            let n = vdst as usize + k;
+            if r.agpr.len() <= n {
+                r.agpr.resize(n + 1, [0; LANES]);
+            }
+            for lane in 0..LANES {
+                if exec >> lane & 1 != 0 {
+                    r.agpr[n][lane] = v[lane];
+                }
+            }
+        }
+    }
     out
 }
 

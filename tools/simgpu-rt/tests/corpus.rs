@@ -1057,3 +1057,67 @@ fn hip_lds() {
         expect_eq("hip_lds", g, &want)
     });
 }
+
+#[test]
+fn swizzle_dpp() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .map(|i| {
+            let (w0, l) = (i / 64 * 64, i % 64);
+            let x = |k: usize| lane_x(&a, w0 + k);
+            let r = l & 15;
+            let s1 = x(l ^ 1);
+            let s2 = x((l & !3) | 1);
+            let d1 = if r >= 1 { x(l - 1) } else { 0 };
+            let d2 = x((l & !3) | (3 - (l & 3)));
+            let row = l / 16;
+            let d3 = if row == 1 || row == 3 {
+                x(row * 16 - 1)
+            } else {
+                0
+            };
+            let d4 = if l >= 1 { x(l - 1) } else { 0 };
+            s1 ^ (s2 << 1) ^ (d1 << 2) ^ (d2 << 3) ^ (d3 << 4) ^ (d4 << 5)
+        })
+        .collect();
+    std_kernel("swizzle_dpp", &a, &b, &vec![0; N], 256, 64, |g| {
+        expect_eq("swizzle_dpp", g, &want)
+    });
+}
+
+#[test]
+fn wave_reduce() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .map(|i| {
+            let (w0, l) = (i / 64 * 64, i % 64);
+            let x = |k: usize| lane_x(&a, w0 + k) & 0xffff;
+            // Inclusive prefix sum within each row of 16 lanes.
+            let row = l & !15;
+            let s: u32 = (row..=l).map(x).sum();
+            let total: u32 = (0..64).map(x).sum();
+            s ^ total << 12
+        })
+        .collect();
+    std_kernel("wave_reduce", &a, &b, &vec![0; N], 256, 64, |g| {
+        expect_eq("wave_reduce", g, &want)
+    });
+}
+
+#[test]
+fn mfma() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .flat_map(|i| {
+            let blk = i / 4 * 4;
+            let x = |k: usize| (a[k % N] & 0xff) as f32;
+            let y = (b[i % N] & 0xff) as f32;
+            (0..4)
+                .map(|k| x(blk + k).mul_add(y, (k + 1) as f32).to_bits())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    std_kernel("mfma", &a, &b, &vec![0; 4 * N], 256, 64, |g| {
+        expect_eq("mfma", g, &want)
+    });
+}
