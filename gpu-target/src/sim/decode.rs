@@ -1150,6 +1150,53 @@ impl Inst {
         }
     }
 
+    /// The target of a PC-relative branch (`s_branch`, `s_cbranch_*`) at
+    /// `pc`.
+    pub fn branch_target(&self, pc: u64) -> Option<u64> {
+        match self.kind {
+            Kind::Sopp {
+                op:
+                    Sopp::Branch
+                    | Sopp::CbranchScc0
+                    | Sopp::CbranchScc1
+                    | Sopp::CbranchVccz
+                    | Sopp::CbranchVccnz
+                    | Sopp::CbranchExecz
+                    | Sopp::CbranchExecnz,
+                simm16,
+            } => Some(
+                pc.wrapping_add(4)
+                    .wrapping_add((simm16 as i16 as i64 * 4) as u64),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The text amd-dbgapi's `amd_dbgapi_disassemble_instruction` gives for
+    /// this instruction at `pc`: LLVM's text, and for a branch two spaces,
+    /// `# ` and the target (`symbol`, or the address in hex).
+    pub fn dbgapi_text(&self, pc: u64, symbol: Option<&str>) -> String {
+        match self.branch_target(pc) {
+            Some(t) => match symbol {
+                Some(sym) => format!("{self}  # {sym}"),
+                None => format!("{self}  # {t:#x}"),
+            },
+            // LLVM 15 (comgr's, which the real library uses) prints
+            // s_barrier with a trailing space.
+            None if matches!(
+                self.kind,
+                Kind::Sopp {
+                    op: Sopp::Barrier,
+                    simm16: 0
+                }
+            ) =>
+            {
+                format!("{self} ")
+            }
+            None => self.to_string(),
+        }
+    }
+
     /// Whether control never falls through to the next instruction.
     pub fn is_terminator(&self) -> bool {
         matches!(

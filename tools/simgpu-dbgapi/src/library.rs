@@ -83,6 +83,9 @@ pub trait Client: Send {
     fn read_global(&self, cp: usize, addr: u64, buf: &mut [u8]) -> Result<usize, Status>;
     /// `log_message`.
     fn log(&self, level: i32, msg: &str);
+    /// `deallocate_memory` of a block the client allocated (a symbolizer's
+    /// text).
+    fn free(&self, p: usize);
 }
 
 /// A typed `*_get_info` answer; `ffi` checks the size and writes it.
@@ -1689,6 +1692,7 @@ mod tests {
         fn alloc_copy(&self, _: &[u8]) -> Result<usize, Status> {
             Err(st::ERROR)
         }
+        fn free(&self, _: usize) {}
         fn os_pid(&self, _: usize) -> Result<i32, Status> {
             Ok(1)
         }
