@@ -20,6 +20,9 @@ echo "== build"; cargo build --workspace --all-targets
 if [ -x samples/build-kernels.sh ]; then
   echo "== GPU code objects match their sources"; samples/build-kernels.sh --check
 fi
+if [ -x samples/corpus/build.sh ]; then
+  echo "== corpus code objects match their sources"; samples/corpus/build.sh --check
+fi
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 export GDBMUX_BIN="$target_dir/debug/gdbmux" RSP_REQUIRE_STUB=1
 skips="$target_dir/skips.log"; : >"$skips"

@@ -135,3 +135,64 @@ fn stopped_wave_creation_holds_new_workgroups() {
         Some(DispatchOutcome::Completed)
     );
 }
+
+/// A stopped wave's private memory through both views the debugger has:
+/// private_lane (per-lane offsets) and private_wave (the swizzled scratch
+/// layout: dword k of lane l at k * 256 + l * 4).
+#[test]
+fn private_lane_and_wave_views() {
+    let mem = Arc::new(BufferMemory::new());
+    let mut image = spin_image();
+    image[4..8].copy_from_slice(&16u32.to_le_bytes()); // private_segment_fixed_size
+    mem.map(CODE, image);
+    mem.map(
+        PACKET,
+        encode_dispatch_packet(CODE, 0, [64, 1, 1], [64, 1, 1], 0).to_vec(),
+    );
+    let dev = Device::new(
+        mem.clone(),
+        DeviceConfig {
+            threads: 1,
+            quantum: 64,
+            ..Default::default()
+        },
+    );
+    dev.set_debug(true);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    dev.set_event_hook(Some(Box::new(move || {
+        let _ = tx.lock().map(|t| t.send(()));
+    })));
+    let d = dev.submit(PACKET).unwrap();
+    let w = dev.wave_ids()[0];
+    dev.stop_wave(w).unwrap();
+    wait_events(&dev, &rx, 1);
+    let v = 0xdead_beef_u32.to_le_bytes();
+    assert_eq!(dev.xfer_private(w, Some(3), 4, None, Some(&v)).unwrap(), 4);
+    let mut got = [0u8; 4];
+    assert_eq!(
+        dev.xfer_private(w, None, 256 + 12, Some(&mut got), None)
+            .unwrap(),
+        4
+    );
+    assert_eq!(got, v);
+    let mut back = [0u8; 4];
+    dev.xfer_private(w, Some(3), 4, Some(&mut back), None)
+        .unwrap();
+    assert_eq!(back, v);
+    // Past the 16 bytes of each lane: nothing.
+    assert_eq!(
+        dev.xfer_private(w, Some(3), 16, Some(&mut back), None)
+            .unwrap(),
+        0
+    );
+    dev.resume_wave(w, ResumeMode::Normal).unwrap();
+    dev.write_memory(CODE + SPIN_CODE_OFFSET, &S_ENDPGM)
+        .unwrap();
+    dev.write_memory(CODE + SPIN_CODE_OFFSET + 4, &S_ENDPGM)
+        .unwrap();
+    assert_eq!(
+        dev.wait(d, Some(Duration::from_secs(20))),
+        Some(DispatchOutcome::Completed)
+    );
+}

@@ -35,6 +35,17 @@ int simgpu_module_unload(simgpu_module *module);
 int simgpu_launch(const simgpu_module *module, const char *kernel,
                   const uint32_t grid[3], const uint16_t block[3],
                   const void *args, size_t args_size);
+/* simgpu_launch with dynamic_lds_bytes of dynamic LDS (group segment = the
+ * kernel's static LDS + this). A dynamic __local pointer argument's slot in
+ * `args` holds a byte offset into the dynamic part (normally 0); the kernel
+ * receives the group-segment address, as OpenCL runtimes pass it. */
+int simgpu_launch_ex(const simgpu_module *module, const char *kernel,
+                     const uint32_t grid[3], const uint16_t block[3],
+                     const void *args, size_t args_size,
+                     uint32_t dynamic_lds_bytes);
+/* The calling thread's last launch error ("" after a success): for an
+ * aborted dispatch the reason, the pc and the instruction bytes there. */
+const char *simgpu_last_error(void);
 
 #ifdef __cplusplus
 }

@@ -261,7 +261,91 @@ opcodes! {
         0x16c => BfrevB32 "v_bfrev_b32" [1,1],
         0x16d => FfbhU32 "v_ffbh_u32" [1,1],
         0x16e => FfblB32 "v_ffbl_b32" [1,1],
+        0x104 => FmacF64 "v_fmac_f64" [2,2,2],
+        0x116 => MacF32 "v_mac_f32" [1,1,1],
+        0x117 => MadmkF32 "v_madmk_f32" [1,1,1,1],
+        0x118 => MadakF32 "v_madak_f32" [1,1,1,1],
+        0x11f => AddF16 "v_add_f16" [1,1,1],
+        0x120 => SubF16 "v_sub_f16" [1,1,1],
+        0x121 => SubrevF16 "v_subrev_f16" [1,1,1],
+        0x122 => MulF16 "v_mul_f16" [1,1,1],
+        0x126 => AddU16 "v_add_u16" [1,1,1],
+        0x127 => SubU16 "v_sub_u16" [1,1,1],
+        0x128 => SubrevU16 "v_subrev_u16" [1,1,1],
+        0x129 => MulLoU16 "v_mul_lo_u16" [1,1,1],
+        0x12a => LshlrevB16 "v_lshlrev_b16" [1,1,1],
+        0x12b => LshrrevB16 "v_lshrrev_b16" [1,1,1],
+        0x12c => AshrrevI16 "v_ashrrev_i16" [1,1,1],
+        0x12d => MaxF16 "v_max_f16" [1,1,1],
+        0x12e => MinF16 "v_min_f16" [1,1,1],
+        0x12f => MaxU16 "v_max_u16" [1,1,1],
+        0x130 => MaxI16 "v_max_i16" [1,1,1],
+        0x131 => MinU16 "v_min_u16" [1,1,1],
+        0x132 => MinI16 "v_min_i16" [1,1,1],
+        0x143 => CvtI32F64 "v_cvt_i32_f64" [1,2],
+        0x144 => CvtF64I32 "v_cvt_f64_i32" [2,1],
+        0x14a => CvtF16F32 "v_cvt_f16_f32" [1,1],
+        0x14b => CvtF32F16 "v_cvt_f32_f16" [1,1],
+        0x14f => CvtF32F64 "v_cvt_f32_f64" [1,2],
+        0x150 => CvtF64F32 "v_cvt_f64_f32" [2,1],
+        0x151 => CvtF32Ubyte0 "v_cvt_f32_ubyte0" [1,1],
+        0x152 => CvtF32Ubyte1 "v_cvt_f32_ubyte1" [1,1],
+        0x153 => CvtF32Ubyte2 "v_cvt_f32_ubyte2" [1,1],
+        0x154 => CvtF32Ubyte3 "v_cvt_f32_ubyte3" [1,1],
+        0x155 => CvtU32F64 "v_cvt_u32_f64" [1,2],
+        0x156 => CvtF64U32 "v_cvt_f64_u32" [2,1],
+        0x157 => TruncF64 "v_trunc_f64" [2,2],
+        0x158 => CeilF64 "v_ceil_f64" [2,2],
+        0x159 => RndneF64 "v_rndne_f64" [2,2],
+        0x15a => FloorF64 "v_floor_f64" [2,2],
+        0x15b => FractF32 "v_fract_f32" [1,1],
+        0x15c => TruncF32 "v_trunc_f32" [1,1],
+        0x15d => CeilF32 "v_ceil_f32" [1,1],
+        0x15e => RndneF32 "v_rndne_f32" [1,1],
+        0x15f => FloorF32 "v_floor_f32" [1,1],
+        0x160 => ExpF32 "v_exp_f32" [1,1],
+        0x161 => LogF32 "v_log_f32" [1,1],
+        0x163 => RcpIflagF32 "v_rcp_iflag_f32" [1,1],
+        0x164 => RsqF32 "v_rsq_f32" [1,1],
+        0x165 => RcpF64 "v_rcp_f64" [2,2],
+        0x166 => RsqF64 "v_rsq_f64" [2,2],
+        0x167 => SqrtF32 "v_sqrt_f32" [1,1],
+        0x168 => SqrtF64 "v_sqrt_f64" [2,2],
+        0x169 => SinF32 "v_sin_f32" [1,1],
+        0x16a => CosF32 "v_cos_f32" [1,1],
+        0x16f => FfbhI32 "v_ffbh_i32" [1,1],
+        0x170 => FrexpExpI32F64 "v_frexp_exp_i32_f64" [1,2],
+        0x171 => FrexpMantF64 "v_frexp_mant_f64" [2,2],
+        0x172 => FractF64 "v_fract_f64" [2,2],
+        0x173 => FrexpExpI32F32 "v_frexp_exp_i32_f32" [1,1],
+        0x174 => FrexpMantF32 "v_frexp_mant_f32" [1,1],
+        0x191 => SwapB32 "v_swap_b32" [1,1],
         0x1c2 => MadI32I24 "v_mad_i32_i24" [1,1,1,1],
+        0x1c0 => MadLegacyF32 "v_mad_legacy_f32" [1,1,1,1],
+        0x1c1 => MadF32 "v_mad_f32" [1,1,1,1],
+        0x1cc => FmaF64 "v_fma_f64" [2,2,2,2],
+        0x1d0 => Min3F32 "v_min3_f32" [1,1,1,1],
+        0x1d3 => Max3F32 "v_max3_f32" [1,1,1,1],
+        0x1d6 => Med3F32 "v_med3_f32" [1,1,1,1],
+        0x1de => DivFixupF32 "v_div_fixup_f32" [1,1,1,1],
+        0x1df => DivFixupF64 "v_div_fixup_f64" [2,2,2,2],
+        0x1e0 => DivScaleF32 "v_div_scale_f32" [1,1,1,1],
+        0x1e1 => DivScaleF64 "v_div_scale_f64" [2,2,2,2],
+        0x1e2 => DivFmasF32 "v_div_fmas_f32" [1,1,1,1],
+        0x1e3 => DivFmasF64 "v_div_fmas_f64" [2,2,2,2],
+        0x1eb => MadLegacyU16 "v_mad_legacy_u16" [1,1,1,1],
+        0x1ed => PermB32 "v_perm_b32" [1,1,1,1],
+        0x1f3 => XadU32 "v_xad_u32" [1,1,1,1],
+        0x280 => AddF64 "v_add_f64" [2,2,2],
+        0x281 => MulF64 "v_mul_f64" [2,2,2],
+        0x282 => MinF64 "v_min_f64" [2,2,2],
+        0x283 => MaxF64 "v_max_f64" [2,2,2],
+        0x284 => LdexpF64 "v_ldexp_f64" [2,2,1],
+        0x288 => LdexpF32 "v_ldexp_f32" [1,1,1],
+        0x289 => ReadlaneB32 "v_readlane_b32" [1,1,1],
+        0x28a => WritelaneB32 "v_writelane_b32" [1,1,1],
+        0x29c => AddI32 "v_add_i32" [1,1,1],
+        0x29d => SubI32 "v_sub_i32" [1,1,1],
         0x1c3 => MadU32U24 "v_mad_u32_u24" [1,1,1,1],
         0x1c8 => BfeU32 "v_bfe_u32" [1,1,1,1],
         0x1c9 => BfeI32 "v_bfe_i32" [1,1,1,1],
@@ -308,6 +392,8 @@ impl VAlu {
                 | Self::SubbrevCoU32
                 | Self::MadU64U32
                 | Self::MadI64I32
+                | Self::DivScaleF32
+                | Self::DivScaleF64
         )
     }
     /// Reads a lane mask (VCC in VOP2, an SGPR pair as src2 in VOP3).
@@ -319,10 +405,19 @@ impl VAlu {
     }
     /// Writes an SGPR instead of a VGPR.
     pub fn sgpr_dst(self) -> bool {
-        matches!(self, Self::ReadfirstlaneB32)
+        matches!(self, Self::ReadfirstlaneB32 | Self::ReadlaneB32)
     }
+    /// VOP3-only, or printed without an `_e32`/`_e64` suffix.
     fn only_vop3(self) -> bool {
         (self as u32) >= (Self::MadI32I24 as u32)
+    }
+    /// Printed without an `_e32`/`_e64` suffix.
+    fn no_suffix(self) -> bool {
+        self.only_vop3() || self.has_k() || self == Self::SwapB32
+    }
+    /// VOP2 forms with a literal constant K as an extra operand.
+    pub fn has_k(self) -> bool {
+        matches!(self, Self::MadmkF32 | Self::MadakF32)
     }
 }
 
@@ -337,6 +432,11 @@ pub enum CmpTy {
     I64,
     U64,
     F32,
+    F64,
+    /// `v_cmp_class_f32`: src1 is a class mask.
+    ClassF32,
+    /// `v_cmp_class_f64`.
+    ClassF64,
 }
 
 /// A vector compare (`v_cmp*` / `v_cmpx*`), VOPC or its VOP3 form.
@@ -353,6 +453,12 @@ pub struct VCmp {
 impl VCmp {
     fn from_code(c: u32) -> Option<Self> {
         let (ty, cond, x) = match c {
+            0x10 => (CmpTy::ClassF32, 0, false),
+            0x11 => (CmpTy::ClassF32, 0, true),
+            0x12 => (CmpTy::ClassF64, 0, false),
+            0x13 => (CmpTy::ClassF64, 0, true),
+            0x60..=0x6f => (CmpTy::F64, c - 0x60, false),
+            0x70..=0x7f => (CmpTy::F64, c - 0x70, true),
             0x40..=0x4f => (CmpTy::F32, c - 0x40, false),
             0x50..=0x5f => (CmpTy::F32, c - 0x50, true),
             0xa0..=0xff => {
@@ -385,11 +491,12 @@ impl VCmp {
         })
     }
 
-    /// Dwords per source operand.
-    pub fn src_width(self) -> u8 {
+    /// Dwords per source operand (src0, src1).
+    pub fn src_widths(self) -> (u8, u8) {
         match self.ty {
-            CmpTy::I64 | CmpTy::U64 => 2,
-            _ => 1,
+            CmpTy::I64 | CmpTy::U64 | CmpTy::F64 => (2, 2),
+            CmpTy::ClassF64 => (2, 1),
+            _ => (1, 1),
         }
     }
 
@@ -400,7 +507,8 @@ impl VCmp {
             "nlt", "tru",
         ];
         let cond = match self.ty {
-            CmpTy::F32 => FLT.get(self.cond as usize),
+            CmpTy::ClassF32 | CmpTy::ClassF64 => Some(&"class"),
+            CmpTy::F32 | CmpTy::F64 => FLT.get(self.cond as usize),
             _ => INT.get(self.cond as usize),
         }
         .copied()
@@ -412,7 +520,8 @@ impl VCmp {
             CmpTy::U32 => "u32",
             CmpTy::I64 => "i64",
             CmpTy::U64 => "u64",
-            CmpTy::F32 => "f32",
+            CmpTy::F32 | CmpTy::ClassF32 => "f32",
+            CmpTy::F64 | CmpTy::ClassF64 => "f64",
         };
         format!("v_cmp{}_{}_{}", if self.x { "x" } else { "" }, cond, ty)
     }
@@ -458,6 +567,22 @@ pub enum DsOp {
     ReadB64,
     WriteB128,
     ReadB128,
+    /// `ds_cmpst_rtn_b32`: stores data1 where memory equals data0.
+    CmpstRtnB32,
+    /// `ds_wrxchg_rtn_b32`.
+    WrxchgRtnB32,
+    /// `ds_read2st64_b32` (offsets in units of 64 dwords).
+    Read2st64B32,
+    /// `ds_swizzle_b32` (pattern in the offset).
+    SwizzleB32,
+    /// `ds_permute_b32` (forward: lane writes to addr/4).
+    PermuteB32,
+    /// `ds_bpermute_b32` (backward: lane reads from addr/4).
+    BpermuteB32,
+    /// `ds_add_u64` (no return).
+    AddU64,
+    /// `ds_add_rtn_u64`.
+    AddRtnU64,
 }
 
 /// Names of the 32-bit DS atomics, by opcode 0..=11.
@@ -485,6 +610,14 @@ impl DsOp {
             118 => Self::ReadB64,
             223 => Self::WriteB128,
             255 => Self::ReadB128,
+            45 => Self::WrxchgRtnB32,
+            48 => Self::CmpstRtnB32,
+            56 => Self::Read2st64B32,
+            61 => Self::SwizzleB32,
+            62 => Self::PermuteB32,
+            63 => Self::BpermuteB32,
+            64 => Self::AddU64,
+            96 => Self::AddRtnU64,
             _ => return None,
         })
     }
@@ -495,6 +628,7 @@ impl DsOp {
                 let base = DS_ATOMICS.get(i as usize).copied().unwrap_or("?");
                 let (b, suffix) = match base.split_once('_') {
                     Some((b, s)) => (b, s.to_owned()),
+                    None if matches!(base, "and" | "or" | "xor") => (base, "b32".to_owned()),
                     None => (base, "u32".to_owned()),
                 };
                 let rtn = if matches!(self, Self::AtomicRtn(_)) {
@@ -518,6 +652,14 @@ impl DsOp {
             Self::ReadB64 => "ds_read_b64".into(),
             Self::WriteB128 => "ds_write_b128".into(),
             Self::ReadB128 => "ds_read_b128".into(),
+            Self::CmpstRtnB32 => "ds_cmpst_rtn_b32".into(),
+            Self::WrxchgRtnB32 => "ds_wrxchg_rtn_b32".into(),
+            Self::Read2st64B32 => "ds_read2st64_b32".into(),
+            Self::SwizzleB32 => "ds_swizzle_b32".into(),
+            Self::PermuteB32 => "ds_permute_b32".into(),
+            Self::BpermuteB32 => "ds_bpermute_b32".into(),
+            Self::AddU64 => "ds_add_u64".into(),
+            Self::AddRtnU64 => "ds_add_rtn_u64".into(),
         }
     }
 
@@ -534,6 +676,12 @@ impl DsOp {
             Self::ReadB64 => (0, 2),
             Self::WriteB128 => (4, 0),
             Self::ReadB128 => (0, 4),
+            Self::CmpstRtnB32 | Self::WrxchgRtnB32 => (1, 1),
+            Self::PermuteB32 | Self::BpermuteB32 => (1, 1),
+            Self::Read2st64B32 => (0, 2),
+            Self::SwizzleB32 => (0, 1),
+            Self::AddU64 => (2, 0),
+            Self::AddRtnU64 => (2, 2),
         }
     }
 }
@@ -566,6 +714,8 @@ pub enum FlatOp {
     },
     /// 32-bit atomic (index into [`FLAT_ATOMICS`]).
     Atomic(u8),
+    /// 64-bit atomic (`_x2`, index into [`FLAT_ATOMICS`]).
+    Atomic64(u8),
 }
 
 /// Names of the 32-bit FLAT atomics, by opcode 64..=76.
@@ -593,6 +743,7 @@ impl FlatOp {
             30 => Self::Store { bytes: 12 },
             31 => Self::Store { bytes: 16 },
             64..=76 => Self::Atomic((c - 64) as u8),
+            96..=108 => Self::Atomic64((c - 96) as u8),
             _ => return None,
         })
     }
@@ -618,6 +769,10 @@ impl FlatOp {
             }
             Self::Atomic(i) => format!(
                 "atomic_{}",
+                FLAT_ATOMICS.get(i as usize).copied().unwrap_or("?")
+            ),
+            Self::Atomic64(i) => format!(
+                "atomic_{}_x2",
                 FLAT_ATOMICS.get(i as usize).copied().unwrap_or("?")
             ),
         }
@@ -695,6 +850,59 @@ pub enum Kind {
         offset1: u8,
         gds: bool,
     },
+    /// VOP3P: packed math, accumulation-register moves and MFMA.
+    Vop3p {
+        op: Vop3pOp,
+        dst: u8,
+        src: [u16; 3],
+        op_sel: u8,
+        op_sel_hi: u8,
+        neg_lo: u8,
+        neg_hi: u8,
+        clamp: bool,
+        /// MFMA: C and D are accumulation registers.
+        acc_cd: bool,
+    },
+    /// A VOP1/VOP2/VOPC operation in the SDWA form (sub-dword operand and
+    /// result selection).
+    Sdwa {
+        op: VOp,
+        /// VGPR destination (VOP1/VOP2).
+        dst: u8,
+        /// Compare destination: `Some(sgpr pair)` or `None` for VCC.
+        sdst: Option<u8>,
+        /// Operand codes (256+ VGPR, else SGPR).
+        src: [u16; 2],
+        sdwa: SdwaSel,
+    },
+    /// A VOP1/VOP2 operation in the DPP form (src0 read from another lane
+    /// of the row or wave).
+    Dpp {
+        op: VAlu,
+        dst: u8,
+        /// VGPR numbers of src0 and src1.
+        src: [u8; 2],
+        ctrl: u16,
+        bound_ctrl: bool,
+        neg: [bool; 2],
+        abs: [bool; 2],
+        bank_mask: u8,
+        row_mask: u8,
+    },
+    /// MUBUF (buffer) loads and stores; the simulator serves them from the
+    /// wave's private memory (clang uses them only for scratch on gfx90a).
+    Mubuf {
+        op: FlatOp,
+        vdata: u8,
+        vaddr: u8,
+        srsrc: u8,
+        soffset: u8,
+        offset: u16,
+        offen: bool,
+        idxen: bool,
+        glc: bool,
+        slc: bool,
+    },
     Flat {
         seg: FlatSeg,
         op: FlatOp,
@@ -706,6 +914,8 @@ pub enum Kind {
         offset: i32,
         glc: bool,
         slc: bool,
+        /// Data and destination are accumulation registers.
+        acc: bool,
     },
 }
 
@@ -764,12 +974,43 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             offset: ((raw << 11) as i32) >> 11,
             glc: (w0 >> 16) & 1 != 0,
         }
+    } else if w0 >> 31 == 0 && w0 & 0x1ff == 0xfa {
+        let w1 = word(bytes, 1)?;
+        size = 8;
+        decode_dpp(w0, w1)?
+    } else if w0 >> 31 == 0 && w0 & 0x1ff == 0xf9 {
+        let w1 = word(bytes, 1)?;
+        size = 8;
+        decode_sdwa(w0, w1)?
     } else if w0 >> 31 == 0 {
         decode_vop_e32(w0)?
+    } else if w0 >> 23 == 0x1a7 {
+        let w1 = word(bytes, 1)?;
+        size = 8;
+        decode_vop3p(w0, w1)?
     } else if w0 >> 26 == 0b110100 {
         let w1 = word(bytes, 1)?;
         size = 8;
         decode_vop3(w0, w1)?
+    } else if w0 >> 26 == 0b111000 {
+        let w1 = word(bytes, 1)?;
+        size = 8;
+        let op = FlatOp::from_code((w0 >> 18) & 0x7f)?;
+        if matches!(op, FlatOp::Atomic(_) | FlatOp::Atomic64(_)) || (w0 >> 16) & 1 != 0 {
+            return None; // buffer atomics and LDS-direct loads: not emitted
+        }
+        Kind::Mubuf {
+            op,
+            offset: (w0 & 0xfff) as u16,
+            offen: (w0 >> 12) & 1 != 0,
+            idxen: (w0 >> 13) & 1 != 0,
+            glc: (w0 >> 14) & 1 != 0,
+            slc: (w0 >> 17) & 1 != 0,
+            vaddr: (w1 & 0xff) as u8,
+            vdata: ((w1 >> 8) & 0xff) as u8,
+            srsrc: (((w1 >> 16) & 0x1f) << 2) as u8,
+            soffset: (w1 >> 24) as u8,
+        }
     } else if w0 >> 26 == 0b110110 {
         let w1 = word(bytes, 1)?;
         size = 8;
@@ -807,6 +1048,7 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             offset,
             glc: (w0 >> 16) & 1 != 0,
             slc: (w0 >> 17) & 1 != 0,
+            acc: (w1 >> 23) & 1 != 0,
         }
     } else {
         return None;
@@ -828,6 +1070,9 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
 
 fn decode_vop_e32(w0: u32) -> Option<Kind> {
     let src0 = (w0 & 0x1ff) as u16;
+    if src0 == 0xfa {
+        return None; // DPP: decoded by decode_dpp
+    }
     let (op, dst, src1) = match (w0 >> 25) & 0x7f {
         0x3f => {
             let op = VAlu::from_code(0x140 + ((w0 >> 9) & 0xff))?;
@@ -898,9 +1143,57 @@ impl Inst {
             Kind::Valu {
                 enc: VEnc::E32,
                 src,
+                op,
                 ..
-            } => src[0] == 255,
+            } => src[0] == 255 || matches!(op, VOp::Alu(a) if a.has_k()),
             _ => false,
+        }
+    }
+
+    /// The target of a PC-relative branch (`s_branch`, `s_cbranch_*`) at
+    /// `pc`.
+    pub fn branch_target(&self, pc: u64) -> Option<u64> {
+        match self.kind {
+            Kind::Sopp {
+                op:
+                    Sopp::Branch
+                    | Sopp::CbranchScc0
+                    | Sopp::CbranchScc1
+                    | Sopp::CbranchVccz
+                    | Sopp::CbranchVccnz
+                    | Sopp::CbranchExecz
+                    | Sopp::CbranchExecnz,
+                simm16,
+            } => Some(
+                pc.wrapping_add(4)
+                    .wrapping_add((simm16 as i16 as i64 * 4) as u64),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The text amd-dbgapi's `amd_dbgapi_disassemble_instruction` gives for
+    /// this instruction at `pc`: LLVM's text, and for a branch two spaces,
+    /// `# ` and the target (`symbol`, or the address in hex).
+    pub fn dbgapi_text(&self, pc: u64, symbol: Option<&str>) -> String {
+        match self.branch_target(pc) {
+            Some(t) => match symbol {
+                Some(sym) => format!("{self}  # {sym}"),
+                None => format!("{self}  # {t:#x}"),
+            },
+            // LLVM 15 (comgr's, which the real library uses) prints
+            // s_barrier with a trailing space.
+            None if matches!(
+                self.kind,
+                Kind::Sopp {
+                    op: Sopp::Barrier,
+                    simm16: 0
+                }
+            ) =>
+            {
+                format!("{self} ")
+            }
+            None => self.to_string(),
         }
     }
 
@@ -972,7 +1265,12 @@ impl fmt::Display for Src {
             252 => f.write_str("src_execz"),
             253 => f.write_str("src_scc"),
             254 => f.write_str("src_lds_direct"),
-            255 => write!(f, "0x{:x}", self.literal.unwrap_or(0)),
+            // A literal that an inline constant could hold prints as one.
+            255 => match self.literal.unwrap_or(0) {
+                l @ 0..=64 => write!(f, "{l}"),
+                l if (l as i32) < 0 && (l as i32) >= -16 => write!(f, "{}", l as i32),
+                l => write!(f, "0x{l:x}"),
+            },
             256..=511 => reg_range(f, "v", c - 256, w),
             _ => write!(f, "<invalid {c}>"),
         }
@@ -1080,6 +1378,10 @@ impl fmt::Display for Inst {
             Kind::Valu { .. } => self.fmt_valu(f),
             Kind::Ds { .. } => self.fmt_ds(f),
             Kind::Flat { .. } => self.fmt_flat(f),
+            Kind::Vop3p { .. } => self.fmt_vop3p(f),
+            Kind::Mubuf { .. } => self.fmt_mubuf(f),
+            Kind::Sdwa { .. } => self.fmt_sdwa(f),
+            Kind::Dpp { .. } => self.fmt_dpp(f),
         }
     }
 }
@@ -1110,16 +1412,16 @@ impl Inst {
         match op {
             VOp::Cmp(c) => {
                 let suffix = if e64 { "_e64" } else { "_e32" };
-                let w = c.src_width();
+                let (w0, w1) = c.src_widths();
                 let d = if e64 { *dst as u16 } else { 106 };
                 write!(f, "{}{} {}, ", c.name(), suffix, s(d, 2))?;
-                self.fmt_mod_src(f, 0, s(src[0], w), *abs, *neg)?;
+                self.fmt_mod_src(f, 0, s(src[0], w0), *abs, *neg)?;
                 f.write_str(", ")?;
-                self.fmt_mod_src(f, 1, s(src[1], w), *abs, *neg)?;
+                self.fmt_mod_src(f, 1, s(src[1], w1), *abs, *neg)?;
             }
             VOp::Alu(a) => {
                 let w = a.widths();
-                let suffix = if a.only_vop3() || a.sgpr_dst() {
+                let suffix = if a.no_suffix() || a.sgpr_dst() {
                     ""
                 } else if e64 {
                     "_e64"
@@ -1140,6 +1442,14 @@ impl Inst {
                 if a.has_carry_out() {
                     let c = if e64 { *sdst as u16 } else { 106 };
                     write!(f, ", {}", s(c, 2))?;
+                }
+                if a.has_k() && !e64 {
+                    let k = lit.unwrap_or(0);
+                    let (x, y) = (s(src[0], 1), s(src[1], 1));
+                    return match a {
+                        VAlu::MadmkF32 => write!(f, ", {x}, 0x{k:x}, {y}"),
+                        _ => write!(f, ", {x}, {y}, 0x{k:x}"),
+                    };
                 }
                 for (i, &width) in w.iter().enumerate().skip(1) {
                     f.write_str(", ")?;
@@ -1204,7 +1514,11 @@ impl Inst {
         };
         let (dw, rw) = op.data_ret_widths();
         f.write_str(&op.name())?;
-        let two = matches!(op, DsOp::Write2B32 | DsOp::Read2B32);
+        let two = matches!(
+            op,
+            DsOp::Write2B32 | DsOp::Read2B32 | DsOp::Read2st64B32 | DsOp::CmpstRtnB32
+        );
+        let two_off = two && *op != DsOp::CmpstRtnB32;
         if rw > 0 {
             write!(f, " {}, {}", v(*vdst, rw), v(*addr, 1))?;
         } else {
@@ -1216,7 +1530,11 @@ impl Inst {
                 write!(f, ", {}", v(*data1, dw))?;
             }
         }
-        if two {
+        if *op == DsOp::SwizzleB32 {
+            let off = (*offset1 as u16) << 8 | *offset0 as u16;
+            return write!(f, " offset:{}", swizzle_text(off));
+        }
+        if two_off {
             if *offset0 != 0 {
                 write!(f, " offset0:{offset0}")?;
             }
@@ -1246,14 +1564,24 @@ impl Inst {
             offset,
             glc,
             slc,
+            acc,
         } = &self.kind
         else {
             return Ok(());
         };
-        let v = |n: u8, w: u8| Src {
+        let vreg = |n: u8, w: u8| Src {
             code: 256 + n as u16,
             width: w,
             literal: None,
+        };
+        // Data registers: VGPRs, or AGPRs with `acc`.
+        let v = |n: u8, w: u8| {
+            let t = vreg(n, w).to_string();
+            if *acc {
+                t.replacen('v', "a", 1)
+            } else {
+                t
+            }
         };
         let prefix = match seg {
             FlatSeg::Flat => "flat",
@@ -1265,17 +1593,18 @@ impl Inst {
         let bytes = match op {
             FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } => *bytes,
             FlatOp::Atomic(_) => 4,
+            FlatOp::Atomic64(_) => 8,
         };
         let w = bytes.div_ceil(4);
         match op {
-            FlatOp::Load { .. } => write!(f, " {}, {}", v(*vdst, w), v(*addr, addr_w))?,
-            FlatOp::Store { .. } => write!(f, " {}, {}", v(*addr, addr_w), v(*data, w))?,
-            FlatOp::Atomic(i) => {
-                let dw = if *i == 1 { 2 } else { 1 };
+            FlatOp::Load { .. } => write!(f, " {}, {}", v(*vdst, w), vreg(*addr, addr_w))?,
+            FlatOp::Store { .. } => write!(f, " {}, {}", vreg(*addr, addr_w), v(*data, w))?,
+            FlatOp::Atomic(i) | FlatOp::Atomic64(i) => {
+                let dw = if *i == 1 { 2 * w } else { w };
                 if *glc {
-                    write!(f, " {},", v(*vdst, 1))?;
+                    write!(f, " {},", v(*vdst, w))?;
                 }
-                write!(f, " {}, {}", v(*addr, addr_w), v(*data, dw))?;
+                write!(f, " {}, {}", vreg(*addr, addr_w), v(*data, dw))?;
             }
         }
         if *seg != FlatSeg::Flat {
@@ -1300,6 +1629,507 @@ impl Inst {
         }
         if *slc {
             f.write_str(" slc")?;
+        }
+        Ok(())
+    }
+}
+
+opcodes! {
+    /// VOP3P opcodes (gfx90a), operand widths in dwords.
+    Vop3pOp {
+        0x0e => PkFmaF16 "v_pk_fma_f16" [1,1,1,1],
+        0x0f => PkAddF16 "v_pk_add_f16" [1,1,1],
+        0x10 => PkMulF16 "v_pk_mul_f16" [1,1,1],
+        0x11 => PkMinF16 "v_pk_min_f16" [1,1,1],
+        0x12 => PkMaxF16 "v_pk_max_f16" [1,1,1],
+        0x30 => PkFmaF32 "v_pk_fma_f32" [2,2,2,2],
+        0x31 => PkMulF32 "v_pk_mul_f32" [2,2,2],
+        0x32 => PkAddF32 "v_pk_add_f32" [2,2,2],
+        0x33 => PkMovB32 "v_pk_mov_b32" [2,2,2],
+        0x42 => MfmaF32_4x4x1f32 "v_mfma_f32_4x4x1f32" [4,1,1,4],
+        0x58 => AccvgprReadB32 "v_accvgpr_read_b32" [1,1],
+        0x59 => AccvgprWriteB32 "v_accvgpr_write_b32" [1,1],
+    }
+}
+
+fn decode_vop3p(w0: u32, w1: u32) -> Option<Kind> {
+    let op = Vop3pOp::from_code((w0 >> 16) & 0x7f)?;
+    Some(Kind::Vop3p {
+        op,
+        dst: (w0 & 0xff) as u8,
+        src: [
+            (w1 & 0x1ff) as u16,
+            ((w1 >> 9) & 0x1ff) as u16,
+            ((w1 >> 18) & 0x1ff) as u16,
+        ],
+        op_sel: ((w0 >> 11) & 7) as u8,
+        op_sel_hi: (((w1 >> 27) & 3) | ((w0 >> 14) & 1) << 2) as u8,
+        neg_lo: (w1 >> 29) as u8,
+        neg_hi: ((w0 >> 8) & 7) as u8,
+        clamp: (w0 >> 15) & 1 != 0 && !matches!(op, Vop3pOp::MfmaF32_4x4x1f32),
+        acc_cd: (w0 >> 15) & 1 != 0 && matches!(op, Vop3pOp::MfmaF32_4x4x1f32),
+    })
+}
+
+/// The `ds_swizzle_b32` offset as LLVM prints it.
+fn swizzle_text(off: u16) -> String {
+    if off & 0x8000 != 0 {
+        let p: Vec<String> = (0..4).map(|i| ((off >> (2 * i)) & 3).to_string()).collect();
+        return format!("swizzle(QUAD_PERM,{})", p.join(","));
+    }
+    let and = off & 0x1f;
+    let or = (off >> 5) & 0x1f;
+    let xor = (off >> 10) & 0x1f;
+    if and == 0x1f && or == 0 && xor.is_power_of_two() {
+        return format!("swizzle(SWAP,{xor})");
+    }
+    if and == 0x1f && or == 0 && (xor + 1).is_power_of_two() && xor != 0 {
+        return format!("swizzle(REVERSE,{})", xor + 1);
+    }
+    if xor == 0 && (0x20 - and).is_power_of_two() && or & and == 0 {
+        return format!("swizzle(BROADCAST,{},{or})", 0x20 - and);
+    }
+    let mask: String = (0..5)
+        .rev()
+        .map(|b| match ((and >> b) & 1, (or >> b) & 1, (xor >> b) & 1) {
+            (0, 0, _) => '0',
+            (0, 1, _) => '1',
+            (1, _, 0) => 'p',
+            _ => 'i',
+        })
+        .collect();
+    format!("swizzle(BITMASK_PERM,\"{mask}\")")
+}
+
+impl Inst {
+    fn fmt_vop3p(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Kind::Vop3p {
+            op,
+            dst,
+            src,
+            op_sel,
+            op_sel_hi,
+            neg_lo,
+            neg_hi,
+            clamp,
+            acc_cd,
+        } = &self.kind
+        else {
+            return Ok(());
+        };
+        let reg = |prefix: &str, n: u16, w: u8| {
+            if w <= 1 {
+                format!("{prefix}{n}")
+            } else {
+                format!("{prefix}[{}:{}]", n, n + w as u16 - 1)
+            }
+        };
+        let w = op.widths();
+        let nsrc = w.len() - 1;
+        let plain = |code: u16, width: u8| {
+            Src {
+                code,
+                width,
+                literal: None,
+            }
+            .to_string()
+        };
+        let (d, srcs): (String, Vec<String>) = match op {
+            Vop3pOp::AccvgprReadB32 => (
+                reg("v", *dst as u16, 1),
+                vec![reg("a", src[0].saturating_sub(256), 1)],
+            ),
+            Vop3pOp::AccvgprWriteB32 => (reg("a", *dst as u16, 1), vec![plain(src[0], 1)]),
+            Vop3pOp::MfmaF32_4x4x1f32 => {
+                let cd = |n: u16| {
+                    if *acc_cd {
+                        reg("a", n, 4)
+                    } else {
+                        reg("v", n, 4)
+                    }
+                };
+                (
+                    cd(*dst as u16),
+                    vec![
+                        plain(src[0], 1),
+                        plain(src[1], 1),
+                        if src[2] >= 256 {
+                            cd(src[2] - 256)
+                        } else {
+                            plain(src[2], 4)
+                        },
+                    ],
+                )
+            }
+            _ => (
+                reg("v", *dst as u16, w[0]),
+                (0..nsrc).map(|i| plain(src[i], w[i + 1])).collect(),
+            ),
+        };
+        write!(f, "{} {d}", op.name())?;
+        for x in &srcs {
+            write!(f, ", {x}")?;
+        }
+        if matches!(op, Vop3pOp::MfmaF32_4x4x1f32) {
+            let cbsz = *neg_hi;
+            let abid = *op_sel | (*op_sel_hi & 4) << 1;
+            if cbsz != 0 {
+                write!(f, " cbsz:{cbsz}")?;
+            }
+            if abid != 0 {
+                write!(f, " abid:{abid}")?;
+            }
+            if *neg_lo != 0 {
+                write!(f, " blgp:{neg_lo}")?;
+            }
+            return Ok(());
+        }
+        if matches!(op, Vop3pOp::AccvgprReadB32 | Vop3pOp::AccvgprWriteB32) {
+            return Ok(());
+        }
+        let list = |bits: u8| {
+            let v: Vec<String> = (0..nsrc).map(|i| ((bits >> i) & 1).to_string()).collect();
+            format!("[{}]", v.join(","))
+        };
+        let all = (1u8 << nsrc) - 1;
+        if op_sel & all != 0 {
+            write!(f, " op_sel:{}", list(*op_sel))?;
+        }
+        if op_sel_hi & all != all {
+            write!(f, " op_sel_hi:{}", list(*op_sel_hi))?;
+        }
+        if neg_lo & all != 0 {
+            write!(f, " neg_lo:{}", list(*neg_lo))?;
+        }
+        if neg_hi & all != 0 {
+            write!(f, " neg_hi:{}", list(*neg_hi))?;
+        }
+        if *clamp {
+            f.write_str(" clamp")?;
+        }
+        Ok(())
+    }
+
+    fn fmt_mubuf(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Kind::Mubuf {
+            op,
+            vdata,
+            vaddr,
+            srsrc,
+            soffset,
+            offset,
+            offen,
+            idxen,
+            glc,
+            slc,
+        } = &self.kind
+        else {
+            return Ok(());
+        };
+        let bytes = match op {
+            FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } => *bytes,
+            _ => 4,
+        };
+        let v = |n: u8, w: u8| Src {
+            code: 256 + n as u16,
+            width: w,
+            literal: None,
+        };
+        write!(f, "buffer_{} {}, ", op.name(), v(*vdata, bytes.div_ceil(4)))?;
+        match (offen, idxen) {
+            (true, true) => write!(f, "{}", v(*vaddr, 2))?,
+            (false, false) => f.write_str("off")?,
+            _ => write!(f, "{}", v(*vaddr, 1))?,
+        }
+        let sc = |code: u16, width: u8| Src {
+            code,
+            width,
+            literal: None,
+        };
+        write!(f, ", {}, {}", sc(*srsrc as u16, 4), sc(*soffset as u16, 1))?;
+        if *idxen {
+            f.write_str(" idxen")?;
+        }
+        if *offen {
+            f.write_str(" offen")?;
+        }
+        if *offset != 0 {
+            write!(f, " offset:{offset}")?;
+        }
+        if *glc {
+            f.write_str(" glc")?;
+        }
+        if *slc {
+            f.write_str(" slc")?;
+        }
+        Ok(())
+    }
+}
+
+/// SDWA operand and result selection (second dword of the SDWA form).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SdwaSel {
+    /// 0..=3 BYTE_n, 4 WORD_0, 5 WORD_1, 6 DWORD.
+    pub dst_sel: u8,
+    /// 0 UNUSED_PAD, 1 UNUSED_SEXT, 2 UNUSED_PRESERVE.
+    pub dst_unused: u8,
+    /// Per source: selection, sign extension, neg, abs.
+    pub src_sel: [u8; 2],
+    #[allow(missing_docs)]
+    pub sext: [bool; 2],
+    #[allow(missing_docs)]
+    pub neg: [bool; 2],
+    #[allow(missing_docs)]
+    pub abs: [bool; 2],
+    #[allow(missing_docs)]
+    pub clamp: bool,
+    #[allow(missing_docs)]
+    pub omod: u8,
+}
+
+fn decode_sdwa(w0: u32, w1: u32) -> Option<Kind> {
+    let vsrc1 = ((w0 >> 9) & 0xff) as u16;
+    let (op, dst, is_cmp) = match (w0 >> 25) & 0x7f {
+        0x3f => (
+            VOp::Alu(VAlu::from_code(0x140 + ((w0 >> 9) & 0xff))?),
+            ((w0 >> 17) & 0xff) as u8,
+            false,
+        ),
+        0x3e => (VOp::Cmp(VCmp::from_code((w0 >> 17) & 0xff)?), 0, true),
+        n => (
+            VOp::Alu(VAlu::from_code(0x100 + (n & 0x3f))?),
+            ((w0 >> 17) & 0xff) as u8,
+            false,
+        ),
+    };
+    if let VOp::Alu(a) = op {
+        if a.only_vop3()
+            || a.has_k()
+            || a.has_mask_in()
+            || a.has_carry_out()
+            || matches!(a, VAlu::FmacF32 | VAlu::MacF32 | VAlu::SwapB32)
+            || a.widths().iter().any(|&w| w > 1)
+        {
+            return None;
+        }
+    }
+    if let VOp::Cmp(c) = op {
+        if c.src_widths() != (1, 1) {
+            return None;
+        }
+    }
+    let vop1 = (w0 >> 25) & 0x7f == 0x3f;
+    let src0_code = (w1 & 0xff) as u16 + if (w1 >> 23) & 1 != 0 { 0 } else { 256 };
+    let src1_code = vsrc1 + if (w1 >> 31) & 1 != 0 { 0 } else { 256 };
+    let sel = SdwaSel {
+        dst_sel: if is_cmp { 6 } else { ((w1 >> 8) & 7) as u8 },
+        dst_unused: if is_cmp { 0 } else { ((w1 >> 11) & 3) as u8 },
+        src_sel: [((w1 >> 16) & 7) as u8, ((w1 >> 24) & 7) as u8],
+        sext: [(w1 >> 19) & 1 != 0, (w1 >> 27) & 1 != 0],
+        neg: [(w1 >> 20) & 1 != 0, (w1 >> 28) & 1 != 0],
+        abs: [(w1 >> 21) & 1 != 0, (w1 >> 29) & 1 != 0],
+        clamp: !is_cmp && (w1 >> 13) & 1 != 0,
+        omod: if is_cmp { 0 } else { ((w1 >> 14) & 3) as u8 },
+    };
+    if sel.src_sel.iter().any(|&s| s > 6) || sel.dst_sel > 6 || sel.dst_unused > 2 {
+        return None;
+    }
+    Some(Kind::Sdwa {
+        op,
+        dst,
+        sdst: (is_cmp && (w1 >> 15) & 1 != 0).then_some(((w1 >> 8) & 0x7f) as u8),
+        src: [src0_code, if vop1 { 0 } else { src1_code }],
+        sdwa: sel,
+    })
+}
+
+fn sel_name(s: u8) -> &'static str {
+    [
+        "BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD",
+    ]
+    .get(s as usize)
+    .copied()
+    .unwrap_or("?")
+}
+
+impl Inst {
+    fn fmt_sdwa(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Kind::Sdwa {
+            op,
+            dst,
+            sdst,
+            src,
+            sdwa,
+        } = &self.kind
+        else {
+            return Ok(());
+        };
+        let operand = |i: usize| {
+            let s = Src {
+                code: src[i],
+                width: 1,
+                literal: None,
+            }
+            .to_string();
+            let s = if sdwa.sext[i] {
+                format!("sext({s})")
+            } else {
+                s
+            };
+            let s = if sdwa.abs[i] { format!("|{s}|") } else { s };
+            if sdwa.neg[i] {
+                format!("-{s}")
+            } else {
+                s
+            }
+        };
+        match op {
+            VOp::Cmp(c) => {
+                let d = match sdst {
+                    Some(n) => Src {
+                        code: *n as u16,
+                        width: 2,
+                        literal: None,
+                    }
+                    .to_string(),
+                    None => "vcc".into(),
+                };
+                write!(
+                    f,
+                    "{}_sdwa {d}, {}, {} src0_sel:{} src1_sel:{}",
+                    c.name(),
+                    operand(0),
+                    operand(1),
+                    sel_name(sdwa.src_sel[0]),
+                    sel_name(sdwa.src_sel[1])
+                )
+            }
+            VOp::Alu(a) => {
+                let nsrc = a.widths().len() - 1;
+                write!(f, "{}_sdwa v{dst}", a.name())?;
+                for i in 0..nsrc {
+                    write!(f, ", {}", operand(i))?;
+                }
+                if sdwa.clamp {
+                    f.write_str(" clamp")?;
+                }
+                match sdwa.omod {
+                    1 => f.write_str(" mul:2")?,
+                    2 => f.write_str(" mul:4")?,
+                    3 => f.write_str(" div:2")?,
+                    _ => {}
+                }
+                let unused =
+                    ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE"][sdwa.dst_unused as usize];
+                write!(
+                    f,
+                    " dst_sel:{} dst_unused:{unused} src0_sel:{}",
+                    sel_name(sdwa.dst_sel),
+                    sel_name(sdwa.src_sel[0])
+                )?;
+                if nsrc > 1 {
+                    write!(f, " src1_sel:{}", sel_name(sdwa.src_sel[1]))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn decode_dpp(w0: u32, w1: u32) -> Option<Kind> {
+    let op = match (w0 >> 25) & 0x7f {
+        0x3f => VAlu::from_code(0x140 + ((w0 >> 9) & 0xff))?,
+        0x3e => return None, // VOPC DPP: not emitted by the corpus
+        n => VAlu::from_code(0x100 + (n & 0x3f))?,
+    };
+    if op.only_vop3()
+        || op.has_k()
+        || op.has_mask_in()
+        || op.has_carry_out()
+        || matches!(op, VAlu::SwapB32 | VAlu::Nop)
+        || op.widths().iter().any(|&w| w > 1)
+    {
+        return None;
+    }
+    let ctrl = ((w1 >> 8) & 0x1ff) as u16;
+    let valid = matches!(ctrl, 0..=0xff | 0x101..=0x10f | 0x111..=0x11f | 0x121..=0x12f
+        | 0x130 | 0x134 | 0x138 | 0x13c | 0x140..=0x143);
+    if !valid {
+        return None;
+    }
+    Some(Kind::Dpp {
+        op,
+        dst: ((w0 >> 17) & 0xff) as u8,
+        src: [(w1 & 0xff) as u8, ((w0 >> 9) & 0xff) as u8],
+        ctrl,
+        bound_ctrl: (w1 >> 19) & 1 != 0,
+        neg: [(w1 >> 20) & 1 != 0, (w1 >> 22) & 1 != 0],
+        abs: [(w1 >> 21) & 1 != 0, (w1 >> 23) & 1 != 0],
+        bank_mask: ((w1 >> 24) & 0xf) as u8,
+        row_mask: (w1 >> 28) as u8,
+    })
+}
+
+/// The DPP control as LLVM prints it.
+pub fn dpp_ctrl_text(ctrl: u16) -> String {
+    match ctrl {
+        0..=0xff => format!(
+            "quad_perm:[{},{},{},{}]",
+            ctrl & 3,
+            (ctrl >> 2) & 3,
+            (ctrl >> 4) & 3,
+            (ctrl >> 6) & 3
+        ),
+        0x101..=0x10f => format!("row_shl:{}", ctrl - 0x100),
+        0x111..=0x11f => format!("row_shr:{}", ctrl - 0x110),
+        0x121..=0x12f => format!("row_ror:{}", ctrl - 0x120),
+        0x130 => "wave_shl:1".into(),
+        0x134 => "wave_rol:1".into(),
+        0x138 => "wave_shr:1".into(),
+        0x13c => "wave_ror:1".into(),
+        0x140 => "row_mirror".into(),
+        0x141 => "row_half_mirror".into(),
+        0x142 => "row_bcast:15".into(),
+        _ => "row_bcast:31".into(),
+    }
+}
+
+impl Inst {
+    fn fmt_dpp(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Kind::Dpp {
+            op,
+            dst,
+            src,
+            ctrl,
+            bound_ctrl,
+            neg,
+            abs,
+            bank_mask,
+            row_mask,
+        } = &self.kind
+        else {
+            return Ok(());
+        };
+        let operand = |i: usize| {
+            let s = format!("v{}", src[i]);
+            let s = if abs[i] { format!("|{s}|") } else { s };
+            if neg[i] {
+                format!("-{s}")
+            } else {
+                s
+            }
+        };
+        write!(f, "{}_dpp v{dst}", op.name())?;
+        for i in 0..op.widths().len() - 1 {
+            write!(f, ", {}", operand(i))?;
+        }
+        write!(
+            f,
+            " {} row_mask:0x{row_mask:x} bank_mask:0x{bank_mask:x}",
+            dpp_ctrl_text(*ctrl)
+        )?;
+        if *bound_ctrl {
+            f.write_str(" bound_ctrl:1")?;
         }
         Ok(())
     }

@@ -252,6 +252,8 @@ struct SimWave {
     at_barrier: bool,
     single_step: bool,
     stop_reason: StopReasons,
+    /// Private memory, lane-major (`private_segment_fixed_size` per lane).
+    scratch: Vec<u8>,
 }
 
 struct WgInner {
@@ -512,7 +514,11 @@ impl Device {
             match s.dispatches.get(&id) {
                 None => return None,
                 Some(d) => {
-                    if let Some(o) = d.outcome {
+                    // An aborted dispatch is over only once its last
+                    // workgroup has retired: a wave still running could
+                    // otherwise write into host memory (a stack buffer)
+                    // that the caller reuses after `wait` returns.
+                    if let (Some(o), 0) = (d.outcome, d.live_wgs) {
                         s.dispatches.remove(&id);
                         return Some(o);
                     }
@@ -651,6 +657,46 @@ impl Device {
             let src = inner.lds.get(addr as usize..).unwrap_or(&[]);
             let n = src.len().min(buf.len());
             buf[..n].copy_from_slice(&src[..n]);
+            Ok(n)
+        })
+    }
+
+    /// Transfers bytes of a wave's private memory: `lane` `Some(l)` is the
+    /// private_lane view (offset within lane `l`'s memory), `None` the
+    /// private_wave view (the hardware's swizzled scratch layout). Returns
+    /// the bytes moved (0 when `offset` is past the end).
+    pub fn xfer_private(
+        &self,
+        id: WaveId,
+        lane: Option<usize>,
+        offset: u64,
+        read: Option<&mut [u8]>,
+        write: Option<&[u8]>,
+    ) -> Result<usize, DeviceError> {
+        self.with_wave(id, |inner, i, _| {
+            let mem = &mut inner.waves[i].scratch;
+            let len = mem.len() as u64;
+            let at = |k: u64| -> Option<usize> {
+                let wave = match lane {
+                    Some(l) => super::wave::swizzle_private(l, offset + k),
+                    None => offset + k,
+                };
+                (wave < len).then_some(wave as usize)
+            };
+            let mut n = 0;
+            if let Some(buf) = read {
+                for (k, b) in buf.iter_mut().enumerate() {
+                    let Some(a) = at(k as u64) else { break };
+                    *b = mem[a];
+                    n += 1;
+                }
+            } else if let Some(data) = write {
+                for (k, b) in data.iter().enumerate() {
+                    let Some(a) = at(k as u64) else { break };
+                    mem[a] = *b;
+                    n += 1;
+                }
+            }
             Ok(n)
         })
     }
@@ -849,6 +895,11 @@ fn launch_more(shared: &Shared, s: &mut Sched) {
                     at_barrier: false,
                     single_step: false,
                     stop_reason: StopReasons::NONE,
+                    scratch: vec![
+                        0;
+                        desc.kd.private_segment_fixed_size.next_multiple_of(16) as usize
+                            * LANES
+                    ],
                 })
                 .collect();
             let ids: Vec<WaveId> = waves.iter().map(|w| w.id).collect();
@@ -993,9 +1044,11 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
             if w.run != Run::Running || w.at_barrier {
                 continue;
             }
+            let mut scratch = std::mem::take(&mut w.scratch);
             let mut ctx = Ctx {
                 mem: &*shared.mem,
                 lds: &mut inner.lds,
+                scratch: &mut scratch,
                 code: Some(&shared.code),
             };
             let mut n = 0;
@@ -1063,6 +1116,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                     }
                 }
             }
+            w.scratch = scratch;
             executed += n as u64;
         }
         if abort.is_some() {
@@ -1099,6 +1153,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
     s.resident_waves = s.resident_waves.saturating_sub(finished.len());
     let did = wg.dispatch.id;
     let mut completed = false;
+    let mut retired = false;
     if let Some(d) = s.dispatches.get_mut(&did) {
         if let Some(a) = abort {
             d.aborted.store(true, Ordering::Relaxed);
@@ -1117,6 +1172,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                 d.outcome = Some(DispatchOutcome::Completed);
                 completed = true;
             }
+            retired = d.live_wgs == 0 && d.outcome.is_some();
         }
         if completed {
             if let Some(o) = d.outcome {
@@ -1136,7 +1192,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
     }
     let debug = s.debug;
     drop(s);
-    if completed {
+    if completed || retired {
         shared.done_cv.notify_all();
     }
     if debug {

@@ -11,6 +11,7 @@ pub const EF_AMDGPU_MACH_MASK: u32 = 0xff;
 pub const EF_AMDGPU_MACH_GFX90A: u32 = 0x3f;
 
 const PT_LOAD: u32 = 1;
+const SHT_NOTE: u32 = 7;
 const SHT_SYMTAB: u32 = 2;
 const SHT_DYNSYM: u32 = 11;
 
@@ -170,6 +171,38 @@ impl<'a> Elf<'a> {
             segments,
             symbols,
         })
+    }
+
+    /// The descriptor of the first note named `name` of type `ty` in any
+    /// `SHT_NOTE` section (e.g. `"AMDGPU"`, 32: the code object metadata).
+    pub fn note(&self, name: &str, ty: u32) -> Option<&'a [u8]> {
+        let b = self.bytes;
+        let shoff = u64_at(b, 40).ok()? as usize;
+        let shentsize = u16_at(b, 58).ok()? as usize;
+        let shnum = u16_at(b, 60).ok()? as usize;
+        for i in 0..shnum {
+            let s = shoff + i * shentsize;
+            if u32_at(b, s + 4).ok()? != SHT_NOTE {
+                continue;
+            }
+            let off = u64_at(b, s + 24).ok()? as usize;
+            let size = u64_at(b, s + 32).ok()? as usize;
+            let sec = b.get(off..off.checked_add(size)?)?;
+            let mut p = 0usize;
+            while p + 12 <= sec.len() {
+                let namesz = u32_at(sec, p).ok()? as usize;
+                let descsz = u32_at(sec, p + 4).ok()? as usize;
+                let nty = u32_at(sec, p + 8).ok()?;
+                let n = sec.get(p + 12..p + 12 + namesz)?;
+                let d0 = p + 12 + namesz.next_multiple_of(4);
+                let desc = sec.get(d0..d0 + descsz)?;
+                if nty == ty && n.strip_suffix(&[0]).unwrap_or(n) == name.as_bytes() {
+                    return Some(desc);
+                }
+                p = d0 + descsz.next_multiple_of(4);
+            }
+        }
+        None
     }
 
     /// Parses an AMDGPU code object (`e_machine` 224).

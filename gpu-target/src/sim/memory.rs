@@ -16,6 +16,15 @@ use nix::sys::uio::process_vm_writev;
 use nix::sys::uio::RemoteIoVec;
 use nix::unistd::Pid;
 
+/// Base of the flat-address aperture of the LDS (gfx9, as the Linux kernel
+/// driver sets it up: `1 << 48`); `src_shared_base` is its high half.
+pub const SHARED_APERTURE: u64 = 1 << 48;
+/// Base of the flat-address aperture of private memory (`2 << 48`);
+/// `src_private_base` is its high half.
+pub const PRIVATE_APERTURE: u64 = 2 << 48;
+/// Size of each aperture (4 GiB).
+pub const APERTURE_SIZE: u64 = 1 << 32;
+
 /// A global memory access that could not be completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("memory fault at {addr:#x} ({len} bytes)")]

@@ -18,8 +18,12 @@ use super::decode::VAlu;
 use super::decode::VCmp;
 use super::decode::VEnc;
 use super::decode::VOp;
+use super::decode::Vop3pOp;
 use super::memory::GlobalMemory;
 use super::memory::MemFault;
+use super::memory::APERTURE_SIZE;
+use super::memory::PRIVATE_APERTURE;
+use super::memory::SHARED_APERTURE;
 
 /// Lanes per wave.
 pub const LANES: usize = 64;
@@ -36,6 +40,8 @@ pub struct WaveRegs {
     pub sgpr: [u32; NUM_SGPRS],
     /// Allocated VGPRs, each 64 lanes.
     pub vgpr: Vec<[u32; LANES]>,
+    /// Accumulation registers a0.. (grown on first write; unwritten read 0).
+    pub agpr: Vec<[u32; LANES]>,
     /// EXEC mask.
     pub exec: u64,
     /// VCC.
@@ -64,6 +70,7 @@ impl WaveRegs {
         Self {
             sgpr: [0; NUM_SGPRS],
             vgpr: vec![[0; LANES]; vgprs],
+            agpr: Vec::new(),
             exec: 0,
             vcc: 0,
             scc: false,
@@ -110,6 +117,9 @@ pub struct Ctx<'a> {
     pub mem: &'a dyn GlobalMemory,
     /// The workgroup's LDS.
     pub lds: &'a mut [u8],
+    /// The wave's private memory in the hardware's swizzled layout (the
+    /// private_wave view; see [`swizzle_private`]).
+    pub scratch: &'a mut [u8],
     /// Optional instruction-fetch cache.
     pub code: Option<&'a dyn CodeFetch>,
 }
@@ -187,6 +197,10 @@ impl WaveRegs {
             124 => self.m0,
             126 => self.exec as u32,
             127 => (self.exec >> 32) as u32,
+            235 => (SHARED_APERTURE >> 32) as u32,
+            236 => ((SHARED_APERTURE + APERTURE_SIZE - 1) >> 32) as u32,
+            237 => (PRIVATE_APERTURE >> 32) as u32,
+            238 => ((PRIVATE_APERTURE + APERTURE_SIZE - 1) >> 32) as u32,
             251 => (self.vcc == 0) as u32,
             252 => (self.exec == 0) as u32,
             253 => self.scc as u32,
@@ -221,7 +235,7 @@ impl WaveRegs {
         if let Some(c) = inline_const(code, width) {
             return c;
         }
-        if (256..512).contains(&code) {
+        if code >= 256 {
             // A VGPR where a scalar is expected: lane 0 of it.
             return self
                 .vgpr
@@ -245,7 +259,7 @@ impl WaveRegs {
     }
 
     fn vsrc(&self, code: u16, width: u8, lit: Option<u32>) -> VSrc {
-        if (256..512).contains(&code) {
+        if code >= 256 {
             VSrc::Vgpr((code - 256) as usize, width)
         } else {
             VSrc::Uniform(self.sget(code, width, lit))
@@ -431,7 +445,12 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             Step::Continue
         }
         Kind::Valu { .. } => valu(r, inst),
+        Kind::Vop3p { .. } => vop3p(r, inst),
+        Kind::Mubuf { .. } => mubuf(r, ctx, inst),
+        Kind::Sdwa { .. } => sdwa(r, inst),
+        Kind::Dpp { .. } => dpp(r, inst),
         Kind::Ds { .. } => ds(r, ctx, inst),
+        Kind::Flat { acc: true, .. } => flat_acc(r, ctx, inst),
         Kind::Flat { .. } => flat(r, ctx, inst),
     };
     if outcome == Step::Continue {
@@ -645,6 +664,189 @@ fn f32m(v: u64, i: usize, abs: u8, neg: u8) -> f32 {
     f
 }
 
+/// The clamp bit on integer adds and subtracts saturates instead of
+/// wrapping; float results are clamped to [0, 1].
+fn int_clamp(op: VAlu, a: u32, b: u32, v: u64) -> u64 {
+    let f01 = |v: u64| f32::from_bits(v as u32).clamp(0.0, 1.0).to_bits() as u64;
+    match op {
+        VAlu::AddU32 | VAlu::AddCoU32 => a.saturating_add(b) as u64,
+        VAlu::SubU32 | VAlu::SubCoU32 => a.saturating_sub(b) as u64,
+        VAlu::SubrevU32 | VAlu::SubrevCoU32 => b.saturating_sub(a) as u64,
+        VAlu::AddI32 => (a as i32).saturating_add(b as i32) as u32 as u64,
+        VAlu::SubI32 => (a as i32).saturating_sub(b as i32) as u32 as u64,
+        VAlu::AddU16 => (a as u16).saturating_add(b as u16) as u64,
+        VAlu::SubU16 => (a as u16).saturating_sub(b as u16) as u64,
+        VAlu::AddF32
+        | VAlu::SubF32
+        | VAlu::SubrevF32
+        | VAlu::MulF32
+        | VAlu::FmaF32
+        | VAlu::FmacF32
+        | VAlu::MadF32
+        | VAlu::MinF32
+        | VAlu::MaxF32
+        | VAlu::Med3F32 => f01(v),
+        _ => v,
+    }
+}
+
+/// `frexp`: mantissa in [0.5, 1) and exponent; 0, inf and NaN give (x, 0).
+fn frexp(x: f64) -> (f64, i32) {
+    if x == 0.0 || !x.is_finite() {
+        return (x, 0);
+    }
+    let mut e = x.abs().log2().floor() as i32 + 1;
+    let mut m = ldexp(x, -e);
+    if m.abs() >= 1.0 {
+        m = ldexp(m, -1);
+        e += 1;
+    } else if m.abs() < 0.5 {
+        m = ldexp(m, 1);
+        e -= 1;
+    }
+    (m, e)
+}
+
+/// `x * 2^e` with one rounding.
+fn ldexp(x: f64, e: i32) -> f64 {
+    let mut x = x;
+    let mut e = e.clamp(-2200, 2200);
+    while e > 1000 {
+        x *= 2f64.powi(1000);
+        e -= 1000;
+    }
+    while e < -1000 {
+        // Avoid double rounding in the subnormal range: scale in one step
+        // once close.
+        x *= 2f64.powi(-1000);
+        e += 1000;
+    }
+    x * 2f64.powi(e)
+}
+
+/// `v_div_fixup`: the special cases of `n / d` (src2 = n, src1 = d) on the
+/// quotient estimate src0.
+fn div_fixup(q: f64, d: f64, n: f64) -> f64 {
+    let sign = if (d.is_sign_negative()) != (n.is_sign_negative()) {
+        -1.0
+    } else {
+        1.0
+    };
+    if d.is_nan() || n.is_nan() || (d == 0.0 && n == 0.0) || (d.is_infinite() && n.is_infinite()) {
+        f64::NAN
+    } else if d == 0.0 || n.is_infinite() {
+        sign * f64::INFINITY
+    } else if d.is_infinite() || n == 0.0 {
+        sign * 0.0
+    } else {
+        q
+    }
+}
+
+fn f64m(v: u64, i: usize, abs: u8, neg: u8) -> f64 {
+    let mut f = f64::from_bits(v);
+    if (abs >> i) & 1 != 0 {
+        f = f.abs();
+    }
+    if (neg >> i) & 1 != 0 {
+        f = -f;
+    }
+    f
+}
+
+/// `v_cmp_class`: bit 0 signaling NaN, 1 quiet NaN, 2 -inf, 3 -normal,
+/// 4 -denormal, 5 -0, 6 +0, 7 +denormal, 8 +normal, 9 +inf.
+fn fp_class(x: f64, _unused: bool, mask: u32) -> bool {
+    use std::num::FpCategory;
+    let neg = x.is_sign_negative();
+    let bit = match x.classify() {
+        FpCategory::Nan => 1, // quiet (the simulator does not track signaling NaNs)
+        FpCategory::Infinite => {
+            if neg {
+                2
+            } else {
+                9
+            }
+        }
+        FpCategory::Normal => {
+            if neg {
+                3
+            } else {
+                8
+            }
+        }
+        FpCategory::Subnormal => {
+            if neg {
+                4
+            } else {
+                7
+            }
+        }
+        FpCategory::Zero => {
+            if neg {
+                5
+            } else {
+                6
+            }
+        }
+    };
+    (mask >> bit) & 1 != 0
+}
+
+/// IEEE half to single (exact).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h >> 15) as u32) << 31;
+    let exp = ((h >> 10) & 0x1f) as i32;
+    let man = (h & 0x3ff) as u32;
+    let bits = match (exp, man) {
+        (0, 0) => sign,
+        (0, m) => {
+            return f32::from_bits(sign)
+                + (if sign != 0 { -1.0 } else { 1.0 }) * (m as f32) * (2.0f32).powi(-24)
+        }
+        (31, 0) => sign | 0x7f80_0000,
+        (31, m) => sign | 0x7fc0_0000 | m << 13,
+        (e, m) => sign | ((e - 15 + 127) as u32) << 23 | m << 13,
+    };
+    f32::from_bits(bits)
+}
+
+/// f64 to IEEE half, rounding to nearest even (one rounding).
+pub fn f64_to_f16(x: f64) -> u16 {
+    let sign = if x.is_sign_negative() { 0x8000u16 } else { 0 };
+    if x.is_nan() {
+        return sign | 0x7e00;
+    }
+    let a = x.abs();
+    if a.is_infinite() || a >= 65520.0 {
+        return sign | 0x7c00;
+    }
+    // Scale to units of the smallest subnormal (2^-24) or of the ulp.
+    let e = if a < 2f64.powi(-14) {
+        -14
+    } else {
+        a.log2().floor() as i32
+    };
+    let mut e = e.clamp(-14, 15);
+    if e > -14 && a < 2f64.powi(e) {
+        e -= 1;
+    }
+    let ulp = 2f64.powi(e - 10);
+    let q = (a / ulp).round_ties_even();
+    let (mut e, mut q) = (e, q as u32);
+    if q >= 2048 {
+        q >>= 1;
+        e += 1;
+    }
+    if e > 15 {
+        return sign | 0x7c00;
+    }
+    if q < 1024 {
+        return sign | q as u16; // subnormal (e == -14)
+    }
+    sign | (((e + 15) as u16) << 10) | (q as u16 & 0x3ff)
+}
+
 fn cmp(c: VCmp, a: u64, b: u64, abs: u8, neg: u8) -> bool {
     use std::cmp::Ordering;
     let ord = match c.ty {
@@ -655,8 +857,17 @@ fn cmp(c: VCmp, a: u64, b: u64, abs: u8, neg: u8) -> bool {
         CmpTy::I64 => Some((a as i64).cmp(&(b as i64))),
         CmpTy::U64 => Some(a.cmp(&b)),
         CmpTy::F32 => f32m(a, 0, abs, neg).partial_cmp(&f32m(b, 1, abs, neg)),
+        CmpTy::F64 => f64m(a, 0, abs, neg).partial_cmp(&f64m(b, 1, abs, neg)),
+        CmpTy::ClassF32 => {
+            return fp_class(
+                f32m(a, 0, abs, neg) as f64,
+                a as u32 & 0x7fffff == 0 && (a as u32 >> 23) & 0xff == 0,
+                b as u32,
+            )
+        }
+        CmpTy::ClassF64 => return fp_class(f64m(a, 0, abs, neg), false, b as u32),
     };
-    if c.ty == CmpTy::F32 {
+    if matches!(c.ty, CmpTy::F32 | CmpTy::F64) {
         let (lt, eq, gt) = match ord {
             Some(Ordering::Less) => (true, false, false),
             Some(Ordering::Equal) => (false, true, false),
@@ -705,6 +916,7 @@ fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
         src,
         abs,
         neg,
+        clamp,
         ..
     } = &inst.kind
     else {
@@ -715,9 +927,9 @@ fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
     let e64 = *enc == VEnc::E64;
     match op {
         VOp::Cmp(c) => {
-            let w = c.src_width();
-            let a = r.vsrc(src[0], w, lit);
-            let b = r.vsrc(src[1], w, lit);
+            let (w0, w1) = c.src_widths();
+            let a = r.vsrc(src[0], w0, lit);
+            let b = r.vsrc(src[1], w1, lit);
             let mut mask = 0u64;
             for lane in 0..LANES {
                 if exec >> lane & 1 != 0 && cmp(*c, r.vget(a, lane), r.vget(b, lane), *abs, *neg) {
@@ -731,7 +943,7 @@ fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
             }
             Step::Continue
         }
-        VOp::Alu(a) => valu_alu(r, *a, e64, *dst, *sdst, src, *abs, *neg, lit),
+        VOp::Alu(a) => valu_alu(r, *a, e64, *dst, *sdst, src, *abs, *neg, lit, *clamp),
     }
 }
 
@@ -746,6 +958,7 @@ fn valu_alu(
     abs: u8,
     neg: u8,
     lit: Option<u32>,
+    clamp: bool,
 ) -> Step {
     let w = op.widths();
     if w.is_empty() {
@@ -770,7 +983,25 @@ fn valu_alu(
         r.sset(dst as u16, 1, v);
         return Step::Continue;
     }
+    if op == VAlu::ReadlaneB32 {
+        let lane = (r.sget(src[1], 1, lit) & 63) as usize;
+        let v = r.vget(s0, lane);
+        r.sset(dst as u16, 1, v);
+        return Step::Continue;
+    }
+    if op == VAlu::WritelaneB32 {
+        let lane = (r.sget(src[1], 1, lit) & 63) as usize;
+        let v = r.sget(src[0], 1, lit);
+        r.vset(dst as usize, 1, lane, v);
+        return Step::Continue;
+    }
     let mut carry_mask = 0u64;
+    let vcc_in = r.vcc;
+    let mut swaps: Vec<(usize, u32)> = Vec::new();
+    let fd = |v: u64, i: usize| f64m(v, i, abs, neg);
+    let db = |x: f64| x.to_bits();
+    let h = |v: u64| f16_to_f32(v as u16) as f64;
+    let hb = |x: f64| f64_to_f16(x) as u64;
     let f = |v: u64, i: usize| f32m(v, i, abs, neg);
     let fb = |x: f32| x.to_bits() as u64;
     for lane in 0..LANES {
@@ -786,10 +1017,23 @@ fn valu_alu(
         let mut carry = false;
         let v: u64 = match op {
             VAlu::CndmaskB32 => {
+                // Float modifiers act on the sign bit of the chosen value.
+                let m = |v: u32, i: usize| {
+                    let v = if (abs >> i) & 1 != 0 {
+                        v & 0x7fff_ffff
+                    } else {
+                        v
+                    };
+                    if (neg >> i) & 1 != 0 {
+                        v ^ 0x8000_0000
+                    } else {
+                        v
+                    }
+                };
                 if cin != 0 {
-                    b32 as u64
+                    m(b32, 1) as u64
                 } else {
-                    a32 as u64
+                    m(a32, 0) as u64
                 }
             }
             VAlu::AddF32 => fb(f(a, 0) + f(b, 1)),
@@ -933,11 +1177,175 @@ fn valu_alu(
             VAlu::LshrrevB64 => b >> (a32 & 63),
             VAlu::AshrrevI64 => ((b as i64) >> (a32 & 63)) as u64,
             VAlu::BfmB32 => ((((1u64 << (a32 & 31)) - 1) as u32).wrapping_shl(b32 & 31)) as u64,
+            VAlu::FmacF64 => {
+                let d = r.vget(VSrc::Vgpr(dst as usize, 2), lane);
+                db(fd(a, 0).mul_add(fd(b, 1), f64::from_bits(d)))
+            }
+            VAlu::MacF32 => {
+                let d = r.vget(VSrc::Vgpr(dst as usize, 1), lane);
+                fb(f(a, 0) * f(b, 1) + f32::from_bits(d as u32))
+            }
+            VAlu::MadmkF32 | VAlu::MadakF32 if !e64 => {
+                let k = f32::from_bits(lit.unwrap_or(0));
+                if op == VAlu::MadmkF32 {
+                    fb(f(a, 0) * k + f(b, 1))
+                } else {
+                    fb(f(a, 0) * f(b, 1) + k)
+                }
+            }
+            VAlu::MadmkF32 | VAlu::MadakF32 | VAlu::MadF32 | VAlu::MadLegacyF32 => {
+                fb(f(a, 0) * f(b, 1) + f(c, 2))
+            }
+            VAlu::AddF16 => hb(h(a) + h(b)),
+            VAlu::SubF16 => hb(h(a) - h(b)),
+            VAlu::SubrevF16 => hb(h(b) - h(a)),
+            VAlu::MulF16 => hb(h(a) * h(b)),
+            VAlu::MaxF16 => hb(h(a).max(h(b))),
+            VAlu::MinF16 => hb(h(a).min(h(b))),
+            VAlu::AddU16 => (a as u16).wrapping_add(b as u16) as u64,
+            VAlu::SubU16 => (a as u16).wrapping_sub(b as u16) as u64,
+            VAlu::SubrevU16 => (b as u16).wrapping_sub(a as u16) as u64,
+            VAlu::MulLoU16 => (a as u16).wrapping_mul(b as u16) as u64,
+            VAlu::LshlrevB16 => ((b as u16) << (a & 15)) as u64,
+            VAlu::LshrrevB16 => ((b as u16) >> (a & 15)) as u64,
+            VAlu::AshrrevI16 => (((b as u16 as i16) >> (a & 15)) as u16) as u64,
+            VAlu::MaxU16 => (a as u16).max(b as u16) as u64,
+            VAlu::MinU16 => (a as u16).min(b as u16) as u64,
+            VAlu::MaxI16 => (a as i16).max(b as i16) as u16 as u64,
+            VAlu::MinI16 => (a as i16).min(b as i16) as u16 as u64,
+            VAlu::CvtI32F64 => (fd(a, 0) as i32) as u32 as u64,
+            VAlu::CvtU32F64 => (fd(a, 0) as u32) as u64,
+            VAlu::CvtF64I32 => db(ai as f64),
+            VAlu::CvtF64U32 => db(a32 as f64),
+            VAlu::CvtF16F32 => hb(f(a, 0) as f64),
+            VAlu::CvtF32F16 => fb(f16_to_f32(a as u16)),
+            VAlu::CvtF32F64 => fb(fd(a, 0) as f32),
+            VAlu::CvtF64F32 => db(f(a, 0) as f64),
+            VAlu::CvtF32Ubyte0 => fb((a32 & 0xff) as f32),
+            VAlu::CvtF32Ubyte1 => fb(((a32 >> 8) & 0xff) as f32),
+            VAlu::CvtF32Ubyte2 => fb(((a32 >> 16) & 0xff) as f32),
+            VAlu::CvtF32Ubyte3 => fb((a32 >> 24) as f32),
+            VAlu::TruncF64 => db(fd(a, 0).trunc()),
+            VAlu::CeilF64 => db(fd(a, 0).ceil()),
+            VAlu::RndneF64 => db(fd(a, 0).round_ties_even()),
+            VAlu::FloorF64 => db(fd(a, 0).floor()),
+            VAlu::FractF32 => {
+                let x = f(a, 0);
+                fb((x - x.floor()).min(f32::from_bits(0x3f7f_ffff)))
+            }
+            VAlu::FractF64 => {
+                let x = fd(a, 0);
+                db((x - x.floor()).min(f64::from_bits(0x3fef_ffff_ffff_ffff)))
+            }
+            VAlu::TruncF32 => fb(f(a, 0).trunc()),
+            VAlu::CeilF32 => fb(f(a, 0).ceil()),
+            VAlu::RndneF32 => fb(f(a, 0).round_ties_even()),
+            VAlu::FloorF32 => fb(f(a, 0).floor()),
+            // Transcendentals: computed in f64 and rounded once (within 1 ulp
+            // of the hardware, whose accuracy is 1 ulp).
+            VAlu::ExpF32 => fb((f(a, 0) as f64).exp2() as f32),
+            VAlu::LogF32 => fb((f(a, 0) as f64).log2() as f32),
+            VAlu::RcpIflagF32 => fb((1.0 / f(a, 0) as f64) as f32),
+            VAlu::RsqF32 => fb((1.0 / (f(a, 0) as f64).sqrt()) as f32),
+            VAlu::RcpF64 => db(1.0 / fd(a, 0)),
+            VAlu::RsqF64 => db(1.0 / fd(a, 0).sqrt()),
+            VAlu::SqrtF32 => fb(f(a, 0).sqrt()),
+            VAlu::SqrtF64 => db(fd(a, 0).sqrt()),
+            VAlu::SinF32 => fb(((f(a, 0) as f64) * std::f64::consts::TAU).sin() as f32),
+            VAlu::CosF32 => fb(((f(a, 0) as f64) * std::f64::consts::TAU).cos() as f32),
+            VAlu::FfbhI32 => {
+                let x = if ai < 0 { !a32 } else { a32 };
+                if x == 0 {
+                    u32::MAX as u64
+                } else {
+                    x.leading_zeros() as u64
+                }
+            }
+            VAlu::FrexpExpI32F32 => frexp(f(a, 0) as f64).1 as u32 as u64,
+            VAlu::FrexpMantF32 => fb(frexp(f(a, 0) as f64).0 as f32),
+            VAlu::FrexpExpI32F64 => frexp(fd(a, 0)).1 as u32 as u64,
+            VAlu::FrexpMantF64 => db(frexp(fd(a, 0)).0),
+            VAlu::SwapB32 => {
+                let d = r.vget(VSrc::Vgpr(dst as usize, 1), lane);
+                swaps.push((lane, d as u32));
+                a32 as u64
+            }
+            VAlu::FmaF64 => db(fd(a, 0).mul_add(fd(b, 1), fd(c, 2))),
+            VAlu::Min3F32 => fb(f(a, 0).min(f(b, 1)).min(f(c, 2))),
+            VAlu::Max3F32 => fb(f(a, 0).max(f(b, 1)).max(f(c, 2))),
+            VAlu::Med3F32 => {
+                let (x, y, z) = (f(a, 0), f(b, 1), f(c, 2));
+                fb(x.max(y).min(z).max(x.min(y)))
+            }
+            VAlu::DivFixupF32 => {
+                fb(div_fixup(f(a, 0) as f64, f(b, 1) as f64, f(c, 2) as f64) as f32)
+            }
+            VAlu::DivFixupF64 => db(div_fixup(fd(a, 0), fd(b, 1), fd(c, 2))),
+            // Exact reciprocals make scaling unnecessary: the scale
+            // instructions pass their operand through and never ask for the
+            // fmas rescale (VCC = 0).
+            VAlu::DivScaleF32 => fb(f(a, 0)),
+            VAlu::DivScaleF64 => db(fd(a, 0)),
+            VAlu::DivFmasF32 => {
+                let v = f(a, 0).mul_add(f(b, 1), f(c, 2));
+                let scale = if (vcc_in >> lane) & 1 != 0 {
+                    2f32.powi(32)
+                } else {
+                    1.0
+                };
+                fb(v * scale)
+            }
+            VAlu::DivFmasF64 => {
+                let v = fd(a, 0).mul_add(fd(b, 1), fd(c, 2));
+                let scale = if (vcc_in >> lane) & 1 != 0 {
+                    2f64.powi(64)
+                } else {
+                    1.0
+                };
+                db(v * scale)
+            }
+            VAlu::MadLegacyU16 => (a as u16).wrapping_mul(b as u16).wrapping_add(c as u16) as u64,
+            VAlu::PermB32 => {
+                let src = (a32 as u64) << 32 | b32 as u64;
+                let mut v = 0u32;
+                for k in 0..4 {
+                    let sel = (c32 >> (8 * k)) & 0xff;
+                    let byte = match sel {
+                        0..=7 => (src >> (8 * sel)) as u8 as u32,
+                        8..=11 => {
+                            let w = (src >> (16 * (sel - 8) + 8)) as u8;
+                            if w & 0x80 != 0 {
+                                0xff
+                            } else {
+                                0
+                            }
+                        }
+                        12 => 0,
+                        _ => 0xff,
+                    };
+                    v |= byte << (8 * k);
+                }
+                v as u64
+            }
+            VAlu::XadU32 => (a32 ^ b32).wrapping_add(c32) as u64,
+            VAlu::AddF64 => db(fd(a, 0) + fd(b, 1)),
+            VAlu::MulF64 => db(fd(a, 0) * fd(b, 1)),
+            VAlu::MinF64 => db(fd(a, 0).min(fd(b, 1))),
+            VAlu::MaxF64 => db(fd(a, 0).max(fd(b, 1))),
+            VAlu::LdexpF64 => db(ldexp(fd(a, 0), bi)),
+            VAlu::LdexpF32 => fb(ldexp(f(a, 0) as f64, bi) as f32),
+            VAlu::ReadlaneB32 | VAlu::WritelaneB32 => continue,
+            VAlu::AddI32 => ai.wrapping_add(bi) as u32 as u64,
+            VAlu::SubI32 => ai.wrapping_sub(bi) as u32 as u64,
         };
+        let v = if clamp { int_clamp(op, a32, b32, v) } else { v };
         r.vset(dst as usize, w[0], lane, v);
         if carry {
             carry_mask |= 1 << lane;
         }
+    }
+    for (lane, v) in swaps {
+        r.vset(src[0] as usize - 256, 1, lane, v as u64);
     }
     if op.has_carry_out() {
         let d = if e64 { sdst as u16 } else { 106 };
@@ -964,22 +1372,34 @@ fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let lds_len = ctx.lds.len();
     let single_off = (*offset1 as u32) << 8 | *offset0 as u32;
     let (dw, rw) = op.data_ret_widths();
+    // An access outside the work-group's LDS is a memory violation (its
+    // flat address in the shared aperture is reported).
+    let bad = std::cell::Cell::new(None::<u32>);
     let rd = |lds: &[u8], a: u32, n: usize| -> u64 {
-        let a = a as usize;
+        let at = a as usize;
+        if at + n > lds_len {
+            bad.set(bad.get().or(Some(a)));
+            return 0;
+        }
         let mut v = 0u64;
         for i in 0..n {
-            v |= (lds.get(a + i).copied().unwrap_or(0) as u64) << (8 * i);
+            v |= (lds[at + i] as u64) << (8 * i);
         }
         v
     };
     let wr = |lds: &mut [u8], a: u32, n: usize, v: u64| {
-        let a = a as usize;
-        if a + n <= lds_len {
-            for i in 0..n {
-                lds[a + i] = (v >> (8 * i)) as u8;
-            }
+        let at = a as usize;
+        if at + n > lds_len {
+            bad.set(bad.get().or(Some(a)));
+            return;
+        }
+        for i in 0..n {
+            lds[at + i] = (v >> (8 * i)) as u8;
         }
     };
+    if matches!(op, DsOp::SwizzleB32 | DsOp::PermuteB32 | DsOp::BpermuteB32) {
+        return ds_cross_lane(r, *op, *vdst, *addr, *data0, single_off);
+    }
     for lane in 0..LANES {
         if exec >> lane & 1 == 0 {
             continue;
@@ -1041,6 +1461,99 @@ fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                     r.vset(*vdst as usize, 1, lane, old as u64);
                 }
             }
+            DsOp::CmpstRtnB32 => {
+                let old = rd(ctx.lds, a, 4) as u32;
+                let cmp = d0(0) as u32;
+                let new = r.vgpr.get(*data1 as usize).map(|v| v[lane]).unwrap_or(0);
+                if old == cmp {
+                    wr(ctx.lds, a, 4, new as u64);
+                }
+                r.vset(*vdst as usize, 1, lane, old as u64);
+            }
+            DsOp::WrxchgRtnB32 => {
+                let old = rd(ctx.lds, a, 4);
+                wr(ctx.lds, a, 4, d0(0));
+                r.vset(*vdst as usize, 1, lane, old);
+            }
+            DsOp::Read2st64B32 => {
+                let x = rd(ctx.lds, base.wrapping_add(*offset0 as u32 * 256), 4);
+                let y = rd(ctx.lds, base.wrapping_add(*offset1 as u32 * 256), 4);
+                r.vset(*vdst as usize, 1, lane, x);
+                r.vset(*vdst as usize + 1, 1, lane, y);
+            }
+            DsOp::AddU64 | DsOp::AddRtnU64 => {
+                let old = rd(ctx.lds, a, 8);
+                let d = d0(0) | d0(1) << 32;
+                wr(ctx.lds, a, 8, old.wrapping_add(d));
+                if *op == DsOp::AddRtnU64 {
+                    r.vset(*vdst as usize, 2, lane, old);
+                }
+            }
+            DsOp::SwizzleB32 | DsOp::PermuteB32 | DsOp::BpermuteB32 => {}
+        }
+        if let Some(a) = bad.get() {
+            return Step::MemoryViolation {
+                addr: SHARED_APERTURE + a as u64,
+            };
+        }
+    }
+    Step::Continue
+}
+
+/// `ds_swizzle_b32`, `ds_permute_b32`, `ds_bpermute_b32`: lanes exchange
+/// values through the LDS crossbar without touching LDS memory.
+#[allow(clippy::needless_range_loop)] // lanes index several arrays at once
+fn ds_cross_lane(r: &mut WaveRegs, op: DsOp, vdst: u8, addr: u8, data0: u8, off: u32) -> Step {
+    let exec = r.exec;
+    let get =
+        |r: &WaveRegs, reg: u8, lane: usize| r.vgpr.get(reg as usize).map(|v| v[lane]).unwrap_or(0);
+    let mut out = [0u32; LANES];
+    let mut written = 0u64;
+    for lane in 0..LANES {
+        if exec >> lane & 1 == 0 {
+            continue;
+        }
+        match op {
+            DsOp::SwizzleB32 => {
+                let src = if off & 0x8000 != 0 {
+                    let q = (off >> (2 * (lane & 3))) & 3;
+                    (lane & !3) | q as usize
+                } else {
+                    let (and, or, xor) = (off & 0x1f, (off >> 5) & 0x1f, (off >> 10) & 0x1f);
+                    let l = lane as u32 & 0x1f;
+                    (lane & !0x1f) | (((l & and) | or) ^ xor) as usize
+                };
+                out[lane] = if exec >> src & 1 != 0 {
+                    get(r, addr, src)
+                } else {
+                    0
+                };
+                written |= 1 << lane;
+            }
+            DsOp::BpermuteB32 => {
+                let src = ((get(r, addr, lane).wrapping_add(off) >> 2) & 63) as usize;
+                out[lane] = if exec >> src & 1 != 0 {
+                    get(r, data0, src)
+                } else {
+                    0
+                };
+                written |= 1 << lane;
+            }
+            _ => {
+                let dst = ((get(r, addr, lane).wrapping_add(off) >> 2) & 63) as usize;
+                out[dst] = get(r, data0, lane);
+                written |= 1 << dst;
+            }
+        }
+    }
+    for lane in 0..LANES {
+        if exec >> lane & 1 != 0 {
+            let v = if written >> lane & 1 != 0 {
+                out[lane]
+            } else {
+                0
+            };
+            r.vset(vdst as usize, 1, lane, v as u64);
         }
     }
     Step::Continue
@@ -1163,7 +1676,15 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let bytes = match op {
         FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } => *bytes as usize,
         FlatOp::Atomic(_) => 4,
+        FlatOp::Atomic64(_) => 8,
     };
+    let in_aperture = |a: u64| {
+        (SHARED_APERTURE..SHARED_APERTURE + APERTURE_SIZE).contains(&a)
+            || (PRIVATE_APERTURE..PRIVATE_APERTURE + APERTURE_SIZE).contains(&a)
+    };
+    if *seg == FlatSeg::Flat && (0..LANES).any(|l| exec >> l & 1 != 0 && in_aperture(addrs[l])) {
+        return flat_apertures(r, ctx, op, *vdst, *data, &addrs);
+    }
     let first = if exec == 0 {
         return Step::Continue;
     } else {
@@ -1232,6 +1753,67 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                 return Step::MemoryViolation { addr };
             }
         }
+        FlatOp::Atomic64(i) => {
+            let _guard = ATOMICS.lock();
+            let get =
+                |reg: usize, lane: usize| r.vgpr.get(reg).map(|x| x[lane]).unwrap_or(0) as u64;
+            let mut olds = Vec::new();
+            for lane in first..=last {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                let mut b = [0u8; 8];
+                if ctx.mem.read(addrs[lane], &mut b).is_err() {
+                    return Step::MemoryViolation { addr: addrs[lane] };
+                }
+                let old = u64::from_le_bytes(b);
+                let d = get(*data as usize, lane) | get(*data as usize + 1, lane) << 32;
+                let new = match *i {
+                    0 => d,
+                    1 => {
+                        let cmp =
+                            get(*data as usize + 2, lane) | get(*data as usize + 3, lane) << 32;
+                        if old == cmp {
+                            d
+                        } else {
+                            old
+                        }
+                    }
+                    2 => old.wrapping_add(d),
+                    3 => old.wrapping_sub(d),
+                    4 => (old as i64).min(d as i64) as u64,
+                    5 => old.min(d),
+                    6 => (old as i64).max(d as i64) as u64,
+                    7 => old.max(d),
+                    8 => old & d,
+                    9 => old | d,
+                    10 => old ^ d,
+                    11 => {
+                        if old >= d {
+                            0
+                        } else {
+                            old + 1
+                        }
+                    }
+                    _ => {
+                        if old == 0 || old > d {
+                            d
+                        } else {
+                            old - 1
+                        }
+                    }
+                };
+                if ctx.mem.write(addrs[lane], &new.to_le_bytes()).is_err() {
+                    return Step::MemoryViolation { addr: addrs[lane] };
+                }
+                olds.push((lane, old));
+            }
+            if *glc {
+                for (lane, old) in olds {
+                    r.vset(*vdst as usize, 2, lane, old);
+                }
+            }
+        }
         FlatOp::Atomic(i) => {
             let _guard = ATOMICS.lock();
             for lane in first..=last {
@@ -1266,6 +1848,550 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     Step::Continue
 }
 
+fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Vop3p {
+        op,
+        dst,
+        src,
+        op_sel,
+        op_sel_hi,
+        neg_lo,
+        neg_hi,
+        acc_cd,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let w = op.widths();
+    let (dst, op_sel, op_sel_hi, neg_lo, neg_hi) =
+        (*dst as usize, *op_sel, *op_sel_hi, *neg_lo, *neg_hi);
+    match op {
+        Vop3pOp::AccvgprReadB32 => {
+            let a = (src[0] as usize).saturating_sub(256);
+            for lane in 0..LANES {
+                if exec >> lane & 1 != 0 {
+                    let v = r.agpr.get(a).map(|x| x[lane]).unwrap_or(0);
+                    r.vset(dst, 1, lane, v as u64);
+                }
+            }
+            return Step::Continue;
+        }
+        Vop3pOp::AccvgprWriteB32 => {
+            let s0 = r.vsrc(src[0], 1, inst.literal);
+            if r.agpr.len() <= dst {
+                r.agpr.resize(dst + 1, [0; LANES]);
+            }
+            for lane in 0..LANES {
+                if exec >> lane & 1 != 0 {
+                    let v = r.vget(s0, lane) as u32;
+                    r.agpr[dst][lane] = v;
+                }
+            }
+            return Step::Continue;
+        }
+        Vop3pOp::MfmaF32_4x4x1f32 => return mfma_4x4x1(r, dst, src, *acc_cd),
+        _ => {}
+    }
+    // Packed: each half picks its source half by op_sel (low result) and
+    // op_sel_hi (high result).
+    let half_bits: u32 = if w[0] == 2 { 32 } else { 16 };
+    let nsrc = w.len() - 1;
+    // A constant operand of packed f32 math is the 32-bit value in both
+    // halves.
+    let s: Vec<VSrc> = (0..nsrc)
+        .map(|i| match (w[i + 1], inline_const(src[i], 1)) {
+            (2, Some(c)) => VSrc::Uniform(c | c << 32),
+            _ => r.vsrc(src[i], w[i + 1], inst.literal),
+        })
+        .collect();
+    for lane in 0..LANES {
+        if exec >> lane & 1 == 0 {
+            continue;
+        }
+        let mut res = 0u64;
+        for hi in 0..2u32 {
+            let sel = if hi == 0 { op_sel } else { op_sel_hi };
+            let negm = if hi == 0 { neg_lo } else { neg_hi };
+            let mut x = [0f64; 3];
+            let mut raw = [0u64; 3];
+            for i in 0..nsrc {
+                let v = r.vget(s[i], lane);
+                let part = if (sel >> i) & 1 != 0 {
+                    v >> half_bits
+                } else {
+                    v
+                };
+                raw[i] = part & if half_bits == 32 { 0xffff_ffff } else { 0xffff };
+                x[i] = if half_bits == 32 {
+                    f32::from_bits(raw[i] as u32) as f64
+                } else {
+                    f16_to_f32(raw[i] as u16) as f64
+                };
+                if (negm >> i) & 1 != 0 {
+                    x[i] = -x[i];
+                }
+            }
+            let v = match op {
+                Vop3pOp::PkMovB32 => {
+                    res |= raw[hi as usize] << (hi * 32);
+                    continue;
+                }
+                Vop3pOp::PkFmaF16 | Vop3pOp::PkFmaF32 => {
+                    if half_bits == 32 {
+                        (x[0] as f32).mul_add(x[1] as f32, x[2] as f32) as f64
+                    } else {
+                        x[0] * x[1] + x[2]
+                    }
+                }
+                Vop3pOp::PkAddF16 | Vop3pOp::PkAddF32 => x[0] + x[1],
+                Vop3pOp::PkMulF16 | Vop3pOp::PkMulF32 => x[0] * x[1],
+                Vop3pOp::PkMinF16 => x[0].min(x[1]),
+                _ => x[0].max(x[1]),
+            };
+            let bits = if half_bits == 32 {
+                (v as f32).to_bits() as u64
+            } else {
+                f64_to_f16(v) as u64
+            };
+            res |= bits << (hi * half_bits);
+        }
+        r.vset(dst, w[0], lane, res);
+    }
+    Step::Continue
+}
+
+/// `v_mfma_f32_4x4x1f32`: 16 blocks (lanes 4b..4b+3) of a 4x4 outer product
+/// D = A * B + C; lane 4b+i holds A[i] and B[i] of block b, and D/C element
+/// (row j, column i) of block b is register j of lane 4b+i.
+fn mfma_4x4x1(r: &mut WaveRegs, dst: usize, src: &[u16; 3], acc_cd: bool) -> Step {
+    let a = r.vsrc(src[0], 1, None);
+    let b = r.vsrc(src[1], 1, None);
+    let read_c = |r: &WaveRegs, k: usize, lane: usize| -> f32 {
+        let code = src[2];
+        let v = if code >= 256 {
+            let n = code as usize - 256 + k;
+            if acc_cd {
+                r.agpr.get(n).map(|x| x[lane]).unwrap_or(0)
+            } else {
+                r.vgpr.get(n).map(|x| x[lane]).unwrap_or(0)
+            }
+        } else {
+            r.sget(code, 1, None) as u32
+        };
+        f32::from_bits(v)
+    };
+    let mut out = [[0u32; LANES]; 4];
+    for blk in 0..16 {
+        for i in 0..4 {
+            let lane = blk * 4 + i;
+            for (j, o) in out.iter_mut().enumerate() {
+                let av = f32::from_bits(r.vget(a, blk * 4 + j) as u32);
+                let bv = f32::from_bits(r.vget(b, lane) as u32);
+                o[lane] = av.mul_add(bv, read_c(r, j, lane)).to_bits();
+            }
+        }
+    }
+    if acc_cd && r.agpr.len() < dst + 4 {
+        r.agpr.resize(dst + 4, [0; LANES]);
+    }
+    for (j, o) in out.iter().enumerate() {
+        if acc_cd {
+            r.agpr[dst + j] = *o;
+        } else if let Some(v) = r.vgpr.get_mut(dst + j) {
+            *v = *o;
+        }
+    }
+    Step::Continue
+}
+
+/// Byte `lane_off` of `lane` in the wave's swizzled private memory (the
+/// hardware's scratch layout: dword `k` of lane `l` at `k * 256 + l * 4`).
+pub fn swizzle_private(lane: usize, lane_off: u64) -> u64 {
+    (lane_off / 4) * 4 * LANES as u64 + lane as u64 * 4 + lane_off % 4
+}
+
+/// FLAT loads and stores whose generic addresses fall in the LDS or private
+/// aperture (per lane; a lane's address may also be global).
+fn flat_apertures(
+    r: &mut WaveRegs,
+    ctx: &mut Ctx<'_>,
+    op: &FlatOp,
+    vdst: u8,
+    data: u8,
+    addrs: &[u64; LANES],
+) -> Step {
+    let (bytes, load, signed) = match op {
+        FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
+        FlatOp::Store { bytes } => (*bytes as usize, false, false),
+        _ => return Step::IllegalInstruction, // atomics on LDS/private via FLAT
+    };
+    let exec = r.exec;
+    for lane in 0..LANES {
+        if exec >> lane & 1 == 0 {
+            continue;
+        }
+        for k in 0..bytes.div_ceil(4) {
+            let n = (bytes - 4 * k).min(4);
+            let a = addrs[lane] + 4 * k as u64;
+            // (memory, byte index) of this dword.
+            let (mem, at): (&mut [u8], Option<usize>) =
+                if (SHARED_APERTURE..SHARED_APERTURE + APERTURE_SIZE).contains(&a) {
+                    let off = (a - SHARED_APERTURE) as usize;
+                    let ok = off + n <= ctx.lds.len();
+                    (&mut *ctx.lds, ok.then_some(off))
+                } else if (PRIVATE_APERTURE..PRIVATE_APERTURE + APERTURE_SIZE).contains(&a) {
+                    let off = swizzle_private(lane, a - PRIVATE_APERTURE) as usize;
+                    let ok = off + n <= ctx.scratch.len();
+                    (&mut *ctx.scratch, ok.then_some(off))
+                } else {
+                    let mut buf = [0u8; 4];
+                    if load {
+                        if ctx.mem.read(a, &mut buf[..n]).is_err() {
+                            return Step::MemoryViolation { addr: a };
+                        }
+                        let v = u32::from_le_bytes(buf);
+                        r.vset(vdst as usize + k, 1, lane, sext(v, bytes, signed) as u64);
+                    } else {
+                        let v = r.vgpr.get(data as usize + k).map(|x| x[lane]).unwrap_or(0);
+                        if ctx.mem.write(a, &v.to_le_bytes()[..n]).is_err() {
+                            return Step::MemoryViolation { addr: a };
+                        }
+                    }
+                    continue;
+                };
+            let Some(at) = at else {
+                return Step::MemoryViolation { addr: a };
+            };
+            if load {
+                let mut buf = [0u8; 4];
+                buf[..n].copy_from_slice(&mem[at..at + n]);
+                let v = u32::from_le_bytes(buf);
+                r.vset(vdst as usize + k, 1, lane, sext(v, bytes, signed) as u64);
+            } else {
+                let v = r.vgpr.get(data as usize + k).map(|x| x[lane]).unwrap_or(0);
+                mem[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
+            }
+        }
+    }
+    Step::Continue
+}
+
+/// Sign-extends a sub-dword load.
+fn sext(v: u32, bytes: usize, signed: bool) -> u32 {
+    match (bytes, signed) {
+        (1, true) => v as u8 as i8 as i32 as u32,
+        (2, true) => v as u16 as i16 as i32 as u32,
+        _ => v,
+    }
+}
+
+/// MUBUF loads and stores, served from the wave's private memory as a
+/// swizzled scratch buffer does it on the hardware: the wave-level address
+/// of lane `l` is `base(srsrc) + soffset + swizzle(offset (+ vaddr with
+/// offen), l)`, with 4-byte elements and an index stride of 64.
+fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Mubuf {
+        op,
+        vdata,
+        vaddr,
+        srsrc,
+        soffset,
+        offset,
+        offen,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let base = r.sget(*srsrc as u16, 2, None) & 0xffff_ffff_ffff;
+    let soff = r.sget(*soffset as u16, 1, None);
+    let (bytes, load, signed) = match op {
+        FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
+        FlatOp::Store { bytes } => (*bytes as usize, false, false),
+        _ => return Step::IllegalInstruction,
+    };
+    let len = ctx.scratch.len() as u64;
+    for lane in 0..LANES {
+        if exec >> lane & 1 == 0 {
+            continue;
+        }
+        let mut lane_off = *offset as u64;
+        if *offen {
+            lane_off += r.vgpr.get(*vaddr as usize).map(|v| v[lane]).unwrap_or(0) as u64;
+        }
+        for k in 0..bytes.div_ceil(4) {
+            let n = (bytes - 4 * k).min(4);
+            let wave = base
+                .wrapping_add(soff)
+                .wrapping_add(swizzle_private(lane, lane_off + 4 * k as u64));
+            if wave.checked_add(n as u64).is_none_or(|end| end > len) {
+                return Step::MemoryViolation {
+                    addr: super::memory::PRIVATE_APERTURE.wrapping_add(wave),
+                };
+            }
+            let at = wave as usize;
+            let mem = &mut ctx.scratch[at..at + n];
+            if load {
+                let mut w = [0u8; 4];
+                w[..n].copy_from_slice(mem);
+                let mut v = u32::from_le_bytes(w);
+                if signed && bytes == 1 {
+                    v = v as u8 as i8 as i32 as u32;
+                } else if signed && bytes == 2 {
+                    v = v as u16 as i16 as i32 as u32;
+                }
+                r.vset(*vdata as usize + k, 1, lane, v as u64);
+            } else {
+                let v = r
+                    .vgpr
+                    .get(*vdata as usize + k)
+                    .map(|x| x[lane])
+                    .unwrap_or(0);
+                mem.copy_from_slice(&v.to_le_bytes()[..n]);
+            }
+        }
+    }
+    Step::Continue
+}
+
+/// SDWA: the selected bytes/words of each operand (zero- or sign-extended)
+/// go through the ordinary operation; the result is placed per `dst_sel`
+/// with the other bits padded, sign-extended or preserved. The operands are
+/// staged in two scratch VGPRs past the wave's allocation.
+#[allow(clippy::needless_range_loop)] // operand i of several arrays
+fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Sdwa {
+        op,
+        dst,
+        sdst,
+        src,
+        sdwa,
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let base = r.vgpr.len();
+    r.vgpr.push([0; LANES]);
+    r.vgpr.push([0; LANES]);
+    r.vgpr.push([0; LANES]);
+    let pick = |v: u32, sel: u8, sext: bool| -> u32 {
+        let (shift, bits) = match sel {
+            0..=3 => (8 * sel as u32, 8),
+            4 | 5 => (16 * (sel as u32 - 4), 16),
+            _ => return v,
+        };
+        let x = (v >> shift) & ((1u32 << bits) - 1);
+        if sext && x >> (bits - 1) != 0 {
+            x | !((1u32 << bits) - 1)
+        } else {
+            x
+        }
+    };
+    for i in 0..2 {
+        let s = r.vsrc(src[i], 1, None);
+        for lane in 0..LANES {
+            let v = r.vget(s, lane) as u32;
+            r.vgpr[base + i][lane] = pick(v, sdwa.src_sel[i], sdwa.sext[i]);
+        }
+    }
+    let codes = [256 + base as u16, 257 + base as u16, 0];
+    let abs = sdwa.abs[0] as u8 | (sdwa.abs[1] as u8) << 1;
+    let neg = sdwa.neg[0] as u8 | (sdwa.neg[1] as u8) << 1;
+    let out = match op {
+        VOp::Cmp(c) => {
+            let mut mask = 0u64;
+            for lane in 0..LANES {
+                let (a, b) = (r.vgpr[base][lane] as u64, r.vgpr[base + 1][lane] as u64);
+                if exec >> lane & 1 != 0 && cmp(*c, a, b, abs, neg) {
+                    mask |= 1 << lane;
+                }
+            }
+            r.sset(sdst.map(|s| s as u16).unwrap_or(106), 2, mask);
+            if c.x {
+                r.exec = mask;
+            }
+            Step::Continue
+        }
+        VOp::Alu(a) => {
+            let d = (base + 2) as u8;
+            let step = valu_alu(r, *a, true, d, 0, &codes, abs, neg, None, sdwa.clamp);
+            let dst = *dst as usize;
+            for lane in 0..LANES {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                let v = r.vgpr[base + 2][lane];
+                let old = r.vgpr.get(dst).map(|x| x[lane]).unwrap_or(0);
+                let (shift, bits) = match sdwa.dst_sel {
+                    0..=3 => (8 * sdwa.dst_sel as u32, 8),
+                    4 | 5 => (16 * (sdwa.dst_sel as u32 - 4), 16),
+                    _ => (0, 32),
+                };
+                let new = if bits == 32 {
+                    v
+                } else {
+                    let field = (v & ((1u32 << bits) - 1)) << shift;
+                    let mask = ((1u32 << bits) - 1) << shift;
+                    match sdwa.dst_unused {
+                        2 => (old & !mask) | field,
+                        1 => {
+                            let top = shift + bits;
+                            let neg = (field >> (top - 1)) & 1 != 0;
+                            if neg && top < 32 {
+                                field | (u32::MAX << top)
+                            } else {
+                                field
+                            }
+                        }
+                        _ => field,
+                    }
+                };
+                if let Some(x) = r.vgpr.get_mut(dst) {
+                    x[lane] = new;
+                }
+            }
+            step
+        }
+    };
+    r.vgpr.truncate(base);
+    out
+}
+
+/// The lane DPP control `ctrl` reads for `lane`, or `None` when it reads
+/// outside its row / the wave.
+fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
+    let row = lane & !15;
+    let r = lane & 15;
+    match ctrl {
+        0..=0xff => Some((lane & !3) | ((ctrl >> (2 * (lane & 3))) & 3) as usize),
+        0x101..=0x10f => {
+            let n = (ctrl - 0x100) as usize;
+            (r + n < 16).then_some(lane + n)
+        }
+        0x111..=0x11f => {
+            let n = (ctrl - 0x110) as usize;
+            (r >= n).then(|| lane - n)
+        }
+        0x121..=0x12f => Some(row | ((r + 16 - (ctrl - 0x120) as usize) & 15)),
+        0x130 => (lane < 63).then_some(lane + 1),
+        0x134 => Some((lane + 1) % LANES),
+        0x138 => lane.checked_sub(1),
+        0x13c => Some((lane + LANES - 1) % LANES),
+        0x140 => Some(row | (15 - r)),
+        0x141 => Some((lane & !7) | (7 - (lane & 7))),
+        0x142 => (row >= 16).then(|| row - 1),
+        _ => (row >= 32).then_some(31),
+    }
+}
+
+/// DPP: src0 comes from the lane the control names; lanes whose source is
+/// outside the row/wave or inactive read 0 with bound_ctrl and are not
+/// written without it; lanes of disabled rows/banks are not written.
+fn dpp(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Dpp {
+        op,
+        dst,
+        src,
+        ctrl,
+        bound_ctrl,
+        neg,
+        abs,
+        bank_mask,
+        row_mask,
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let mut write = 0u64;
+    let base = r.vgpr.len();
+    r.vgpr.push([0; LANES]);
+    for lane in 0..LANES {
+        if exec >> lane & 1 == 0
+            || (row_mask >> (lane / 16)) & 1 == 0
+            || (bank_mask >> ((lane & 15) / 4)) & 1 == 0
+        {
+            continue;
+        }
+        let s = dpp_source(*ctrl, lane).filter(|&s| exec >> s & 1 != 0);
+        let v = match s {
+            Some(s) => r.vgpr.get(src[0] as usize).map(|x| x[s]).unwrap_or(0),
+            None if *bound_ctrl => 0,
+            None => continue,
+        };
+        r.vgpr[base][lane] = v;
+        write |= 1 << lane;
+    }
+    let codes = [256 + base as u16, 256 + src[1] as u16, 0];
+    let abs = abs[0] as u8 | (abs[1] as u8) << 1;
+    let neg = neg[0] as u8 | (neg[1] as u8) << 1;
+    r.exec = write;
+    let out = valu_alu(r, *op, false, *dst, 106, &codes, abs, neg, None, false);
+    r.exec = exec;
+    r.vgpr.truncate(base);
+    out
+}
+
+/// FLAT with AGPR data (`acc`): the accumulation registers are staged in
+/// VGPRs past the wave's allocation around the ordinary access.
+#[allow(clippy::needless_range_loop)] // lanes index several arrays at once
+fn flat_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Flat { vdst, data, .. } = inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let base = r.vgpr.len();
+    for k in 0..4 {
+        let v = r.agpr.get(data as usize + k).copied().unwrap_or([0; LANES]);
+        r.vgpr.push(v);
+    }
+    r.vgpr.extend(std::iter::repeat_n([0; LANES], 4));
+    let mut staged = inst.clone();
+    if let Kind::Flat {
+        vdst: d,
+        data: s,
+        acc,
+        ..
+    } = &mut staged.kind
+    {
+        *s = base as u8;
+        *d = (base + 4) as u8;
+        *acc = false;
+    }
+    if base + 8 > 256 {
+        r.vgpr.truncate(base);
+        return Step::IllegalInstruction;
+    }
+    let out = flat(r, ctx, &staged);
+    let loaded: Vec<[u32; LANES]> = r.vgpr[base + 4..].to_vec();
+    r.vgpr.truncate(base);
+    if matches!(
+        inst.kind,
+        Kind::Flat {
+            op: FlatOp::Load { .. },
+            ..
+        }
+    ) || matches!(inst.kind, Kind::Flat { glc: true, .. })
+    {
+        let exec = r.exec;
+        for (k, v) in loaded.iter().enumerate() {
+            let n = vdst as usize + k;
+            if r.agpr.len() <= n {
+                r.agpr.resize(n + 1, [0; LANES]);
+            }
+            for lane in 0..LANES {
+                if exec >> lane & 1 != 0 {
+                    r.agpr[n][lane] = v[lane];
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1279,6 +2405,7 @@ mod tests {
         let mut ctx = Ctx {
             mem,
             lds: &mut lds,
+            scratch: &mut [],
             code: None,
         };
         loop {

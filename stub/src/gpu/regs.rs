@@ -33,7 +33,15 @@ fn xml_type(c_type: &str, size: usize) -> (&'static str, &'static str, &'static 
 /// order is the register numbering).
 pub fn table(regs: &[RegisterDesc]) -> Vec<RegisterInfo> {
     let mut out = Vec::with_capacity(regs.len());
+    // AMD's library lists s0..s101 twice on gfx90a (the second set has no
+    // DWARF number); the debugger needs unique names.
+    let mut seen = std::collections::HashSet::new();
     for (i, f) in regs.iter().enumerate() {
+        let name = if seen.insert(f.name.as_str()) {
+            f.name.clone()
+        } else {
+            format!("{}_shadow", f.name)
+        };
         let (ty, encoding, format) = xml_type(&f.type_name, f.size);
         let (feature, group) = match f.class {
             RegisterClass::System => ("org.gdbmux.amdgpu.system", "system"),
@@ -45,7 +53,7 @@ pub fn table(regs: &[RegisterDesc]) -> Vec<RegisterInfo> {
             _ => None,
         };
         out.push(RegisterInfo {
-            name: f.name.clone(),
+            name,
             bitsize: (f.size * 8) as u32,
             regnum: i as u32,
             dwarf: f.dwarf.and_then(|d| u32::try_from(d).ok()),

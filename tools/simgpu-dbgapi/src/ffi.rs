@@ -47,6 +47,13 @@ struct CClient {
 }
 
 impl Client for CClient {
+    fn free(&self, p: usize) {
+        if let Some(f) = self.cb.deallocate_memory {
+            // SAFETY: `p` was allocated by the client (its symbolizer).
+            unsafe { f(p as *mut c_void) }
+        }
+    }
+
     fn alloc_copy(&self, data: &[u8]) -> Result<usize, Status> {
         let alloc = self.cb.allocate_memory.ok_or(st::ERROR_CLIENT_CALLBACK)?;
         // SAFETY: allocate_memory is the client's malloc-like callback.
@@ -637,7 +644,7 @@ pub mod exports {
     pub unsafe extern "C" fn read_memory(
         p: Handle,
         w: Handle,
-        _lane: u32,
+        lane: u32,
         aspace: Handle,
         addr: u64,
         size: *mut u64,
@@ -649,7 +656,15 @@ pub mod exports {
         // SAFETY: `size` non-null; `value` holds `*size` writable bytes.
         let buf = unsafe { std::slice::from_raw_parts_mut(value as *mut u8, *size as usize) };
         with_lib(|lib| {
-            let r = lib.memory(p.handle, w.handle, aspace.handle, addr, Some(buf), None);
+            let r = lib.memory(
+                p.handle,
+                w.handle,
+                lane,
+                aspace.handle,
+                addr,
+                Some(buf),
+                None,
+            );
             // SAFETY: `size` is non-null.
             unsafe { write_memory_size(r, size) }
         })
@@ -658,7 +673,7 @@ pub mod exports {
     pub unsafe extern "C" fn write_memory(
         p: Handle,
         w: Handle,
-        _lane: u32,
+        lane: u32,
         aspace: Handle,
         addr: u64,
         size: *mut u64,
@@ -670,7 +685,15 @@ pub mod exports {
         // SAFETY: `size` non-null; `value` holds `*size` readable bytes.
         let data = unsafe { std::slice::from_raw_parts(value as *const u8, *size as usize) };
         with_lib(|lib| {
-            let r = lib.memory(p.handle, w.handle, aspace.handle, addr, None, Some(data));
+            let r = lib.memory(
+                p.handle,
+                w.handle,
+                lane,
+                aspace.handle,
+                addr,
+                None,
+                Some(data),
+            );
             // SAFETY: `size` is non-null.
             unsafe { write_memory_size(r, size) }
         })
@@ -691,11 +714,78 @@ pub mod exports {
             0 => ASPACE_GLOBAL,
             1 => ASPACE_GENERIC,
             3 => ASPACE_LOCAL,
-            _ => return st::ERROR_INVALID_ARGUMENT,
+            5 => crate::library::ASPACE_PRIVATE_LANE,
+            6 => crate::library::ASPACE_PRIVATE_WAVE,
+            // AMD's library answers INVALID_ARGUMENT_COMPATIBILITY here.
+            _ => return st::ERROR_INVALID_ARGUMENT_COMPATIBILITY,
         };
         // SAFETY: non-null out-pointer.
         unsafe { *out = Handle::new(h) };
         st::SUCCESS
+    }
+
+    /// The client's symbolizer (`amd_dbgapi_disassemble_instruction`).
+    pub type Symbolizer =
+        Option<unsafe extern "C" fn(*mut c_void, u64, *mut *mut c_char) -> Status>;
+
+    /// LLVM's text of the instruction at `address`, with `  # <target>` on
+    /// branches (the symbolizer's text for the target when it finds one, the
+    /// address in hex otherwise), as AMD's library formats it.
+    pub unsafe extern "C" fn disassemble_instruction(
+        a: Handle,
+        address: u64,
+        size: *mut u64,
+        memory: *const c_void,
+        text: *mut *mut c_char,
+        symbolizer_id: *mut c_void,
+        symbolizer: Symbolizer,
+    ) -> Status {
+        with_lib(|lib| {
+            if a.handle != crate::library::ARCH_HANDLE {
+                return st::ERROR_INVALID_ARCHITECTURE_ID;
+            }
+            if size.is_null() || memory.is_null() || text.is_null() {
+                return st::ERROR_INVALID_ARGUMENT;
+            }
+            // SAFETY: `size` is non-null; `memory` holds `*size` bytes.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(memory as *const u8, (*size).min(64) as usize)
+            };
+            let Some(inst) = gpu_target::sim::decode::decode(bytes) else {
+                return st::ERROR_ILLEGAL_INSTRUCTION;
+            };
+            let mut symbol = None;
+            if let (Some(f), Some(target)) = (symbolizer, inst.branch_target(address)) {
+                let mut out: *mut c_char = std::ptr::null_mut();
+                // SAFETY: the client's symbolizer with its own id; it
+                // allocates the text with allocate_memory.
+                let s = unsafe { f(symbolizer_id, target, &mut out) };
+                if s == st::SUCCESS && !out.is_null() {
+                    // SAFETY: a NUL-terminated string from the client.
+                    symbol = Some(
+                        unsafe { std::ffi::CStr::from_ptr(out) }
+                            .to_string_lossy()
+                            .into_owned(),
+                    );
+                    lib.client().free(out as usize);
+                } else if s != st::ERROR_SYMBOL_NOT_FOUND {
+                    return st::ERROR_CLIENT_CALLBACK;
+                }
+            }
+            let mut t = inst.dbgapi_text(address, symbol.as_deref()).into_bytes();
+            t.push(0);
+            match lib.client().alloc_copy(&t) {
+                Ok(p) => {
+                    // SAFETY: both out-pointers are non-null.
+                    unsafe {
+                        *size = inst.size as u64;
+                        *text = p as *mut c_char;
+                    }
+                    st::SUCCESS
+                }
+                Err(e) => e,
+            }
+        })
     }
 
     // ---- the rest of the ABI: not implemented ----------------------------------
@@ -717,7 +807,6 @@ pub mod exports {
         architecture_register_class_get_info,
         architecture_register_class_list,
         breakpoint_get_info,
-        disassemble_instruction,
         displaced_stepping_get_info,
         dwarf_address_class_to_address_class,
         dwarf_register_to_register,

@@ -62,9 +62,12 @@ pub const BUILD_NAME: &str = "0.77.0-simgpu";
 /// The one architecture: gfx90a.
 pub const ARCH_HANDLE: u64 = 1;
 /// Address space handles.
+// Address-space handles as AMD's library 0.77 numbers them on gfx90a.
 pub const ASPACE_GLOBAL: u64 = 1;
-pub const ASPACE_GENERIC: u64 = 2;
-pub const ASPACE_LOCAL: u64 = 3;
+pub const ASPACE_GENERIC: u64 = 17;
+pub const ASPACE_LOCAL: u64 = 14;
+pub const ASPACE_PRIVATE_LANE: u64 = 15;
+pub const ASPACE_PRIVATE_WAVE: u64 = 16;
 
 /// The callbacks the client gave, wrapped safely by `ffi`.
 pub trait Client: Send {
@@ -80,6 +83,9 @@ pub trait Client: Send {
     fn read_global(&self, cp: usize, addr: u64, buf: &mut [u8]) -> Result<usize, Status>;
     /// `log_message`.
     fn log(&self, level: i32, msg: &str);
+    /// `deallocate_memory` of a block the client allocated (a symbolizer's
+    /// text).
+    fn free(&self, p: usize);
 }
 
 /// A typed `*_get_info` answer; `ffi` checks the size and writes it.
@@ -1535,10 +1541,12 @@ impl Library {
     }
 
     /// Memory access. `wave` 0 = none.
+    #[allow(clippy::too_many_arguments)]
     pub fn memory(
         &mut self,
         p: u64,
         wave: u64,
+        lane: u32,
         aspace: u64,
         addr: u64,
         read: Option<&mut [u8]>,
@@ -1583,6 +1591,28 @@ impl Library {
                 } else {
                     0
                 };
+                if n == 0 {
+                    return Err(st::ERROR_MEMORY_ACCESS);
+                }
+                Ok(n)
+            }
+            ASPACE_PRIVATE_LANE | ASPACE_PRIVATE_WAVE => {
+                if wave == 0 {
+                    return Err(st::ERROR_INVALID_WAVE_ID);
+                }
+                let lane = if aspace == ASPACE_PRIVATE_LANE {
+                    if lane as usize >= gpu_target::sim::wave::LANES {
+                        return Err(st::ERROR_INVALID_LANE_ID);
+                    }
+                    Some(lane as usize)
+                } else {
+                    None
+                };
+                let (proc, w) = self.wave_proc(wave)?;
+                let n = proc
+                    .device
+                    .xfer_private(w, lane, addr, read, write)
+                    .map_err(dev_status)?;
                 if n == 0 {
                     return Err(st::ERROR_MEMORY_ACCESS);
                 }
@@ -1662,6 +1692,7 @@ mod tests {
         fn alloc_copy(&self, _: &[u8]) -> Result<usize, Status> {
             Err(st::ERROR)
         }
+        fn free(&self, _: usize) {}
         fn os_pid(&self, _: usize) -> Result<i32, Status> {
             Ok(1)
         }

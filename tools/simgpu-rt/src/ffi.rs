@@ -107,8 +107,7 @@ pub unsafe extern "C" fn simgpu_module_unload(module: *mut Module) -> c_int {
 /// argument blob `args` (laid out as the kernel's kernarg segment) and waits.
 ///
 /// # Safety
-/// `module` is live; `kernel` is NUL-terminated; `grid`/`block` point to 3
-/// elements; `args` points to `args_size` bytes (or is NULL with size 0).
+/// As [`simgpu_launch_ex`].
 #[no_mangle]
 pub unsafe extern "C" fn simgpu_launch(
     module: *const Module,
@@ -117,6 +116,28 @@ pub unsafe extern "C" fn simgpu_launch(
     block: *const u16,
     args: *const c_void,
     args_size: usize,
+) -> c_int {
+    // SAFETY: the same contract, forwarded.
+    unsafe { simgpu_launch_ex(module, kernel, grid, block, args, args_size, 0) }
+}
+
+/// [`simgpu_launch`] with `dynamic_lds_bytes` of dynamic LDS: the group
+/// segment is the kernel's static LDS plus this; each dynamic `__local`
+/// pointer argument's slot in `args` holds an offset into the dynamic part
+/// (normally 0) and the kernel receives the group-segment address.
+///
+/// # Safety
+/// `module` is live; `kernel` is NUL-terminated; `grid`/`block` point to 3
+/// elements; `args` points to `args_size` bytes (or is NULL with size 0).
+#[no_mangle]
+pub unsafe extern "C" fn simgpu_launch_ex(
+    module: *const Module,
+    kernel: *const c_char,
+    grid: *const u32,
+    block: *const u16,
+    args: *const c_void,
+    args_size: usize,
+    dynamic_lds_bytes: u32,
 ) -> c_int {
     if module.is_null() || kernel.is_null() || grid.is_null() || block.is_null() {
         return Status::InvalidArgument as c_int;
@@ -141,5 +162,13 @@ pub unsafe extern "C" fn simgpu_launch(
     let Ok(kernel) = kernel.to_str() else {
         return Status::InvalidArgument as c_int;
     };
-    runtime::launch(module, kernel, grid, block, args) as c_int
+    runtime::launch(module, kernel, grid, block, args, dynamic_lds_bytes) as c_int
+}
+
+/// The calling thread's last launch error as text ("" after a success); for
+/// an aborted dispatch it names the reason, the pc and the instruction bytes.
+/// Valid until the thread's next launch.
+#[no_mangle]
+pub extern "C" fn simgpu_last_error() -> *const c_char {
+    runtime::with_last_error(|s| s.as_ptr())
 }

@@ -25,6 +25,6 @@
 //! processed the runtime-loaded event, `DONE(status)` per dispatch.
 
 mod ffi;
-mod runtime;
+pub mod runtime;
 
 pub use runtime::Status;

@@ -18,6 +18,10 @@ use gpu_target::sim::device::Device;
 use gpu_target::sim::device::DeviceConfig;
 use gpu_target::sim::device::DispatchOutcome;
 use gpu_target::sim::elf::Elf;
+use gpu_target::sim::launch::build_kernarg;
+use gpu_target::sim::launch::kernel_metadata;
+use gpu_target::sim::launch::KernelMeta;
+use gpu_target::sim::launch::LaunchDims;
 use gpu_target::sim::memory::ProcessMemory;
 use gpu_target::sim::rendezvous::socket_name;
 use gpu_target::sim::rendezvous::Message;
@@ -125,6 +129,7 @@ impl Aligned {
 pub struct Module {
     image: Aligned,
     kernels: Vec<(String, u64, u32)>,
+    meta: Vec<KernelMeta>,
     _uri: CString,
     node: Arc<LinkMap>,
 }
@@ -306,6 +311,7 @@ pub fn load(path: &str) -> Result<Box<Module>, Status> {
     let module = Box::new(Module {
         image,
         kernels,
+        meta: kernel_metadata(&elf),
         _uri: uri,
         node,
     });
@@ -333,24 +339,86 @@ pub fn unload(module: Box<Module>) {
     drop(module);
 }
 
-/// Launches `kernel` and waits for it.
+/// The text of the last launch error of this thread (empty after a
+/// successful launch): what failed, and for an aborted dispatch the reason,
+/// the pc and the bytes of the instruction there.
+pub fn last_error() -> String {
+    LAST_ERROR.with(|e| e.borrow().to_str().unwrap_or_default().to_owned())
+}
+
+thread_local! {
+    static LAST_ERROR: std::cell::RefCell<CString> = std::cell::RefCell::new(CString::default());
+}
+
+/// Calls `f` with the NUL-terminated last error (valid during the call).
+pub fn with_last_error<R>(f: impl FnOnce(&std::ffi::CStr) -> R) -> R {
+    LAST_ERROR.with(|e| f(e.borrow().as_c_str()))
+}
+
+fn set_error(msg: String) {
+    if !msg.is_empty() {
+        tracing::warn!(target: "simgpu_rt", "{msg}");
+    }
+    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+}
+
+/// Launches `kernel` with `dynamic_lds` bytes of dynamic LDS and waits for
+/// it (`simgpu_launch_ex`).
 pub fn launch(
     module: &Module,
     kernel: &str,
     grid: [u32; 3],
     block: [u16; 3],
     args: &[u8],
+    dynamic_lds: u32,
 ) -> Status {
+    let (status, msg) = launch_inner(module, kernel, grid, block, args, dynamic_lds);
+    set_error(msg);
+    status
+}
+
+fn launch_inner(
+    module: &Module,
+    kernel: &str,
+    grid: [u32; 3],
+    block: [u16; 3],
+    args: &[u8],
+    dynamic_lds: u32,
+) -> (Status, String) {
     let Some((kd, kernarg_size)) = module.kernel(kernel) else {
-        return Status::KernelNotFound;
+        return (Status::KernelNotFound, format!("no kernel named {kernel}"));
     };
     if grid.contains(&0) || block.contains(&0) {
-        return Status::InvalidArgument;
+        return (
+            Status::InvalidArgument,
+            "a grid or block dimension is 0".into(),
+        );
     }
-    let mut kernarg_bytes = args.to_vec();
-    kernarg_bytes.resize((kernarg_size as usize).max(args.len()).max(8), 0);
+    let dims = LaunchDims {
+        grid,
+        block,
+        dynamic_lds,
+    };
+    let (kernarg_bytes, group_segment) = match module.meta.iter().find(|m| m.name == kernel) {
+        Some(meta) => match build_kernarg(meta, args, dims) {
+            Ok(k) => k,
+            Err(e) => return (Status::InvalidArgument, format!("{kernel}: {e}")),
+        },
+        None => {
+            let mut k = args.to_vec();
+            k.resize((kernarg_size as usize).max(args.len()).max(8), 0);
+            (k, dynamic_lds)
+        }
+    };
+    if group_segment > MAX_GROUP_SEGMENT {
+        return (
+            Status::InvalidArgument,
+            format!("{group_segment} bytes of LDS exceed the {MAX_GROUP_SEGMENT} of gfx90a"),
+        );
+    }
     let kernarg = Aligned::new(&kernarg_bytes, 64);
-    let packet_bytes = encode_dispatch_packet(kd, kernarg.addr(), grid, block, 0);
+    let packet_bytes = encode_dispatch_packet(kd, kernarg.addr(), grid, block, group_segment);
     let packet = Aligned::new(&packet_bytes, 64);
     let mut rt = lock_rt();
     rt.try_connect();
@@ -365,13 +433,19 @@ pub fn launch(
                 kind: MessageKind::Done,
                 value,
             }) => match value {
-                0 => Status::Success,
-                5 => Status::MemoryViolation,
-                _ => Status::Aborted,
+                0 => (Status::Success, String::new()),
+                5 => (
+                    Status::MemoryViolation,
+                    format!("{kernel}: memory violation"),
+                ),
+                _ => (Status::Aborted, format!("{kernel}: aborted")),
             },
             _ => {
                 rt.debugger = None;
-                Status::DebuggerLost
+                (
+                    Status::DebuggerLost,
+                    "lost the debugger's GPU library".into(),
+                )
             }
         };
     }
@@ -383,13 +457,42 @@ pub fn launch(
     });
     let id = match dev.submit(packet.addr()) {
         Ok(id) => id,
-        Err(_) => return Status::InvalidArgument,
+        Err(e) => return (Status::InvalidArgument, format!("{kernel}: {e}")),
     };
+    // `wait` returns once every work-group of the dispatch has retired, also
+    // after an abort, so the kernarg, the packet and the caller's buffers
+    // are no longer in use.
     let out = dev.wait(id, None);
+    let msg = match out {
+        Some(DispatchOutcome::Aborted {
+            reason,
+            pc,
+            fault_addr,
+        }) => {
+            let mut code = [0u8; 8];
+            let n = dev.memory().read_partial(pc, &mut code);
+            let bytes: Vec<String> = code[..n].iter().map(|b| format!("{b:02x}")).collect();
+            let text = gpu_target::sim::decode::decode(&code[..n])
+                .map(|i| i.to_string())
+                .unwrap_or_else(|| "<unknown instruction>".into());
+            let fault = fault_addr
+                .map(|a| format!(", address {a:#x}"))
+                .unwrap_or_default();
+            format!(
+                "{kernel}: dispatch aborted: {reason:?} at pc {pc:#x}{fault}: {text} (bytes {})",
+                bytes.join(" ")
+            )
+        }
+        Some(DispatchOutcome::Completed) => String::new(),
+        None => format!("{kernel}: dispatch lost"),
+    };
     drop(kernarg);
     drop(packet);
-    outcome_status(out)
+    (outcome_status(out), msg)
 }
+
+/// LDS per work-group on gfx90a.
+pub const MAX_GROUP_SEGMENT: u32 = 64 * 1024;
 
 /// The C status of a dispatch outcome.
 pub fn outcome_status(o: Option<DispatchOutcome>) -> Status {

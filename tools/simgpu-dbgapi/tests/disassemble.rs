@@ -1,0 +1,234 @@
+//! `amd_dbgapi_disassemble_instruction` of the simulated library gives, for
+//! every instruction of the corpus code objects, the same size and text as
+//! AMD's real amd-dbgapi 0.77 (LLVM's text plus `  # <target>` on branches)
+//! (the library runs without a GPU; it disassembles through comgr, which
+//! needs the Debian package libamd-comgr2). The library is taken from
+//! `$REAL_AMD_DBGAPI` or `../shared/real-amd-dbgapi/0.77.0/` beside the
+//! checkout; without it the test fails.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+
+mod common;
+
+/// The real library through its C ABI (the only `unsafe` of this test).
+#[allow(unsafe_code)]
+mod real {
+    use std::ffi::c_char;
+    use std::ffi::c_void;
+    use std::ffi::CStr;
+
+    type Status = i32;
+
+    #[repr(C)]
+    struct Callbacks {
+        allocate_memory: extern "C" fn(usize) -> *mut c_void,
+        deallocate_memory: extern "C" fn(*mut c_void),
+        client_process_get_info: extern "C" fn(*mut c_void, i32, usize, *mut c_void) -> Status,
+        insert_breakpoint: extern "C" fn(*mut c_void, u64, u64) -> Status,
+        remove_breakpoint: extern "C" fn(*mut c_void, u64) -> Status,
+        xfer_global_memory:
+            extern "C" fn(*mut c_void, u64, *mut u64, *mut c_void, *const c_void) -> Status,
+        log_message: extern "C" fn(i32, *const c_char),
+    }
+
+    extern "C" fn alloc(n: usize) -> *mut c_void {
+        // SAFETY: plain malloc; the library frees with `dealloc`.
+        unsafe { libc::malloc(n) }
+    }
+    extern "C" fn dealloc(p: *mut c_void) {
+        // SAFETY: `p` came from `alloc` (malloc) or is null.
+        unsafe { libc::free(p) }
+    }
+    extern "C" fn get_info(_: *mut c_void, _: i32, _: usize, _: *mut c_void) -> Status {
+        -2 // AMD_DBGAPI_STATUS_ERROR_NOT_IMPLEMENTED: no process here
+    }
+    extern "C" fn insert(_: *mut c_void, _: u64, _: u64) -> Status {
+        -2
+    }
+    extern "C" fn remove(_: *mut c_void, _: u64) -> Status {
+        -2
+    }
+    extern "C" fn xfer(
+        _: *mut c_void,
+        _: u64,
+        _: *mut u64,
+        _: *mut c_void,
+        _: *const c_void,
+    ) -> Status {
+        -2
+    }
+    extern "C" fn log(_: i32, _: *const c_char) {}
+
+    static CALLBACKS: Callbacks = Callbacks {
+        allocate_memory: alloc,
+        deallocate_memory: dealloc,
+        client_process_get_info: get_info,
+        insert_breakpoint: insert,
+        remove_breakpoint: remove,
+        xfer_global_memory: xfer,
+        log_message: log,
+    };
+
+    type Initialize = unsafe extern "C" fn(*const Callbacks) -> Status;
+    type GetArchitecture = unsafe extern "C" fn(u32, *mut u64) -> Status;
+    type Disassemble = unsafe extern "C" fn(
+        u64,
+        u64,
+        *mut u64,
+        *const c_void,
+        *mut *mut c_char,
+        *mut c_void,
+        *const c_void,
+    ) -> Status;
+
+    pub struct Lib {
+        lib: libloading::Library,
+        arch: u64,
+    }
+
+    impl Lib {
+        pub fn open(path: &std::path::Path) -> Result<Self, String> {
+            // SAFETY: loading AMD's library runs its initialisers, which
+            // only set up its own state.
+            let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
+            // SAFETY: the symbols have these C signatures (amd-dbgapi.h 0.77).
+            unsafe {
+                let init: libloading::Symbol<Initialize> = lib
+                    .get(b"amd_dbgapi_initialize")
+                    .map_err(|e| e.to_string())?;
+                let st = init(&CALLBACKS);
+                if st != 0 {
+                    return Err(format!("amd_dbgapi_initialize: {st}"));
+                }
+                let get: libloading::Symbol<GetArchitecture> = lib
+                    .get(b"amd_dbgapi_get_architecture")
+                    .map_err(|e| e.to_string())?;
+                let mut arch = 0u64;
+                let st = get(0x3f, &mut arch);
+                if st != 0 {
+                    return Err(format!("amd_dbgapi_get_architecture(gfx90a): {st}"));
+                }
+                Ok(Self { lib, arch })
+            }
+        }
+
+        /// The text and size of the instruction at the start of `bytes`.
+        pub fn disassemble(&self, bytes: &[u8]) -> Result<(String, usize), i32> {
+            // SAFETY: signature per amd-dbgapi.h; `bytes` outlives the call;
+            // the text is malloc'd by our allocate callback and freed here.
+            unsafe {
+                let f: libloading::Symbol<Disassemble> = self
+                    .lib
+                    .get(b"amd_dbgapi_disassemble_instruction")
+                    .map_err(|_| -2)?;
+                let mut size = bytes.len() as u64;
+                let mut text: *mut c_char = std::ptr::null_mut();
+                let st = f(
+                    self.arch,
+                    0x1000,
+                    &mut size,
+                    bytes.as_ptr().cast(),
+                    &mut text,
+                    std::ptr::null_mut(),
+                    std::ptr::null(),
+                );
+                if st != 0 || text.is_null() {
+                    return Err(st);
+                }
+                let s = CStr::from_ptr(text).to_string_lossy().into_owned();
+                libc::free(text.cast());
+                Ok((s, size as usize))
+            }
+        }
+    }
+}
+
+fn library() -> PathBuf {
+    std::env::var_os("REAL_AMD_DBGAPI")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../../shared/real-amd-dbgapi/0.77.0/librocm-dbgapi.so.0")
+        })
+}
+
+/// Every distinct instruction (its bytes) of the corpus, from llvm-objdump.
+fn corpus_instructions() -> BTreeSet<Vec<u8>> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../samples/corpus/bin");
+    let mut out = BTreeSet::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("samples/corpus/bin")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "hsaco"))
+        .collect();
+    files.sort();
+    let o = Command::new("llvm-objdump-19")
+        .args(["-d", "--mcpu=gfx90a"])
+        .args(&files)
+        .output()
+        .expect("llvm-objdump-19 runs (install llvm-19)");
+    assert!(o.status.success(), "llvm-objdump-19 failed");
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let Some((_, rest)) = line.split_once("//") else {
+            continue;
+        };
+        let Some((_, hex)) = rest.split_once(':') else {
+            continue;
+        };
+        let words: Vec<u32> = hex
+            .split_whitespace()
+            .take_while(|w| !w.starts_with('<'))
+            .filter_map(|w| u32::from_str_radix(w, 16).ok())
+            .collect();
+        if !words.is_empty() {
+            out.insert(words.iter().flat_map(|w| w.to_le_bytes()).collect());
+        }
+    }
+    out
+}
+
+#[test]
+fn same_disassembly_as_the_real_library() {
+    let path = library();
+    let real = real::Lib::open(&path).unwrap_or_else(|e| {
+        panic!(
+            "AMD's amd-dbgapi at {} cannot be used ({e}); it needs libamd-comgr2",
+            path.display()
+        )
+    });
+    let sim = real::Lib::open(&common::library()).expect("the simulated library loads");
+    let insts = corpus_instructions();
+    assert!(
+        insts.len() > 1000,
+        "only {} distinct instructions",
+        insts.len()
+    );
+    let mut mismatches = Vec::new();
+    for bytes in &insts {
+        // As a debugger passes it: the largest instruction's worth of code.
+        let mut padded = bytes.clone();
+        padded.resize(16, 0);
+        let theirs = real.disassemble(&padded);
+        let ours = sim.disassemble(&padded);
+        if theirs != ours || ours.as_ref().map(|o| o.1) != Ok(bytes.len()) {
+            mismatches.push(format!(
+                "{bytes:02x?}: real {theirs:?} vs simulated {ours:?}"
+            ));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} instructions differ:\n{}",
+        mismatches.len(),
+        insts.len(),
+        mismatches.join("\n")
+    );
+    // An unknown encoding: an error, not text.
+    assert!(sim.disassemble(&[0xff; 16]).is_err());
+    eprintln!(
+        "the simulated library disassembles {} distinct instructions as AMD's does",
+        insts.len()
+    );
+}

@@ -1,0 +1,1123 @@
+//! The corpus (samples/corpus): every kernel at -O0 -g, -O1, -O2 and -O3,
+//! launched through the runtime (hidden arguments, dynamic LDS), checked
+//! bit-exactly against a CPU reference (the hardware transcendentals within
+//! 1 ulp of a correctly rounded result). The kernel x level table in
+//! samples/corpus/README.md lists what these tests check.
+
+#![allow(clippy::needless_range_loop)] // element i of several arrays
+
+use simgpu_rt::runtime;
+use simgpu_rt::Status;
+
+const N: usize = 200;
+
+fn rand_words(n: usize, seed: u32) -> Vec<u32> {
+    let mut x = seed.wrapping_mul(2654435761) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        })
+        .collect()
+}
+
+/// Floats in [-lim, lim] with 3 decimals.
+fn rand_f32(n: usize, seed: u32, lim: f32) -> Vec<u32> {
+    rand_words(n, seed)
+        .into_iter()
+        .map(|v| ((v % 2_000_001) as f32 / 1_000_000.0 * lim * 2.0 - lim).to_bits())
+        .collect()
+}
+
+fn rand_f64(n: usize, seed: u32, lim: f64) -> Vec<u32> {
+    rand_words(2 * n, seed)
+        .chunks(2)
+        .flat_map(|c| {
+            let u = ((c[0] as u64) << 32 | c[1] as u64) >> 11;
+            let f = (u as f64 / (1u64 << 53) as f64) * 2.0 * lim - lim;
+            let b = f.to_bits();
+            [b as u32, (b >> 32) as u32]
+        })
+        .collect()
+}
+
+/// An 8-byte aligned buffer of 32-bit words (64-bit atomics need that).
+struct Buf(Vec<u64>);
+
+impl Buf {
+    fn new(words: &[u32]) -> Self {
+        let mut v = vec![0u64; words.len().div_ceil(2) + 1];
+        for (k, w) in words.iter().enumerate() {
+            v[k / 2] |= (*w as u64) << (32 * (k % 2));
+        }
+        Self(v)
+    }
+    fn zeros(n: usize) -> Self {
+        Self::new(&vec![0; n])
+    }
+    fn addr(&self) -> u64 {
+        self.0.as_ptr() as u64
+    }
+    fn get(&self, k: usize) -> u32 {
+        (self.0[k / 2] >> (32 * (k % 2))) as u32
+    }
+    fn words(&self, n: usize) -> Vec<u32> {
+        (0..n).map(|k| self.get(k)).collect()
+    }
+}
+
+fn blob(parts: &[u64]) -> Vec<u8> {
+    parts.iter().flat_map(|p| p.to_le_bytes()).collect()
+}
+
+fn launch(
+    name: &str,
+    level: u32,
+    args: &[u8],
+    grid: [u32; 3],
+    block: [u16; 3],
+    dynamic: u32,
+) -> Result<(), String> {
+    let path = format!(
+        "{}/../../samples/corpus/bin/{name}.O{level}.hsaco",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let m = runtime::load(&path).map_err(|s| format!("{path}: {s:?}"))?;
+    let st = runtime::launch(&m, name, grid, block, args, dynamic);
+    let err = runtime::last_error();
+    runtime::unload(m);
+    if st == Status::Success {
+        Ok(())
+    } else {
+        Err(format!("{st:?}: {err}"))
+    }
+}
+
+/// Runs `one(level)` at every level and fails with every level's problem.
+fn levels(name: &str, one: impl Fn(u32) -> Result<(), String>) {
+    let errs: Vec<String> = (0..4)
+        .filter_map(|l| one(l).err().map(|e| format!("-O{l}: {e}")))
+        .collect();
+    assert!(errs.is_empty(), "{name}:\n{}", errs.join("\n"));
+}
+
+fn expect_eq(what: &str, got: &[u32], want: &[u32]) -> Result<(), String> {
+    match (0..want.len()).find(|&i| got[i] != want[i]) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{what}: word {i}: got {:#x}, want {:#x}",
+            got[i], want[i]
+        )),
+    }
+}
+
+/// The standard shape: `(a, b, out, n)`, `n` = N work-items in blocks of 64
+/// (a partial last wave), `out` compared over `out_words` words.
+fn std_kernel(
+    name: &str,
+    a: &[u32],
+    b: &[u32],
+    out_init: &[u32],
+    grid: u32,
+    block: u16,
+    check: impl Fn(&[u32]) -> Result<(), String>,
+) {
+    levels(name, |level| {
+        let (ba, bb, out) = (Buf::new(a), Buf::new(b), Buf::new(out_init));
+        let args = blob(&[ba.addr(), bb.addr(), out.addr(), N as u64]);
+        launch(name, level, &args, [grid, 1, 1], [block, 1, 1], 0)?;
+        check(&out.words(out_init.len()))
+    });
+}
+
+/// `out[i] = f(a, b, i)` for i < N.
+fn elementwise(name: &str, a: &[u32], b: &[u32], f: impl Fn(&[u32], &[u32], usize) -> u32) {
+    let want: Vec<u32> = (0..N).map(|i| f(a, b, i)).collect();
+    std_kernel(name, a, b, &vec![0; 2 * N], N as u32, 64, |got| {
+        expect_eq(name, got, &want)
+    });
+}
+
+fn ints() -> (Vec<u32>, Vec<u32>) {
+    (rand_words(4 * N, 1), rand_words(4 * N, 2))
+}
+
+fn fl(x: u32) -> f32 {
+    f32::from_bits(x)
+}
+
+fn d(w: &[u32], i: usize) -> f64 {
+    f64::from_bits(w[2 * i] as u64 | (w[2 * i + 1] as u64) << 32)
+}
+
+fn u64_at(w: &[u32], i: usize) -> u64 {
+    w[2 * i] as u64 | (w[2 * i + 1] as u64) << 32
+}
+
+fn pairs(v: &[u64]) -> Vec<u32> {
+    v.iter()
+        .flat_map(|x| [*x as u32, (*x >> 32) as u32])
+        .collect()
+}
+
+#[test]
+fn int_arith() {
+    let (a, b) = ints();
+    elementwise("int_arith", &a, &b, |a, b, i| {
+        let (x, y) = (a[i], b[i]);
+        let mut r = x.wrapping_mul(y).wrapping_add(x >> 3).wrapping_sub(y << 5);
+        r ^= (x | y) & !(x ^ 0x5a5a_5a5a);
+        let mh = ((x as u64 * y as u64) >> 32) as u32;
+        r = r.wrapping_add(
+            (((x as i32) >> 7) as u32)
+                .wrapping_add(mh)
+                .wrapping_add(x.rotate_left(y & 31)),
+        );
+        r
+    });
+}
+
+#[test]
+fn int_div() {
+    let (a, b) = ints();
+    elementwise("int_div", &a, &b, |a, b, i| {
+        let (x, y) = (a[i], b[i] >> (b[i] & 15));
+        x.checked_div(y)
+            .unwrap_or(0)
+            .wrapping_mul(31)
+            .wrapping_add(x % (y | 1))
+    });
+}
+
+#[test]
+fn sdiv() {
+    let (a, b) = ints();
+    elementwise("sdiv", &a, &b, |a, b, i| {
+        let x = a[i] as i32;
+        let mut y = (b[i] as i32) >> (b[i] & 15);
+        if y == 0 || (x == i32::MIN && y == -1) {
+            y = 7;
+        }
+        (x.wrapping_div(y) as u32) ^ (x.wrapping_rem(y) as u32)
+    });
+}
+
+#[test]
+fn i64_arith() {
+    let (a, b) = ints();
+    let want: Vec<u64> = (0..N)
+        .map(|i| {
+            let (x, y) = (u64_at(&a, i), u64_at(&b, i));
+            let mut r = x
+                .wrapping_mul(y)
+                .wrapping_add(x >> (y & 63))
+                .wrapping_sub(y << 3);
+            r ^= ((x as i64) >> 17) as u64;
+            r = r.wrapping_add(x.abs_diff(y));
+            r.wrapping_add(if (x as i64) < (y as i64) { 1 } else { 2 })
+        })
+        .collect();
+    std_kernel("i64_arith", &a, &b, &vec![0; 2 * N], N as u32, 64, |g| {
+        expect_eq("i64_arith", g, &pairs(&want))
+    });
+}
+
+#[test]
+fn i64_div() {
+    let (a, b) = ints();
+    let want: Vec<u64> = (0..N)
+        .map(|i| {
+            let x = u64_at(&a, i);
+            let y = u64_at(&b, i) >> (b[2 * i] & 63);
+            let q = x.checked_div(y).unwrap_or(0);
+            let sq = (x as i64).wrapping_div((y | 1) as i64);
+            q ^ sq as u64 ^ (x % (y | 1))
+        })
+        .collect();
+    std_kernel("i64_div", &a, &b, &vec![0; 2 * N], N as u32, 64, |g| {
+        expect_eq("i64_div", g, &pairs(&want))
+    });
+}
+
+#[test]
+fn bitops() {
+    let (a, b) = ints();
+    elementwise("bitops", &a, &b, |a, b, i| {
+        let x = a[i] >> (b[i] & 31);
+        let ctz = if x != 0 { x.trailing_zeros() } else { 32 };
+        let mut r = x.count_ones() | x.leading_zeros() << 6 | ctz << 12;
+        r ^= a[i].reverse_bits();
+        let w = u64_at(b, i);
+        r.wrapping_add(w.count_ones())
+            .wrapping_add(((w >> 32) as u32).leading_zeros().wrapping_mul(3))
+    });
+}
+
+#[test]
+fn minmax_sat() {
+    let (a, b) = ints();
+    elementwise("minmax_sat", &a, &b, |a, b, i| {
+        let (x, y) = (a[i] as i32, b[i] as i32);
+        let mut r = (x.min(y) as u32)
+            .wrapping_add((x.max(y) as u32).wrapping_mul(3))
+            .wrapping_add(x.unsigned_abs());
+        r ^= a[i].min(b[i]).wrapping_add(a[i].clamp(1000, 0x8000_0000));
+        r.wrapping_add(
+            (x.saturating_add(y) as u32) ^ a[i].saturating_add(b[i]) ^ (x.saturating_sub(y) as u32),
+        )
+    });
+}
+
+#[test]
+fn i16_i8() {
+    let (a, b) = ints();
+    elementwise("i16_i8", &a, &b, |a, b, i| {
+        let c = (a[i] >> 8) as u8 as i8 as i32;
+        let s = (b[i] >> 16) as u16 as i32;
+        let t = s.wrapping_mul(c as u16 as i32) as i16 as i32;
+        let b0 = (c + 3) as u8 as u32;
+        let b1 = (s >> 8) as u8 as u32;
+        b0 | b1 << 8 | ((t >> 2) as u16 as u32) << 16
+    });
+}
+
+#[test]
+fn f32_arith() {
+    let (a, b) = (rand_f32(2 * N, 3, 1000.0), rand_f32(2 * N, 4, 1000.0));
+    elementwise("f32_arith", &a, &b, |a, b, i| {
+        let (x, y) = (fl(a[i]), fl(b[i]));
+        let mut r = x * y - (x + y);
+        r = r.mul_add(y, -x);
+        r = r.max(x.min(y)) + x.abs() * 0.5;
+        (-r).to_bits()
+    });
+}
+
+#[test]
+fn f32_div() {
+    let (a, b) = (rand_f32(2 * N, 5, 1000.0), rand_f32(2 * N, 6, 1000.0));
+    elementwise("f32_div", &a, &b, |a, b, i| (fl(a[i]) / fl(b[i])).to_bits());
+}
+
+#[test]
+fn f32_sqrt() {
+    let a = rand_f32(2 * N, 7, 1.0e6);
+    elementwise("f32_sqrt", &a, &a, |a, _, i| {
+        fl(a[i]).abs().sqrt().to_bits()
+    });
+}
+
+fn frexp32(x: f32) -> (f32, i32) {
+    if x == 0.0 || !x.is_finite() {
+        return (x, 0);
+    }
+    let mut e = 0;
+    let mut m = x as f64;
+    while m.abs() >= 1.0 {
+        m /= 2.0;
+        e += 1;
+    }
+    while m.abs() < 0.5 {
+        m *= 2.0;
+        e -= 1;
+    }
+    (m as f32, e)
+}
+
+#[test]
+fn f32_round() {
+    let (a, b) = (rand_f32(2 * N, 8, 100.0), rand_f32(2 * N, 9, 100.0));
+    elementwise("f32_round", &a, &b, |a, b, i| {
+        let x = fl(a[i]);
+        let (m, e) = frexp32(x);
+        let r = x.floor() + x.ceil() * 2.0 + x.trunc() * 4.0 + x.round_ties_even() * 8.0;
+        (r.copysign(fl(b[i])) + m * 2f32.powi(e & 7)).to_bits()
+    });
+}
+
+#[test]
+fn f32_cmp() {
+    let (mut a, b) = (rand_f32(2 * N, 10, 2.0), rand_f32(2 * N, 11, 2.0));
+    for i in (0..N).step_by(7) {
+        a[i] = b[i];
+    }
+    elementwise("f32_cmp", &a, &b, |a, b, i| {
+        let (x, y) = (fl(a[i]), fl(b[i]));
+        let r = (x < y) as u32
+            | ((x <= y) as u32) << 1
+            | ((x == y) as u32) << 2
+            | ((x > y) as u32) << 3
+            | ((x != y) as u32) << 4
+            | ((x >= 1.0) as u32) << 5
+            | ((x * y).is_nan() as u32) << 6;
+        r | (if x < y { y } else { x }).to_bits() << 8
+    });
+}
+
+/// Within `ulps` units in the last place.
+fn near(got: u32, want: f32, ulps: u32) -> bool {
+    got == want.to_bits() || (got as i64 - want.to_bits() as i64).unsigned_abs() <= ulps as u64
+}
+
+#[test]
+fn f32_transcendental() {
+    let a = rand_f32(2 * N, 12, 10.0);
+    std_kernel(
+        "f32_transcendental",
+        &a,
+        &a,
+        &vec![0; 4 * N],
+        N as u32,
+        64,
+        |g| {
+            for i in 0..N {
+                let x = fl(a[i]) as f64;
+                let want = [
+                    x.exp2(),
+                    (x.abs() + 1.0).log2(),
+                    1.0 / (x.abs() + 1.0).sqrt(),
+                    1.0 / x,
+                ];
+                for k in 0..4 {
+                    // The documented bound: 1 ulp (the hardware's accuracy).
+                    if !near(g[4 * i + k], want[k] as f32, 1) {
+                        return Err(format!("element {i} function {k}: {:#x}", g[4 * i + k]));
+                    }
+                }
+            }
+            Ok(())
+        },
+    );
+}
+
+fn f64_kernel(name: &str, lim: f64, f: impl Fn(f64, f64) -> f64) {
+    let (a, b) = (rand_f64(N, 13, lim), rand_f64(N, 14, lim));
+    let want: Vec<u64> = (0..N).map(|i| f(d(&a, i), d(&b, i)).to_bits()).collect();
+    std_kernel(name, &a, &b, &vec![0; 2 * N], N as u32, 64, |g| {
+        expect_eq(name, g, &pairs(&want))
+    });
+}
+
+#[test]
+fn f64_arith() {
+    f64_kernel("f64_arith", 1000.0, |x, y| {
+        let r = x * y + (x - y);
+        let r = r.mul_add(x, y);
+        r.max(x.min(y)) - y.abs()
+    });
+}
+
+#[test]
+fn f64_div() {
+    f64_kernel("f64_div", 1.0e6, |x, y| x / y);
+}
+
+#[test]
+fn f64_sqrt() {
+    f64_kernel("f64_sqrt", 1.0e9, |x, _| x.abs().sqrt());
+}
+
+#[test]
+fn f64_round() {
+    f64_kernel("f64_round", 100.0, |x, y| {
+        let r = x.floor() + y.ceil() * 2.0 + x.trunc() * 4.0 + y.round_ties_even() * 8.0;
+        if x < y {
+            -r
+        } else {
+            r
+        }
+    });
+}
+
+/// IEEE half to f64 (exact).
+fn h2f(h: u16) -> f64 {
+    let s = if h >> 15 != 0 { -1.0 } else { 1.0 };
+    let e = ((h >> 10) & 0x1f) as i32;
+    let m = (h & 0x3ff) as f64;
+    match e {
+        0 => s * m * 2f64.powi(-24),
+        31 => {
+            if m == 0.0 {
+                s * f64::INFINITY
+            } else {
+                f64::NAN
+            }
+        }
+        _ => s * (1.0 + m / 1024.0) * 2f64.powi(e - 15),
+    }
+}
+
+/// f64 to half, round to nearest even (finite inputs in half range).
+fn f2h(x: f64) -> u16 {
+    let sign = if x.is_sign_negative() { 0x8000 } else { 0 };
+    let a = x.abs();
+    if a >= 65520.0 {
+        return sign | 0x7c00;
+    }
+    // Search the two neighbours among all finite halves.
+    let mut lo = 0u16;
+    let mut hi = 0x7bffu16;
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if h2f(mid) <= a {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let below = lo;
+    let above = below + 1;
+    let (db, da) = (a - h2f(below), h2f(above) - a);
+    let pick = if db < da || (db == da && below.is_multiple_of(2)) {
+        below
+    } else {
+        above
+    };
+    sign | pick
+}
+
+fn rand_halves(n: usize, seed: u32) -> Vec<u32> {
+    rand_f32(2 * n, seed, 8.0)
+        .chunks(2)
+        .map(|c| f2h(fl(c[0]) as f64) as u32 | (f2h(fl(c[1]) as f64) as u32) << 16)
+        .collect()
+}
+
+#[test]
+fn f16_packed() {
+    let (a, b) = (rand_halves(2 * N, 15), rand_halves(2 * N, 16));
+    elementwise("f16_packed", &a, &b, |a, b, i| {
+        let mut out = 0u32;
+        for (k, c) in [0.5, 2.0].into_iter().enumerate() {
+            let x = h2f((a[i] >> (16 * k)) as u16);
+            let y = h2f((b[i] >> (16 * k)) as u16);
+            let p = h2f(f2h(x * y));
+            let r1 = h2f(f2h(p + x));
+            let q = h2f(f2h(y * c));
+            out |= (f2h(r1 - q) as u32) << (16 * k);
+        }
+        out
+    });
+}
+
+#[test]
+fn f16_scalar() {
+    let (a, b) = (rand_halves(2 * N, 17), rand_halves(2 * N, 18));
+    elementwise("f16_scalar", &a, &b, |a, b, i| {
+        let x = h2f(a[i] as u16);
+        let y = h2f(b[i] as u16);
+        let r = h2f(f2h(h2f(f2h(x * y)) + h2f(f2h(x - y))));
+        let f = (r as f32) * 3.0;
+        f2h(r) as u32 | (f2h(f as f64) as u32) << 16
+    });
+}
+
+#[test]
+fn conversions() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .flat_map(|i| {
+            let x = (a[i] as i32) >> 4;
+            let f = x as f32 + (b[i] >> 8) as f32;
+            let dd = f as f64 * 1.5 + x as f64;
+            let r = ((f * 0.25) as i32 as u32) ^ (dd as i32 as u32) ^ ((dd as f32) as u32);
+            [r, (dd as f32).to_bits()]
+        })
+        .collect();
+    std_kernel("conversions", &a, &b, &vec![0; 2 * N], N as u32, 64, |g| {
+        expect_eq("conversions", g, &want)
+    });
+}
+
+#[test]
+fn conv64() {
+    let (a, b) = ints();
+    let want: Vec<u64> = (0..N)
+        .flat_map(|i| {
+            let x = u64_at(&a, i) >> (b[i] & 31);
+            let s = (u64_at(&b, i) as i64) >> 12;
+            let dd = x as f64 + s as f64;
+            let f = x as f32 - s as f32;
+            [
+                dd.to_bits(),
+                ((f * 0.125) as i64 as u64) ^ f.to_bits() as u64,
+            ]
+        })
+        .collect();
+    std_kernel("conv64", &a, &b, &vec![0; 4 * N], N as u32, 64, |g| {
+        expect_eq("conv64", g, &pairs(&want))
+    });
+}
+
+#[test]
+fn divergent_loop() {
+    let (a, b) = ints();
+    elementwise("divergent_loop", &a, &b, |a, b, i| {
+        let (mut x, mut steps) = (a[i] | 1, 0u32);
+        for _ in 0..(b[i] & 63) {
+            x = if x & 1 != 0 {
+                x.wrapping_mul(3).wrapping_add(1)
+            } else {
+                x >> 1
+            };
+            steps = steps.wrapping_add(x & 7);
+        }
+        x ^ steps << 20
+    });
+}
+
+#[test]
+fn nested_branch() {
+    let (a, b) = ints();
+    elementwise("nested_branch", &a, &b, |a, b, i| {
+        let (x, y) = (a[i], b[i]);
+        if x & 1 != 0 {
+            if y & 2 != 0 {
+                x.wrapping_add(y)
+            } else if y & 4 != 0 {
+                x.wrapping_sub(y)
+            } else {
+                x.wrapping_mul(3)
+            }
+        } else {
+            let mut r = if (x ^ y) & 8 != 0 { x ^ y } else { y >> 1 };
+            if r & 16 != 0 {
+                r = r.wrapping_add(1000);
+            }
+            r
+        }
+    });
+}
+
+#[test]
+fn early_return() {
+    let (a, b) = ints();
+    elementwise("early_return", &a, &b, |a, b, i| {
+        let x = a[i];
+        if x & 3 == 0 {
+            return 1;
+        }
+        if x & 12 == 4 {
+            return 2;
+        }
+        let mut acc = 0u32;
+        for k in 0..32 {
+            if (x >> k) & (b[i] >> k) & 1 != 0 {
+                return 2;
+            }
+            acc += k;
+        }
+        acc.wrapping_add(x)
+    });
+}
+
+#[test]
+fn switch_case() {
+    let (a, b) = ints();
+    elementwise("switch_case", &a, &b, |a, b, i| {
+        let (x, y) = (a[i], b[i]);
+        match x % 9 {
+            0 => y,
+            1 => y.wrapping_add(1),
+            2 => y.wrapping_mul(7),
+            3 => y ^ x,
+            4 | 5 => x.wrapping_add(5),
+            6 => !y,
+            7 => y & x,
+            _ => 99,
+        }
+    });
+}
+
+#[test]
+fn loop_break() {
+    let (a, b) = ints();
+    elementwise("loop_break", &a, &b, |a, b, i| {
+        let x = a[i];
+        let (mut found, mut sum) = (u32::MAX, 0u32);
+        for k in 0..200u32 {
+            let v = x.wrapping_mul(k + 1).wrapping_add(b[(i + k as usize) % N]);
+            if v & 3 == 1 {
+                continue;
+            }
+            sum = sum.wrapping_add(v >> 4);
+            if v & 0xff == 0x42 || sum > 0x4000_0000 {
+                found = k;
+                break;
+            }
+        }
+        found ^ sum
+    });
+}
+
+#[test]
+fn private_array() {
+    let (a, b) = ints();
+    elementwise("private_array", &a, &b, |a, b, i| {
+        let mut buf = [0u32; 48];
+        for k in 0..48 {
+            buf[k] = a[i].wrapping_mul(k as u32).wrapping_add(b[(i + k) % N]);
+        }
+        let (mut acc, mut idx) = (0u32, (b[i] % 48) as usize);
+        for _ in 0..16 {
+            acc = acc.wrapping_add(buf[idx]);
+            buf[(idx * 7 + 3) % 48] ^= acc;
+            idx = ((idx as u32).wrapping_add(buf[idx]) % 48) as usize;
+        }
+        acc
+    });
+}
+
+#[test]
+fn private_struct() {
+    let (a, b) = ints();
+    elementwise("private_struct", &a, &b, |a, b, i| {
+        let key = |k: usize| a[(i + k) % N];
+        let val = |k: usize| (b[(i + k) % N] & 0xffff) as f32;
+        let mut best = 0;
+        for k in 1..12 {
+            if key(k) > key(best) {
+                best = k;
+            }
+        }
+        best as u32 | (val(best) + val((best + 1) % 12)).to_bits() << 4
+    });
+}
+
+#[test]
+fn spill_pressure() {
+    let (a, b) = ints();
+    elementwise("spill_pressure", &a, &b, |a, b, i| {
+        let mut v = [0u32; 24];
+        for k in 0..24 {
+            v[k] = a[(i + k) % N] ^ (b[i] >> k);
+        }
+        let mut acc = 0u32;
+        for _ in 0..4 {
+            for k in 0..24 {
+                v[k] = v[k].wrapping_mul(0x9e37_79b1).wrapping_add(v[(k + 5) % 24]);
+                acc ^= v[k] >> (k & 7);
+            }
+        }
+        acc
+    });
+}
+
+#[test]
+fn lds_reduce() {
+    let (a, b) = ints();
+    let n = 300;
+    levels("lds_reduce", |level| {
+        let (ba, bb, out) = (Buf::new(&a), Buf::new(&b), Buf::zeros(4));
+        let args = blob(&[ba.addr(), bb.addr(), out.addr(), n as u64]);
+        launch("lds_reduce", level, &args, [512, 1, 1], [256, 1, 1], 0)?;
+        let s0 = a[..256].iter().fold(0u32, |s, x| s.wrapping_add(*x));
+        let s1 = a[256..n].iter().fold(0u32, |s, x| s.wrapping_add(*x));
+        expect_eq("lds_reduce", &out.words(2), &[s0, s1])
+    });
+}
+
+#[test]
+fn lds_dynamic() {
+    let a = rand_words(2 * N, 3);
+    levels("lds_dynamic", |level| {
+        let (ba, out) = (Buf::new(&a), Buf::zeros(N));
+        // a, out, n (4 bytes), then the dynamic __local argument: offset 0.
+        let mut args = blob(&[ba.addr(), out.addr()]);
+        args.extend_from_slice(&(N as u32).to_le_bytes());
+        args.extend_from_slice(&0u32.to_le_bytes());
+        launch("lds_dynamic", level, &args, [256, 1, 1], [64, 1, 1], 256)?;
+        let want: Vec<u32> = (0..N)
+            .map(|i| {
+                let (g, l) = (i / 64, i % 64);
+                lane_x(&a, g * 64 + 63 - l).wrapping_add(0x1000 * (l as u32 & 3))
+            })
+            .collect();
+        expect_eq("lds_dynamic", &out.words(N), &want)?;
+        // Without dynamic LDS the launch is refused, not run with 0 bytes.
+        match launch("lds_dynamic", level, &args, [256, 1, 1], [64, 1, 1], 0) {
+            Err(e) if e.starts_with("InvalidArgument") => Ok(()),
+            other => Err(format!("launch without dynamic LDS: {other:?}")),
+        }
+    });
+}
+
+#[test]
+fn lds_2d() {
+    let w = 32usize;
+    let a = rand_words(w * w, 19);
+    levels("lds_2d", |level| {
+        let (ba, out) = (Buf::new(&a), Buf::zeros(w * w));
+        let args = blob(&[ba.addr(), out.addr(), w as u64]);
+        launch("lds_2d", level, &args, [32, 32, 1], [16, 16, 1], 0)?;
+        let want: Vec<u32> = (0..w * w).map(|k| a[(k % w) * w + k / w]).collect();
+        expect_eq("lds_2d", &out.words(w * w), &want)
+    });
+}
+
+#[test]
+fn lds_types() {
+    let (a, b) = ints();
+    let x = |i: usize| if i < N { a[i] } else { 0 };
+    let want: Vec<u32> = (0..N)
+        .map(|i| {
+            let (g, l) = (i / 128 * 128, i % 128);
+            let o = (l + 1) % 128;
+            let xo = x(g + o);
+            (xo as u8 as u32)
+                .wrapping_add(((x(g + 127 - l) >> 8) as u16 as u32).wrapping_mul(3))
+                .wrapping_add(xo)
+                .wrapping_add(xo.wrapping_add(1).wrapping_mul(xo.wrapping_add(3)))
+        })
+        .collect();
+    std_kernel("lds_types", &a, &b, &vec![0; N], 256, 128, |g| {
+        expect_eq("lds_types", g, &want)
+    });
+}
+
+#[test]
+fn global_atomics() {
+    let (a, b) = ints();
+    let mut init = vec![0u32; 8];
+    init[1] = u32::MAX;
+    init[3] = u32::MAX;
+    let a_ = &a[..N];
+    let want = [
+        a_.iter().fold(0u32, |s, x| s.wrapping_add(x & 0xffff)),
+        *a_.iter().min().unwrap(),
+        *a_.iter().max().unwrap(),
+        a_.iter().fold(u32::MAX, |s, x| s & (x | 0x1111_0000)),
+        a_.iter().fold(0, |s, x| s | (x & 0x0f0f_0f0f)),
+        a_.iter().fold(0, |s, x| s ^ x),
+        b[..N].iter().fold(0u32, |s, x| s.wrapping_sub(x & 0xff)),
+        N as u32,
+    ];
+    std_kernel("global_atomics", &a, &b, &init, N as u32, 64, |g| {
+        expect_eq("global_atomics", g, &want)
+    });
+}
+
+#[test]
+fn atomic_rtn() {
+    let (a, b) = ints();
+    std_kernel(
+        "atomic_rtn",
+        &a,
+        &b,
+        &vec![0; 1 + 3 * N],
+        N as u32,
+        64,
+        |g| {
+            if g[0] != N as u32 {
+                return Err(format!("ticket counter {}", g[0]));
+            }
+            let mut got: Vec<u32> = g[1..=N].to_vec();
+            let mut want: Vec<u32> = a[..N].to_vec();
+            got.sort_unstable();
+            want.sort_unstable();
+            expect_eq("tickets", &got, &want)?;
+            expect_eq("xchg", &g[1 + N..1 + 2 * N], &b[..N])?;
+            expect_eq("old values", &g[1 + 2 * N..], &vec![1; N])
+        },
+    );
+}
+
+#[test]
+fn atomics64() {
+    let (a, b) = ints();
+    let mut init = vec![0u64; 5 + N];
+    init[2] = u64::MAX;
+    let v: Vec<u64> = (0..N).map(|i| u64_at(&a, i)).collect();
+    let mut want = vec![0u64; 5 + N];
+    want[0] = v
+        .iter()
+        .fold(0u64, |s, x| s.wrapping_add(x & 0xf_ffff_ffff));
+    want[1] = *v.iter().max().unwrap();
+    want[2] = *v.iter().min().unwrap();
+    want[3] = v.iter().fold(0, |s, x| s | (x & 0x0101_0101_0101_0101));
+    want[4] = N as u64;
+    for w in &mut want[5..] {
+        *w = 1;
+    }
+    std_kernel("atomics64", &a, &b, &pairs(&init), N as u32, 64, |g| {
+        expect_eq("atomics64", g, &pairs(&want))
+    });
+}
+
+#[test]
+fn cas_loop() {
+    let (a, b) = ints();
+    let max = a[..N].iter().map(|x| (x >> 8) as f64).fold(0.0, f64::max);
+    let mut want = vec![(N as f32).to_bits(), 0];
+    want.extend(pairs(&[max.to_bits()]));
+    std_kernel("cas_loop", &a, &b, &[0; 4], N as u32, 64, |g| {
+        expect_eq("cas_loop", g, &want)
+    });
+}
+
+#[test]
+fn lds_atomics() {
+    let (a, b) = ints();
+    let mut want = vec![0u32; 80];
+    for g in 0..2 {
+        let o = &mut want[g * 40..g * 40 + 40];
+        let mut sum = 0u64;
+        for i in g * 128..(g * 128 + 128).min(N) {
+            o[(a[i] & 15) as usize] += 1;
+            let m = &mut o[16 + ((a[i] >> 4) & 15) as usize];
+            *m = (*m).max(b[i] & 0xff);
+            sum += a[i] as u64;
+        }
+        o[32] = sum as u32;
+        o[33] = (sum >> 32) as u32;
+        o[34] = 128;
+    }
+    std_kernel("lds_atomics", &a, &b, &vec![0; 80], 256, 128, |g| {
+        expect_eq("lds_atomics", g, &want)
+    });
+}
+
+fn lane_x(a: &[u32], i: usize) -> u32 {
+    if i < N {
+        a[i]
+    } else {
+        0
+    }
+}
+
+#[test]
+fn readlane() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .map(|i| {
+            let w0 = i / 64 * 64;
+            let l = lane_x(&a, w0 + 5);
+            let f = lane_x(&a, w0).wrapping_add(1);
+            let w = if i % 64 == 7 { f } else { lane_x(&a, i) };
+            let w2 = if i % 64 == 3 {
+                l
+            } else {
+                lane_x(&a, i).wrapping_add(2)
+            };
+            l ^ (f << 1) ^ (w << 2) ^ (w2 << 3)
+        })
+        .collect();
+    std_kernel("readlane", &a, &b, &vec![0; N], N as u32, 64, |g| {
+        expect_eq("readlane", g, &want)
+    });
+}
+
+#[test]
+fn bpermute() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .map(|i| {
+            let (w0, l) = (i / 64 * 64, i % 64);
+            let src = (l * 5 + b[i % N] as usize) & 63;
+            let p = lane_x(&a, w0 + src);
+            let q = lane_x(&a, w0 + ((l + 64 - 7) & 63));
+            p ^ q.wrapping_mul(3)
+        })
+        .collect();
+    std_kernel("bpermute", &a, &b, &vec![0; N], 256, 64, |g| {
+        expect_eq("bpermute", g, &want)
+    });
+}
+
+#[test]
+fn ballot() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .map(|i| {
+            let (w0, l) = (i / 64 * 64, i % 64);
+            let m = (0..64).fold(0u64, |m, k| {
+                m | (((lane_x(&a, w0 + k) & 3 == 1) as u64) << k)
+            });
+            let below = (m & ((1u64 << l) - 1)).count_ones();
+            m.count_ones() | below << 8 | ((m >> (l & 31)) as u32) << 16
+        })
+        .collect();
+    std_kernel("ballot", &a, &b, &vec![0; N], 256, 64, |g| {
+        expect_eq("ballot", g, &want)
+    });
+}
+
+#[test]
+fn accvgpr() {
+    let (a, b) = ints();
+    elementwise("accvgpr", &a, &b, |a, b, i| a[i].wrapping_add(b[i]));
+}
+
+#[test]
+fn hidden_args() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        // clang's __builtin_amdgcn_workgroup_size_x() reads
+        // hidden_group_size_x (the remainder logic lives in the device
+        // library, which the corpus does not link).
+        .flat_map(|_| [3, 64, 8, 1, 64, N as u32, 0, 1])
+        .collect();
+    std_kernel("hidden_args", &a, &b, &vec![0; 8 * N], N as u32, 64, |g| {
+        expect_eq("hidden_args", g, &want)
+    });
+}
+
+#[test]
+fn vector_types() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .flat_map(|i| {
+            let x = &a[4 * i..4 * i + 4];
+            let y = &b[4 * i..4 * i + 4];
+            (0..4)
+                .map(|k| {
+                    let s = x[3 - k].wrapping_mul(y[3 - k]).wrapping_add(4 - k as u32);
+                    s ^ (((x[k] >> 8) as f32) * 0.5).to_bits()
+                })
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    std_kernel("vector_types", &a, &b, &vec![0; 4 * N], N as u32, 64, |g| {
+        expect_eq("vector_types", g, &want)
+    });
+}
+
+#[test]
+fn ternary_minmax3() {
+    let (a, b) = ints();
+    elementwise("ternary_minmax3", &a, &b, |a, b, i| {
+        let (x, y, z) = (a[i], b[i], a[(i + 1) % N]);
+        let med = x.min(y).max(x.max(y).min(z));
+        let smin3 = (x as i32).min(y as i32).min(z as i32);
+        let field = (x >> (y & 15)) & ((1u32 << (z & 15)) - 1);
+        let m = 0x3fff_ffff;
+        let fm = fl(x & m).min(fl(y & m)).min(fl(z & m));
+        med ^ smin3 as u32 ^ field ^ fm.to_bits()
+    });
+}
+
+#[test]
+fn hip_saxpy() {
+    let (a, b) = (rand_f32(2 * N, 20, 100.0), rand_f32(2 * N, 21, 100.0));
+    elementwise("hip_saxpy", &a, &b, |a, b, i| {
+        (2.5 * fl(a[i]) + fl(b[i])).to_bits()
+    });
+}
+
+#[test]
+fn hip_shfl() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .map(|i| {
+            let w0 = i / 64 * 64;
+            let s = (0..64).fold(0u32, |s, k| s.wrapping_add(lane_x(&a, w0 + k) & 0xffff));
+            s ^ b[i]
+        })
+        .collect();
+    std_kernel("hip_shfl", &a, &b, &vec![0; N], 256, 64, |g| {
+        expect_eq("hip_shfl", g, &want)
+    });
+}
+
+#[test]
+fn hip_struct() {
+    let (a, b) = ints();
+    levels("hip_struct", |level| {
+        let (ba, bb, out) = (Buf::new(&a), Buf::new(&b), Buf::zeros(2 * N));
+        let mut args = blob(&[ba.addr(), bb.addr(), out.addr(), N as u64]);
+        args.extend_from_slice(&1.5f64.to_le_bytes());
+        args.extend_from_slice(&3u32.to_le_bytes());
+        args.extend_from_slice(&(-7i32).to_le_bytes());
+        launch("hip_struct", level, &args, [N as u32, 1, 1], [64, 1, 1], 0)?;
+        let want: Vec<u32> = (0..N)
+            .flat_map(|i| {
+                let dd = (a[i] >> 3) as f64 * 1.5 + -7.0;
+                let k = ((b[i] >> 3) as i32).wrapping_mul(1).wrapping_add(-7);
+                [dd as i64 as u32, k as u32]
+            })
+            .collect();
+        expect_eq("hip_struct", &out.words(2 * N), &want)
+    });
+}
+
+#[test]
+fn hip_lds() {
+    let (a, b) = ints();
+    let mut want: Vec<u32> = (0..N)
+        .map(|i| {
+            let (g, l) = (i / 128 * 128, i % 128);
+            lane_x(&a, g + 127 - l).wrapping_add(lane_x(&a, g + ((l + 1) & 127)))
+        })
+        .collect();
+    let s: u64 = b[..N].iter().map(|x| *x as u64).sum();
+    want.extend([s as u32, (s >> 32) as u32]);
+    std_kernel("hip_lds", &a, &b, &vec![0; N + 2], 256, 128, |g| {
+        expect_eq("hip_lds", g, &want)
+    });
+}
+
+#[test]
+fn swizzle_dpp() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .map(|i| {
+            let (w0, l) = (i / 64 * 64, i % 64);
+            let x = |k: usize| lane_x(&a, w0 + k);
+            let r = l & 15;
+            let s1 = x(l ^ 1);
+            let s2 = x((l & !3) | 1);
+            let d1 = if r >= 1 { x(l - 1) } else { 0 };
+            let d2 = x((l & !3) | (3 - (l & 3)));
+            let row = l / 16;
+            let d3 = if row == 1 || row == 3 {
+                x(row * 16 - 1)
+            } else {
+                0
+            };
+            let d4 = if l >= 1 { x(l - 1) } else { 0 };
+            s1 ^ (s2 << 1) ^ (d1 << 2) ^ (d2 << 3) ^ (d3 << 4) ^ (d4 << 5)
+        })
+        .collect();
+    std_kernel("swizzle_dpp", &a, &b, &vec![0; N], 256, 64, |g| {
+        expect_eq("swizzle_dpp", g, &want)
+    });
+}
+
+#[test]
+fn wave_reduce() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .map(|i| {
+            let (w0, l) = (i / 64 * 64, i % 64);
+            let x = |k: usize| lane_x(&a, w0 + k) & 0xffff;
+            // Inclusive prefix sum within each row of 16 lanes.
+            let row = l & !15;
+            let s: u32 = (row..=l).map(x).sum();
+            let total: u32 = (0..64).map(x).sum();
+            s ^ total << 12
+        })
+        .collect();
+    std_kernel("wave_reduce", &a, &b, &vec![0; N], 256, 64, |g| {
+        expect_eq("wave_reduce", g, &want)
+    });
+}
+
+#[test]
+fn mfma() {
+    let (a, b) = ints();
+    let want: Vec<u32> = (0..N)
+        .flat_map(|i| {
+            let blk = i / 4 * 4;
+            let x = |k: usize| (a[k % N] & 0xff) as f32;
+            let y = (b[i % N] & 0xff) as f32;
+            (0..4)
+                .map(|k| x(blk + k).mul_add(y, (k + 1) as f32).to_bits())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    std_kernel("mfma", &a, &b, &vec![0; 4 * N], 256, 64, |g| {
+        expect_eq("mfma", g, &want)
+    });
+}
