@@ -6,6 +6,7 @@
 
 pub mod abi;
 pub mod sys;
+pub mod versions;
 
 use std::collections::HashMap;
 
