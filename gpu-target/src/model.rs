@@ -81,8 +81,25 @@ pub struct AgentInfo {
     pub id: AgentId,
     /// Marketing or architecture name.
     pub name: String,
-    /// Its architecture.
-    pub architecture: Architecture,
+    /// Its architecture, or the library's reason it cannot debug this
+    /// agent (e.g. an architecture it does not support): such an agent is
+    /// listed, and has no queues or waves.
+    pub architecture: Result<Architecture, String>,
+}
+
+impl fmt::Display for AgentInfo {
+    /// `agent 1: AMD Instinct MI210 (gfx90a)` or, for an agent the library
+    /// cannot debug, `agent 2: ... (not debuggable: REASON)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.architecture {
+            Ok(a) => write!(f, "agent {}: {} ({})", self.id, self.name, a.name),
+            Err(reason) => write!(
+                f,
+                "agent {}: {} (not debuggable, skipped: {reason})",
+                self.id, self.name
+            ),
+        }
+    }
 }
 
 /// A dispatch's geometry and kernel.

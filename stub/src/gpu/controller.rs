@@ -671,8 +671,11 @@ impl GpuController {
                 return;
             }
         };
-        let Some(agent) = agents.first() else { return };
-        let arch = agent.architecture.clone();
+        // The first agent the library can debug (others are listed by
+        // `monitor gpu` with the library's reason).
+        let Some(arch) = agents.iter().find_map(|a| a.architecture.clone().ok()) else {
+            return;
+        };
         match super::regs::table(&self.api, &arch) {
             Ok(t) => self.regs = t,
             Err(e) => tracing::warn!(target: "dbgapi", "register table: {e}"),

@@ -3,24 +3,41 @@
 //! architecture is only known once the runtime is up: no compile-time
 //! arch).
 
+use gpu_target::dbgapi::registers;
 use gpu_target::dbgapi::sys::DbgApi;
 use gpu_target::model::Architecture;
+use gpu_target::model::RegisterClass;
+use gpu_target::model::RegisterDesc;
 
 use crate::target::ArchInfo;
 use crate::target::RegisterInfo;
 
-/// target.xml vector types for 64-lane registers.
+/// target.xml vector types for per-lane registers (wave64 and wave32).
 pub const XML_TYPES: &str = "<vector id=\"v64i32\" type=\"int32\" count=\"64\"/>\n\
 <vector id=\"v64u32\" type=\"uint32\" count=\"64\"/>\n\
-<vector id=\"v64f32\" type=\"ieee_single\" count=\"64\"/>\n";
+<vector id=\"v64f32\" type=\"ieee_single\" count=\"64\"/>\n\
+<vector id=\"v32i32\" type=\"int32\" count=\"32\"/>\n\
+<vector id=\"v32u32\" type=\"uint32\" count=\"32\"/>\n\
+<vector id=\"v32f32\" type=\"ieee_single\" count=\"32\"/>\n";
 
-fn xml_type(c_type: &str, size: usize) -> (&'static str, &'static str, &'static str) {
-    // (target.xml type, lldb encoding, lldb format)
-    match c_type {
-        t if t.contains('(') => ("code_ptr", "uint", "hex"),
-        t if t.contains("[64]") && t.contains("float") => ("v64f32", "vector", "vector-float32"),
-        t if t.contains("[64]") && t.starts_with("uint") => ("v64u32", "vector", "vector-uint32"),
-        t if t.contains("[64]") => ("v64i32", "vector", "vector-sint32"),
+/// (target.xml type, lldb encoding, lldb format) of a register with the
+/// library's C type `c_type` (`int32_t[64]`, `uint64_t`, `void (*)()`,
+/// `flags32_t status {...}`) and `size` bytes.
+pub fn xml_type(c_type: &str, size: usize) -> (&'static str, &'static str, &'static str) {
+    let lanes = c_type
+        .split_once('[')
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .and_then(|(n, _)| n.trim().parse::<usize>().ok());
+    let float = c_type.starts_with("float");
+    let unsigned = c_type.starts_with("uint");
+    match lanes {
+        Some(64) if float => ("v64f32", "vector", "vector-float32"),
+        Some(64) if unsigned => ("v64u32", "vector", "vector-uint32"),
+        Some(64) => ("v64i32", "vector", "vector-sint32"),
+        Some(32) if float => ("v32f32", "vector", "vector-float32"),
+        Some(32) if unsigned => ("v32u32", "vector", "vector-uint32"),
+        Some(32) => ("v32i32", "vector", "vector-sint32"),
+        _ if c_type.contains('(') => ("code_ptr", "uint", "hex"),
         _ if size == 8 => ("uint64", "uint", "hex"),
         _ if size == 4 => ("uint32", "uint", "hex"),
         _ if size == 2 => ("uint16", "uint", "hex"),
@@ -28,32 +45,34 @@ fn xml_type(c_type: &str, size: usize) -> (&'static str, &'static str, &'static 
     }
 }
 
-/// Build the table for `arch` from the library's architecture registers.
+/// Build the table for `arch` from the library's architecture registers
+/// (names made unique by [`gpu_target::dbgapi::registers`]: AMD's gfx90a
+/// list names `s0`–`s101` twice).
 pub fn table(api: &DbgApi, arch: &Architecture) -> Result<Vec<RegisterInfo>, String> {
     let handle = api
         .architecture(arch.elf_machine)
         .map_err(|e| e.to_string())?;
-    let regs = api
-        .architecture_registers(handle)
-        .map_err(|e| e.to_string())?;
-    let mut out = Vec::with_capacity(regs.len());
-    for (i, r) in regs.into_iter().enumerate() {
-        let f = api.register_info(r).map_err(|e| e.to_string())?;
+    let regs = registers::architecture_registers(api, handle).map_err(|e| e.to_string())?;
+    Ok(table_of(regs.into_iter().map(|r| r.desc)))
+}
+
+/// The table for register descriptions in the library's order (the
+/// register number is the position).
+pub fn table_of(descs: impl IntoIterator<Item = RegisterDesc>) -> Vec<RegisterInfo> {
+    let mut out = Vec::new();
+    for (i, f) in descs.into_iter().enumerate() {
         let (ty, encoding, format) = xml_type(&f.type_name, f.size);
-        let (feature, group) =
-            if f.name == "pc" || f.name == "status" || f.name == "mode" || f.name == "trapsts" {
-                ("org.gdbmux.amdgpu.system", "system")
-            } else if f.name.starts_with('v') || f.name.starts_with('a') {
-                ("org.gdbmux.amdgpu.vector", "vector")
-            } else {
-                ("org.gdbmux.amdgpu.scalar", "general")
-            };
+        let (feature, group) = match f.class {
+            RegisterClass::System => ("org.gdbmux.amdgpu.system", "system"),
+            RegisterClass::Vector => ("org.gdbmux.amdgpu.vector", "vector"),
+            RegisterClass::Scalar => ("org.gdbmux.amdgpu.scalar", "general"),
+        };
         let generic = match f.name.as_str() {
             "pc" => Some("pc"),
             _ => None,
         };
         out.push(RegisterInfo {
-            name: f.name.clone(),
+            name: f.name,
             bitsize: (f.size * 8) as u32,
             regnum: i as u32,
             dwarf: f.dwarf.and_then(|d| u32::try_from(d).ok()),
@@ -69,7 +88,7 @@ pub fn table(api: &DbgApi, arch: &Architecture) -> Result<Vec<RegisterInfo>, Str
     // Group features together (target.xml wants one block per feature),
     // keeping the library's numbering.
     out.sort_by(|a, b| a.feature.cmp(&b.feature).then(a.regnum.cmp(&b.regnum)));
-    Ok(out)
+    out
 }
 
 /// Architecture facts for the GPU session.

@@ -219,9 +219,15 @@ impl Mux {
         let mut g = gpu.borrow_mut();
         let _ = writeln!(s, "GPU state: {}", g.state());
         let _ = writeln!(s, "library: {}", g.library());
-        if let Ok(agents) = g.agents() {
-            for a in agents {
-                let _ = writeln!(s, "agent {}: {} ({})", a.id.0, a.name, a.architecture.name);
+        match g.agents() {
+            Ok(agents) if agents.is_empty() => {
+                let _ = writeln!(s, "{}", crate::gpu::NO_AGENTS);
+            }
+            Ok(agents) => agents.iter().for_each(|a| {
+                let _ = writeln!(s, "{a}");
+            }),
+            Err(e) => {
+                let _ = writeln!(s, "agents: {e}");
             }
         }
         let _ = writeln!(
@@ -262,7 +268,7 @@ impl Mux {
             let _ = writeln!(
                 s,
                 "reach the GPU:\n  lldb: settings set stop-disassembly-display never   (before the GPU target appears: stock lldb 23.1 aborts disassembling {arch} stops)\n        the GPU target then appears by itself (offered through jAcceleratorPluginInitialize or the runtime hook), e.g.\n        lldb -o 'settings set stop-disassembly-display never' -o 'gdb-remote {addr}' PROGRAM\n  gdb:  monitor gpu waves | monitor gpu regs WAVE | monitor gpu break ADDR | monitor gpu continue  (on this CPU session, {addr})",
-                arch = g.architecture().map(|a| a.name).unwrap_or_else(|| "gfx90a".into()),
+                arch = g.architecture().map(|a| a.name).unwrap_or_else(|| "AMD GPU".into()),
             );
         }
         s

@@ -1,0 +1,56 @@
+//! For tests: where AMD's real amd-dbgapi libraries are, and the skip line
+//! printed when they are not.
+//!
+//! The libraries live next to the repository, in
+//! `../shared/real-amd-dbgapi/<version>/librocm-dbgapi.so.0` (or under
+//! `$GDBMUX_REAL_DBGAPI_DIR`). A test that needs one and does not find it
+//! prints `SKIPPED <crate>::<test>: <why>` straight to stderr (past the test
+//! harness's capture) and returns; `tools/test-all.sh` counts and names
+//! those lines, so a skip is never reported as a pass.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
+
+/// The versions of AMD's library kept in `../shared/real-amd-dbgapi`.
+pub const REAL_VERSIONS: &[&str] = &["0.76.0", "0.77.0"];
+
+/// The directory holding the real libraries.
+pub fn real_dir() -> PathBuf {
+    std::env::var_os("GDBMUX_REAL_DBGAPI_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/real-amd-dbgapi")
+        })
+}
+
+/// The real libraries of `versions`, or `None` after printing one skip line
+/// naming `test` (`crate::test`).
+pub fn real_libraries(test: &str, versions: &[&str]) -> Option<Vec<PathBuf>> {
+    let libs: Vec<PathBuf> = versions
+        .iter()
+        .map(|v| real_dir().join(v).join("librocm-dbgapi.so.0"))
+        .collect();
+    if let Some(missing) = libs.iter().find(|l| !l.exists()) {
+        skip(
+            test,
+            &format!("{} not found (AMD's real amd-dbgapi)", missing.display()),
+        );
+        return None;
+    }
+    Some(libs)
+}
+
+/// Prints `SKIPPED {test}: {why}` to stderr, uncaptured.
+pub fn skip(test: &str, why: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
+}
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Only one amd-dbgapi library may be initialized per process: tests that
+/// load one take turns through this lock.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
