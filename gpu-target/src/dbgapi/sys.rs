@@ -1283,6 +1283,18 @@ unsafe extern "C" fn cb_xfer_global_memory(
     })
 }
 
+/// The library's last warning or fatal-error message (the reason behind a
+/// `LOADED_ERROR_RESTRICTION` runtime, e.g. an unsupported r_debug version,
+/// is only given there).
+static LAST_WARNING: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+/// Longest message kept in [`LAST_WARNING`].
+const LAST_WARNING_MAX: usize = 1024;
+
+/// The last warning the library logged, if any.
+pub fn last_warning() -> Option<String> {
+    LAST_WARNING.lock().ok().and_then(|w| w.clone())
+}
+
 unsafe extern "C" fn cb_log_message(level: i32, msg: *const c_char) {
     trampoline((), || {
         if msg.is_null() {
@@ -1290,6 +1302,20 @@ unsafe extern "C" fn cb_log_message(level: i32, msg: *const c_char) {
         }
         // SAFETY: a NUL-terminated string valid during the call.
         let m = unsafe { CStr::from_ptr(msg) }.to_string_lossy();
+        if matches!(level, abi::log_level::FATAL_ERROR | abi::log_level::WARNING) {
+            // Bounded: one message, at most LAST_WARNING_MAX bytes.
+            let mut w = m.to_string();
+            if w.len() > LAST_WARNING_MAX {
+                let mut end = LAST_WARNING_MAX;
+                while !w.is_char_boundary(end) {
+                    end -= 1;
+                }
+                w.truncate(end);
+            }
+            if let Ok(mut last) = LAST_WARNING.lock() {
+                *last = Some(w);
+            }
+        }
         match level {
             abi::log_level::FATAL_ERROR => tracing::error!(target: "dbgapi", "{m}"),
             abi::log_level::WARNING => tracing::warn!(target: "dbgapi", "{m}"),

@@ -219,6 +219,7 @@ impl Mux {
         let mut g = gpu.borrow_mut();
         let _ = writeln!(s, "GPU state: {}", g.state());
         let _ = writeln!(s, "library: {}", g.library());
+        let _ = writeln!(s, "{}", g.runtime_text());
         match g.agents() {
             Ok(agents) if agents.is_empty() => {
                 let _ = writeln!(s, "{}", crate::gpu::NO_AGENTS);

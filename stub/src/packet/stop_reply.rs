@@ -218,6 +218,14 @@ fn build_t(
             "watchpoint"
         }
         StopKind::Step => "trace",
+        StopKind::Fault { description } => {
+            if o.list_threads {
+                out.extend_from_slice(b"description:");
+                hex::encode(description.as_bytes(), out);
+                out.push(b';');
+            }
+            "signal"
+        }
         StopKind::Fork {
             child_pid,
             child_tid,

@@ -275,6 +275,11 @@ impl Session {
                  gdb: `monitor gpu` shows the GPU.\n",
             ));
         }
+        if self.running {
+            for line in &news.console {
+                self.send(&reply::console(line));
+            }
+        }
         if news.runtime_unloaded {
             if let Some(m) = &self.mux {
                 let mut m = m.borrow_mut();
@@ -336,9 +341,7 @@ impl Session {
             let why = match why {
                 (_, StopKind::SwBreak) => "a breakpoint".to_string(),
                 (_, StopKind::Step) => "a single step".to_string(),
-                (libc::SIGSEGV, _) => "a memory violation".to_string(),
-                (libc::SIGILL, _) => "an illegal instruction".to_string(),
-                _ => format!("stop reasons {:#x}", reasons.0),
+                _ => reasons.description(),
             };
             let c = stop.info.workgroup_coord.unwrap_or_default();
             (
