@@ -496,6 +496,12 @@ impl GpuController {
         }
     }
 
+    /// Addresses of the host breakpoints the library asked for and that
+    /// are planted (the runtime's `r_brk`, the dynamic linker's), ascending.
+    pub fn host_breakpoint_addresses(&self) -> Vec<u64> {
+        self.host_bps.keys().copied().collect()
+    }
+
     /// The library's breakpoint at `addr`, if any.
     pub fn host_breakpoint(&self, addr: u64) -> Option<BreakpointId> {
         self.host_bps.get(&addr).copied()

@@ -11,10 +11,16 @@
 //! `connect_info` in that reply. So:
 //! 1. if the GPU runtime is already up when Initialize arrives, the reply
 //!    carries the offer;
-//! 2. otherwise the reply asks for a by-name breakpoint on the runtime's
-//!    debugger hook; when the runtime comes up and calls it, lldb reports
-//!    the hit with `jAcceleratorPluginBreakpointHit` and that reply carries
-//!    the offer (with `auto_resume_native: true`: the user sees no stop).
+//! 2. otherwise the reply asks for breakpoints where the runtime comes up:
+//!    a by-name one on the runtime's debugger hook, and a by-address one on
+//!    every address the GPU library itself asked gdbmux to break on
+//!    (`insert_breakpoint`: the runtime's `r_brk`, the dynamic linker's).
+//!    The by-address ones need no symbol, so a stripped runtime (no
+//!    `.symtab`, as Debian's libhsa-runtime64) works. When one is hit, lldb
+//!    reports it with `jAcceleratorPluginBreakpointHit`; that reply carries
+//!    the offer once the runtime is up (with `auto_resume_native: true`:
+//!    the user sees no stop), and by-address breakpoints for addresses the
+//!    library asked for since.
 //!
 //! Offers only ever travel in these request/response packets, never in
 //! stop replies (which clients fetch more than once), and the ledger makes
@@ -36,6 +42,7 @@ use std::rc::Rc;
 use accel::Actions;
 use accel::BreakpointHit;
 use accel::BreakpointInfo;
+use accel::ByAddress;
 use accel::ByName;
 use accel::ConnectInfo;
 use accel::HitResponse;
@@ -51,6 +58,9 @@ pub type MuxHandle = Rc<RefCell<Mux>>;
 
 /// Identifier of the by-name breakpoint on the runtime hook.
 const HOOK_BREAKPOINT_ID: i64 = 1;
+/// First identifier of the by-address breakpoints on the library's
+/// addresses.
+const FIRST_ADDRESS_BREAKPOINT_ID: i64 = 2;
 
 /// Multiplexer state shared by the server and its sessions.
 pub struct Mux {
@@ -72,6 +82,10 @@ pub struct Mux {
     pub report_gpu_stops: bool,
     /// The CPU process ended; the server forwards this to the GPU session.
     pub cpu_exit: Option<crate::stop::StopEvent>,
+    /// Library breakpoint addresses handed to lldb as by-address
+    /// breakpoints → their identifiers (bounded by the library's own
+    /// breakpoints; reset with the CPU session's Initialize).
+    address_breakpoints: std::collections::BTreeMap<u64, i64>,
 }
 
 impl Mux {
@@ -86,7 +100,32 @@ impl Mux {
             new_fds: Vec::new(),
             report_gpu_stops: true,
             cpu_exit: None,
+            address_breakpoints: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// By-address breakpoints for the library's breakpoint addresses that
+    /// lldb does not have yet.
+    fn new_address_breakpoints(&mut self) -> Vec<BreakpointInfo> {
+        let Some(gpu) = &self.gpu else {
+            return Vec::new();
+        };
+        let addrs = gpu.borrow().host_breakpoint_addresses();
+        let mut out = Vec::new();
+        for addr in addrs {
+            if self.address_breakpoints.contains_key(&addr) {
+                continue;
+            }
+            let id = FIRST_ADDRESS_BREAKPOINT_ID + self.address_breakpoints.len() as i64;
+            self.address_breakpoints.insert(addr, id);
+            out.push(BreakpointInfo {
+                identifier: id,
+                by_name: None,
+                by_address: Some(ByAddress { load_address: addr }),
+                symbol_names: vec![],
+            });
+        }
+        out
     }
 
     fn hook_breakpoint(&self) -> BreakpointInfo {
@@ -133,11 +172,15 @@ impl Mux {
             Some(_) => self.ledger.latest().map(|o| o.id).unwrap_or(0),
             None => self.ledger.next_identifier(),
         };
+        // A new CPU session (lldb) has none of our breakpoints yet.
+        self.address_breakpoints.clear();
+        let mut breakpoints = vec![self.hook_breakpoint()];
+        breakpoints.extend(self.new_address_breakpoints());
         let actions = Actions {
             plugin_name: PLUGIN_NAME.into(),
             session_name: "AMD GPU".into(),
             identifier,
-            breakpoints: vec![self.hook_breakpoint()],
+            breakpoints,
             connect_info,
         };
         tracing::info!(target: "mux", identifier, offer = actions.connect_info.is_some(), "jAcceleratorPluginInitialize answered");
@@ -154,20 +197,36 @@ impl Mux {
                 hit.plugin_name
             ));
         }
-        if hit.breakpoint.identifier != HOOK_BREAKPOINT_ID {
-            return Err(format!(
-                "unknown accelerator breakpoint {}",
-                hit.breakpoint.identifier
-            ));
+        let id = hit.breakpoint.identifier;
+        if id != HOOK_BREAKPOINT_ID && !self.address_breakpoints.values().any(|v| *v == id) {
+            return Err(format!("unknown accelerator breakpoint {id}"));
         }
-        let actions = self.try_offer().map(|ci| Actions {
-            plugin_name: PLUGIN_NAME.into(),
-            session_name: "AMD GPU".into(),
-            identifier: self.ledger.latest().map(|o| o.id).unwrap_or(0),
-            breakpoints: vec![],
-            connect_info: Some(ci),
-        });
-        tracing::info!(target: "mux", offer = actions.is_some(), "runtime hook breakpoint hit");
+        let offer = self.try_offer();
+        let breakpoints = self.new_address_breakpoints();
+        let actions = match offer {
+            Some(ci) => Some(Actions {
+                plugin_name: PLUGIN_NAME.into(),
+                session_name: "AMD GPU".into(),
+                identifier: self.ledger.latest().map(|o| o.id).unwrap_or(0),
+                breakpoints,
+                connect_info: Some(ci),
+            }),
+            None if !breakpoints.is_empty() => Some(Actions {
+                plugin_name: PLUGIN_NAME.into(),
+                session_name: "AMD GPU".into(),
+                identifier: self.ledger.next_identifier(),
+                breakpoints,
+                connect_info: None,
+            }),
+            None => None,
+        };
+        tracing::info!(
+            target: "mux",
+            breakpoint = id,
+            offer = actions.as_ref().is_some_and(|a| a.connect_info.is_some()),
+            new_breakpoints = actions.as_ref().map_or(0, |a| a.breakpoints.len()),
+            "accelerator breakpoint hit"
+        );
         Ok(accel::to_json(&HitResponse {
             disable_bp: false,
             auto_resume_native: true,
