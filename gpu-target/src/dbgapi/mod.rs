@@ -525,3 +525,57 @@ impl GpuBackend for DbgApiBackend {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unsupported_agent_is_listed_with_the_library_reason() {
+        let na = DbgApiError::Call {
+            call: "amd_dbgapi_agent_get_info",
+            status: abi::status::ERROR_NOT_AVAILABLE,
+            text: "The requested information is not available".into(),
+        };
+        let reason = unsupported_reason(&na);
+        assert!(
+            reason.starts_with("architecture not supported by this amd-dbgapi"),
+            "{reason}"
+        );
+        assert!(reason.contains("not available"), "{reason}");
+        let agent = AgentInfo {
+            id: AgentId(2),
+            name: "AMD Radeon Graphics".into(),
+            architecture: Err(reason),
+        };
+        let line = agent.to_string();
+        assert!(
+            line.starts_with(
+                "agent 2: AMD Radeon Graphics (not debuggable, skipped: architecture not supported"
+            ),
+            "{line}"
+        );
+        let other = DbgApiError::Call {
+            call: "amd_dbgapi_agent_get_info",
+            status: abi::status::ERROR,
+            text: "boom".into(),
+        };
+        assert!(unsupported_reason(&other).contains("boom"));
+    }
+
+    #[test]
+    fn a_supported_agent_shows_its_architecture() {
+        let agent = AgentInfo {
+            id: AgentId(1),
+            name: "AMD Instinct MI210".into(),
+            architecture: Ok(Architecture {
+                name: "gfx90a".into(),
+                elf_machine: 0x3f,
+                breakpoint_instruction: vec![1, 0, 0x92, 0xbf],
+                breakpoint_pc_adjust: 4,
+                largest_instruction_size: 8,
+            }),
+        };
+        assert_eq!(agent.to_string(), "agent 1: AMD Instinct MI210 (gfx90a)");
+    }
+}
