@@ -99,6 +99,9 @@ pub struct DbgApiBackend {
     archs: HashMap<u64, ArchEntry>,
     registers: HashMap<WaveId, Vec<WaveRegister>>,
     waves: Vec<WaveId>,
+    /// The first debuggable agent's architecture, for memory accesses that
+    /// name no wave (found once: an agent's architecture never changes).
+    default_arch: Option<u64>,
 }
 
 impl std::fmt::Debug for DbgApiBackend {
@@ -131,6 +134,7 @@ impl DbgApiBackend {
             archs: HashMap::new(),
             registers: HashMap::new(),
             waves: Vec::new(),
+            default_arch: None,
         })
     }
 
@@ -233,15 +237,20 @@ impl DbgApiBackend {
     fn space(&mut self, space: AddressSpace, wave: Option<WaveId>) -> Result<u64, GpuError> {
         let arch = match wave {
             Some(w) => self.wave_architecture(w)?,
-            None => {
-                let agents = self.process.agents()?;
-                agents
-                    .into_iter()
-                    .find_map(|a| self.agent_architecture(a).ok())
-                    .ok_or(GpuError::NotSupported(
-                        "no GPU agent that this amd-dbgapi library can debug",
-                    ))?
-            }
+            None => match self.default_arch {
+                Some(a) => a,
+                None => {
+                    let agents = self.process.agents()?;
+                    let a = agents
+                        .into_iter()
+                        .find_map(|a| self.agent_architecture(a).ok())
+                        .ok_or(GpuError::NotSupported(
+                            "no GPU agent that this amd-dbgapi library can debug",
+                        ))?;
+                    self.default_arch = Some(a);
+                    a
+                }
+            },
         };
         Ok(self.process.address_space(arch, space.dwarf())?)
     }
