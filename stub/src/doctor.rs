@@ -395,6 +395,59 @@ fn kfd_check(r: &mut Report) {
     }
 }
 
+/// ROCr's debugger hook (`rocr::_loader_debug_state()`), lldb's by-name
+/// breakpoint for the GPU offer (`stub::mux`).
+pub const ROCR_HOOK: &str = "_ZN4rocr19_loader_debug_stateEv";
+
+/// Where ROCr (`libhsa-runtime64.so.1`) is looked for: beside the
+/// amd-dbgapi library (ROCm installs both in one directory), then the
+/// system library directories.
+fn rocr_candidates(dbgapi: &Path) -> Vec<PathBuf> {
+    let name = "libhsa-runtime64.so.1";
+    let mut v = Vec::new();
+    if let Some(dir) = dbgapi.parent().filter(|d| !d.as_os_str().is_empty()) {
+        v.push(dir.join(name));
+    }
+    v.push(PathBuf::from("/usr/lib/x86_64-linux-gnu").join(name));
+    v.push(PathBuf::from("/usr/lib64").join(name));
+    v
+}
+
+/// Whether ROCr carries the hook symbol lldb's by-name breakpoint needs (a
+/// stripped build, e.g. Debian's, has no `.symtab`).
+fn rocr_check(r: &mut Report, dbgapi: &Path) {
+    let Some(path) = rocr_candidates(dbgapi).into_iter().find(|p| p.exists()) else {
+        r.ok("ROCr (libhsa-runtime64.so.1) not found beside the library or in the system directories; not checked");
+        return;
+    };
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) => {
+            r.warn(
+                format!("ROCr {}: {e}", path.display()),
+                "check its permissions",
+            );
+            return;
+        }
+    };
+    match gpu_target::sim::elf::Elf::parse(&bytes) {
+        Ok(elf) if elf.symbol(ROCR_HOOK).is_ok() => r.ok(format!(
+            "ROCr {} has the debugger hook {ROCR_HOOK} (lldb's GPU offer by name)",
+            path.display()
+        )),
+        Ok(_) => r.warn(
+            format!(
+                "ROCr {} has no symbol {ROCR_HOOK} (stripped): lldb gets the GPU offer when the runtime is already up as it connects, \
+                 and by the runtime's r_brk address from the second runtime lifetime on, but not when the runtime first starts",
+                path.display()
+            ),
+            "install ROCr's symbols (ROCm's own packages keep them), or start gdbmux with \
+             `--gpu-hook hsa_executable_freeze` (an exported function the program calls once its GPU runtime is up)",
+        ),
+        Err(e) => r.warn(format!("ROCr {}: not a readable ELF ({e})", path.display()), "reinstall ROCr"),
+    }
+}
+
 /// Runs every check with the library at `explicit` (or the one found).
 pub fn check(explicit: Option<PathBuf>) -> Report {
     let mut r = Report::default();
@@ -404,6 +457,9 @@ pub fn check(explicit: Option<PathBuf>) -> Report {
     } else {
         false
     };
+    if !simulated {
+        rocr_check(&mut r, &path);
+    }
     ptrace_checks(&mut r);
     if simulated {
         r.ok("/dev/kfd: not needed (the simulated GPU library)");

@@ -114,3 +114,55 @@ fn missing_library_fails_with_the_fix() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("usage: gdbmux doctor"), "{out}");
 }
+
+/// ROCr beside the library: with its debugger hook symbol the doctor says
+/// so; a stripped one (no hook) gets a warning with the fix. The two ROCr
+/// stand-ins are real shared objects built here, one exporting the hook.
+#[test]
+fn rocr_hook_symbol_check() {
+    let Some(libs) = testing::real_libraries("stub::doctor::rocr_hook_symbol_check", &["0.77.0"])
+    else {
+        return;
+    };
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("doctor-rocr-{}", std::process::id()));
+    for (dir, with_hook) in [("with", true), ("stripped", false)] {
+        let dir = base.join(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let lib = dir.join("librocm-dbgapi.so.0");
+        std::fs::copy(&libs[0], &lib).unwrap();
+        let src = dir.join("rocr.c");
+        let body = if with_hook {
+            "void hook(void) __asm__(\"_ZN4rocr19_loader_debug_stateEv\");\nvoid hook(void) {}\nint hsa_init(void) { return 0; }\n"
+        } else {
+            "int hsa_init(void) { return 0; }\n"
+        };
+        std::fs::write(&src, body).unwrap();
+        let st = Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(dir.join("libhsa-runtime64.so.1"))
+            .arg(&src)
+            .status()
+            .expect("cc");
+        assert!(st.success());
+        if !with_hook {
+            let st = Command::new("strip")
+                .arg(dir.join("libhsa-runtime64.so.1"))
+                .status()
+                .expect("strip");
+            assert!(st.success());
+        }
+        let (_, out) = doctor(&["--dbgapi", lib.to_str().unwrap()]);
+        if with_hook {
+            assert!(
+                out.contains("has the debugger hook _ZN4rocr19_loader_debug_stateEv"),
+                "{out}"
+            );
+        } else {
+            assert!(out.contains("[warn] ROCr"), "{out}");
+            assert!(out.contains("(stripped)"), "{out}");
+            assert!(out.contains("--gpu-hook hsa_executable_freeze"), "{out}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
