@@ -50,6 +50,10 @@ fn check_monitor(out: &str, version: &str) {
         !out.contains("gfx90a"),
         "no architecture is assumed:\n{out}"
     );
+    assert!(
+        out.contains("GPU runtime: not seen yet"),
+        "monitor gpu shows the runtime state:\n{out}"
+    );
 }
 
 fn gdb_runs_to_exit(test: &str, version: &str) {
