@@ -451,7 +451,20 @@ fn rocr_check(r: &mut Report, dbgapi: &Path) {
 /// Runs every check with the library at `explicit` (or the one found).
 pub fn check(explicit: Option<PathBuf>) -> Report {
     let mut r = Report::default();
+    let searched = explicit.is_none() && std::env::var_os("GDBMUX_DBGAPI").is_none();
     let (path, how) = locate(explicit);
+    if searched {
+        let sim = std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(|d| d.join("libsimgpu_dbgapi.so")))
+            .filter(|p| p.exists());
+        if let Some(sim) = sim {
+            r.ok(format!(
+                "note: without --dbgapi, gdbmux serves the simulated GPU ({}); this check is about AMD's library",
+                sim.display()
+            ));
+        }
+    }
     let simulated = if library_checks(&mut r, &path, &how) {
         agent_checks(&mut r, &path)
     } else {
