@@ -5,8 +5,9 @@
 //! `../shared/real-amd-dbgapi/<version>/librocm-dbgapi.so.0` (or under
 //! `$GDBMUX_REAL_DBGAPI_DIR`). A test that needs one and does not find it
 //! prints `SKIPPED <crate>::<test>: <why>` straight to stderr (past the test
-//! harness's capture) and returns; `tools/test-all.sh` counts and names
-//! those lines, so a skip is never reported as a pass.
+//! harness's capture), appends the line to `$GDBMUX_SKIP_LOG` when set, and
+//! returns; `tools/test-all.sh` counts and names those lines, so a skip is
+//! never reported as a pass.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -42,9 +43,26 @@ pub fn real_libraries(test: &str, versions: &[&str]) -> Option<Vec<PathBuf>> {
     Some(libs)
 }
 
-/// Prints `SKIPPED {test}: {why}` to stderr, uncaptured.
+/// Environment variable naming a file every skip line is appended to
+/// (`tools/test-all.sh` counts its lines: test output on a shared
+/// terminal can interleave lines).
+pub const SKIP_LOG_ENV: &str = "GDBMUX_SKIP_LOG";
+
+/// Prints `SKIPPED {test}: {why}` to stderr, uncaptured, on a line of its
+/// own, and appends it to `$GDBMUX_SKIP_LOG` when set.
 pub fn skip(test: &str, why: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
+    let line = format!("SKIPPED {test}: {why}\n");
+    let _ = write!(std::io::stderr().lock(), "\n{line}");
+    if let Some(path) = std::env::var_os(SKIP_LOG_ENV) {
+        // One short write with O_APPEND: lines of parallel tests do not mix.
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
 }
 
 static SERIAL: Mutex<()> = Mutex::new(());
