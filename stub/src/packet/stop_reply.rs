@@ -317,6 +317,31 @@ mod tests {
     }
 
     #[test]
+    fn fault_description_for_lldb_only() {
+        let kind = StopKind::Fault {
+            description: "SIGFPE: integer divide by zero".into(),
+        };
+        let lldb = StopReplyOptions {
+            native_signals: true,
+            list_threads: true,
+            ..Default::default()
+        };
+        let r = String::from_utf8(build(&snap(kind.clone(), libc::SIGFPE), &lldb)).unwrap();
+        let hex: String = "SIGFPE: integer divide by zero"
+            .bytes()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert!(r.starts_with("T08"), "{r}");
+        assert!(
+            r.ends_with(&format!("description:{hex};reason:signal;")),
+            "{r}"
+        );
+        let gdb = StopReplyOptions::default();
+        let r = String::from_utf8(build(&snap(kind, libc::SIGFPE), &gdb)).unwrap();
+        assert!(r.starts_with("T08") && !r.contains("description"), "{r}");
+    }
+
+    #[test]
     fn signals_and_interrupts() {
         let gdb = StopReplyOptions {
             interrupt_as_sigint: true,
