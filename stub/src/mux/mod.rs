@@ -183,7 +183,7 @@ impl Mux {
             breakpoints,
             connect_info,
         };
-        tracing::info!(target: "mux", identifier, offer = actions.connect_info.is_some(), "jAcceleratorPluginInitialize answered");
+        tracing::info!(target: "mux", identifier, offer = actions.connect_info.is_some(), breakpoints = actions.breakpoints.len(), "jAcceleratorPluginInitialize answered");
         accel::to_json(&vec![actions])
     }
 
