@@ -81,8 +81,25 @@ pub struct AgentInfo {
     pub id: AgentId,
     /// Marketing or architecture name.
     pub name: String,
-    /// Its architecture.
-    pub architecture: Architecture,
+    /// Its architecture, or the library's reason it cannot debug this
+    /// agent (e.g. an architecture it does not support): such an agent is
+    /// listed, and has no queues or waves.
+    pub architecture: Result<Architecture, String>,
+}
+
+impl fmt::Display for AgentInfo {
+    /// `agent 1: AMD Instinct MI210 (gfx90a)` or, for an agent the library
+    /// cannot debug, `agent 2: ... (not debuggable: REASON)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.architecture {
+            Ok(a) => write!(f, "agent {}: {} ({})", self.id, self.name, a.name),
+            Err(reason) => write!(
+                f,
+                "agent {}: {} (not debuggable, skipped: {reason})",
+                self.id, self.name
+            ),
+        }
+    }
 }
 
 /// A dispatch's geometry and kernel.
@@ -138,6 +155,111 @@ impl StopReasons {
     pub const MEMORY_VIOLATION: Self = Self(1 << 13);
     /// Unknown instruction; PC at it.
     pub const ILLEGAL_INSTRUCTION: Self = Self(1 << 15);
+    /// An enabled floating-point input-denormal exception.
+    pub const FP_INPUT_DENORMAL: Self = Self(1 << 3);
+    /// An enabled floating-point divide-by-zero exception.
+    pub const FP_DIVIDE_BY_0: Self = Self(1 << 4);
+    /// An enabled floating-point overflow exception.
+    pub const FP_OVERFLOW: Self = Self(1 << 5);
+    /// An enabled floating-point underflow exception.
+    pub const FP_UNDERFLOW: Self = Self(1 << 6);
+    /// An enabled floating-point inexact exception.
+    pub const FP_INEXACT: Self = Self(1 << 7);
+    /// An enabled floating-point invalid-operation exception.
+    pub const FP_INVALID_OPERATION: Self = Self(1 << 8);
+    /// An enabled integer divide-by-zero exception.
+    pub const INT_DIVIDE_BY_0: Self = Self(1 << 9);
+    /// An address outside the virtual address range (aperture violation).
+    pub const ADDRESS_ERROR: Self = Self(1 << 14);
+    /// An unrecoverable ECC error.
+    pub const ECC_ERROR: Self = Self(1 << 16);
+    /// The wave caused a hardware fatal halt.
+    pub const FATAL_HALT: Self = Self(1 << 17);
+
+    /// Every reason amd-dbgapi 0.77 defines, most severe first, with the
+    /// Linux signal a debugger reports for it and its description
+    /// (`amd_dbgapi_wave_stop_reasons_t`; the header documents each bit).
+    pub const TABLE: &'static [(StopReasons, i32, &'static str)] = &[
+        (Self::FATAL_HALT, libc::SIGABRT, "hardware fatal halt"),
+        (Self::ECC_ERROR, libc::SIGBUS, "uncorrectable ECC error"),
+        (Self::MEMORY_VIOLATION, libc::SIGSEGV, "memory violation"),
+        (Self::ADDRESS_ERROR, libc::SIGSEGV, "address error"),
+        (
+            Self::ILLEGAL_INSTRUCTION,
+            libc::SIGILL,
+            "illegal instruction",
+        ),
+        (
+            Self::INT_DIVIDE_BY_0,
+            libc::SIGFPE,
+            "integer divide by zero",
+        ),
+        (
+            Self::FP_DIVIDE_BY_0,
+            libc::SIGFPE,
+            "floating-point divide by zero",
+        ),
+        (
+            Self::FP_INVALID_OPERATION,
+            libc::SIGFPE,
+            "floating-point invalid operation",
+        ),
+        (Self::FP_OVERFLOW, libc::SIGFPE, "floating-point overflow"),
+        (Self::FP_UNDERFLOW, libc::SIGFPE, "floating-point underflow"),
+        (
+            Self::FP_INEXACT,
+            libc::SIGFPE,
+            "floating-point inexact result",
+        ),
+        (
+            Self::FP_INPUT_DENORMAL,
+            libc::SIGFPE,
+            "floating-point input denormal",
+        ),
+        (Self::ASSERT_TRAP, libc::SIGABRT, "assert trap (llvm.trap)"),
+        (Self::TRAP, libc::SIGTRAP, "trap instruction"),
+        (Self::WATCHPOINT, libc::SIGTRAP, "watchpoint"),
+        (Self::BREAKPOINT, libc::SIGTRAP, "breakpoint"),
+        (
+            Self::DEBUG_TRAP,
+            libc::SIGTRAP,
+            "debug trap (llvm.debugtrap)",
+        ),
+        (Self::SINGLE_STEP, libc::SIGTRAP, "single step"),
+    ];
+
+    /// The signal to report: that of the most severe reason set
+    /// ([`Self::TABLE`]); SIGTRAP for bits this table does not know; 0 when
+    /// no reason is set (a requested stop).
+    pub fn signal(self) -> i32 {
+        if self.0 == 0 {
+            return 0;
+        }
+        Self::TABLE
+            .iter()
+            .find(|(r, _, _)| self.contains(*r))
+            .map_or(libc::SIGTRAP, |(_, sig, _)| *sig)
+    }
+
+    /// Every reason set, most severe first, as text (`integer divide by
+    /// zero`, `memory violation, single step`); unknown bits in hex.
+    pub fn description(self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut known = 0u32;
+        for (r, _, text) in Self::TABLE {
+            known |= r.0;
+            if self.contains(*r) {
+                parts.push((*text).to_string());
+            }
+        }
+        if self.0 & !known != 0 {
+            parts.push(format!("stop reasons {:#x}", self.0 & !known));
+        }
+        if parts.is_empty() {
+            parts.push("stop requested".into());
+        }
+        parts.join(", ")
+    }
 
     /// Whether all bits of `other` are set.
     pub fn contains(self, other: Self) -> bool {

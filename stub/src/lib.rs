@@ -33,6 +33,7 @@
 
 #[cfg(feature = "gdbstub-adapter")]
 pub mod adapters;
+pub mod doctor;
 pub mod error;
 pub mod gpu;
 pub mod hostio;

@@ -252,6 +252,9 @@ fn demo_cli(args: Vec<String>) -> Result<Cli, String> {
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("doctor") {
+        return ExitCode::from(stub::doctor::main(argv.into_iter().skip(2)));
+    }
     let cli = if argv.get(1).map(String::as_str) == Some("demo") {
         match demo_cli(argv.into_iter().skip(1).collect()) {
             Ok(c) => c,

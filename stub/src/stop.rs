@@ -56,6 +56,14 @@ pub enum StopKind {
     },
     /// Initial stop after launch or attach.
     Initial,
+    /// A signal stop with a text for the client, e.g. a GPU wave's
+    /// exception (`integer divide by zero`): lldb shows it as the stop
+    /// reason (the `description:` key, as lldb-server sends for SIGSEGV),
+    /// gdb shows the signal.
+    Fault {
+        /// What happened.
+        description: String,
+    },
 }
 
 /// A stop of the whole process (all-stop), or its end.

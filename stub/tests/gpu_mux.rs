@@ -677,6 +677,17 @@ fn lldb_attach_with_runtime_up_gets_one_gpu_target() {
         "no refusal of the second lldb in the gdbmux log:\n{}",
         server.log()
     );
+    // The Initialize reply lldb accepted also held a by-address breakpoint
+    // on the r_brk the library asked for (the hook by name, plus that one).
+    assert!(
+        server
+            .log()
+            .lines()
+            .any(|l| l.contains("jAcceleratorPluginInitialize answered")
+                && l.contains("offer=true breakpoints=2")),
+        "{}",
+        server.log()
+    );
     sample.expect("vector_add: PASS");
     assert_eq!(sample.wait(), 0);
 }

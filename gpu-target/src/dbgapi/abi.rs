@@ -155,6 +155,12 @@ pub const REGISTER_ABSENT: i32 = 0;
 pub const REGISTER_PRESENT: i32 = 1;
 pub const CLIENT_PROCESS_INFO_OS_PID: i32 = 1;
 
+/// `amd_dbgapi_agent_state_t`.
+pub mod agent_state {
+    pub const SUPPORTED: i32 = 1;
+    pub const NOT_SUPPORTED: i32 = 2;
+}
+
 pub mod log_level {
     pub const NONE: i32 = 0;
     pub const FATAL_ERROR: i32 = 1;

@@ -5,7 +5,10 @@
 //! `libsimgpu_dbgapi.so`.
 
 pub mod abi;
+pub mod registers;
 pub mod sys;
+pub mod testing;
+pub mod versions;
 
 use std::collections::HashMap;
 
@@ -70,40 +73,68 @@ fn wave_err(w: WaveId, e: DbgApiError) -> GpuError {
     }
 }
 
+/// What the backend keeps per architecture (an agent's, a wave's).
+struct ArchEntry {
+    facts: sys::ArchitectureFacts,
+    /// Register handle → the unique name clients see ([`registers`]).
+    names: HashMap<u64, String>,
+}
+
+/// A wave's registers: the library's facts, the client-visible name and
+/// the group.
+struct WaveRegister {
+    facts: RegisterFacts,
+    name: String,
+    class: RegisterClass,
+}
+
 /// A [`GpuBackend`] over an amd-dbgapi library.
+///
+/// Nothing about the device is assumed: every agent is asked for its own
+/// architecture (an agent the library cannot debug is listed with the
+/// library's reason and otherwise ignored), and every wave's registers and
+/// address spaces come from the wave's own architecture.
 pub struct DbgApiBackend {
     process: sys::Process,
-    arch: u64,
-    facts: sys::ArchitectureFacts,
-    registers: HashMap<WaveId, Vec<RegisterFacts>>,
+    archs: HashMap<u64, ArchEntry>,
+    registers: HashMap<WaveId, Vec<WaveRegister>>,
     waves: Vec<WaveId>,
+    /// The first debuggable agent's architecture, for memory accesses that
+    /// name no wave (found once: an agent's architecture never changes).
+    default_arch: Option<u64>,
 }
 
 impl std::fmt::Debug for DbgApiBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let archs: Vec<&str> = self.archs.values().map(|a| a.facts.name.as_str()).collect();
         f.debug_struct("DbgApiBackend")
-            .field("arch", &self.facts.name)
+            .field("architectures", &archs)
             .finish()
     }
 }
 
+/// The reason an agent cannot be debugged, from the library's answer to
+/// `AGENT_INFO_STATE` / `AGENT_INFO_ARCHITECTURE`.
+fn unsupported_reason(e: &DbgApiError) -> String {
+    match e {
+        DbgApiError::Call { status, text, .. } if *status == abi::status::ERROR_NOT_AVAILABLE => {
+            format!("architecture not supported by this amd-dbgapi ({text})")
+        }
+        other => other.to_string(),
+    }
+}
+
 impl DbgApiBackend {
-    /// Attaches to the process `host` owns. The agents' architecture is
-    /// queried from the library (no hard-coded device).
+    /// Attaches to the process `host` owns. Agents and architectures are
+    /// queried when asked for (there may be none yet, or none at all).
     pub fn attach(api: &DbgApi, host: Box<dyn HostProcess>) -> Result<Self, DbgApiError> {
         let process = api.attach(host)?;
-        let agents = process.agents()?;
-        let arch = match agents.first() {
-            Some(&a) => process.agent_info(a, info::agent::ARCHITECTURE, 8)?,
-            None => api.architecture(crate::sim::elf::EF_AMDGPU_MACH_GFX90A)?,
-        };
-        let facts = api.architecture_info(arch)?;
         Ok(Self {
             process,
-            arch,
-            facts,
+            archs: HashMap::new(),
             registers: HashMap::new(),
             waves: Vec::new(),
+            default_arch: None,
         })
     }
 
@@ -112,26 +143,82 @@ impl DbgApiBackend {
         &self.process
     }
 
-    fn architecture(&self) -> Architecture {
-        Architecture {
-            name: self.facts.name.clone(),
-            elf_machine: self.facts.elf_machine,
-            breakpoint_instruction: self.facts.breakpoint_instruction.clone(),
-            breakpoint_pc_adjust: self.facts.breakpoint_pc_adjust,
-            largest_instruction_size: self.facts.largest_instruction_size,
+    /// Facts and register names of architecture handle `arch` (cached).
+    fn arch_entry(&mut self, arch: u64) -> Result<&ArchEntry, DbgApiError> {
+        if !self.archs.contains_key(&arch) {
+            let api = self.process.api();
+            let facts = api.architecture_info(arch)?;
+            let names = registers::architecture_registers(api, arch)?
+                .into_iter()
+                .map(|r| (r.handle, r.desc.name))
+                .collect();
+            self.archs.insert(arch, ArchEntry { facts, names });
         }
+        Ok(&self.archs[&arch])
     }
 
-    fn reg_facts(&mut self, wave: WaveId) -> Result<&Vec<RegisterFacts>, GpuError> {
+    fn architecture_of(&mut self, arch: u64) -> Result<Architecture, DbgApiError> {
+        let f = &self.arch_entry(arch)?.facts;
+        Ok(Architecture {
+            name: f.name.clone(),
+            elf_machine: f.elf_machine,
+            breakpoint_instruction: f.breakpoint_instruction.clone(),
+            breakpoint_pc_adjust: f.breakpoint_pc_adjust,
+            largest_instruction_size: f.largest_instruction_size,
+        })
+    }
+
+    /// The architecture handle of an agent, or why it cannot be debugged.
+    fn agent_architecture(&self, agent: u64) -> Result<u64, String> {
+        if let Ok(state) = self.process.agent_info(agent, info::agent::STATE, 4) {
+            if state as i32 == abi::agent_state::NOT_SUPPORTED {
+                // The architecture query says why (NOT_AVAILABLE for an
+                // architecture the library does not know).
+                return Err(
+                    match self.process.agent_info(agent, info::agent::ARCHITECTURE, 8) {
+                        Err(e) => unsupported_reason(&e),
+                        Ok(_) => "the library does not support debugging this agent".into(),
+                    },
+                );
+            }
+        }
+        self.process
+            .agent_info(agent, info::agent::ARCHITECTURE, 8)
+            .map_err(|e| unsupported_reason(&e))
+    }
+
+    /// The architecture handle of a wave.
+    fn wave_architecture(&self, wave: WaveId) -> Result<u64, GpuError> {
+        self.process
+            .wave_info(wave.0, info::wave::ARCHITECTURE, 8)
+            .map_err(|e| wave_err(wave, e))
+    }
+
+    fn reg_facts(&mut self, wave: WaveId) -> Result<&Vec<WaveRegister>, GpuError> {
         if !self.registers.contains_key(&wave) {
+            let arch = self.wave_architecture(wave)?;
             let ids = self
                 .process
                 .wave_registers(wave.0)
                 .map_err(|e| wave_err(wave, e))?;
-            let mut v = Vec::with_capacity(ids.len());
+            let mut facts = Vec::with_capacity(ids.len());
             for r in ids {
-                v.push(self.process.api().register_info(r)?);
+                facts.push(self.process.api().register_info(r)?);
             }
+            let entry = self.arch_entry(arch)?;
+            let pc = entry.facts.pc_register;
+            let v = facts
+                .into_iter()
+                .map(|f| WaveRegister {
+                    name: entry
+                        .names
+                        .get(&f.handle)
+                        .cloned()
+                        .unwrap_or_else(|| f.name.clone()),
+                    class: registers::class_of(&f, pc),
+                    facts: f,
+                })
+                .collect();
             self.registers.insert(wave, v);
         }
         self.registers.get(&wave).ok_or(GpuError::InvalidWave(wave))
@@ -141,37 +228,35 @@ impl DbgApiBackend {
     fn reg_handle(&mut self, wave: WaveId, index: usize) -> Result<u64, GpuError> {
         self.reg_facts(wave)?
             .get(index)
-            .map(|r| r.handle)
+            .map(|r| r.facts.handle)
             .ok_or(GpuError::NotSupported("register index out of range"))
     }
 
-    /// Model descriptions of library register facts.
-    fn describe_registers(&self, facts: &[RegisterFacts]) -> Vec<RegisterDesc> {
-        let pc = self.facts.pc_register;
-        facts
-            .iter()
-            .map(|r| RegisterDesc {
-                name: r.name.clone(),
-                size: r.size,
-                type_name: r.type_name.clone(),
-                dwarf: r.dwarf,
-                class: if r.handle == pc
-                    || r.name == "status"
-                    || r.name == "mode"
-                    || r.name == "trapsts"
-                {
-                    RegisterClass::System
-                } else if r.name.starts_with('v') || r.name.starts_with('a') {
-                    RegisterClass::Vector
-                } else {
-                    RegisterClass::Scalar
-                },
-            })
-            .collect()
+    /// The first debuggable agent's architecture handle (found once: an
+    /// agent's architecture never changes).
+    fn default_architecture(&mut self) -> Result<u64, GpuError> {
+        if let Some(a) = self.default_arch {
+            return Ok(a);
+        }
+        let agents = self.process.agents()?;
+        let a = agents
+            .into_iter()
+            .find_map(|a| self.agent_architecture(a).ok())
+            .ok_or(GpuError::NotSupported(
+                "no GPU agent that this amd-dbgapi library can debug",
+            ))?;
+        self.default_arch = Some(a);
+        Ok(a)
     }
 
-    fn space(&self, space: AddressSpace) -> Result<u64, GpuError> {
-        Ok(self.process.address_space(self.arch, space.dwarf())?)
+    /// The library's address space `space` in the architecture of `wave`,
+    /// or of the first debuggable agent when no wave is named.
+    fn space(&mut self, space: AddressSpace, wave: Option<WaveId>) -> Result<u64, GpuError> {
+        let arch = match wave {
+            Some(w) => self.wave_architecture(w)?,
+            None => self.default_architecture()?,
+        };
+        Ok(self.process.address_space(arch, space.dwarf())?)
     }
 }
 
@@ -223,13 +308,23 @@ impl GpuBackend for DbgApiBackend {
     }
 
     fn agents(&mut self) -> Result<Vec<AgentInfo>, GpuError> {
-        let arch = self.architecture();
         let mut out = Vec::new();
         for a in self.process.agents()? {
+            let name = self
+                .process
+                .agent_string(a, info::agent::NAME)
+                .unwrap_or_else(|e| format!("agent {a} ({e})"));
+            let architecture = match self.agent_architecture(a) {
+                Ok(arch) => self.architecture_of(arch).map_err(|e| e.to_string()),
+                Err(reason) => Err(reason),
+            };
+            if let Err(reason) = &architecture {
+                tracing::info!(target: "dbgapi", agent = a, %name, %reason, "agent skipped");
+            }
             out.push(AgentInfo {
                 id: AgentId(a),
-                name: self.process.agent_string(a, info::agent::NAME)?,
-                architecture: arch.clone(),
+                name,
+                architecture,
             });
         }
         Ok(out)
@@ -338,17 +433,25 @@ impl GpuBackend for DbgApiBackend {
     }
 
     fn architecture_registers(&mut self) -> Result<Vec<RegisterDesc>, GpuError> {
-        let api = self.process.api();
-        let mut facts = Vec::new();
-        for r in api.architecture_registers(self.arch)? {
-            facts.push(api.register_info(r)?);
-        }
-        Ok(self.describe_registers(&facts))
+        let arch = self.default_architecture()?;
+        Ok(registers::architecture_registers(self.process.api(), arch)?
+            .into_iter()
+            .map(|r| r.desc)
+            .collect())
     }
 
     fn registers(&mut self, wave: WaveId) -> Result<Vec<RegisterDesc>, GpuError> {
-        let facts = self.reg_facts(wave)?.clone();
-        Ok(self.describe_registers(&facts))
+        Ok(self
+            .reg_facts(wave)?
+            .iter()
+            .map(|r| RegisterDesc {
+                name: r.name.clone(),
+                size: r.facts.size,
+                type_name: r.facts.type_name.clone(),
+                dwarf: r.facts.dwarf,
+                class: r.class,
+            })
+            .collect())
     }
 
     fn read_register(
@@ -377,7 +480,7 @@ impl GpuBackend for DbgApiBackend {
         addr: u64,
         buf: &mut [u8],
     ) -> Result<usize, GpuError> {
-        let s = self.space(space)?;
+        let s = self.space(space, wave)?;
         self.process
             .read_memory(wave.map(|w| w.0).unwrap_or(0), s, addr, buf)
             .map_err(|_| GpuError::MemoryAccess { addr })
@@ -390,7 +493,7 @@ impl GpuBackend for DbgApiBackend {
         addr: u64,
         data: &[u8],
     ) -> Result<usize, GpuError> {
-        let s = self.space(space)?;
+        let s = self.space(space, wave)?;
         self.process
             .write_memory(wave.map(|w| w.0).unwrap_or(0), s, addr, data)
             .map_err(|_| GpuError::MemoryAccess { addr })
@@ -441,5 +544,59 @@ impl GpuBackend for DbgApiBackend {
         } else {
             BreakpointAction::Resume
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unsupported_agent_is_listed_with_the_library_reason() {
+        let na = DbgApiError::Call {
+            call: "amd_dbgapi_agent_get_info",
+            status: abi::status::ERROR_NOT_AVAILABLE,
+            text: "The requested information is not available".into(),
+        };
+        let reason = unsupported_reason(&na);
+        assert!(
+            reason.starts_with("architecture not supported by this amd-dbgapi"),
+            "{reason}"
+        );
+        assert!(reason.contains("not available"), "{reason}");
+        let agent = AgentInfo {
+            id: AgentId(2),
+            name: "AMD Radeon Graphics".into(),
+            architecture: Err(reason),
+        };
+        let line = agent.to_string();
+        assert!(
+            line.starts_with(
+                "agent 2: AMD Radeon Graphics (not debuggable, skipped: architecture not supported"
+            ),
+            "{line}"
+        );
+        let other = DbgApiError::Call {
+            call: "amd_dbgapi_agent_get_info",
+            status: abi::status::ERROR,
+            text: "boom".into(),
+        };
+        assert!(unsupported_reason(&other).contains("boom"));
+    }
+
+    #[test]
+    fn a_supported_agent_shows_its_architecture() {
+        let agent = AgentInfo {
+            id: AgentId(1),
+            name: "AMD Instinct MI210".into(),
+            architecture: Ok(Architecture {
+                name: "gfx90a".into(),
+                elf_machine: 0x3f,
+                breakpoint_instruction: vec![1, 0, 0x92, 0xbf],
+                breakpoint_pc_adjust: 4,
+                largest_instruction_size: 8,
+            }),
+        };
+        assert_eq!(agent.to_string(), "agent 1: AMD Instinct MI210 (gfx90a)");
     }
 }

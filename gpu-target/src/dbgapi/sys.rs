@@ -34,6 +34,8 @@ use super::abi;
 use super::abi::fns;
 use super::abi::status as st;
 use super::abi::Handle;
+use super::versions;
+use super::versions::AbiConstants;
 use crate::model::BreakpointId;
 use crate::model::HostProcess;
 use crate::sim::memory::GlobalMemory;
@@ -95,13 +97,17 @@ pub enum DbgApiError {
 macro_rules! fn_table {
     ($($field:ident : $ty:ty = $name:literal,)*) => {
         struct Fns { $($field: $ty,)* }
+        /// Every function the binding binds (without the `amd_dbgapi_` prefix).
+        pub const BOUND_FUNCTIONS: &[&str] = &[$($name,)*];
         impl Fns {
             fn bind(handle: *mut c_void, path: &str) -> Result<Self, DbgApiError> {
                 Ok(Self { $($field: {
-                    let p = vsym(handle, path, $name)?;
-                    // SAFETY: `p` is the address of `$name` at the version the
-                    // ABI defines; `$ty` is that function's signature (abi::fns,
-                    // shared with the simulated library's exports).
+                    let (p, _) = vsym(handle, path, $name)?;
+                    // SAFETY: `p` is the address of `$name` at one of the
+                    // versions `version_nodes` lists for it, all of which have
+                    // the signature `$ty` (abi::fns, shared with the simulated
+                    // library's exports; the real headers of 0.76 and 0.77
+                    // agree, see `versions`).
                     unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
                 },)* })
             }
@@ -145,30 +151,107 @@ fn_table! {
     report_breakpoint_hit: fns::ReportBreakpointHit = "report_breakpoint_hit",
 }
 
-fn version_node(func: &str) -> Option<&'static str> {
-    abi::SYMBOL_VERSIONS
-        .iter()
-        .find(|(f, _)| *f == func)
-        .map(|(_, v)| *v)
-}
-
-/// `dlvsym(handle, "amd_dbgapi_<func>", "AMD_DBGAPI_<node>")`.
-fn vsym(handle: *mut c_void, path: &str, func: &str) -> Result<*mut c_void, DbgApiError> {
-    let version = version_node(func).unwrap_or("0.54");
+/// `dlvsym(handle, "amd_dbgapi_<func>", "AMD_DBGAPI_<node>")` at the first
+/// of [`versions::version_nodes`] the library exports; returns the address
+/// and the node it resolved at.
+fn vsym(
+    handle: *mut c_void,
+    path: &str,
+    func: &str,
+) -> Result<(*mut c_void, &'static str), DbgApiError> {
+    let nodes = versions::version_nodes(func);
     let err = || DbgApiError::Symbol {
         path: path.to_owned(),
         symbol: format!("amd_dbgapi_{func}"),
-        version: version.to_owned(),
+        version: nodes.join(" or @AMD_DBGAPI_"),
     };
     let name = CString::new(format!("amd_dbgapi_{func}")).map_err(|_| err())?;
-    let ver = CString::new(format!("AMD_DBGAPI_{version}")).map_err(|_| err())?;
-    // SAFETY: `handle` is a live dlopen handle; both strings are valid C
-    // strings for the duration of the call.
-    let p = unsafe { libc::dlvsym(handle, name.as_ptr(), ver.as_ptr()) };
-    if p.is_null() {
-        return Err(err());
+    for node in nodes {
+        let ver = CString::new(format!("AMD_DBGAPI_{node}")).map_err(|_| err())?;
+        // SAFETY: `handle` is a live dlopen handle; both strings are valid C
+        // strings for the duration of the call.
+        let p = unsafe { libc::dlvsym(handle, name.as_ptr(), ver.as_ptr()) };
+        if !p.is_null() {
+            return Ok((p, node));
+        }
     }
-    Ok(p)
+    Err(err())
+}
+
+/// How one bound function resolved in a library ([`inspect`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolCheck {
+    /// Function name without the `amd_dbgapi_` prefix.
+    pub function: &'static str,
+    /// The version node it resolved at, or `None` when no node did.
+    pub resolved: Option<&'static str>,
+    /// The nodes tried, newest first.
+    pub tried: &'static [&'static str],
+}
+
+/// What [`inspect`] learns about a library without initializing it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LibraryReport {
+    /// The path or name opened.
+    pub path: String,
+    /// `amd_dbgapi_get_version`.
+    pub version: (u32, u32, u32),
+    /// `amd_dbgapi_get_build_name`.
+    pub build_name: String,
+    /// Every function in [`BOUND_FUNCTIONS`].
+    pub symbols: Vec<SymbolCheck>,
+}
+
+impl LibraryReport {
+    /// Whether the version gate accepts the library.
+    pub fn version_supported(&self) -> bool {
+        versions::supported(self.version)
+    }
+
+    /// The functions that did not resolve.
+    pub fn missing(&self) -> impl Iterator<Item = &SymbolCheck> {
+        self.symbols.iter().filter(|c| c.resolved.is_none())
+    }
+}
+
+/// Opens the library at `path` (or its name, searched like `dlopen` does),
+/// reads its version and build name, and resolves every bound function at
+/// its versions, without initializing it (for `gdbmux doctor`).
+pub fn inspect(path: &Path) -> Result<LibraryReport, DbgApiError> {
+    let (handle, p) = open(path)?;
+    let version = get_version(handle, &p)?;
+    let build_name = match vsym(handle, &p, "get_build_name") {
+        Ok((f, _)) => {
+            // SAFETY: `get_build_name` has had this signature since 0.54.
+            let f = unsafe { std::mem::transmute::<*mut c_void, fns::GetBuildName>(f) };
+            // SAFETY: no arguments; returns a static library-owned string.
+            let s = unsafe { f() };
+            if s.is_null() {
+                String::new()
+            } else {
+                // SAFETY: non-null, NUL-terminated, static.
+                unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+            }
+        }
+        Err(_) => String::new(),
+    };
+    let symbols = BOUND_FUNCTIONS
+        .iter()
+        .map(|f| SymbolCheck {
+            function: f,
+            resolved: vsym(handle, &p, f).ok().map(|(_, v)| v),
+            tried: versions::version_nodes(f),
+        })
+        .collect();
+    // The handle is not closed: an initialized copy of the same library may
+    // live in this process, and dlclose of a C++ library is not reliably
+    // safe (see `Inner::drop`).
+    Ok(LibraryReport {
+        path: p,
+        version,
+        build_name,
+        symbols,
+    })
 }
 
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
@@ -178,6 +261,7 @@ struct Inner {
     handle: *mut c_void,
     path: String,
     version: (u32, u32, u32),
+    constants: AbiConstants,
 }
 
 impl Drop for Inner {
@@ -242,7 +326,7 @@ fn open(path: &Path) -> Result<(*mut c_void, String), DbgApiError> {
 }
 
 fn get_version(handle: *mut c_void, path: &str) -> Result<(u32, u32, u32), DbgApiError> {
-    let f = vsym(handle, path, "get_version")?;
+    let (f, _) = vsym(handle, path, "get_version")?;
     // SAFETY: `get_version` has had this signature since 0.54.
     let f = unsafe { std::mem::transmute::<*mut c_void, fns::GetVersion>(f) };
     let (mut a, mut b, mut c) = (0u32, 0u32, 0u32);
@@ -257,7 +341,7 @@ impl DbgApi {
         let path = library_path(explicit);
         let (handle, p) = open(&path)?;
         let version = get_version(handle, &p)?;
-        if version.0 != 0 || version.1 < 76 {
+        if !versions::supported(version) {
             // SAFETY: nothing from the library is in use.
             unsafe { libc::dlclose(handle) };
             return Err(DbgApiError::TooOld {
@@ -285,6 +369,7 @@ impl DbgApi {
             handle,
             path: p,
             version,
+            constants: AbiConstants::for_version(version),
         };
         if s != st::SUCCESS {
             INITIALIZED.store(false, Ordering::SeqCst);
@@ -315,6 +400,11 @@ impl DbgApi {
     /// `major.minor.patch` of the library.
     pub fn version(&self) -> (u32, u32, u32) {
         self.inner.version
+    }
+
+    /// The query numbers of this library's version.
+    pub fn constants(&self) -> AbiConstants {
+        self.inner.constants
     }
 
     /// The library's build name.
@@ -667,6 +757,19 @@ impl Process {
             self.fns().process_get_info,
             self.handle.handle,
             abi::info::process::NOTIFIER,
+            4,
+        )?;
+        Ok(v as u32 as i32)
+    }
+
+    /// The OS process id the library attached to (`PROCESS_INFO_OS_ID`, whose
+    /// number depends on the library version).
+    pub fn os_id(&self) -> Result<i32, DbgApiError> {
+        let v = self.api.info_u64(
+            "amd_dbgapi_process_get_info",
+            self.fns().process_get_info,
+            self.handle.handle,
+            self.api.inner.constants.process_info_os_id,
             4,
         )?;
         Ok(v as u32 as i32)
@@ -1180,6 +1283,18 @@ unsafe extern "C" fn cb_xfer_global_memory(
     })
 }
 
+/// The library's last warning or fatal-error message (the reason behind a
+/// `LOADED_ERROR_RESTRICTION` runtime, e.g. an unsupported r_debug version,
+/// is only given there).
+static LAST_WARNING: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+/// Longest message kept in [`LAST_WARNING`].
+const LAST_WARNING_MAX: usize = 1024;
+
+/// The last warning the library logged, if any.
+pub fn last_warning() -> Option<String> {
+    LAST_WARNING.lock().ok().and_then(|w| w.clone())
+}
+
 unsafe extern "C" fn cb_log_message(level: i32, msg: *const c_char) {
     trampoline((), || {
         if msg.is_null() {
@@ -1187,6 +1302,20 @@ unsafe extern "C" fn cb_log_message(level: i32, msg: *const c_char) {
         }
         // SAFETY: a NUL-terminated string valid during the call.
         let m = unsafe { CStr::from_ptr(msg) }.to_string_lossy();
+        if matches!(level, abi::log_level::FATAL_ERROR | abi::log_level::WARNING) {
+            // Bounded: one message, at most LAST_WARNING_MAX bytes.
+            let mut w = m.to_string();
+            if w.len() > LAST_WARNING_MAX {
+                let mut end = LAST_WARNING_MAX;
+                while !w.is_char_boundary(end) {
+                    end -= 1;
+                }
+                w.truncate(end);
+            }
+            if let Ok(mut last) = LAST_WARNING.lock() {
+                *last = Some(w);
+            }
+        }
         match level {
             abi::log_level::FATAL_ERROR => tracing::error!(target: "dbgapi", "{m}"),
             abi::log_level::WARNING => tracing::warn!(target: "dbgapi", "{m}"),

@@ -124,6 +124,9 @@ pub struct GpuNews {
     pub resumed: Vec<BreakpointId>,
     /// Events handled.
     pub events: u64,
+    /// Messages for the CPU client's console (runtime states the user must
+    /// know about: a runtime the library cannot debug, an unload).
+    pub console: Vec<String>,
 }
 
 /// A wave stop, ready to report.
@@ -253,6 +256,9 @@ pub struct GpuController {
     stop_timer: Option<StopTimer>,
     stop_timeout: std::time::Duration,
     stop_timed_out: bool,
+    /// The last RUNTIME event's state (and the library's reason for a
+    /// restricted one).
+    runtime: Option<(RuntimeState, Option<String>)>,
 }
 
 /// What can go wrong on the GPU side, typed. Shown to users as the reason
@@ -345,6 +351,7 @@ impl GpuController {
             deferred_acks: Vec::new(),
             counts: GpuEventCounts::default(),
             wave_regs: BTreeMap::new(),
+            runtime: None,
             stop_timer: StopTimer::new()
                 .map_err(|e| tracing::warn!(target: "dbgapi", "no stop timer (interrupts wait unbounded): {e}"))
                 .ok(),
@@ -404,6 +411,24 @@ impl GpuController {
     /// Runtime lifetime counter (1 for the first runtime load).
     pub fn lifetime(&self) -> u64 {
         self.lifetime
+    }
+
+    /// The GPU runtime's state as the library last reported it.
+    pub fn runtime_text(&self) -> String {
+        match &self.runtime {
+            None => "GPU runtime: not seen yet (the program has not started its GPU runtime)".into(),
+            Some((RuntimeState::Loaded, _)) => "GPU runtime: loaded (LOADED_SUCCESS)".into(),
+            Some((RuntimeState::Unloaded, _)) => {
+                "GPU runtime: unloaded (UNLOADED); its waves are gone".into()
+            }
+            Some((RuntimeState::LoadedRestriction, why)) => format!(
+                "GPU runtime: loaded but this amd-dbgapi cannot debug it (LOADED_ERROR_RESTRICTION{}); \
+                 GPU debugging is off for this runtime, the CPU is debugged as usual. \
+                 A runtime (ROCr) newer or older than the library supports causes this: \
+                 use the amd-dbgapi of the same ROCm release (`gdbmux doctor` shows the library)",
+                why.as_ref().map(|w| format!(": {w}")).unwrap_or_default()
+            ),
+        }
     }
 
     /// Library description.
@@ -467,6 +492,12 @@ impl GpuController {
             Ok(v) => !v.is_empty(),
             Err(p) => !p.into_inner().is_empty(),
         }
+    }
+
+    /// Addresses of the host breakpoints the library asked for and that
+    /// are planted (the runtime's `r_brk`, the dynamic linker's), ascending.
+    pub fn host_breakpoint_addresses(&self) -> Vec<u64> {
+        self.host_bps.keys().copied().collect()
     }
 
     /// The library's breakpoint at `addr`, if any.
@@ -568,15 +599,23 @@ impl GpuController {
         }
         match event {
             GpuEvent::Runtime(RuntimeState::Loaded) => {
+                self.runtime = Some((RuntimeState::Loaded, None));
                 self.lifetime += 1;
                 news.runtime_loaded = true;
                 news.runtime_up = Some(true);
                 self.refresh_arch();
             }
             GpuEvent::Runtime(RuntimeState::LoadedRestriction) => {
-                tracing::warn!(target: "dbgapi", "GPU runtime loaded but cannot be debugged by this library version");
+                let why = gpu_target::dbgapi::sys::last_warning();
+                tracing::warn!(target: "dbgapi", reason = ?why, "GPU runtime loaded but cannot be debugged by this library");
+                self.runtime = Some((RuntimeState::LoadedRestriction, why));
+                news.console
+                    .push(format!("gdbmux: {}\n", self.runtime_text()));
             }
             GpuEvent::Runtime(RuntimeState::Unloaded) => {
+                self.runtime = Some((RuntimeState::Unloaded, None));
+                news.console
+                    .push(format!("gdbmux: {}\n", self.runtime_text()));
                 news.runtime_unloaded = true;
                 news.runtime_up = Some(false);
                 self.waves.clear();
@@ -662,8 +701,11 @@ impl GpuController {
                 return;
             }
         };
-        let Some(agent) = agents.first() else { return };
-        let arch = agent.architecture.clone();
+        // The first agent the library can debug (others are listed by
+        // `monitor gpu` with the library's reason).
+        let Some(arch) = agents.iter().find_map(|a| a.architecture.clone().ok()) else {
+            return;
+        };
         let descs = self
             .backend()
             .and_then(|b| b.architecture_registers().map_err(gerr));

@@ -13,3 +13,8 @@ pub use controller::GpuController;
 pub use controller::GpuNews;
 pub use target::GpuShared;
 pub use target::GpuTarget;
+
+/// `monitor gpu`'s line when the library reports no agent (no AMD GPU is
+/// visible to the process: no `/dev/kfd`, or no device in it).
+pub const NO_AGENTS: &str = "agents: none (the library sees no AMD GPU in this process; \
+     `gdbmux doctor` checks /dev/kfd and the library)";

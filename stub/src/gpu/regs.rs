@@ -10,18 +10,32 @@ use gpu_target::model::RegisterDesc;
 use crate::target::ArchInfo;
 use crate::target::RegisterInfo;
 
-/// target.xml vector types for 64-lane registers.
+/// target.xml vector types for per-lane registers (wave64 and wave32).
 pub const XML_TYPES: &str = "<vector id=\"v64i32\" type=\"int32\" count=\"64\"/>\n\
 <vector id=\"v64u32\" type=\"uint32\" count=\"64\"/>\n\
-<vector id=\"v64f32\" type=\"ieee_single\" count=\"64\"/>\n";
+<vector id=\"v64f32\" type=\"ieee_single\" count=\"64\"/>\n\
+<vector id=\"v32i32\" type=\"int32\" count=\"32\"/>\n\
+<vector id=\"v32u32\" type=\"uint32\" count=\"32\"/>\n\
+<vector id=\"v32f32\" type=\"ieee_single\" count=\"32\"/>\n";
 
-fn xml_type(c_type: &str, size: usize) -> (&'static str, &'static str, &'static str) {
-    // (target.xml type, lldb encoding, lldb format)
-    match c_type {
-        t if t.contains('(') => ("code_ptr", "uint", "hex"),
-        t if t.contains("[64]") && t.contains("float") => ("v64f32", "vector", "vector-float32"),
-        t if t.contains("[64]") && t.starts_with("uint") => ("v64u32", "vector", "vector-uint32"),
-        t if t.contains("[64]") => ("v64i32", "vector", "vector-sint32"),
+/// (target.xml type, lldb encoding, lldb format) of a register with the
+/// library's C type `c_type` (`int32_t[64]`, `uint64_t`, `void (*)()`,
+/// `flags32_t status {...}`) and `size` bytes.
+pub fn xml_type(c_type: &str, size: usize) -> (&'static str, &'static str, &'static str) {
+    let lanes = c_type
+        .split_once('[')
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .and_then(|(n, _)| n.trim().parse::<usize>().ok());
+    let float = c_type.starts_with("float");
+    let unsigned = c_type.starts_with("uint");
+    match lanes {
+        Some(64) if float => ("v64f32", "vector", "vector-float32"),
+        Some(64) if unsigned => ("v64u32", "vector", "vector-uint32"),
+        Some(64) => ("v64i32", "vector", "vector-sint32"),
+        Some(32) if float => ("v32f32", "vector", "vector-float32"),
+        Some(32) if unsigned => ("v32u32", "vector", "vector-uint32"),
+        Some(32) => ("v32i32", "vector", "vector-sint32"),
+        _ if c_type.contains('(') => ("code_ptr", "uint", "hex"),
         _ if size == 8 => ("uint64", "uint", "hex"),
         _ if size == 4 => ("uint32", "uint", "hex"),
         _ if size == 2 => ("uint16", "uint", "hex"),
@@ -30,18 +44,11 @@ fn xml_type(c_type: &str, size: usize) -> (&'static str, &'static str, &'static 
 }
 
 /// Build the table from the backend's architecture registers (their
-/// order is the register numbering).
+/// order is the register numbering; the backend makes the names unique:
+/// AMD's gfx90a list names `s0`–`s101` twice).
 pub fn table(regs: &[RegisterDesc]) -> Vec<RegisterInfo> {
     let mut out = Vec::with_capacity(regs.len());
-    // AMD's library lists s0..s101 twice on gfx90a (the second set has no
-    // DWARF number); the debugger needs unique names.
-    let mut seen = std::collections::HashSet::new();
     for (i, f) in regs.iter().enumerate() {
-        let name = if seen.insert(f.name.as_str()) {
-            f.name.clone()
-        } else {
-            format!("{}_shadow", f.name)
-        };
         let (ty, encoding, format) = xml_type(&f.type_name, f.size);
         let (feature, group) = match f.class {
             RegisterClass::System => ("org.gdbmux.amdgpu.system", "system"),
@@ -53,7 +60,7 @@ pub fn table(regs: &[RegisterDesc]) -> Vec<RegisterInfo> {
             _ => None,
         };
         out.push(RegisterInfo {
-            name,
+            name: f.name.clone(),
             bitsize: (f.size * 8) as u32,
             regnum: i as u32,
             dwarf: f.dwarf.and_then(|d| u32::try_from(d).ok()),

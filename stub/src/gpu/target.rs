@@ -64,20 +64,42 @@ fn reportable(s: &WaveStop, bps: &[u64]) -> bool {
     reasons.0 != 0 && !stale_bp
 }
 
-/// Map a wave stop to the signal and kind a debugger expects.
+/// Map a wave stop to the signal and kind a debugger expects: breakpoints
+/// and steps as such, every exception with its signal and description
+/// ([`StopReasons::TABLE`]), a requested stop as an interrupt.
 pub fn stop_kind(reasons: StopReasons) -> (i32, StopKind) {
-    if reasons.contains(StopReasons::ILLEGAL_INSTRUCTION) {
-        (libc::SIGILL, StopKind::Signal)
-    } else if reasons.contains(StopReasons::MEMORY_VIOLATION) {
-        (libc::SIGSEGV, StopKind::Signal)
+    let signal = reasons.signal();
+    if reasons.0 == 0 {
+        (libc::SIGSTOP, StopKind::Interrupt)
+    } else if signal != libc::SIGTRAP {
+        (
+            signal,
+            StopKind::Fault {
+                description: format!("{}: {}", signal_name(signal), reasons.description()),
+            },
+        )
     } else if reasons.contains(StopReasons::BREAKPOINT) {
         (libc::SIGTRAP, StopKind::SwBreak)
     } else if reasons.contains(StopReasons::SINGLE_STEP) {
         (libc::SIGTRAP, StopKind::Step)
-    } else if reasons.0 == 0 {
-        (libc::SIGSTOP, StopKind::Interrupt)
     } else {
-        (libc::SIGTRAP, StopKind::Signal)
+        (
+            libc::SIGTRAP,
+            StopKind::Fault {
+                description: format!("SIGTRAP: {}", reasons.description()),
+            },
+        )
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        _ => "SIGTRAP",
     }
 }
 

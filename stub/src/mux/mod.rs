@@ -18,10 +18,16 @@
 //! `connect_info` in that reply. So:
 //! 1. if the GPU runtime is already up when Initialize arrives, the reply
 //!    carries the offer;
-//! 2. otherwise the reply asks for a by-name breakpoint on the runtime's
-//!    debugger hook; when the runtime comes up and calls it, lldb reports
-//!    the hit with `jAcceleratorPluginBreakpointHit` and that reply carries
-//!    the offer (with `auto_resume_native: true`: the user sees no stop).
+//! 2. otherwise the reply asks for breakpoints where the runtime comes up:
+//!    a by-name one on the runtime's debugger hook, and a by-address one on
+//!    every address the GPU library itself asked gdbmux to break on
+//!    (`insert_breakpoint`: the runtime's `r_brk`, the dynamic linker's).
+//!    The by-address ones need no symbol, so a stripped runtime (no
+//!    `.symtab`, as Debian's libhsa-runtime64) works. When one is hit, lldb
+//!    reports it with `jAcceleratorPluginBreakpointHit`; that reply carries
+//!    the offer once the runtime is up (with `auto_resume_native: true`:
+//!    the user sees no stop), and by-address breakpoints for addresses the
+//!    library asked for since.
 //!
 //! Offers only ever travel in these request/response packets, never in
 //! stop replies (which clients fetch more than once), and the ledger makes
@@ -64,6 +70,7 @@ use std::os::fd::RawFd;
 use accel::Actions;
 use accel::BreakpointHit;
 use accel::BreakpointInfo;
+use accel::ByAddress;
 use accel::ByName;
 use accel::ConnectInfo;
 use accel::HitResponse;
@@ -82,6 +89,9 @@ pub type MuxHandle = std::rc::Rc<std::cell::RefCell<Mux>>;
 
 /// Identifier of the by-name breakpoint on the runtime hook.
 const HOOK_BREAKPOINT_ID: i64 = 1;
+/// First identifier of the by-address breakpoints on the library's
+/// addresses.
+const FIRST_ADDRESS_BREAKPOINT_ID: i64 = 2;
 
 /// Session identifier (strictly increasing, never reused).
 pub type SessionId = u64;
@@ -215,6 +225,10 @@ pub struct Mux {
     served_one: bool,
     report_gpu_stops: bool,
     actions: Vec<MuxAction>,
+    /// Library breakpoint addresses handed to lldb as by-address
+    /// breakpoints → their identifiers (bounded by the library's own
+    /// breakpoints; reset with the CPU session's Initialize).
+    address_breakpoints: std::collections::BTreeMap<u64, i64>,
 }
 
 impl Mux {
@@ -234,6 +248,7 @@ impl Mux {
             served_one: false,
             report_gpu_stops: report,
             actions: Vec::new(),
+            address_breakpoints: std::collections::BTreeMap::new(),
         }
     }
 
@@ -479,6 +494,30 @@ impl Mux {
         }
     }
 
+    /// By-address breakpoints for the library's breakpoint addresses that
+    /// lldb does not have yet.
+    fn new_address_breakpoints(&mut self) -> Vec<BreakpointInfo> {
+        let Some(gpu) = &self.gpu else {
+            return Vec::new();
+        };
+        let addrs = gpu.borrow().host_breakpoint_addresses();
+        let mut out = Vec::new();
+        for addr in addrs {
+            if self.address_breakpoints.contains_key(&addr) {
+                continue;
+            }
+            let id = FIRST_ADDRESS_BREAKPOINT_ID + self.address_breakpoints.len() as i64;
+            self.address_breakpoints.insert(addr, id);
+            out.push(BreakpointInfo {
+                identifier: id,
+                by_name: None,
+                by_address: Some(ByAddress { load_address: addr }),
+                symbol_names: vec![],
+            });
+        }
+        out
+    }
+
     fn hook_breakpoint(&self) -> BreakpointInfo {
         BreakpointInfo {
             identifier: HOOK_BREAKPOINT_ID,
@@ -524,14 +563,18 @@ impl Mux {
             Some(_) => self.ledger.latest().map(|o| o.id).unwrap_or(0),
             None => self.ledger.next_identifier(),
         };
+        // A new CPU session (lldb) has none of our breakpoints yet.
+        self.address_breakpoints.clear();
+        let mut breakpoints = vec![self.hook_breakpoint()];
+        breakpoints.extend(self.new_address_breakpoints());
         let actions = Actions {
             plugin_name: PLUGIN_NAME.into(),
             session_name: "AMD GPU".into(),
             identifier,
-            breakpoints: vec![self.hook_breakpoint()],
+            breakpoints,
             connect_info,
         };
-        tracing::info!(target: "mux", identifier, offer = actions.connect_info.is_some(), "jAcceleratorPluginInitialize answered");
+        tracing::info!(target: "mux", identifier, offer = actions.connect_info.is_some(), breakpoints = actions.breakpoints.len(), "jAcceleratorPluginInitialize answered");
         accel::to_json(&vec![actions])
     }
 
@@ -545,20 +588,36 @@ impl Mux {
                 hit.plugin_name
             ));
         }
-        if hit.breakpoint.identifier != HOOK_BREAKPOINT_ID {
-            return Err(format!(
-                "unknown accelerator breakpoint {}",
-                hit.breakpoint.identifier
-            ));
+        let id = hit.breakpoint.identifier;
+        if id != HOOK_BREAKPOINT_ID && !self.address_breakpoints.values().any(|v| *v == id) {
+            return Err(format!("unknown accelerator breakpoint {id}"));
         }
-        let actions = self.try_offer().map(|ci| Actions {
-            plugin_name: PLUGIN_NAME.into(),
-            session_name: "AMD GPU".into(),
-            identifier: self.ledger.latest().map(|o| o.id).unwrap_or(0),
-            breakpoints: vec![],
-            connect_info: Some(ci),
-        });
-        tracing::info!(target: "mux", offer = actions.is_some(), "runtime hook breakpoint hit");
+        let offer = self.try_offer();
+        let breakpoints = self.new_address_breakpoints();
+        let actions = match offer {
+            Some(ci) => Some(Actions {
+                plugin_name: PLUGIN_NAME.into(),
+                session_name: "AMD GPU".into(),
+                identifier: self.ledger.latest().map(|o| o.id).unwrap_or(0),
+                breakpoints,
+                connect_info: Some(ci),
+            }),
+            None if !breakpoints.is_empty() => Some(Actions {
+                plugin_name: PLUGIN_NAME.into(),
+                session_name: "AMD GPU".into(),
+                identifier: self.ledger.next_identifier(),
+                breakpoints,
+                connect_info: None,
+            }),
+            None => None,
+        };
+        tracing::info!(
+            target: "mux",
+            breakpoint = id,
+            offer = actions.as_ref().is_some_and(|a| a.connect_info.is_some()),
+            new_breakpoints = actions.as_ref().map_or(0, |a| a.breakpoints.len()),
+            "accelerator breakpoint hit"
+        );
         Ok(accel::to_json(&HitResponse {
             disable_bp: false,
             auto_resume_native: true,
@@ -576,9 +635,16 @@ impl Mux {
         let mut g = gpu.borrow_mut();
         let _ = writeln!(s, "GPU state: {}", self.state.get());
         let _ = writeln!(s, "library: {}", g.library());
-        if let Ok(agents) = g.agents() {
-            for a in agents {
-                let _ = writeln!(s, "agent {}: {} ({})", a.id.0, a.name, a.architecture.name);
+        let _ = writeln!(s, "{}", g.runtime_text());
+        match g.agents() {
+            Ok(agents) if agents.is_empty() => {
+                let _ = writeln!(s, "{}", crate::gpu::NO_AGENTS);
+            }
+            Ok(agents) => agents.iter().for_each(|a| {
+                let _ = writeln!(s, "{a}");
+            }),
+            Err(e) => {
+                let _ = writeln!(s, "agents: {e}");
             }
         }
         let _ = writeln!(
@@ -619,7 +685,7 @@ impl Mux {
             let _ = writeln!(
                 s,
                 "reach the GPU:\n  lldb: settings set stop-disassembly-display never   (before the GPU target appears: stock lldb 23.1 aborts disassembling {arch} stops)\n        the GPU target then appears by itself (offered through jAcceleratorPluginInitialize or the runtime hook), e.g.\n        lldb -o 'settings set stop-disassembly-display never' -o 'gdb-remote {addr}' PROGRAM\n  gdb:  monitor gpu waves | monitor gpu regs WAVE | monitor gpu break ADDR | monitor gpu continue  (on this CPU session, {addr})",
-                arch = g.architecture().map(|a| a.name).unwrap_or_else(|| "gfx90a".into()),
+                arch = g.architecture().map(|a| a.name).unwrap_or_else(|| "AMD GPU".into()),
             );
         }
         s

@@ -218,6 +218,14 @@ fn build_t(
             "watchpoint"
         }
         StopKind::Step => "trace",
+        StopKind::Fault { description } => {
+            if o.list_threads {
+                out.extend_from_slice(b"description:");
+                hex::encode(description.as_bytes(), out);
+                out.push(b';');
+            }
+            "signal"
+        }
         StopKind::Fork {
             child_pid,
             child_tid,
@@ -306,6 +314,31 @@ mod tests {
             "T05thread:11;name:prog;threads:10,11;thread-pcs:0000000000000001,0000000000000002;\
              06:0100000000000000;10:aaaaaaaaaaaaaaaa;reason:breakpoint;"
         );
+    }
+
+    #[test]
+    fn fault_description_for_lldb_only() {
+        let kind = StopKind::Fault {
+            description: "SIGFPE: integer divide by zero".into(),
+        };
+        let lldb = StopReplyOptions {
+            native_signals: true,
+            list_threads: true,
+            ..Default::default()
+        };
+        let r = String::from_utf8(build(&snap(kind.clone(), libc::SIGFPE), &lldb)).unwrap();
+        let hex: String = "SIGFPE: integer divide by zero"
+            .bytes()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert!(r.starts_with("T08"), "{r}");
+        assert!(
+            r.ends_with(&format!("description:{hex};reason:signal;")),
+            "{r}"
+        );
+        let gdb = StopReplyOptions::default();
+        let r = String::from_utf8(build(&snap(kind, libc::SIGFPE), &gdb)).unwrap();
+        assert!(r.starts_with("T08") && !r.contains("description"), "{r}");
     }
 
     #[test]

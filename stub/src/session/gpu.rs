@@ -272,6 +272,11 @@ impl Session {
                  gdb: `monitor gpu` shows the GPU.\n",
             ));
         }
+        if self.is_running() {
+            for line in &news.console {
+                self.send(&reply::console(line));
+            }
+        }
         if let Some(Internal::Held { pid, tid, addr, id }) = self.internal.clone() {
             if news.resumed.contains(&id) {
                 self.internal = None;
@@ -321,9 +326,7 @@ impl Session {
             let why = match why {
                 (_, StopKind::SwBreak) => "a breakpoint".to_string(),
                 (_, StopKind::Step) => "a single step".to_string(),
-                (libc::SIGSEGV, _) => "a memory violation".to_string(),
-                (libc::SIGILL, _) => "an illegal instruction".to_string(),
-                _ => format!("stop reasons {:#x}", reasons.0),
+                _ => reasons.description(),
             };
             let c = stop.info.workgroup_coord.unwrap_or_default();
             (

@@ -44,4 +44,6 @@ while not (gpu.GetState() == lldb.eStateStopped and gpu.GetStopID() > stop_id):
 th = gpu.GetSelectedThread()
 check(th.GetStopReason() == lldb.eStopReasonSignal and th.GetStopReasonDataAtIndex(0) == 11,
       f"a wave stopped with SIGSEGV ({th.GetStopDescription(100)})")
+check("memory violation" in th.GetStopDescription(100),
+      f"lldb shows the GPU's reason ({th.GetStopDescription(100)})")
 print("ALL CHECKS PASSED")

@@ -135,11 +135,9 @@ fn debug_a_running_sample_through_dlopen() {
     let bps = host.bps.clone();
     let mut b = DbgApiBackend::attach(&api, Box::new(host)).expect("attach");
     let agents = b.agents().expect("agents");
-    assert_eq!(agents[0].architecture.name, "gfx90a");
-    assert_eq!(
-        agents[0].architecture.breakpoint_instruction,
-        [1, 0, 0x92, 0xbf]
-    );
+    let arch = agents[0].architecture.as_ref().expect("a supported agent");
+    assert_eq!(arch.name, "gfx90a");
+    assert_eq!(arch.breakpoint_instruction, [1, 0, 0x92, 0xbf]);
 
     // The runtime comes up: RUNTIME(LOADED) after the library asked for the
     // hook breakpoint.

@@ -1,0 +1,158 @@
+//! The GPU offer reaches lldb without any symbol name: with the runtime
+//! hook's name unresolvable (as in a stripped runtime, e.g. Debian's
+//! libhsa-runtime64 without `.symtab`; here `--gpu-hook` names a symbol
+//! that does not exist), the accelerator actions carry a by-address
+//! breakpoint on the address the GPU library itself asked gdbmux to break
+//! on (`insert_breakpoint`: the runtime's `r_brk`), and a hit of that
+//! breakpoint is answered (`mux::Mux::breakpoint_hit` offers a runtime
+//! lifetime not offered yet; here the lifetime was offered in the
+//! Initialize reply).
+//!
+//! The client speaks lldb 23.1's packets (research/lldb-accelerator.md §2):
+//! it plants the by-address breakpoint (`Z0`) and reports its hit with the
+//! exact breakpoint object it was given.
+
+mod gpu_support;
+
+use std::process::Command;
+
+use gpu_support::*;
+use protocol_tests::client::RspClient;
+use protocol_tests::framing;
+use protocol_tests::reply::parse_json_reply;
+
+const STRIPPED_HOOK: &str = "_hook_name_absent_from_a_stripped_runtime";
+
+fn stop_at(cpu: &mut RspClient, pc: u64, what: &str) {
+    let (stop, _) = cpu.wait_stop(what).expect(what);
+    let s = signal_stop(stop, what);
+    assert!(s.is_swbreak(), "{what}: not a breakpoint stop: {s:?}");
+    assert_eq!(s.thread_pcs.first().copied(), Some(pc), "{what}: wrong pc");
+}
+
+fn hit_by_address(cpu: &mut RspClient, id: i64, addr: u64) -> serde_json::Value {
+    let hit = serde_json::json!({
+        "plugin_name": PLUGIN,
+        "breakpoint": {
+            "identifier": id,
+            "by_name": null,
+            "by_address": {"load_address": addr},
+            "symbol_names": [],
+        },
+        "symbol_values": [],
+    });
+    let mut p = b"jAcceleratorPluginBreakpointHit:".to_vec();
+    p.extend(framing::escape(hit.to_string().as_bytes()));
+    let raw = cpu.request(&p).expect("jAcceleratorPluginBreakpointHit");
+    parse_json_reply(&raw).expect("BreakpointHit reply")
+}
+
+#[test]
+fn offer_by_the_library_breakpoint_address() {
+    let env = GpuEnv::get();
+    let exe = env.build_sample("lifecycle");
+    let mut sample = Sample::start(env, &exe);
+    sample.expect("checkpoint start");
+    sample.release(1);
+    sample.expect("checkpoint up");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+    cmd.args(["--log-channels", "mux,dbgapi", "--gpu-hook", STRIPPED_HOOK])
+        .arg("--attach")
+        .arg(sample.pid().to_string())
+        .arg("127.0.0.1:0");
+    let server = Server::start(cmd);
+    let (mut cpu, accel) = lldb_client(server.port);
+    assert!(accel);
+    let (stop, _) = cpu.stop_reply("?").expect("?");
+    signal_stop(stop, "first stop");
+
+    // The runtime's hook, located only to check the address gdbmux hands
+    // out (gdbmux itself never looks the name up).
+    let hook = load_base(u64::from(sample.pid()), "libsimgpu_rt.so")
+        + nm(&env.bin_dir.join("libsimgpu_rt.so"), HOOK, true);
+    let init = plugin_initialize(&mut cpu);
+    assert!(init.connect_info.is_some(), "runtime up: offered at once");
+    let by_name = init
+        .breakpoints
+        .iter()
+        .find(|b| b.function_name.is_some())
+        .expect("the by-name hook breakpoint");
+    assert_eq!(by_name.function_name.as_deref(), Some(STRIPPED_HOOK));
+    let by_address = init
+        .breakpoints
+        .iter()
+        .find(|b| b.load_address == Some(hook))
+        .unwrap_or_else(|| {
+            panic!("a by-address breakpoint on the library's r_brk {hook:#x}: {init:?}")
+        });
+    assert!(by_address.function_name.is_none() && by_address.symbol_names.is_empty());
+
+    // lldb cannot resolve the hook's name: only the by-address breakpoint
+    // is planted. The runtime shuts down and starts again; when it calls
+    // r_brk, lldb stops there and reports the hit with the breakpoint object
+    // it was given. gdbmux recognises it and lets the CPU run on; it offers
+    // only a runtime lifetime not offered yet.
+    cpu.expect_ok(&format!("Z0,{hook:x},1"))
+        .expect("Z0 by address");
+    cpu.send_packet(b"vCont;c").expect("vCont;c");
+    sample.release(1);
+    sample.expect("checkpoint down");
+    sample.release(1);
+    stop_at(&mut cpu, hook, "the runtime calls r_brk");
+    let reply = hit_by_address(&mut cpu, by_address.identifier, hook);
+    assert_eq!(
+        reply["auto_resume_native"],
+        serde_json::Value::Bool(true),
+        "{reply}"
+    );
+    assert_eq!(
+        reply["disable_bp"],
+        serde_json::Value::Bool(false),
+        "{reply}"
+    );
+    let text = monitor(&mut cpu, "gpu");
+    let lifetimes: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("runtime lifetimes: "))
+        .and_then(|l| l.split(';').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no lifetime count in:\n{text}"));
+    if lifetimes > 1 {
+        let actions = hit_actions(&reply);
+        assert!(
+            actions.connect_info.is_some(),
+            "a new lifetime is offered: {reply}"
+        );
+        assert!(actions.identifier > init.identifier, "{reply}");
+    } else {
+        assert!(
+            reply["actions"].is_null(),
+            "one offer per runtime lifetime: {reply}\n{text}"
+        );
+    }
+    assert!(
+        server.log().contains(&format!(
+            "accelerator breakpoint hit breakpoint={}",
+            by_address.identifier
+        )),
+        "{}",
+        server.log()
+    );
+    // A breakpoint gdbmux never handed out is refused with a reason.
+    let mut p = b"jAcceleratorPluginBreakpointHit:".to_vec();
+    let bogus = serde_json::json!({
+        "plugin_name": PLUGIN,
+        "breakpoint": {"identifier": 99, "by_name": null,
+                       "by_address": {"load_address": hook}, "symbol_names": []},
+        "symbol_values": [],
+    });
+    p.extend(framing::escape(bogus.to_string().as_bytes()));
+    let raw = cpu.request(&p).expect("bogus hit");
+    assert!(
+        String::from_utf8_lossy(&raw).starts_with('E'),
+        "{}",
+        framing::printable(&raw)
+    );
+    cpu.expect_ok(&format!("z0,{hook:x},1")).expect("z0");
+    assert!(!server.log().contains("panicked"), "{}", server.log());
+}
