@@ -29,6 +29,7 @@
 
 #[cfg(feature = "gdbstub-adapter")]
 pub mod adapters;
+pub mod bounds;
 pub mod gpu;
 pub mod hostio;
 pub mod mux;

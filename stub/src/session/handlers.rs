@@ -207,10 +207,10 @@ impl Session {
                 self.launch.disable_aslr = on;
                 self.send(&reply::ok());
             }
-            Command::SetEnv(kv) => {
-                self.launch.set_env(&kv);
-                self.send(&reply::ok());
-            }
+            Command::SetEnv(kv) => match self.launch.set_env(&kv) {
+                Ok(()) => self.send(&reply::ok()),
+                Err(e) => self.send_error(libc::E2BIG as u8, &e),
+            },
             Command::ResetEnv => {
                 self.launch.reset_env();
                 self.send(&reply::ok());
@@ -288,8 +288,8 @@ impl Session {
             Command::AcceleratorInitialize => self.handle_accel_initialize(),
             Command::AcceleratorBreakpointHit(json) => self.handle_accel_hit(&json),
             Command::Unknown(p) => {
-                if self.unknown_logged.len() < 256 && self.unknown_logged.insert(p.clone()) {
-                    tracing::debug!(target: "packets", session = self.id, "unknown packet: {}", String::from_utf8_lossy(&p));
+                if let Some(prefix) = self.unknown_logged.first_sight(&p) {
+                    tracing::debug!(target: "packets", session = self.id, len = p.len(), "unknown packet: {}", String::from_utf8_lossy(prefix));
                 }
                 self.send(&reply::empty());
             }
@@ -913,6 +913,7 @@ impl Session {
                 self.release_process(pid);
                 self.send(&reply::ok());
                 tracing::info!(target: "ptrace", session = self.id, pid, "detached");
+                self.journal_forget(pid);
                 if self.procs.is_empty() {
                     self.journal.clear();
                     if !self.features.extended {
@@ -925,13 +926,38 @@ impl Session {
         }
     }
 
+    /// `pid` is gone (detached, killed) while other processes stay: a
+    /// later `?` must not replay its stop, so the journal gets a quiet stop
+    /// (signal 0) of the process that is now current. With no process left
+    /// the journal is as the caller left it.
+    fn journal_forget(&mut self, pid: Pid) {
+        if self.journal.event().map(StopEvent::pid) != Some(pid) {
+            return;
+        }
+        let Some(cur) = self.current.filter(|p| self.procs.contains_key(p)) else {
+            return;
+        };
+        let tid = self
+            .procs
+            .get(&cur)
+            .and_then(|t| t.threads().first().copied());
+        if let Some(tid) = tid {
+            self.record_stop(StopEvent::Stopped {
+                pid: cur,
+                tid,
+                signal: 0,
+                kind: crate::stop::StopKind::Signal,
+            });
+        }
+    }
+
     fn handle_kill(&mut self, pid: Option<u64>, vkill: bool) {
         let pid = match pid {
             Some(p) => Pid::try_from(p).ok(),
             None => self.current,
         };
         let Some(pid) = pid.filter(|p| self.procs.contains_key(p)) else {
-            if pid.is_none() {
+            if pid.is_none() && !vkill {
                 // `k` with nothing to kill.
                 self.send(b"X09");
             } else {
@@ -957,6 +983,7 @@ impl Session {
         } else if let Some(r) = self.journal.reply(&opts) {
             self.send(&r);
         }
+        self.journal_forget(pid);
         if self.procs.is_empty() && !self.features.extended {
             self.control = SessionControl::Close;
         }
