@@ -173,7 +173,8 @@ pub const REFUSED_DEADLINE: Duration = Duration::from_secs(10);
 /// connection had its turn.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnBudget {
-    turn: usize,
+    turn: u64,
+    turn_bytes: usize,
     total: usize,
     deadline: Instant,
 }
@@ -183,26 +184,32 @@ impl ConnBudget {
     pub fn new(now: Instant) -> Self {
         Self {
             turn: 0,
+            turn_bytes: 0,
             total: 0,
             deadline: now + REFUSED_DEADLINE,
         }
     }
 
-    /// A new loop turn: the per-turn allowance is full again.
-    pub fn new_turn(&mut self) {
-        self.turn = 0;
-    }
-
-    /// How many bytes may be read now (0: stop reading this turn).
-    pub fn allowance(&self) -> usize {
+    /// How many bytes may be read in loop turn `turn` (0: stop reading
+    /// until the next turn).
+    pub fn allowance(&self, turn: u64) -> usize {
+        let used = if turn == self.turn {
+            self.turn_bytes
+        } else {
+            0
+        };
         REFUSED_TURN_BYTES
-            .saturating_sub(self.turn)
+            .saturating_sub(used)
             .min(REFUSED_TOTAL_BYTES.saturating_sub(self.total))
     }
 
-    /// Counts `n` bytes read.
-    pub fn spend(&mut self, n: usize) {
-        self.turn += n;
+    /// Counts `n` bytes read in loop turn `turn`.
+    pub fn spend(&mut self, turn: u64, n: usize) {
+        if turn != self.turn {
+            self.turn = turn;
+            self.turn_bytes = 0;
+        }
+        self.turn_bytes += n;
         self.total += n;
     }
 
@@ -262,16 +269,14 @@ mod tests {
     fn conn_budget() {
         let now = Instant::now();
         let mut b = ConnBudget::new(now);
-        assert_eq!(b.allowance(), REFUSED_TURN_BYTES);
-        b.spend(REFUSED_TURN_BYTES);
-        assert_eq!(b.allowance(), 0);
-        for _ in 0..3 {
-            b.new_turn();
-            b.spend(b.allowance());
+        assert_eq!(b.allowance(1), REFUSED_TURN_BYTES);
+        b.spend(1, REFUSED_TURN_BYTES);
+        assert_eq!(b.allowance(1), 0);
+        for turn in 2..5 {
+            b.spend(turn, b.allowance(turn));
         }
         assert!(b.exhausted());
-        b.new_turn();
-        assert_eq!(b.allowance(), 0);
+        assert_eq!(b.allowance(9), 0);
         assert_eq!(b.deadline(), now + REFUSED_DEADLINE);
     }
 }

@@ -35,6 +35,7 @@ pub mod hostio;
 pub mod mux;
 pub mod native;
 pub mod packet;
+pub mod refusal;
 pub mod server;
 pub mod session;
 pub mod stop;

@@ -20,6 +20,8 @@
 mod breakpoints;
 mod gpu;
 mod handlers;
+#[cfg(test)]
+mod held_input_tests;
 mod journal;
 mod launch;
 mod lldb;
