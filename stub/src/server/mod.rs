@@ -878,7 +878,7 @@ impl Server {
                             }
                         }
                         ClientKind::Refused(r) => {
-                            if r.on_input(self.turn, data) {
+                            if r.on_input(self.turn, Instant::now(), data) {
                                 control = SessionControl::Close;
                                 break;
                             }
