@@ -497,6 +497,7 @@ fn refused_floods_do_not_slow_the_live_session() {
     c.handshake_gdb().unwrap();
     let quiet = round_trips_while(&mut c, 300);
     report("no load", &quiet);
+    let base = rss_kib(g.pid());
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let flooders: Vec<_> = (0..10)
@@ -546,6 +547,10 @@ fn refused_floods_do_not_slow_the_live_session() {
         f.join().unwrap();
     }
     report("10 refused floods", &times);
+    let grown = rss_kib(g.pid()).saturating_sub(base);
+    eprintln!("gdbmux RSS grew by {grown} KiB during the floods");
+    // Each refused connection holds at most its 64 KiB budget.
+    assert!(grown < 16 * 1024, "RSS grew by {grown} KiB");
     eprintln!(
         "flooders sent {} MiB",
         sent.load(std::sync::atomic::Ordering::Relaxed) >> 20

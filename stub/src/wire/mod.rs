@@ -20,9 +20,12 @@
 //!   After `QStartNoAckMode` both sides stop sending them; checksums are still
 //!   sent and we still verify them, but a bad one is only reported and
 //!   dropped. The [`Framer`] queues the `+`/`-` bytes itself (see
-//!   [`Framer::take_replies`]); the caller only switches modes.
+//!   [`Framer::take_replies`]); the caller only switches modes. A `-` asks
+//!   for the last packet again only until its `+`, at most
+//!   [`MAX_RESENDS`] times, and never in no-ack mode ([`Resender`]).
 //! - **Escapes.** Inside a body, `}` (0x7d) escapes the next byte, which is
-//!   sent XOR 0x20. `#`, `$` and `}` must always be escaped; replies also
+//!   sent XOR 0x20. A body that ends with a lone `}` is refused
+//!   ([`WireEvent::BadEscape`]), as gdb's `remote_unescape_input` refuses it. `#`, `$` and `}` must always be escaped; replies also
 //!   escape `*` so that it is not read as a run-length marker. `$` and `#`
 //!   are therefore always structural: a `$` inside a body abandons the
 //!   partial packet and starts a new one (gdb recovers the same way).
