@@ -164,17 +164,7 @@ impl Session {
                     Ok(())
                 } else {
                     self.current_target()
-                        .and_then(|t| t.write_memory(addr, &data))
-                        .and_then(|n| {
-                            if n == data.len() {
-                                Ok(())
-                            } else {
-                                Err(TargetError::Errno {
-                                    what: format!("short write at {addr:#x}"),
-                                    errno: nix::errno::Errno::EFAULT,
-                                })
-                            }
-                        })
+                        .and_then(|t| write_memory_whole(t.as_mut(), addr, &data))
                 };
                 self.reply_unit(r);
             }
@@ -988,4 +978,32 @@ impl Session {
             self.control = SessionControl::Close;
         }
     }
+}
+
+/// `M`/`X`: all of `data` or nothing. A range that runs off the end of a
+/// mapping is refused before anything is written (the kernel would write
+/// the mapped part and stop); should a write still come up short, what it
+/// wrote is put back.
+fn write_memory_whole(t: &mut dyn Target, addr: u64, data: &[u8]) -> Result<(), TargetError> {
+    let short = |what: &str| TargetError::Errno {
+        what: format!(
+            "{what} at {addr:#x}: {} bytes do not fit the mapping",
+            data.len()
+        ),
+        errno: nix::errno::Errno::EFAULT,
+    };
+    let old = t.read_memory(addr, data.len())?;
+    if old.len() < data.len() {
+        return Err(short("write"));
+    }
+    let n = t.write_memory(addr, data)?;
+    if n == data.len() {
+        return Ok(());
+    }
+    if let Some(put_back) = old.get(..n) {
+        if let Err(e) = t.write_memory(addr, put_back) {
+            tracing::warn!(target: "ptrace", "putting back a short write at {addr:#x}: {e}");
+        }
+    }
+    Err(short("short write"))
 }
