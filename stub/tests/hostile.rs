@@ -139,6 +139,17 @@ fn stopped_session() -> (Gdbmux, RspClient, i32, u64) {
     (g, c, pid, tick)
 }
 
+/// The end of a mapping of `spin` that no mapping follows.
+fn mapping_edge(pid: i32) -> u64 {
+    let maps = mappings(pid);
+    maps.iter()
+        .find(|(_, end, name)| {
+            name.contains("spin") && !maps.iter().any(|(start, _, _)| start == end)
+        })
+        .map(|(_, end, _)| *end)
+        .expect("a mapping of spin followed by a hole")
+}
+
 fn g_size(c: &mut RspClient) -> usize {
     c.request(b"g").unwrap().len() / 2
 }
@@ -289,7 +300,7 @@ fn question_after_detaching_the_reporting_process() {
 }
 
 /// Malformed packets of every kind that can change the target.
-fn hostile_packet(g_bytes: usize, addr: u64) -> impl Strategy<Value = Vec<u8>> {
+fn hostile_packet(g_bytes: usize, addr: u64, edge: u64) -> impl Strategy<Value = Vec<u8>> {
     let hexs = |n: std::ops::Range<usize>| {
         proptest::collection::vec(any::<u8>(), n).prop_map(|v| hex(&v).into_bytes())
     };
@@ -350,6 +361,18 @@ fn hostile_packet(g_bytes: usize, addr: u64) -> impl Strategy<Value = Vec<u8>> {
             ]
             .concat()),
         Just(b"X10,1:a".to_vec()),
+        // Writes that run off the end of a mapping.
+        (1u64..8, 2u64..16).prop_map(move |(back, n)| format!(
+            "M{:x},{n:x}:{}",
+            edge - back,
+            "5a".repeat(n as usize)
+        )
+        .into_bytes()),
+        (1u64..8, 2u64..16).prop_map(move |(back, n)| [
+            format!("X{:x},{n:x}:", edge - back).into_bytes(),
+            vec![b'Z'; n as usize]
+        ]
+        .concat()),
         // Breakpoints: unmapped, bad kinds, unknown types.
         (0u64..0x1000, 0u8..4).prop_map(|(at, t)| format!("Z{t},{at:x},1").into_bytes()),
         (0u8..2).prop_map(move |t| format!("Z{t},{a:x},9").into_bytes()),
@@ -393,6 +416,7 @@ fn an_error_reply_changes_nothing() {
     let (_g, mut c, pid, tick) = stopped_session();
     c.expect_ok("!").unwrap();
     let n = g_size(&mut c);
+    let edge = mapping_edge(pid);
     let before = snapshot(&mut c, pid);
     let mut runner = proptest::test_runner::TestRunner::new_with_rng(
         ProptestConfig {
@@ -405,7 +429,7 @@ fn an_error_reply_changes_nothing() {
         ),
     );
     let state = std::cell::RefCell::new((c, 0u32, before));
-    let result = runner.run(&hostile_packet(n, tick), |p| {
+    let result = runner.run(&hostile_packet(n, tick, edge), |p| {
         let (c, errors, before) = &mut *state.borrow_mut();
         // Sent as it is: the data holds its own escapes (a lone `}` too).
         c.send_raw(&raw_frame(&p)).unwrap();
@@ -735,14 +759,7 @@ fn refusal_is_readable_in_gdb_and_ends_lldb_promptly() {
 fn write_across_the_end_of_a_mapping_changes_nothing() {
     let _one = serial();
     let (_g, mut c, pid, _) = stopped_session();
-    let maps = mappings(pid);
-    let edge = maps
-        .iter()
-        .find(|(_, end, name)| {
-            name.contains("spin") && !maps.iter().any(|(start, _, _)| start == end)
-        })
-        .map(|(_, end, _)| *end)
-        .expect("a mapping of spin followed by a hole");
+    let edge = mapping_edge(pid);
     let before = snapshot(&mut c, pid);
     let r = c
         .request(format!("M{:x},4:11223344", edge - 2).as_bytes())
