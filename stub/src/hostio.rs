@@ -507,7 +507,13 @@ impl HostIo {
         };
         // Creation flags go in as custom flags so that the kernel, not std's
         // stricter checks, decides (O_RDONLY|O_CREAT is legal in POSIX).
-        let mut custom = 0;
+        // Every open is non-blocking, so that no open stalls the loop: a
+        // FIFO opens at once (for writing without a reader it fails with
+        // ENXIO) instead of waiting for its other end. Reads go through
+        // pread, which regular files serve whatever the flag and which
+        // FIFOs and terminals refuse (ESPIPE) rather than wait on. O_NOCTTY:
+        // opening a terminal never makes it ours.
+        let mut custom = libc::O_NONBLOCK | libc::O_NOCTTY;
         for (ours, host) in [
             (APPEND, libc::O_APPEND),
             (CREAT, libc::O_CREAT),

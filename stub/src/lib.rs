@@ -33,6 +33,7 @@
 
 #[cfg(feature = "gdbstub-adapter")]
 pub mod adapters;
+pub mod bounds;
 pub mod doctor;
 pub mod error;
 pub mod gpu;
@@ -40,6 +41,7 @@ pub mod hostio;
 pub mod mux;
 pub mod native;
 pub mod packet;
+pub mod refusal;
 pub mod server;
 pub mod session;
 pub mod stop;

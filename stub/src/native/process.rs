@@ -670,28 +670,51 @@ impl Target for LinuxProcess {
         Ok(out)
     }
 
+    /// All or nothing: the whole block is checked against the register
+    /// layout first (a `G` of another size changes nothing), and a write
+    /// the kernel refuses part-way (a bad segment selector) is rolled back.
     fn write_g_registers(&mut self, tid: Tid, data: &[u8]) -> TargetResult<()> {
         let i = self.stopped_idx(tid)?;
         let t = &mut self.threads[i];
+        let in_g = || {
+            self.table
+                .infos
+                .iter()
+                .zip(&self.table.locs)
+                .filter(|(info, _)| info.in_g_packet)
+                .map(|(info, loc)| ((info.bitsize / 8) as usize, *loc))
+        };
+        let expected: usize = in_g().map(|(size, _)| size).sum();
+        if data.len() != expected {
+            return Err(TargetError::Invalid(format!(
+                "G carries {} bytes of registers; the register block is {expected}",
+                data.len()
+            )));
+        }
+        // (location, old value, new value) of every register that changes.
+        let mut changes = Vec::new();
         let mut off = 0usize;
-        let mut cur = Vec::with_capacity(64);
-        for (info, loc) in self.table.infos.iter().zip(&self.table.locs) {
-            if !info.in_g_packet {
-                continue;
-            }
-            let size = (info.bitsize / 8) as usize;
-            let Some(value) = data.get(off..off + size) else {
-                break;
-            };
+        for (size, loc) in in_g() {
+            let value = data.get(off..off + size).unwrap_or_default();
             off += size;
-            cur.clear();
+            let mut cur = Vec::with_capacity(size);
             t.regs
-                .read(t.tid, *loc, size, &mut cur)
+                .read(t.tid, loc, size, &mut cur)
                 .map_err(|e| terr("read registers", t.tid, e))?;
             if cur != value {
-                t.regs
-                    .write(t.tid, *loc, value)
-                    .map_err(|e| terr("write registers", t.tid, e))?;
+                changes.push((loc, cur, value));
+            }
+        }
+        for (k, (loc, _, new)) in changes.iter().enumerate() {
+            if let Err(e) = t.regs.write(t.tid, *loc, new) {
+                // Put back what was written, the refused one included (its
+                // cached copy already holds the new value).
+                for (loc, old, _) in changes.iter().take(k + 1).rev() {
+                    if let Err(e) = t.regs.write(t.tid, *loc, old) {
+                        tracing::warn!(target: "ptrace", tid = t.tid, "rolling back a refused G: {e}");
+                    }
+                }
+                return Err(terr("write registers", t.tid, e));
             }
         }
         Ok(())

@@ -62,7 +62,8 @@ use crate::mux::MuxEvent;
 use crate::mux::MuxHandle;
 use crate::native;
 use crate::native::LinuxProcess;
-use crate::packet::reply;
+use crate::refusal::refusal_frames;
+use crate::refusal::Refusal;
 use crate::session::LaunchDefaults;
 use crate::session::Role;
 use crate::session::Session;
@@ -70,9 +71,6 @@ use crate::session::SessionControl;
 use crate::stop::StopEvent;
 use crate::target::Pid;
 use crate::target::Target;
-use crate::wire::Encoder;
-use crate::wire::Framer;
-use crate::wire::WireEvent;
 
 const LISTENER: Token = Token(0);
 const SIGCHLD: Token = Token(1);
@@ -310,11 +308,7 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ServerError {
 }
 
 fn refused(reason: String) -> ClientKind {
-    ClientKind::Refused {
-        framer: Framer::new(4096),
-        reason,
-        out: Vec::new(),
-    }
+    ClientKind::Refused(Box::new(Refusal::new(reason, Instant::now())))
 }
 
 fn load_gpu(cfg: &GpuConfig) -> Result<Option<GpuController>, ServerError> {
@@ -347,12 +341,9 @@ struct Client {
 
 enum ClientKind {
     Session(Box<Session>),
-    /// Refused: answer the first packet with an error, then close.
-    Refused {
-        framer: Framer,
-        reason: String,
-        out: Vec<u8>,
-    },
+    /// Refused: answer the first packet with an error, then close; read
+    /// within a budget (see [`Refusal`]).
+    Refused(Box<Refusal>),
 }
 
 /// A ready-to-run server.
@@ -374,6 +365,11 @@ pub struct Server {
     session_tokens: HashMap<u64, Token>,
     exit_requested: bool,
     read_buf: Vec<u8>,
+    /// Loop turns so far (the refused connections' per-turn budgets).
+    turn: u64,
+    /// Refused connections that used their budget of this turn with input
+    /// left: read again next turn (edge-triggered: no new event comes).
+    refused_backlog: Vec<Token>,
 }
 
 impl Server {
@@ -459,6 +455,8 @@ impl Server {
             initial,
             exit_requested: false,
             read_buf: vec![0; READ_CHUNK],
+            turn: 0,
+            refused_backlog: Vec::new(),
         };
         if stdio {
             nix::fcntl::fcntl(
@@ -516,12 +514,14 @@ impl Server {
         let mut events = Events::with_capacity(128);
         let mut busy = BusyPoll::for_this_machine(self.cfg.busy_poll);
         loop {
-            let timeout = busy.timeout(Instant::now());
+            self.turn += 1;
+            let timeout = self.refused_timeout(busy.timeout(Instant::now()));
             match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(io_err("poll")(e)),
             }
+            self.refused_turn();
             if timeout.is_some() && events.is_empty() {
                 // Spinning with nothing to do: let a client that runs on
                 // this CPU go first (it is what we are waiting for).
@@ -556,6 +556,48 @@ impl Server {
                 tracing::info!(target: "mux", "server exiting");
                 return Ok(());
             }
+        }
+    }
+
+    /// The poll timeout with the refused connections in mind: none when
+    /// some have input left from the last turn, else no later than the
+    /// first refusal deadline.
+    fn refused_timeout(&self, busy: Option<Duration>) -> Option<Duration> {
+        if !self.refused_backlog.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        let now = Instant::now();
+        let first = self
+            .clients
+            .values()
+            .filter_map(|c| match &c.kind {
+                ClientKind::Refused(r) => r.deadline(),
+                ClientKind::Session(_) => None,
+            })
+            .min()?;
+        let left = first.saturating_duration_since(now);
+        Some(busy.map_or(left, |b| b.min(left)))
+    }
+
+    /// Once per loop turn: refused connections with input left from the
+    /// last turn get this turn's budget; those past their deadline are
+    /// answered and closed.
+    fn refused_turn(&mut self) {
+        for t in std::mem::take(&mut self.refused_backlog) {
+            self.on_readable(t, false);
+        }
+        let now = Instant::now();
+        let expired: Vec<Token> = self
+            .clients
+            .iter_mut()
+            .filter_map(|(t, c)| match &mut c.kind {
+                ClientKind::Refused(r) if r.deadline().is_some() => r.on_tick(now).then_some(*t),
+                _ => None,
+            })
+            .collect();
+        for t in expired {
+            self.flush(t);
+            self.close(t);
         }
     }
 
@@ -709,12 +751,7 @@ impl Server {
         if self.over_limit % 1000 == 1 {
             tracing::warn!(target: "mux", %peer, turned_away = self.over_limit, "{reason}");
         }
-        let mut out = Vec::new();
-        Encoder::new().packet(
-            &reply::error(crate::error::ErrorCode::ConnectionRefused, &reason, true),
-            &mut out,
-        );
-        let _ = conn.write(&out);
+        let _ = conn.write(&refusal_frames(&reason));
     }
 
     fn add_client(&mut self, conn: Conn, peer: String) -> Result<(), ServerError> {
@@ -816,7 +853,18 @@ impl Server {
             let Some(c) = self.clients.get_mut(&token) else {
                 return;
             };
-            match c.conn.read(&mut buf) {
+            let limit = match &mut c.kind {
+                ClientKind::Refused(r) => r.allowance(self.turn),
+                ClientKind::Session(_) => buf.len(),
+            };
+            if limit == 0 {
+                // Over this turn's budget: the rest waits for the next.
+                if !self.refused_backlog.contains(&token) {
+                    self.refused_backlog.push(token);
+                }
+                break;
+            }
+            match c.conn.read(buf.get_mut(..limit).unwrap_or_default()) {
                 Ok(0) => {
                     closed = true;
                     break;
@@ -837,27 +885,9 @@ impl Server {
                                 break;
                             }
                         }
-                        ClientKind::Refused {
-                            framer,
-                            reason,
-                            out,
-                        } => {
-                            framer.push(data);
-                            while let Some(ev) = framer.next_event() {
-                                if let Some(r) = framer.take_replies() {
-                                    out.extend_from_slice(&r);
-                                }
-                                if let WireEvent::Packet(_) = ev {
-                                    let p = reply::error(
-                                        crate::error::ErrorCode::ConnectionRefused,
-                                        reason,
-                                        true,
-                                    );
-                                    Encoder::new().packet(&p, out);
-                                    control = SessionControl::Close;
-                                }
-                            }
-                            if control != SessionControl::Continue {
+                        ClientKind::Refused(r) => {
+                            if r.on_input(self.turn, Instant::now(), data) {
+                                control = SessionControl::Close;
                                 break;
                             }
                         }
@@ -893,7 +923,7 @@ impl Server {
         };
         let out = match &mut c.kind {
             ClientKind::Session(s) => s.pending_output(),
-            ClientKind::Refused { out, .. } => out,
+            ClientKind::Refused(r) => r.out(),
         };
         let mut written = 0;
         let mut failed = false;
@@ -957,7 +987,7 @@ impl Server {
         // Best effort: push out what is left (e.g. the refusal reply).
         let out = match &mut c.kind {
             ClientKind::Session(s) => std::mem::take(s.pending_output()),
-            ClientKind::Refused { out, .. } => std::mem::take(out),
+            ClientKind::Refused(r) => std::mem::take(r.out()),
         };
         if !out.is_empty() {
             let _ = c.conn.write(&out);

@@ -164,17 +164,7 @@ impl Session {
                     Ok(())
                 } else {
                     self.current_target()
-                        .and_then(|t| t.write_memory(addr, &data))
-                        .and_then(|n| {
-                            if n == data.len() {
-                                Ok(())
-                            } else {
-                                Err(TargetError::Errno {
-                                    what: format!("short write at {addr:#x}"),
-                                    errno: nix::errno::Errno::EFAULT,
-                                })
-                            }
-                        })
+                        .and_then(|t| write_memory_whole(t.as_mut(), addr, &data))
                 };
                 self.reply_unit(r);
             }
@@ -210,10 +200,10 @@ impl Session {
                 self.launch.disable_aslr = on;
                 self.send(&reply::ok());
             }
-            Command::SetEnv(kv) => {
-                self.launch.set_env(&kv);
-                self.send(&reply::ok());
-            }
+            Command::SetEnv(kv) => match self.launch.set_env(&kv) {
+                Ok(()) => self.send(&reply::ok()),
+                Err(e) => self.send_error(crate::error::ErrorCode::TooBig, &e),
+            },
             Command::ResetEnv => {
                 self.launch.reset_env();
                 self.send(&reply::ok());
@@ -295,8 +285,8 @@ impl Session {
             Command::AcceleratorInitialize => self.handle_accel_initialize(),
             Command::AcceleratorBreakpointHit(json) => self.handle_accel_hit(&json),
             Command::Unknown(p) => {
-                if self.unknown_logged.len() < 256 && self.unknown_logged.insert(p.clone()) {
-                    tracing::debug!(target: "packets", session = self.id, "unknown packet: {}", String::from_utf8_lossy(&p));
+                if let Some(prefix) = self.unknown_logged.first_sight(&p) {
+                    tracing::debug!(target: "packets", session = self.id, len = p.len(), "unknown packet: {}", String::from_utf8_lossy(prefix));
                 }
                 self.send(&reply::empty());
             }
@@ -968,6 +958,7 @@ impl Session {
                         how: crate::mux::Release::Detached,
                     });
                 }
+                self.journal_forget(pid);
                 if self.procs.is_empty() {
                     self.journal.clear();
                     if !self.features.extended {
@@ -980,13 +971,38 @@ impl Session {
         }
     }
 
+    /// `pid` is gone (detached, killed) while other processes stay: a
+    /// later `?` must not replay its stop, so the journal gets a quiet stop
+    /// (signal 0) of the process that is now current. With no process left
+    /// the journal is as the caller left it.
+    fn journal_forget(&mut self, pid: Pid) {
+        if self.journal.event().map(StopEvent::pid) != Some(pid) {
+            return;
+        }
+        let Some(cur) = self.current.filter(|p| self.procs.contains_key(p)) else {
+            return;
+        };
+        let tid = self
+            .procs
+            .get(&cur)
+            .and_then(|t| t.threads().first().copied());
+        if let Some(tid) = tid {
+            self.record_stop(StopEvent::Stopped {
+                pid: cur,
+                tid,
+                signal: 0,
+                kind: crate::stop::StopKind::Signal,
+            });
+        }
+    }
+
     fn handle_kill(&mut self, pid: Option<u64>, vkill: bool) {
         let pid = match pid {
             Some(p) => Pid::try_from(p).ok(),
             None => self.current,
         };
         let Some(pid) = pid.filter(|p| self.procs.contains_key(p)) else {
-            if pid.is_none() {
+            if pid.is_none() && !vkill {
                 // `k` with nothing to kill.
                 self.send(b"X09");
             } else {
@@ -1018,8 +1034,37 @@ impl Session {
         } else if let Some(r) = self.journal.reply(&opts) {
             self.send(&r);
         }
+        self.journal_forget(pid);
         if self.procs.is_empty() && !self.features.extended {
             self.control = SessionControl::Close;
         }
     }
+}
+
+/// `M`/`X`: all of `data` or nothing. A range that runs off the end of a
+/// mapping is refused before anything is written (the kernel would write
+/// the mapped part and stop); should a write still come up short, what it
+/// wrote is put back.
+fn write_memory_whole(t: &mut dyn Target, addr: u64, data: &[u8]) -> Result<(), TargetError> {
+    let short = |what: &str| TargetError::Errno {
+        what: format!(
+            "{what} at {addr:#x}: {} bytes do not fit the mapping",
+            data.len()
+        ),
+        errno: nix::errno::Errno::EFAULT,
+    };
+    let old = t.read_memory(addr, data.len())?;
+    if old.len() < data.len() {
+        return Err(short("write"));
+    }
+    let n = t.write_memory(addr, data)?;
+    if n == data.len() {
+        return Ok(());
+    }
+    if let Some(put_back) = old.get(..n) {
+        if let Err(e) = t.write_memory(addr, put_back) {
+            tracing::warn!(target: "ptrace", "putting back a short write at {addr:#x}: {e}");
+        }
+    }
+    Err(short("short write"))
 }

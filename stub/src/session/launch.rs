@@ -34,14 +34,22 @@ impl LaunchDefaults {
         self.env.get_or_insert_with(|| std::env::vars().collect())
     }
 
-    /// `QEnvironmentHexEncoded:` / `QEnvironment:` (`NAME=VALUE`).
-    pub fn set_env(&mut self, kv: &[u8]) {
+    /// `QEnvironmentHexEncoded:` / `QEnvironment:` (`NAME=VALUE`). Refused,
+    /// with the environment unchanged, past the bounds of
+    /// [`crate::bounds::EnvLimits`].
+    pub fn set_env(&mut self, kv: &[u8]) -> Result<(), String> {
         let kv = String::from_utf8_lossy(kv);
         let (k, v) = kv.split_once('=').unwrap_or((&kv, ""));
         let (k, v) = (k.to_string(), v.to_string());
         let env = self.env_mut();
+        let entry = |(a, b): &(String, String)| a.len() + b.len() + 1;
+        let old = env.iter().find(|(name, _)| *name == k).map(entry);
+        let vars = env.len() + usize::from(old.is_none());
+        let bytes = env.iter().map(entry).sum::<usize>() - old.unwrap_or(0) + k.len() + v.len() + 1;
+        crate::bounds::EnvLimits::check_totals(vars, bytes)?;
         env.retain(|(name, _)| *name != k);
         env.push((k, v));
+        Ok(())
     }
 
     /// `QEnvironmentUnset:`
@@ -93,12 +101,16 @@ impl Session {
         if prog.is_empty() && args.is_empty() {
             args = self.launch.args.clone();
         }
-        // gdbserver kills the current process before running a new one.
-        self.kill_all();
+        // The launch is tried first: a vRun that fails (no such program)
+        // is answered with an error and leaves the debugged processes as
+        // they were (gdbserver keeps them too). Only a process that did
+        // start replaces them: gdbserver kills the current process before
+        // running a new one.
         let opts = self.launch.options(program.clone(), args);
         match LinuxProcess::launch(&opts) {
             Ok((proc_, stop)) => {
                 tracing::info!(target: "ptrace", session = self.id, pid = proc_.pid(), program = %program.display(), "launched");
+                self.kill_all();
                 self.install(Box::new(proc_), stop);
             }
             Err(e) => {

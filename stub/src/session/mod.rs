@@ -20,6 +20,8 @@
 mod breakpoints;
 mod gpu;
 mod handlers;
+#[cfg(test)]
+mod held_input_tests;
 mod journal;
 mod launch;
 mod lldb;
@@ -169,7 +171,8 @@ pub struct Session {
     framer: Framer,
     encoder: Encoder,
     out: Vec<u8>,
-    last_packet: Vec<u8>,
+    /// The last packet sent in ack mode, for a `-` (bounded resends).
+    resend: crate::wire::Resender,
     /// Negotiated features.
     pub features: Features,
     procs: BTreeMap<Pid, Box<dyn Target>>,
@@ -182,9 +185,9 @@ pub struct Session {
     control: SessionControl,
     launch: LaunchDefaults,
     hostio: HostIo,
-    xfer_cache: BTreeMap<String, Vec<u8>>,
+    xfer_cache: crate::bounds::XferCache,
     pass_signals: Vec<i32>,
-    unknown_logged: std::collections::HashSet<Vec<u8>>,
+    unknown_logged: crate::bounds::UnknownLog,
     role: Role,
     mux: Option<crate::mux::MuxHandle>,
     internal: Option<gpu::Internal>,
@@ -206,7 +209,7 @@ impl Session {
             framer: Framer::new(MAX_PACKET),
             encoder: Encoder::new(),
             out: Vec::with_capacity(4096),
-            last_packet: Vec::new(),
+            resend: Default::default(),
             features: Features::default(),
             procs: BTreeMap::new(),
             current: None,
@@ -218,7 +221,7 @@ impl Session {
             control: SessionControl::Continue,
             launch,
             hostio: HostIo::new(),
-            xfer_cache: BTreeMap::new(),
+            xfer_cache: Default::default(),
             pass_signals: Vec::new(),
             unknown_logged: Default::default(),
             role: Role::Cpu,
@@ -296,12 +299,17 @@ impl Session {
         if let RunState::Orphaned { input_held } = &mut self.run {
             // A new client arrived before the stop that ends the vanished
             // client's resume: its packets wait in the framer until that
-            // stop is journaled. Bounded: a client that sends more than
-            // two maximal packets meanwhile is closed.
-            self.framer.push(data);
+            // stop is journaled, up to bounds::HELD_INPUT_LIMIT bytes.
             *input_held = true;
-            if self.framer.buffered_bytes() > 2 * MAX_PACKET {
-                tracing::warn!(target: "session", session = self.id, "input held too long: more than two maximal packets; closing");
+            let held = self.framer.pending_input();
+            if held > crate::bounds::HELD_INPUT_LIMIT {
+                tracing::error!(
+                    target: "session",
+                    session = self.id,
+                    held,
+                    limit = crate::bounds::HELD_INPUT_LIMIT,
+                    "the client sent too much while the previous client's resume was ending: held input limit exceeded, closing the connection"
+                );
                 self.control = SessionControl::Close;
             }
             return self.control;
@@ -316,10 +324,16 @@ impl Session {
                     tracing::trace!(target: "packets", session = self.id, "<-- {}", String::from_utf8_lossy(&p));
                     self.handle_packet(&p);
                 }
-                WireEvent::Notification(_) | WireEvent::Ack => {}
+                WireEvent::Notification(_) => {}
+                WireEvent::Ack => self.resend.acked(),
+                // A `-` in no-ack mode, or after the `+` for the last
+                // packet, is ignored; resends are bounded (wire::Resender).
                 WireEvent::Nak => {
-                    let again = self.last_packet.clone();
-                    self.out.extend_from_slice(&again);
+                    if !self.framer.no_ack() {
+                        if let Some(again) = self.resend.nak() {
+                            self.out.extend_from_slice(again);
+                        }
+                    }
                 }
                 WireEvent::Interrupt => self.handle_interrupt(),
                 WireEvent::BadChecksum => {
@@ -327,6 +341,12 @@ impl Session {
                 }
                 WireEvent::Oversize => {
                     self.send_error(crate::error::ErrorCode::TooBig, "packet too large");
+                }
+                WireEvent::BadEscape => {
+                    self.send_error(
+                        crate::error::ErrorCode::Invalid,
+                        "packet ends with a lone '}' escape",
+                    );
                 }
             }
             if self.control != SessionControl::Continue {
@@ -356,9 +376,7 @@ impl Session {
         let start = self.out.len();
         self.encoder.packet(payload, &mut self.out);
         if !self.framer.no_ack() {
-            self.last_packet.clear();
-            self.last_packet
-                .extend_from_slice(self.out.get(start..).unwrap_or_default());
+            self.resend.sent(self.out.get(start..).unwrap_or_default());
         }
     }
 
@@ -482,7 +500,7 @@ impl Session {
         self.framer = Framer::new(MAX_PACKET);
         self.encoder = Encoder::new();
         self.out = Vec::with_capacity(4096);
-        self.last_packet.clear();
+        self.resend.forget();
         self.features = Features::default();
         self.thread_cursor = false;
         self.control = SessionControl::Continue;

@@ -106,7 +106,7 @@ fn lldb_svr4(doc: &str) -> Result<String, TargetError> {
 impl Session {
     pub(super) fn handle_xfer(&mut self, x: &XferRead) {
         let key = format!("{}:{}", x.object, x.annex);
-        if x.offset == 0 || !self.xfer_cache.contains_key(&key) {
+        if x.offset == 0 || self.xfer_cache.get(&key).is_none() {
             match self.xfer_document(x) {
                 Ok(Some(doc)) => {
                     self.xfer_cache.insert(key.clone(), doc);

@@ -137,6 +137,12 @@ impl Framer {
         self.input.capacity() + self.body.capacity() + self.replies.capacity()
     }
 
+    /// Bytes pushed and not consumed yet (input that waits because the
+    /// caller stopped calling [`Framer::next_event`]).
+    pub fn pending_input(&self) -> usize {
+        self.input.len().saturating_sub(self.pos)
+    }
+
     /// Appends bytes read from the peer. Call [`Framer::next_event`] until
     /// it returns `None` afterwards; unconsumed input stays buffered.
     pub fn push(&mut self, data: &[u8]) {
@@ -323,7 +329,12 @@ impl Framer {
         }
         if !self.oversize {
             self.reserve_body(1);
-            self.unescaper.finish(&mut self.body);
+            // Client mode stays lenient (a test client reading replies).
+            if self.unescaper.finish(&mut self.body) && !self.rle {
+                debug!(target: LOG_TARGET, "packet ends with a lone '}}' escape: dropped");
+                self.body.clear();
+                return WireEvent::BadEscape;
+            }
         }
         if self.oversize {
             return WireEvent::Oversize;
@@ -529,15 +540,30 @@ mod tests {
         }
     }
 
-    #[test]
-    fn dangling_escape_is_kept() {
-        let mut f = Framer::new(DEFAULT_MAX_PACKET);
-        let body = b"ab}";
+    fn raw_frame(body: &[u8]) -> Vec<u8> {
         let mut wire = vec![b'$'];
         wire.extend_from_slice(body);
         wire.push(b'#');
         hex::encode(&[crate::wire::checksum(body)], &mut wire);
-        assert_eq!(events(&mut f, &wire), vec![pkt(b"ab}")]);
+        wire
+    }
+
+    /// R3 of issue 16: `X404060,1:}` was written as 0x7d. A lone `}` at the
+    /// end of a body is refused (acked: the frame itself arrived intact),
+    /// and the framer goes on with the next packet.
+    #[test]
+    fn dangling_escape_is_refused() {
+        let mut f = Framer::new(DEFAULT_MAX_PACKET);
+        let mut wire = raw_frame(b"X404060,1:}");
+        wire.extend_from_slice(&raw_frame(b"ab}]"));
+        assert_eq!(
+            events(&mut f, &wire),
+            vec![WireEvent::BadEscape, pkt(b"ab}")]
+        );
+        assert_eq!(f.take_replies().unwrap(), b"++");
+        // The client side stays lenient.
+        let mut c = Framer::client(DEFAULT_MAX_PACKET);
+        assert_eq!(events(&mut c, &raw_frame(b"ab}")), vec![pkt(b"ab}")]);
     }
 
     #[test]

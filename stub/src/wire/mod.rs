@@ -20,9 +20,12 @@
 //!   After `QStartNoAckMode` both sides stop sending them; checksums are still
 //!   sent and we still verify them, but a bad one is only reported and
 //!   dropped. The [`Framer`] queues the `+`/`-` bytes itself (see
-//!   [`Framer::take_replies`]); the caller only switches modes.
+//!   [`Framer::take_replies`]); the caller only switches modes. A `-` asks
+//!   for the last packet again only until its `+`, at most
+//!   [`MAX_RESENDS`] times, and never in no-ack mode ([`Resender`]).
 //! - **Escapes.** Inside a body, `}` (0x7d) escapes the next byte, which is
-//!   sent XOR 0x20. `#`, `$` and `}` must always be escaped; replies also
+//!   sent XOR 0x20. A body that ends with a lone `}` is refused
+//!   ([`WireEvent::BadEscape`]), as gdb's `remote_unescape_input` refuses it. `#`, `$` and `}` must always be escaped; replies also
 //!   escape `*` so that it is not read as a run-length marker. `$` and `#`
 //!   are therefore always structural: a `$` inside a body abandons the
 //!   partial packet and starts a new one (gdb recovers the same way).
@@ -85,9 +88,12 @@ mod framer;
 pub mod hex;
 #[cfg(test)]
 mod proptests;
+mod resend;
 
 pub use encoder::Encoder;
 pub use framer::Framer;
+pub use resend::Resender;
+pub use resend::MAX_RESENDS;
 
 /// The largest packet body we accept, and what we advertise as
 /// `PacketSize` (written in hex on the wire: `PacketSize=20000`).
@@ -132,6 +138,12 @@ pub enum WireEvent {
     /// bad one gives [`WireEvent::BadChecksum`] instead) and, in ack mode,
     /// queued a `+`. The caller should reply with an error (`E..`).
     Oversize,
+    /// A packet with a good checksum whose body ends with a lone `}`: the
+    /// escape has no byte to apply to, so the body is not what the sender
+    /// meant and is dropped (gdb's own `remote_unescape_input` refuses it
+    /// too: "Unmatched escape character"). In ack mode a `+` is queued (the
+    /// frame arrived intact); the caller should reply with an error.
+    BadEscape,
 }
 
 /// Malformed run-length encoding found by [`rle_decode`].
@@ -259,11 +271,14 @@ impl Unescaper {
         }
     }
 
-    /// Ends the input: a dangling `}` is kept literally.
-    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
-        if std::mem::take(&mut self.pending) {
+    /// Ends the input: a dangling `}` is kept literally. Returns whether
+    /// there was one (the [`Framer`] rejects such a packet).
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> bool {
+        let dangling = std::mem::take(&mut self.pending);
+        if dangling {
             out.push(ESCAPE);
         }
+        dangling
     }
 }
 

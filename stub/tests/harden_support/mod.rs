@@ -227,8 +227,12 @@ impl Drop for Helper {
     }
 }
 
-/// Decode the text of an `Exx;HEX` error reply (lldb error strings).
+/// Decode the text of an `Exx;HEX` error reply (lldb error strings) or an
+/// `E.text` one (refusals).
 pub fn error_text(reply: &[u8]) -> String {
+    if let Some(text) = reply.strip_prefix(b"E.") {
+        return String::from_utf8_lossy(text).into_owned();
+    }
     let s = String::from_utf8_lossy(reply);
     let Some((_, hex)) = s.split_once(';') else {
         return s.into_owned();
