@@ -22,6 +22,9 @@ mod thread;
 mod x86_64;
 
 pub use errors::NativeError;
+pub use launch::construct_inferior_arguments;
+pub use launch::program_path;
+pub use launch::vrun_argument;
 pub use launch::LaunchOptions;
 pub use process::LinuxProcess;
 pub use procfs::pid_by_name;

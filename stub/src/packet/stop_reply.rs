@@ -47,6 +47,10 @@ pub struct StopReplyOptions {
     pub list_threads: bool,
     /// Interrupts are reported as SIGINT (gdb) instead of SIGSTOP (lldb).
     pub interrupt_as_sigint: bool,
+    /// gdbserver `--disable-packet=T`: plain `S` replies.
+    pub no_t: bool,
+    /// gdbserver `--disable-packet=Tthread`: no `thread:` field.
+    pub no_thread: bool,
 }
 
 /// State of one thread at the stop.
@@ -142,11 +146,18 @@ fn build_t(
         StopKind::Initial if signal == 0 && o.list_threads => libc::SIGSTOP,
         _ => signal,
     };
+    if o.no_t {
+        out.push(b'S');
+        push_hex_u8(out, wire_signal(signal, o));
+        return;
+    }
     out.push(b'T');
     push_hex_u8(out, wire_signal(signal, o));
-    out.extend_from_slice(b"thread:");
-    thread_id(out, pid, tid, o.multiprocess);
-    out.push(b';');
+    if !o.no_thread {
+        out.extend_from_slice(b"thread:");
+        thread_id(out, pid, tid, o.multiprocess);
+        out.push(b';');
+    }
     if o.list_threads {
         if let Some(name) = &snap.thread_name {
             // lldb-server sends the name hex-encoded when it has special

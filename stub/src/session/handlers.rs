@@ -65,6 +65,15 @@ impl Session {
                     self.send_error(libc::ESRCH as u8, "no such thread");
                 }
             }
+            Command::CurrentThread if self.features.disabled.qc => self.send(&reply::empty()),
+            Command::ThreadInfoFirst | Command::ThreadInfoNext
+                if self.features.disabled.qfthreadinfo =>
+            {
+                self.send(&reply::empty())
+            }
+            Command::VContQuery | Command::VCont(_) if self.features.disabled.vcont => {
+                self.send(&reply::empty())
+            }
             Command::CurrentThread => self.handle_qc(),
             Command::ThreadInfoFirst => {
                 self.thread_cursor = true;

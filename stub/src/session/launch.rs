@@ -25,8 +25,54 @@ pub struct LaunchDefaults {
     pub cwd: Option<PathBuf>,
     /// Disable ASLR.
     pub disable_aslr: bool,
-    /// Start through `/bin/sh -c exec …`.
+    /// Start through `$SHELL -c exec …`.
     pub startup_with_shell: bool,
+    /// gdbserver's `--wrapper` command.
+    pub wrapper: Option<String>,
+    /// The protocol runs on the server's stdin/stdout (see
+    /// [`LaunchOptions::protocol_on_stdio`]).
+    pub protocol_on_stdio: bool,
+    /// gdbserver's `--disable-packet=…` (server-wide; each connection
+    /// starts with it).
+    pub disabled: DisabledPackets,
+}
+
+/// Packets turned off with gdbserver's `--disable-packet=` (server.cc:
+/// the gdb testsuite uses it to test clients against older servers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DisabledPackets {
+    /// `vCont`, `vCont?`: answered empty.
+    pub vcont: bool,
+    /// `T` stop replies: `S` is sent instead.
+    pub t: bool,
+    /// The `thread:` field of `T` stop replies.
+    pub tthread: bool,
+    /// `qC`: answered empty.
+    pub qc: bool,
+    /// `qfThreadInfo`/`qsThreadInfo`: answered empty.
+    pub qfthreadinfo: bool,
+}
+
+impl DisabledPackets {
+    /// Turn off one of gdbserver's names (`threads` = all thread packets).
+    /// Returns false for a name gdbserver does not know.
+    pub fn disable(&mut self, name: &str) -> bool {
+        match name {
+            "vCont" => self.vcont = true,
+            "T" => self.t = true,
+            "Tthread" => self.tthread = true,
+            "qC" => self.qc = true,
+            "qfThreadInfo" => self.qfthreadinfo = true,
+            "threads" => {
+                self.vcont = true;
+                self.tthread = true;
+                self.qc = true;
+                self.qfthreadinfo = true;
+            }
+            _ => return false,
+        }
+        true
+    }
 }
 
 impl LaunchDefaults {
@@ -64,6 +110,8 @@ impl LaunchDefaults {
             cwd: self.cwd.clone(),
             disable_aslr: self.disable_aslr,
             startup_with_shell: self.startup_with_shell,
+            wrapper: self.wrapper.clone(),
+            protocol_on_stdio: self.protocol_on_stdio,
             ..LaunchOptions::default()
         }
     }
@@ -85,10 +133,20 @@ impl Session {
                 }
             }
         } else {
-            PathBuf::from(String::from_utf8_lossy(&prog).into_owned())
+            let p = crate::native::program_path(&String::from_utf8_lossy(&prog));
+            self.launch.program = Some(PathBuf::from(&p));
+            PathBuf::from(p)
         };
+        let shell = self.launch.startup_with_shell;
         let mut args: Vec<String> = it
             .map(|a| String::from_utf8_lossy(&a).into_owned())
+            .map(|a| {
+                if shell {
+                    crate::native::vrun_argument(&a)
+                } else {
+                    a
+                }
+            })
             .collect();
         if prog.is_empty() && args.is_empty() {
             args = self.launch.args.clone();

@@ -30,6 +30,7 @@ mod xfer;
 use std::collections::BTreeMap;
 
 pub use journal::Journal;
+pub use launch::DisabledPackets;
 pub use launch::LaunchDefaults;
 
 use crate::hostio::HostIo;
@@ -90,6 +91,8 @@ pub struct Features {
     pub error_strings: bool,
     /// `!` extended mode
     pub extended: bool,
+    /// `--disable-packet=` (from the server's settings).
+    pub disabled: launch::DisabledPackets,
 }
 
 impl Features {
@@ -105,6 +108,8 @@ impl Features {
             exec_events: self.exec_events,
             list_threads: self.list_threads,
             interrupt_as_sigint: self.dialect == Dialect::Gdb,
+            no_t: self.disabled.t,
+            no_thread: self.disabled.tthread,
         }
     }
 }
@@ -193,7 +198,10 @@ impl Session {
             encoder: Encoder::new(),
             out: Vec::with_capacity(4096),
             last_packet: Vec::new(),
-            features: Features::default(),
+            features: Features {
+                disabled: launch.disabled,
+                ..Features::default()
+            },
             procs: BTreeMap::new(),
             current: None,
             g_thread: None,
@@ -465,7 +473,10 @@ impl Session {
         self.encoder = Encoder::new();
         self.out = Vec::with_capacity(4096);
         self.last_packet.clear();
-        self.features = Features::default();
+        self.features = Features {
+            disabled: self.launch.disabled,
+            ..Features::default()
+        };
         self.thread_cursor = false;
         self.control = SessionControl::Continue;
         self.hostio = HostIo::new();

@@ -7,7 +7,7 @@ use super::Session;
 use super::SessionControl;
 use crate::packet::reply;
 
-const HELP: &str = "gdbmux monitor commands:\n\
+const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   help              this text\n\
   info | ps         the debugged processes and their threads (tid, name, pc)\n\
   exit              stop the gdbmux server after this session\n\
@@ -35,7 +35,9 @@ impl Session {
                 self.console_then_ok(&text);
             }
             "exit" => {
-                self.console_then_ok("gdbmux: exiting\n");
+                // Silent, as gdbserver (gdb.server/monitor-exit-quit.exp
+                // expects no output).
+                self.send(&reply::ok());
                 self.control = SessionControl::ExitServer;
             }
             other => {

@@ -1,0 +1,457 @@
+//! gdbmux as a drop-in gdbserver: the same command lines, messages and
+//! argument passing, checked with stock gdb 13 against both servers (the
+//! same gdb script, outputs compared).
+//!
+//! Needs `gdb` and `gdbserver` (tools/test-all.sh installs them).
+
+use std::io::BufRead;
+use std::io::BufReader;
+use std::io::Read;
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Child;
+use std::process::Command;
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::time::Duration;
+use std::time::Instant;
+
+const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
+const GDBSERVER: &str = "gdbserver";
+const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
+
+/// The `argv` fixture, built once; returns (directory, binary).
+fn argv_fixture() -> (PathBuf, PathBuf) {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let dir = BUILT.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compat-fixtures");
+        std::fs::create_dir_all(&out).unwrap();
+        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/argv.c");
+        let tmp = out.join(format!("argv.{}.tmp", std::process::id()));
+        let st = Command::new("gcc")
+            .args(["-g", "-O0", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .status()
+            .expect("run gcc");
+        assert!(st.success(), "gcc argv.c failed");
+        std::fs::rename(&tmp, out.join("argv")).unwrap();
+        out
+    });
+    (dir.clone(), dir.join("argv"))
+}
+
+/// A server started the way the gdb testsuite starts gdbserver, its
+/// stderr read line by line on a thread (events, no polling).
+struct Server {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: String,
+    stdout: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(server: &str, args: &[&str], cwd: &Path) -> Server {
+        let mut cmd = Command::new(server);
+        if server == GDBMUX {
+            cmd.arg("--no-gpu").env_remove("GDBMUX_LOG");
+        }
+        cmd.args(args)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn server");
+        let err = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut out = child.stdout.take().unwrap();
+        let (otx, stdout) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            let _ = otx.send(s);
+        });
+        Server {
+            child,
+            lines,
+            stderr: String::new(),
+            stdout,
+        }
+    }
+
+    /// Wait for a stderr line containing `needle`; returns it.
+    fn wait_line(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    self.stderr.push_str(&l);
+                    self.stderr.push('\n');
+                    if l.contains(needle) {
+                        return l;
+                    }
+                }
+                Err(_) => panic!("no line with {needle:?}; stderr so far:\n{}", self.stderr),
+            }
+        }
+    }
+
+    fn port(&mut self) -> u16 {
+        let l = self.wait_line("Listening on port ");
+        l.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
+    /// Wait for the server to exit; returns (exit code, rest of stderr,
+    /// its stdout = the program's output).
+    fn finish(mut self) -> (Option<i32>, String, String) {
+        let (tx, rx) = mpsc::channel();
+        let mut child = self.child;
+        let pid = child.id();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let st = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(st) => st.unwrap(),
+            Err(_) => {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+                panic!("server did not exit; stderr:\n{}", self.stderr);
+            }
+        };
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.stderr.push_str(&l);
+            self.stderr.push('\n');
+        }
+        let out = self
+            .stdout
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_default();
+        (st.code(), self.stderr, out)
+    }
+}
+
+/// Run gdb in batch mode with `cmds`; returns its stdout and stderr.
+fn gdb(cmds: &[String], exe: Option<&Path>) -> String {
+    let mut cmd = Command::new("gdb");
+    cmd.args(["-nx", "-batch", "-ex", "set confirm off"]);
+    cmd.args(["-ex", "set debuginfod enabled off"]);
+    for c in cmds {
+        cmd.args(["-ex", c]);
+    }
+    if let Some(e) = exe {
+        cmd.arg(e);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("spawn gdb");
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(Ok(o)) => format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        _ => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("gdb timed out: {cmds:?}");
+        }
+    }
+}
+
+/// The program's `argN=<…>` lines.
+fn arg_lines(out: &str) -> Vec<String> {
+    out.lines()
+        .filter(|l| l.starts_with("arg"))
+        .map(str::to_string)
+        .collect()
+}
+
+fn addresses(out: &str) -> String {
+    out.lines()
+        .find(|l| l.starts_with("stack="))
+        .unwrap_or_else(|| panic!("no stack= line in {out:?}"))
+        .to_string()
+}
+
+const ODD_ARGS: [&str; 6] = ["a b", "", "$HOME", "it's", "*", "x\ty"];
+
+/// `SERVER --once HOST:PORT PROG ARGS…` with a bare PROG found in the
+/// current directory: the same "Process … created" line, the same argv
+/// for the program (no splitting, empty kept, nothing expanded) and ASLR
+/// off by default (the same addresses on every run).
+#[test]
+fn command_line_launch_matches_gdbserver() {
+    let (dir, exe) = argv_fixture();
+    let mut results = Vec::new();
+    for server in SERVERS {
+        let mut addrs = Vec::new();
+        for _run in 0..2 {
+            let mut args = vec!["--once", "127.0.0.1:0", "argv"];
+            args.extend(ODD_ARGS);
+            let mut s = Server::start(server, &args, &dir);
+            let created = s.wait_line("created; pid = ");
+            assert!(
+                created.starts_with(&format!("Process {} created; pid = ", exe.display())),
+                "{server}: {created}"
+            );
+            let port = s.port();
+            let out = gdb(
+                &[format!("target remote 127.0.0.1:{port}"), "continue".into()],
+                Some(&exe),
+            );
+            assert!(out.contains("exited normally"), "{server}: {out}");
+            let (code, _err, stdout) = s.finish();
+            assert_eq!(code, Some(0), "{server}");
+            addrs.push(addresses(&stdout));
+            results.push(arg_lines(&stdout));
+        }
+        assert_eq!(addrs[0], addrs[1], "{server}: ASLR must be off by default");
+    }
+    let expected: Vec<String> = ODD_ARGS
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("arg{}=<{a}>", i + 1))
+        .collect();
+    for r in &results {
+        assert_eq!(r, &expected);
+    }
+}
+
+/// `--no-disable-randomization` turns ASLR back on (addresses differ
+/// between runs), as in gdbserver.
+#[test]
+fn no_disable_randomization_turns_aslr_on() {
+    let (dir, exe) = argv_fixture();
+    let mut addrs = Vec::new();
+    for _ in 0..3 {
+        let mut s = Server::start(
+            GDBMUX,
+            &[
+                "--no-disable-randomization",
+                "--once",
+                "127.0.0.1:0",
+                "argv",
+            ],
+            &dir,
+        );
+        let port = s.port();
+        gdb(
+            &[format!("target remote 127.0.0.1:{port}"), "continue".into()],
+            Some(&exe),
+        );
+        let (_, _, stdout) = s.finish();
+        addrs.push(addresses(&stdout));
+    }
+    assert!(
+        addrs[0] != addrs[1] || addrs[1] != addrs[2],
+        "three runs with the same addresses: {addrs:?}"
+    );
+}
+
+/// `run ARGS` in extended-remote (`vRun`): the program gets the same argv
+/// from both servers.
+#[test]
+fn vrun_arguments_match_gdbserver() {
+    let (dir, exe) = argv_fixture();
+    let mut results = Vec::new();
+    for server in SERVERS {
+        let mut s = Server::start(server, &["--once", "--multi", "127.0.0.1:0"], &dir);
+        let port = s.port();
+        let out = gdb(
+            &[
+                format!("target extended-remote 127.0.0.1:{port}"),
+                format!("set remote exec-file {}", exe.display()),
+                r#"run 'a b' '' $HOME "q\"uote" "it's" x\ y"#.into(),
+                "monitor exit".into(),
+            ],
+            Some(&exe),
+        );
+        assert!(out.contains("exited normally"), "{server}: {out}");
+        let (_code, _err, stdout) = s.finish();
+        results.push(arg_lines(&stdout));
+    }
+    assert_eq!(results[0], results[1], "gdbserver vs gdbmux");
+    assert!(
+        results[1].contains(&"arg1=<a b>".to_string()),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[1].contains(&"arg2=<>".to_string()),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[1].contains(&"arg3=<$HOME>".to_string()),
+        "{:?}",
+        results[1]
+    );
+}
+
+/// `target remote | SERVER - PROG ARGS`: the program's output goes to the
+/// server's stderr (gdb shows it), never into the protocol, even when it
+/// looks like a packet.
+#[test]
+fn stdio_mode_keeps_program_off_the_protocol() {
+    let (_dir, exe) = argv_fixture();
+    for server in SERVERS {
+        let extra = if server == GDBMUX { " --no-gpu" } else { "" };
+        let out = gdb(
+            &[
+                format!(
+                    "target remote | {server}{extra} - {} '$W00#b7' 'a b'",
+                    exe.display()
+                ),
+                "continue".into(),
+            ],
+            Some(&exe),
+        );
+        assert!(out.contains("stdin/stdout redirected"), "{server}: {out}");
+        assert!(out.contains("arg1=<$W00#b7>"), "{server}: {out}");
+        assert!(out.contains("arg2=<a b>"), "{server}: {out}");
+        assert!(out.contains("exited normally"), "{server}: {out}");
+    }
+}
+
+/// A port in use: gdbserver's exact message (the testsuite matches it to
+/// pick another port) and exit status 1.
+#[test]
+fn port_in_use_message_matches_gdbserver() {
+    let (dir, _exe) = argv_fixture();
+    let busy = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    for server in SERVERS {
+        let s = Server::start(
+            server,
+            &["--once", &format!("127.0.0.1:{port}"), "argv"],
+            &dir,
+        );
+        let (code, err, _) = s.finish();
+        assert_eq!(code, Some(1), "{server}: {err}");
+        assert!(
+            err.contains("Can't bind address: Address already in use.\nExiting"),
+            "{server}: {err}"
+        );
+    }
+}
+
+/// `SERVER --once --attach COMM PID`: attach, gdb sees the process,
+/// detaches; the process lives on.
+#[test]
+fn attach_comm_pid_form() {
+    let (dir, _exe) = argv_fixture();
+    for server in SERVERS {
+        let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+        let pid = sleeper.id().to_string();
+        let mut s = Server::start(server, &["--once", "--attach", "127.0.0.1:0", &pid], &dir);
+        let l = s.wait_line("Attached; pid = ");
+        assert_eq!(l, format!("Attached; pid = {pid}"), "{server}");
+        let port = s.port();
+        let out = gdb(
+            &[
+                format!("target remote 127.0.0.1:{port}"),
+                "info inferiors".into(),
+                "detach".into(),
+            ],
+            None,
+        );
+        assert!(out.contains(&format!("process {pid}")), "{server}: {out}");
+        assert!(out.contains("detached]"), "{server}: {out}");
+        let (code, _, _) = s.finish();
+        assert_eq!(code, Some(0), "{server}");
+        assert!(
+            sleeper.try_wait().unwrap().is_none(),
+            "{server}: detached process died"
+        );
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+    }
+}
+
+/// Without `--once` (and without `--multi`), a disconnect keeps the
+/// process for the next connection; the server exits when the process is
+/// gone. `::1:PORT` (IPv6 without brackets) is accepted.
+#[test]
+fn reopens_after_disconnect_and_ipv6_form() {
+    let (dir, exe) = argv_fixture();
+    for server in SERVERS {
+        let mut s = Server::start(server, &["::1:0", "argv", "one"], &dir);
+        let port = s.port();
+        let out = gdb(
+            &[
+                format!("target remote [::1]:{port}"),
+                "break main".into(),
+                "continue".into(),
+                "disconnect".into(),
+            ],
+            Some(&exe),
+        );
+        assert!(out.contains("Breakpoint 1, main"), "{server}: {out}");
+        s.wait_line("Remote side has terminated connection");
+        let out = gdb(
+            &[
+                format!("target remote [::1]:{port}"),
+                "info frame".into(),
+                "continue".into(),
+            ],
+            Some(&exe),
+        );
+        assert!(out.contains("in main"), "{server}: second client: {out}");
+        assert!(out.contains("exited normally"), "{server}: {out}");
+        let (code, _, stdout) = s.finish();
+        assert_eq!(code, Some(0), "{server}");
+        assert_eq!(arg_lines(&stdout), ["arg1=<one>"], "{server}");
+    }
+}
+
+/// gdbserver's `--wrapper WRAPPER --`: the wrapper starts the program.
+#[test]
+fn wrapper_runs_the_program() {
+    let (dir, exe) = argv_fixture();
+    let mut outs = Vec::new();
+    for server in SERVERS {
+        let mut s = Server::start(
+            server,
+            &[
+                "--wrapper",
+                "env",
+                "WT13=1",
+                "--",
+                "--once",
+                "127.0.0.1:0",
+                "argv",
+                "w",
+            ],
+            &dir,
+        );
+        let port = s.port();
+        let out = gdb(
+            &[
+                format!("target remote 127.0.0.1:{port}"),
+                "break main".into(),
+                "continue".into(),
+                "print (char*)getenv(\"WT13\")".into(),
+                "continue".into(),
+            ],
+            Some(&exe),
+        );
+        assert!(out.contains("\"1\""), "{server}: {out}");
+        let (_, _, stdout) = s.finish();
+        outs.push(arg_lines(&stdout));
+    }
+    assert_eq!(outs[0], outs[1]);
+}
