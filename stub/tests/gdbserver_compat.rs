@@ -21,25 +21,37 @@ const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
 const GDBSERVER: &str = "gdbserver";
 const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
 
-/// The `argv` fixture, built once; returns (directory, binary).
-fn argv_fixture() -> (PathBuf, PathBuf) {
+const FIXTURES: [&str; 3] = ["argv", "execer", "forker"];
+
+/// The fixtures, built once into one directory; returns it.
+fn fixture_dir() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    let dir = BUILT.get_or_init(|| {
-        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compat-fixtures");
-        std::fs::create_dir_all(&out).unwrap();
-        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/argv.c");
-        let tmp = out.join(format!("argv.{}.tmp", std::process::id()));
-        let st = Command::new("gcc")
-            .args(["-g", "-O0", "-o"])
-            .arg(&tmp)
-            .arg(&src)
-            .status()
-            .expect("run gcc");
-        assert!(st.success(), "gcc argv.c failed");
-        std::fs::rename(&tmp, out.join("argv")).unwrap();
-        out
-    });
-    (dir.clone(), dir.join("argv"))
+    BUILT
+        .get_or_init(|| {
+            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compat-fixtures");
+            std::fs::create_dir_all(&out).unwrap();
+            let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+            for f in FIXTURES {
+                let tmp = out.join(format!("{f}.{}.tmp", std::process::id()));
+                let st = Command::new("gcc")
+                    .args(["-g", "-O0", "-o"])
+                    .arg(&tmp)
+                    .arg(src.join(format!("{f}.c")))
+                    .status()
+                    .expect("run gcc");
+                assert!(st.success(), "gcc {f}.c failed");
+                std::fs::rename(&tmp, out.join(f)).unwrap();
+            }
+            out
+        })
+        .clone()
+}
+
+/// The `argv` fixture: (directory, binary).
+fn argv_fixture() -> (PathBuf, PathBuf) {
+    let dir = fixture_dir();
+    let exe = dir.join("argv");
+    (dir, exe)
 }
 
 /// A server started the way the gdb testsuite starts gdbserver, its
@@ -454,4 +466,124 @@ fn wrapper_runs_the_program() {
         outs.push(arg_lines(&stdout));
     }
     assert_eq!(outs[0], outs[1]);
+}
+
+/// gdb's lines that differ between any two servers only by pids and
+/// gdbserver's own diagnostics, dropped: what is left is compared.
+fn normalise(out: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    for l in out.lines() {
+        if l.starts_with("Reading ")
+            || l.starts_with("warning: File transfers")
+            || l.starts_with("gdbserver:")
+            || l.starts_with("Detaching from process")
+            || l.starts_with("Process ")
+            || l.starts_with("Remote debugging")
+            || l.starts_with("stdin/stdout")
+            || l.contains("Description")
+            || l.trim().is_empty()
+        {
+            continue;
+        }
+        let mut w = String::new();
+        for tok in l.split_inclusive(|c: char| !c.is_ascii_alphanumeric()) {
+            let digits = tok.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+            if digits.len() >= 4 && digits.bytes().all(|b| b.is_ascii_digit()) {
+                w.push_str("PID");
+                w.push_str(&tok[digits.len()..]);
+            } else {
+                w.push_str(tok);
+            }
+        }
+        // The connection column of `info inferiors` names the server.
+        if let Some(i) = w.find("(remote |") {
+            w.truncate(i);
+        }
+        v.push(w.trim_end().to_string());
+    }
+    v
+}
+
+/// Run the same gdb script against both servers over stdio
+/// (`target remote | SERVER - PROG ARGS`); returns the normalised outputs.
+fn same_script(prog: &str, args: &str, script: &[&str]) -> [Vec<String>; 2] {
+    let dir = fixture_dir();
+    let exe = dir.join(prog);
+    let run = |server: &str| {
+        let extra = if server == GDBMUX { " --no-gpu" } else { "" };
+        let mut cmds = vec![format!(
+            "target remote | {server}{extra} - {} {args}",
+            exe.display()
+        )];
+        cmds.extend(script.iter().map(|c| c.to_string()));
+        normalise(&gdb(&cmds, Some(&exe)))
+    };
+    [run(GDBSERVER), run(GDBMUX)]
+}
+
+/// `catch exec` stops at the exec with gdb's "executing new program", and
+/// the program runs on to its exit: the same session as with gdbserver.
+#[test]
+fn gdb_catch_exec_matches_gdbserver() {
+    let [a, b] = same_script("execer", "", &["catch exec", "continue", "continue"]);
+    let text = b.join("\n");
+    assert!(text.contains("is executing new program"), "{text}");
+    assert!(text.contains("Catchpoint 1 (exec'd"), "{text}");
+    assert!(text.contains("exited with code 05"), "{text}");
+    assert_eq!(a, b, "gdbserver vs gdbmux");
+}
+
+/// vfork with follow-fork-mode child: gdb follows the child, which stops
+/// at the breakpoint (vfork and vforkdone events); then both run to their
+/// ends. The same session as with gdbserver.
+#[test]
+fn gdb_vfork_follow_child_matches_gdbserver() {
+    let [a, b] = same_script(
+        "forker",
+        "v",
+        &[
+            "set follow-fork-mode child",
+            "break child_work",
+            "continue",
+            "info inferiors",
+            "continue",
+        ],
+    );
+    let text = b.join("\n");
+    assert!(text.contains("vfork to child"), "{text}");
+    assert!(text.contains("hit Breakpoint 1, child_work"), "{text}");
+    assert!(text.contains("is vfork child of inferior 1"), "{text}");
+    assert!(text.contains("exited with code 052"), "{text}");
+    assert_eq!(a, b, "gdbserver vs gdbmux");
+}
+
+/// lldb sees an exec as "stop reason = exec", as with lldb-server, and
+/// the new image runs to its exit.
+#[test]
+fn lldb_stops_at_exec() {
+    let dir = fixture_dir();
+    let exe = dir.join("execer");
+    let mut s = Server::start(GDBMUX, &["--once", "127.0.0.1:0", "execer"], &dir);
+    let port = s.port();
+    let mut cmd = Command::new("lldb");
+    cmd.args(["-b", "-o", "settings set stop-disassembly-display never"])
+        .args(["-o", &format!("gdb-remote 127.0.0.1:{port}")])
+        .args(["-o", "continue", "-o", "thread list", "-o", "continue"])
+        .arg(&exe)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("spawn lldb");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(Ok(o)) => String::from_utf8_lossy(&o.stdout).into_owned(),
+        _ => panic!("lldb did not finish"),
+    };
+    assert!(out.contains("stop reason = exec"), "{out}");
+    assert!(out.contains("exited with status = 5"), "{out}");
+    let (code, _, _) = s.finish();
+    assert_eq!(code, Some(0));
 }

@@ -257,6 +257,9 @@ fn build_t(
             out.push(b';');
             "exec"
         }
+        // lldb-server reports an exec as `reason:exec` alone; lldb then
+        // reloads the process's modules.
+        StopKind::Exec { .. } if o.list_threads => "exec",
         _ => "signal",
     };
     let quiet = signal == 0 && reason == "signal";

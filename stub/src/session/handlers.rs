@@ -330,8 +330,10 @@ impl Session {
         self.features.vfork_events = has("vfork-events+");
         self.features.exec_events = has("exec-events+");
         let forks = self.features.fork_events || self.features.vfork_events;
+        let exec = self.features.report_exec();
         for t in self.procs.values_mut() {
             t.set_report_forks(forks);
+            t.set_report_exec(exec);
         }
         let mut r = format!(
             "PacketSize={MAX_PACKET:x};QStartNoAckMode+;qXfer:features:read+;qXfer:auxv:read+;\

@@ -188,6 +188,7 @@ impl Session {
     fn install(&mut self, mut t: Box<dyn Target>, stop: crate::stop::StopEvent) {
         let forks = self.features.fork_events || self.features.vfork_events;
         t.set_report_forks(forks);
+        t.set_report_exec(self.features.report_exec());
         if !self.pass_signals.is_empty() {
             t.set_pass_signals(&self.pass_signals);
         }

@@ -96,6 +96,12 @@ pub struct Features {
 }
 
 impl Features {
+    /// Whether an exec is reported as a stop: gdb asks with
+    /// `exec-events+`; lldb-server always reports it (`reason:exec`).
+    pub fn report_exec(&self) -> bool {
+        self.exec_events || self.dialect == Dialect::Lldb
+    }
+
     /// Options for building stop replies.
     pub fn stop_options(&self) -> StopReplyOptions {
         StopReplyOptions {
