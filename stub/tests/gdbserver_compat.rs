@@ -21,7 +21,7 @@ const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
 const GDBSERVER: &str = "gdbserver";
 const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
 
-const FIXTURES: [&str; 3] = ["argv", "execer", "forker"];
+const FIXTURES: [&str; 5] = ["argv", "execer", "forker", "sigthreads", "tlsvars"];
 
 /// The fixtures, built once into one directory; returns it.
 fn fixture_dir() -> PathBuf {
@@ -34,7 +34,7 @@ fn fixture_dir() -> PathBuf {
             for f in FIXTURES {
                 let tmp = out.join(format!("{f}.{}.tmp", std::process::id()));
                 let st = Command::new("gcc")
-                    .args(["-g", "-O0", "-o"])
+                    .args(["-g", "-O0", "-pthread", "-o"])
                     .arg(&tmp)
                     .arg(src.join(format!("{f}.c")))
                     .status()
@@ -586,4 +586,70 @@ fn lldb_stops_at_exec() {
     assert!(out.contains("exited with status = 5"), "{out}");
     let (code, _, _) = s.finish();
     assert_eq!(code, Some(0));
+}
+
+/// Two threads get a signal each at the same moment; gdb passes both
+/// (`handle … pass`). Both must be delivered: the second, held while the
+/// first is reported, is not lost (the program exits 0 only then).
+#[test]
+fn gdb_passes_signals_of_two_threads() {
+    let [a, b] = same_script(
+        "sigthreads",
+        "",
+        &[
+            "handle SIGUSR1 stop print pass",
+            "handle SIGUSR2 stop print pass",
+            "continue",
+            "continue",
+            "continue",
+        ],
+    );
+    for (who, out) in [("gdbserver", &a), ("gdbmux", &b)] {
+        let text = out.join("\n");
+        assert!(text.contains("received signal SIGUSR1"), "{who}: {text}");
+        assert!(text.contains("received signal SIGUSR2"), "{who}: {text}");
+        assert!(text.contains("seen 10 12"), "{who}: {text}");
+        assert!(text.contains("exited normally"), "{who}: {text}");
+    }
+}
+
+/// Thread-local variables (`qGetTLSAddr`), of the program and of libc
+/// (`errno`), in the main thread and another: the same values as with
+/// gdbserver.
+#[test]
+fn gdb_reads_thread_local_variables_as_gdbserver() {
+    let [a, b] = same_script(
+        "tlsvars",
+        "",
+        &[
+            "break at_stop",
+            "continue",
+            "print tls_value",
+            "print tls_name",
+            "print errno",
+            "continue",
+            "print tls_value",
+            "print tls_name",
+            "print errno",
+            "thread 1",
+            "print tls_value",
+        ],
+    );
+    let values = |v: &[String]| -> Vec<String> {
+        v.iter().filter(|l| l.starts_with('$')).cloned().collect()
+    };
+    assert_eq!(
+        values(&b),
+        [
+            "$1 = 11",
+            "$2 = \"main\\000\\000\\000\"",
+            "$3 = 3",
+            "$4 = 22",
+            "$5 = \"Wain\\000\\000\\000\"",
+            "$6 = 7",
+            "$7 = 11"
+        ],
+        "{b:?}"
+    );
+    assert_eq!(values(&a), values(&b), "gdbserver vs gdbmux");
 }

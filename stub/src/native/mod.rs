@@ -19,6 +19,7 @@ mod ptrace;
 mod sigchld;
 mod svr4;
 mod thread;
+mod tls;
 mod x86_64;
 
 pub use errors::NativeError;
@@ -30,3 +31,4 @@ pub use process::LinuxProcess;
 pub use procfs::pid_by_name;
 pub use sigchld::block_sigchld;
 pub use sigchld::SigchldFd;
+pub use tls::tls_address;

@@ -230,15 +230,23 @@ impl LinuxProcess {
         }
     }
 
-    /// All threads stopped: pick the oldest pending stop and report it.
+    /// All threads stopped: pick the oldest pending stop of a thread the
+    /// client resumed and report it. A thread the client left stopped
+    /// (`vCont` without an action for it) keeps its stop for later: gdb
+    /// asserts on a stop of a thread it did not resume (infrun.c,
+    /// finish_step_over). Only when no resumed thread has one is another
+    /// thread's stop reported.
     fn finalize(&mut self) -> Option<StopEvent> {
-        let i = self
-            .threads
-            .iter()
-            .enumerate()
-            .filter_map(|(i, t)| t.pending.as_ref().map(|p| (p.seq, i)))
-            .min()?
-            .1;
+        let oldest = |resumed_only: bool| {
+            self.threads
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| !resumed_only || t.action != ResumeAction::Stop)
+                .filter_map(|(i, t)| t.pending.as_ref().map(|p| (p.seq, i)))
+                .min()
+                .map(|(_, i)| i)
+        };
+        let i = oldest(true).or_else(|| oldest(false))?;
         let p = self.threads[i].pending.take()?;
         // Any stop satisfies an interrupt request.
         for t in &mut self.threads {
@@ -826,7 +834,22 @@ impl Target for LinuxProcess {
             ));
         }
         if resumed.iter().any(|i| self.threads[*i].pending.is_some()) {
-            // Report a stored stop without running anything.
+            // Report a stored stop without running anything. A signal the
+            // client passes to a thread that therefore does not run now is
+            // kept for its next run (gdbserver: enqueue_pending_signal), so
+            // `handle SIG pass` never loses it.
+            for &i in &resumed {
+                let t = &mut self.threads[i];
+                let sig = match &mut t.action {
+                    ResumeAction::Continue(s) | ResumeAction::Step(s) => s.take(),
+                    _ => None,
+                };
+                if let Some(sig) = sig.filter(|s| *s != 0) {
+                    if t.deliver.replace(sig).is_some_and(|old| old != sig) {
+                        tracing::warn!(target: "native", "thread {}: a held signal was replaced by {sig}", t.tid);
+                    }
+                }
+            }
             self.state = State::Stopping;
             raise_sigchld();
             return Ok(());

@@ -207,6 +207,16 @@ pub enum Command {
     ThreadAlive(ThreadId),
     /// `qC`
     CurrentThread,
+    /// `qGetTLSAddr:thread,offset,lm`: address of a thread-local variable
+    /// (`offset` in the TLS block of the module whose link_map is `lm`).
+    GetTlsAddr {
+        /// Thread.
+        thread: ThreadId,
+        /// Offset in the module's TLS block.
+        offset: u64,
+        /// Address of the module's `struct link_map`.
+        lm: u64,
+    },
     /// `qfThreadInfo`
     ThreadInfoFirst,
     /// `qsThreadInfo`
@@ -327,6 +337,7 @@ pub const TABLE: &[(&str, Parser)] = &[
     ("qfThreadInfo", exact!(Command::ThreadInfoFirst)),
     ("qsThreadInfo", exact!(Command::ThreadInfoNext)),
     ("qAttached", query::parse_attached),
+    ("qGetTLSAddr:", query::parse_get_tls_addr),
     ("qThreadExtraInfo,", query::parse_thread_extra_info),
     ("qXfer:", xfer::parse_xfer),
     ("qSymbol", |_| Ok(Command::Symbol)),

@@ -75,6 +75,9 @@ impl Session {
                 self.send(&reply::empty())
             }
             Command::CurrentThread => self.handle_qc(),
+            Command::GetTlsAddr { thread, offset, lm } => {
+                self.handle_get_tls_addr(thread, offset, lm)
+            }
             Command::ThreadInfoFirst => {
                 self.thread_cursor = true;
                 let mut out = vec![b'm'];
@@ -374,6 +377,26 @@ impl Session {
             // No process and nothing recorded (extended mode): gdbserver
             // answers W00.
             None => self.send(b"W00"),
+        }
+    }
+
+    /// `qGetTLSAddr`: computed from glibc's thread_db descriptors
+    /// (native::tls), as libthread_db does for gdbserver.
+    fn handle_get_tls_addr(&mut self, thread: ThreadId, offset: u64, lm: u64) {
+        let Some((pid, tid)) = self.resolve_thread(Some(thread)) else {
+            self.send_error(libc::ESRCH as u8, "no such thread");
+            return;
+        };
+        let Some(t) = self.procs.get_mut(&pid) else {
+            self.send_error(libc::ESRCH as u8, "no such process");
+            return;
+        };
+        match crate::native::tls_address(t.as_mut(), pid, tid, offset, lm) {
+            Ok(addr) => self.send(format!("{addr:x}").as_bytes()),
+            Err(e) => {
+                tracing::debug!(target: "session", session = self.id, "qGetTLSAddr: {e}");
+                self.send_error(libc::EIO as u8, &e);
+            }
         }
     }
 
