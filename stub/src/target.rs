@@ -311,6 +311,13 @@ pub trait Target {
     /// Whether `exec` is reported as [`crate::stop::StopKind::Exec`] (the
     /// client negotiated exec-events); otherwise it is followed silently.
     fn set_report_exec(&mut self, _on: bool) {}
+
+    /// `QCatchSyscalls`: report entries to and returns from these system
+    /// calls (`Some(empty)` = all; `None` = off). Returns false when the
+    /// target cannot.
+    fn set_catch_syscalls(&mut self, _set: Option<Vec<u64>>) -> bool {
+        false
+    }
     /// Insert a breakpoint the stub itself needs (e.g. the GPU runtime
     /// hook). Reference counted; shares the patch with a client `Z0` at
     /// the same address; masked from memory reads like any breakpoint.

@@ -653,3 +653,43 @@ fn gdb_reads_thread_local_variables_as_gdbserver() {
     );
     assert_eq!(values(&a), values(&b), "gdbserver vs gdbmux");
 }
+
+/// `catch syscall` (QCatchSyscalls): the call and the return of a caught
+/// system call stop, others do not; the same session as with gdbserver.
+#[test]
+fn gdb_catch_syscall_matches_gdbserver() {
+    let [a, b] = same_script(
+        "argv",
+        "x",
+        &[
+            "catch syscall write",
+            "catch syscall exit_group",
+            "continue",
+            "continue",
+            "continue",
+            "continue",
+        ],
+    );
+    let text = b.join("\n");
+    assert!(
+        text.contains("Catchpoint 1 (call to syscall write)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Catchpoint 1 (returned from syscall write)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Catchpoint 2 (call to syscall exit_group)"),
+        "{text}"
+    );
+    assert!(text.contains("exited normally"), "{text}");
+    // The program's stack= line differs (environment); the rest is equal.
+    let strip = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .filter(|l| !l.starts_with("stack="))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(strip(&a), strip(&b), "gdbserver vs gdbmux");
+}

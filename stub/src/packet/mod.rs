@@ -264,6 +264,9 @@ pub enum Command {
     Offsets,
     /// `QNonStop:0|1`
     NonStop(bool),
+    /// `QCatchSyscalls:0` (`None`) or `QCatchSyscalls:1[;NR…]` (the
+    /// numbers; empty = every system call).
+    CatchSyscalls(Option<Vec<u64>>),
     // --- lldb dialect ---
     /// `qHostInfo`
     HostInfo,
@@ -344,6 +347,7 @@ pub const TABLE: &[(&str, Parser)] = &[
     ("qRcmd,", query::parse_rcmd),
     ("qOffsets", exact!(Command::Offsets)),
     ("QNonStop:", query::parse_nonstop),
+    ("QCatchSyscalls:", query::parse_catch_syscalls),
     ("QPassSignals:", query::parse_pass_signals),
     ("QProgramSignals:", query::parse_program_signals),
     ("QDisableRandomization:", query::parse_disable_randomization),

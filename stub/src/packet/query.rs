@@ -74,6 +74,26 @@ pub fn parse_qc(rest: &[u8]) -> Result<Command, ParseError> {
     }
 }
 
+/// `QCatchSyscalls:0` | `QCatchSyscalls:1[;NR]…` (hex numbers).
+pub fn parse_catch_syscalls(rest: &[u8]) -> Result<Command, ParseError> {
+    let mut it = rest.split(|b| *b == b';');
+    match it.next() {
+        Some(b"0") if it.next().is_none() => Ok(Command::CatchSyscalls(None)),
+        Some(b"1") => it
+            .map(|n| {
+                std::str::from_utf8(n)
+                    .ok()
+                    .and_then(|s| u64::from_str_radix(s, 16).ok())
+                    .ok_or(ParseError::new("bad QCatchSyscalls number"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|v| Command::CatchSyscalls(Some(v))),
+        _ => Err(ParseError::new(
+            "QCatchSyscalls:0 or QCatchSyscalls:1[;NR]...",
+        )),
+    }
+}
+
 /// `QNonStop:0|1`
 pub fn parse_nonstop(rest: &[u8]) -> Result<Command, ParseError> {
     Ok(Command::NonStop(parse_bool(rest)?))

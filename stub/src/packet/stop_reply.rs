@@ -153,6 +153,16 @@ fn build_t(
     }
     out.push(b'T');
     push_hex_u8(out, wire_signal(signal, o));
+    // gdbserver puts the syscall key first (server.cc, prepare_resume_reply).
+    match kind {
+        StopKind::SyscallEntry { number } => {
+            let _ = write!(Buf(out), "syscall_entry:{number:x};");
+        }
+        StopKind::SyscallReturn { number } => {
+            let _ = write!(Buf(out), "syscall_return:{number:x};");
+        }
+        _ => {}
+    }
     if !o.no_thread {
         out.extend_from_slice(b"thread:");
         thread_id(out, pid, tid, o.multiprocess);

@@ -247,6 +247,17 @@ impl Session {
             Command::Rcmd(cmd) => self.handle_monitor(&cmd),
             Command::Offsets => self.send(&reply::empty()),
             Command::NonStop(false) => self.send(&reply::ok()),
+            Command::CatchSyscalls(set) => {
+                let mut ok = !self.procs.is_empty();
+                for t in self.procs.values_mut() {
+                    ok &= t.set_catch_syscalls(set.clone());
+                }
+                if ok {
+                    self.send(&reply::ok());
+                } else {
+                    self.send_error(libc::EINVAL as u8, "cannot catch system calls here");
+                }
+            }
             Command::NonStop(true) => {
                 self.send_error(libc::ENOTSUP as u8, "non-stop mode is not supported")
             }
@@ -341,7 +352,7 @@ impl Session {
         let mut r = format!(
             "PacketSize={MAX_PACKET:x};QStartNoAckMode+;qXfer:features:read+;qXfer:auxv:read+;\
              qXfer:libraries-svr4:read+;qXfer:exec-file:read+;qXfer:threads:read+;qXfer:siginfo:read+;\
-             QPassSignals+;QProgramSignals+;QDisableRandomization+;QEnvironmentHexEncoded+;\
+             QPassSignals+;QProgramSignals+;QCatchSyscalls+;QDisableRandomization+;QEnvironmentHexEncoded+;\
              QEnvironmentReset+;QEnvironmentUnset+;QSetWorkingDir+;QStartupWithShell+;\
              vContSupported+;QThreadSuffixSupported+;QListThreadsInStopReply+;qEcho+"
         );
