@@ -21,7 +21,14 @@ const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
 const GDBSERVER: &str = "gdbserver";
 const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
 
-const FIXTURES: [&str; 5] = ["argv", "execer", "forker", "sigthreads", "tlsvars"];
+const FIXTURES: [&str; 6] = [
+    "argv",
+    "execer",
+    "forker",
+    "sigthreads",
+    "tlsvars",
+    "watchwide",
+];
 
 /// The fixtures, built once into one directory; returns it.
 fn fixture_dir() -> PathBuf {
@@ -692,4 +699,33 @@ fn gdb_catch_syscall_matches_gdbserver() {
             .collect()
     };
     assert_eq!(strip(&a), strip(&b), "gdbserver vs gdbmux");
+}
+
+/// A 16-byte hardware watchpoint (two debug registers, `Z2,addr,10`)
+/// triggers on writes to either half: the same session as gdbserver.
+#[test]
+fn gdb_wide_hardware_watchpoint_matches_gdbserver() {
+    let [a, b] = same_script(
+        "watchwide",
+        "",
+        &[
+            "break main",
+            "continue",
+            "watch pair",
+            "continue",
+            "continue",
+            "continue",
+        ],
+    );
+    let text = b.join("\n");
+    assert!(text.contains("Hardware watchpoint 2: pair"), "{text}");
+    assert!(
+        text.contains("New value = {first = 1, second = 0}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("New value = {first = 1, second = 2}"),
+        "{text}"
+    );
+    assert_eq!(a, b, "gdbserver vs gdbmux");
 }
