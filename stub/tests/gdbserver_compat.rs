@@ -729,3 +729,46 @@ fn gdb_wide_hardware_watchpoint_matches_gdbserver() {
     );
     assert_eq!(a, b, "gdbserver vs gdbmux");
 }
+
+/// `R` (restart): with gdb's run-packet off and no exec-file, `run` of a
+/// running program restarts it with `R`; it stops at main again and runs
+/// to its end, as with gdbserver.
+#[test]
+fn gdb_restart_with_r_packet_matches_gdbserver() {
+    let (dir, exe) = argv_fixture();
+    let mut outs = Vec::new();
+    for server in SERVERS {
+        let mut s = Server::start(server, &["--once", "--multi", "127.0.0.1:0"], &dir);
+        let port = s.port();
+        let out = gdb(
+            &[
+                "set sysroot".into(),
+                format!("target extended-remote 127.0.0.1:{port}"),
+                format!("set remote exec-file {}", exe.display()),
+                "break main".into(),
+                "run".into(),
+                "set remote run-packet off".into(),
+                "set remote exec-file".into(),
+                "run".into(),
+                "continue".into(),
+                "monitor exit".into(),
+            ],
+            Some(&exe),
+        );
+        assert_eq!(
+            out.matches("Breakpoint 1, main").count(),
+            2,
+            "{server}: {out}"
+        );
+        assert!(out.contains("exited normally"), "{server}: {out}");
+        s.finish();
+        outs.push(normalise(&out));
+    }
+    let strip = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .filter(|l| !l.contains("argv=0x") && !l.starts_with("stack="))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(strip(&outs[0]), strip(&outs[1]), "gdbserver vs gdbmux");
+}

@@ -256,6 +256,8 @@ pub enum Command {
     StartupWithShell(bool),
     /// `qSymbol::` or `qSymbol:value:name`
     Symbol,
+    /// `R XX`: restart the program (extended mode; no reply).
+    Restart,
     /// `vFile:…` (arguments after `vFile:`)
     VFile(Vec<u8>),
     /// `qRcmd,hex`
@@ -344,6 +346,7 @@ pub const TABLE: &[(&str, Parser)] = &[
     ("qThreadExtraInfo,", query::parse_thread_extra_info),
     ("qXfer:", xfer::parse_xfer),
     ("qSymbol", |_| Ok(Command::Symbol)),
+    ("R", |_| Ok(Command::Restart)),
     ("qRcmd,", query::parse_rcmd),
     ("qOffsets", exact!(Command::Offsets)),
     ("QNonStop:", query::parse_nonstop),

@@ -240,6 +240,9 @@ impl Session {
                 self.send(&reply::ok());
             }
             Command::Symbol => self.send(&reply::ok()),
+            Command::Restart if self.features.extended => self.handle_restart(),
+            // gdbserver answers `R` outside extended mode as unknown.
+            Command::Restart => self.send(&reply::empty()),
             Command::VFile(args) => {
                 let r = self.hostio.handle(&args);
                 self.send(&r);

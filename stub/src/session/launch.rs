@@ -151,6 +151,8 @@ impl Session {
         if prog.is_empty() && args.is_empty() {
             args = self.launch.args.clone();
         }
+        // Kept for `R` (restart), as gdbserver keeps program_args.
+        self.launch.args = args.clone();
         // gdbserver kills the current process before running a new one.
         self.kill_all();
         let opts = self.launch.options(program.clone(), args);
@@ -163,6 +165,27 @@ impl Session {
                 tracing::warn!(target: "ptrace", session = self.id, "launch failed: {e}");
                 self.send_error(libc::ENOENT as u8, &e.to_string());
             }
+        }
+    }
+
+    /// `R`: kill the processes and start the last program again with its
+    /// arguments (gdbserver, server.cc); gdb sends no reply for it and
+    /// asks `?` next, which answers the new process's initial stop.
+    pub(super) fn handle_restart(&mut self) {
+        let Some(program) = self.launch.program.clone() else {
+            tracing::warn!(target: "session", session = self.id, "R without a program to restart");
+            return;
+        };
+        self.kill_all();
+        let opts = self
+            .launch
+            .options(program.clone(), self.launch.args.clone());
+        match LinuxProcess::launch(&opts) {
+            Ok((proc_, stop)) => {
+                tracing::info!(target: "ptrace", session = self.id, pid = proc_.pid(), program = %program.display(), "restarted");
+                self.adopt_launched(Box::new(proc_), stop);
+            }
+            Err(e) => tracing::warn!(target: "ptrace", session = self.id, "restart failed: {e}"),
         }
     }
 
@@ -185,14 +208,8 @@ impl Session {
 
     /// Adopt a fresh process and answer with its initial stop (a journal
     /// replay, like `?`).
-    fn install(&mut self, mut t: Box<dyn Target>, stop: crate::stop::StopEvent) {
-        let forks = self.features.fork_events || self.features.vfork_events;
-        t.set_report_forks(forks);
-        t.set_report_exec(self.features.report_exec());
-        if !self.pass_signals.is_empty() {
-            t.set_pass_signals(&self.pass_signals);
-        }
-        self.adopt(t, stop);
+    fn install(&mut self, t: Box<dyn Target>, stop: crate::stop::StopEvent) {
+        self.adopt_launched(t, stop);
         let opts = self.features.stop_options();
         match self.journal.reply(&opts) {
             Some(r) => self.send(&r),
@@ -202,6 +219,17 @@ impl Session {
                 self.features.error_strings,
             )),
         }
+    }
+
+    /// Adopt a fresh process with the session's settings (no reply).
+    fn adopt_launched(&mut self, mut t: Box<dyn Target>, stop: crate::stop::StopEvent) {
+        let forks = self.features.fork_events || self.features.vfork_events;
+        t.set_report_forks(forks);
+        t.set_report_exec(self.features.report_exec());
+        if !self.pass_signals.is_empty() {
+            t.set_pass_signals(&self.pass_signals);
+        }
+        self.adopt(t, stop);
     }
 
     fn kill_all(&mut self) {
