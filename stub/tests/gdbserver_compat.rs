@@ -772,3 +772,35 @@ fn gdb_restart_with_r_packet_matches_gdbserver() {
     };
     assert_eq!(strip(&outs[0]), strip(&outs[1]), "gdbserver vs gdbmux");
 }
+
+/// `info os` and `info os processes` (qXfer:osdata): the table of tables
+/// and the process list with gdbserver's columns, pid 1 included.
+#[test]
+fn gdb_info_os_processes() {
+    let (dir, _exe) = argv_fixture();
+    for server in SERVERS {
+        let mut s = Server::start(server, &["--once", "--multi", "127.0.0.1:0"], &dir);
+        let port = s.port();
+        let out = gdb(
+            &[
+                format!("target extended-remote 127.0.0.1:{port}"),
+                "info os".into(),
+                "info os processes".into(),
+                "monitor exit".into(),
+            ],
+            None,
+        );
+        assert!(
+            out.contains("processes  Listing of all processes"),
+            "{server}: {out}"
+        );
+        let header = out
+            .lines()
+            .find(|l| l.starts_with("pid "))
+            .unwrap_or_else(|| panic!("{server}: no process table: {out}"));
+        let cols: Vec<&str> = header.split_whitespace().collect();
+        assert_eq!(cols, ["pid", "user", "command", "cores"], "{server}");
+        assert!(out.lines().any(|l| l.starts_with("1 ")), "{server}: {out}");
+        s.finish();
+    }
+}

@@ -13,6 +13,7 @@ mod errors;
 mod hwdebug;
 mod launch;
 mod memory;
+pub mod osdata;
 mod process;
 mod procfs;
 mod ptrace;

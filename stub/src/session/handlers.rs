@@ -355,7 +355,7 @@ impl Session {
         let mut r = format!(
             "PacketSize={MAX_PACKET:x};QStartNoAckMode+;qXfer:features:read+;qXfer:auxv:read+;\
              qXfer:libraries-svr4:read+;qXfer:exec-file:read+;qXfer:threads:read+;qXfer:siginfo:read+;\
-             QPassSignals+;QProgramSignals+;QCatchSyscalls+;QDisableRandomization+;QEnvironmentHexEncoded+;\
+             QPassSignals+;QProgramSignals+;QCatchSyscalls+;qXfer:osdata:read+;QDisableRandomization+;QEnvironmentHexEncoded+;\
              QEnvironmentReset+;QEnvironmentUnset+;QSetWorkingDir+;QStartupWithShell+;\
              vContSupported+;QThreadSuffixSupported+;QListThreadsInStopReply+;qEcho+"
         );
