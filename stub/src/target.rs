@@ -312,6 +312,13 @@ pub trait Target {
     /// client negotiated exec-events); otherwise it is followed silently.
     fn set_report_exec(&mut self, _on: bool) {}
 
+    /// `qXfer:siginfo:write`: replace bytes of the stopped thread's
+    /// siginfo (delivered with the signal on the next resume). Returns the
+    /// count written.
+    fn write_siginfo(&mut self, _tid: Tid, _offset: u64, _data: &[u8]) -> TargetResult<usize> {
+        Err(TargetError::Unsupported("siginfo write"))
+    }
+
     /// `QCatchSyscalls`: report entries to and returns from these system
     /// calls (`Some(empty)` = all; `None` = off). Returns false when the
     /// target cannot.

@@ -21,13 +21,14 @@ const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
 const GDBSERVER: &str = "gdbserver";
 const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
 
-const FIXTURES: [&str; 6] = [
+const FIXTURES: [&str; 7] = [
     "argv",
     "execer",
     "forker",
     "sigthreads",
     "tlsvars",
     "watchwide",
+    "sigwrite",
 ];
 
 /// The fixtures, built once into one directory; returns it.
@@ -803,4 +804,23 @@ fn gdb_info_os_processes() {
         assert!(out.lines().any(|l| l.starts_with("1 ")), "{server}: {out}");
         s.finish();
     }
+}
+
+/// `$_siginfo` assignments (qXfer:siginfo:write) reach the program's
+/// SA_SIGINFO handler, as with gdbserver.
+#[test]
+fn gdb_siginfo_write_matches_gdbserver() {
+    let [a, b] = same_script(
+        "sigwrite",
+        "",
+        &[
+            "continue",
+            "p $_siginfo.si_errno = 666",
+            "p $_siginfo.si_code = 999",
+            "continue",
+        ],
+    );
+    let text = b.join("\n");
+    assert!(text.contains("handler sig=10 errno=666 code=999"), "{text}");
+    assert_eq!(a, b, "gdbserver vs gdbmux");
 }

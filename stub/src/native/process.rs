@@ -1092,6 +1092,17 @@ impl Target for LinuxProcess {
             .map_err(|e| terr("siginfo", t.tid, e))
     }
 
+    fn write_siginfo(&mut self, tid: Tid, offset: u64, data: &[u8]) -> TargetResult<usize> {
+        let i = self.stopped_idx(tid)?;
+        let t = self.threads[i].tid;
+        let mut buf = ptrace::get_siginfo(t).map_err(|e| terr("siginfo", t, e))?;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(buf.len());
+        let n = data.len().min(buf.len() - start);
+        buf[start..start + n].copy_from_slice(&data[..n]);
+        ptrace::set_siginfo(t, &buf).map_err(|e| terr("set siginfo", t, e))?;
+        Ok(n)
+    }
+
     fn memory_region(&mut self, addr: u64) -> TargetResult<MemoryRegion> {
         let text = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).map_err(|e| {
             TargetError::Errno {

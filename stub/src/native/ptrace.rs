@@ -262,6 +262,13 @@ pub fn get_siginfo(tid: RawTid) -> Result<[u8; 128], Errno> {
     r
 }
 
+/// `PTRACE_SETSIGINFO` from a raw 128-byte `siginfo_t`.
+pub fn set_siginfo(tid: RawTid, buf: &[u8; 128]) -> Result<(), Errno> {
+    let r = raw(libc::PTRACE_SETSIGINFO, tid, 0, buf.as_ptr() as usize).map(drop);
+    tracing::trace!(target: "ptrace", "PTRACE_SETSIGINFO(tid={tid}) -> {r:?}");
+    r
+}
+
 /// `si_signo` and `si_code` of a raw siginfo.
 pub fn siginfo_signo_code(buf: &[u8; 128]) -> (i32, i32) {
     (

@@ -227,6 +227,17 @@ pub enum Command {
     ThreadExtraInfo(ThreadId),
     /// `qXfer:object:read:annex:offset,length`
     XferRead(XferRead),
+    /// `qXfer:object:write:annex:offset:data` (data binary, unescaped).
+    XferWrite {
+        /// Object (`siginfo`).
+        object: String,
+        /// Annex.
+        annex: String,
+        /// Offset to write at.
+        offset: u64,
+        /// Bytes.
+        data: Vec<u8>,
+    },
     // --- process control ---
     /// `D` / `D;pid`
     Detach(Option<u64>),

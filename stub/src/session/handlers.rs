@@ -197,6 +197,14 @@ impl Session {
             Command::VContQuery => self.send(b"vCont;c;C;s;S;t;r"),
             Command::VCont(actions) => self.handle_vcont(&actions),
             Command::XferRead(x) => self.handle_xfer(&x),
+            Command::XferWrite {
+                object,
+                offset,
+                data,
+                ..
+            } if object == "siginfo" => self.handle_siginfo_write(offset, &data),
+            // Other objects are not writable (gdbserver: empty reply).
+            Command::XferWrite { .. } => self.send(&reply::empty()),
             Command::Detach(pid) => self.handle_detach(pid),
             Command::Kill => self.handle_kill(None, false),
             Command::VKill(pid) => self.handle_kill(Some(pid), true),
@@ -354,7 +362,7 @@ impl Session {
         }
         let mut r = format!(
             "PacketSize={MAX_PACKET:x};QStartNoAckMode+;qXfer:features:read+;qXfer:auxv:read+;\
-             qXfer:libraries-svr4:read+;qXfer:exec-file:read+;qXfer:threads:read+;qXfer:siginfo:read+;\
+             qXfer:libraries-svr4:read+;qXfer:exec-file:read+;qXfer:threads:read+;qXfer:siginfo:read+;qXfer:siginfo:write+;\
              QPassSignals+;QProgramSignals+;QCatchSyscalls+;qXfer:osdata:read+;QDisableRandomization+;QEnvironmentHexEncoded+;\
              QEnvironmentReset+;QEnvironmentUnset+;QSetWorkingDir+;QStartupWithShell+;\
              vContSupported+;QThreadSuffixSupported+;QListThreadsInStopReply+;qEcho+"
@@ -411,6 +419,28 @@ impl Session {
                 tracing::debug!(target: "session", session = self.id, "qGetTLSAddr: {e}");
                 self.send_error(libc::EIO as u8, &e);
             }
+        }
+    }
+
+    /// `qXfer:siginfo:write` on the general thread (as the read).
+    fn handle_siginfo_write(&mut self, offset: u64, data: &[u8]) {
+        let Some((pid, tid)) = self.g_thread.or_else(|| {
+            self.resolve_thread(Some(ThreadId {
+                pid: None,
+                tid: crate::packet::IdSel::Any,
+            }))
+        }) else {
+            self.send_error(libc::ESRCH as u8, "no thread");
+            return;
+        };
+        self.xfer_cache.clear();
+        let r = match self.procs.get_mut(&pid) {
+            Some(t) => t.write_siginfo(tid, offset, data),
+            None => Err(TargetError::Invalid("no such process".into())),
+        };
+        match r {
+            Ok(n) => self.send(format!("{n:x}").as_bytes()),
+            Err(e) => self.send_target_error(&e),
         }
     }
 
