@@ -30,6 +30,7 @@ fn init_logging(cli: &Cli) -> Result<(), String> {
             filter.push_str(&format!(",{ch}=trace"));
         }
     }
+    let base = filter.clone();
     let filter = EnvFilter::try_new(&filter).map_err(|e| format!("bad log filter: {e}"))?;
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let writer: Box<dyn Fn() -> Box<dyn Write + Send> + Send + Sync> = match &cli.log_file {
@@ -44,10 +45,28 @@ fn init_logging(cli: &Cli) -> Result<(), String> {
         }
         None => Box::new(|| -> Box<dyn Write + Send> { Box::new(std::io::stderr()) }),
     };
+    // `monitor set debug|remote-debug` (gdbserver's) adds channels to the
+    // filter at run time.
+    let control = move |extra: &str| format!("{base}{extra}");
     let r = if cli.log_format == "json" {
-        builder.json().with_writer(writer).try_init()
+        let b = builder.json().with_writer(writer).with_filter_reloading();
+        let h = b.reload_handle();
+        stub::session::set_log_control(Box::new(move |extra: &str| {
+            let f = EnvFilter::try_new(control(extra)).map_err(|e| e.to_string())?;
+            h.reload(f).map_err(|e| e.to_string())
+        }));
+        b.try_init()
     } else {
-        builder.with_ansi(false).with_writer(writer).try_init()
+        let b = builder
+            .with_ansi(false)
+            .with_writer(writer)
+            .with_filter_reloading();
+        let h = b.reload_handle();
+        stub::session::set_log_control(Box::new(move |extra: &str| {
+            let f = EnvFilter::try_new(control(extra)).map_err(|e| e.to_string())?;
+            h.reload(f).map_err(|e| e.to_string())
+        }));
+        b.try_init()
     };
     r.map_err(|e| format!("logging: {e}"))
 }

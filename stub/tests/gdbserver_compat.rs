@@ -824,3 +824,35 @@ fn gdb_siginfo_write_matches_gdbserver() {
     assert!(text.contains("handler sig=10 errno=666 code=999"), "{text}");
     assert_eq!(a, b, "gdbserver vs gdbmux");
 }
+
+/// gdbserver's monitor commands the testsuite uses: `monitor set debug`
+/// and `monitor set remote-debug` switch the debug output, an empty or
+/// unknown command is an error after "Unknown monitor command.".
+#[test]
+fn gdb_monitor_set_debug_matches_gdbserver() {
+    let [a, b] = same_script(
+        "argv",
+        "",
+        &[
+            "monitor set debug 1",
+            "monitor set debug 0",
+            "monitor set remote-debug 1",
+            "monitor set remote-debug 0",
+            "monitor",
+            "kill",
+        ],
+    );
+    for (who, out) in [("gdbserver", &a), ("gdbmux", &b)] {
+        let text = out.join("\n");
+        for line in [
+            "Debug output enabled.",
+            "Debug output disabled.",
+            "Protocol debug output enabled.",
+            "Protocol debug output disabled.",
+            "Unknown monitor command.",
+            "Protocol error with Rcmd",
+        ] {
+            assert!(text.contains(line), "{who}: no {line:?} in {text}");
+        }
+    }
+}

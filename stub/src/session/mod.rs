@@ -32,6 +32,8 @@ use std::collections::BTreeMap;
 pub use journal::Journal;
 pub use launch::DisabledPackets;
 pub use launch::LaunchDefaults;
+pub use monitor::set_log_control;
+pub use monitor::LogControl;
 
 use crate::hostio::HostIo;
 use crate::packet;
