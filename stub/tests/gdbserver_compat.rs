@@ -565,35 +565,111 @@ fn gdb_vfork_follow_child_matches_gdbserver() {
     assert_eq!(a, b, "gdbserver vs gdbmux");
 }
 
-/// lldb sees an exec as "stop reason = exec", as with lldb-server, and
-/// the new image runs to its exit.
-#[test]
-fn lldb_stops_at_exec() {
-    let dir = fixture_dir();
-    let exe = dir.join("execer");
-    let mut s = Server::start(GDBMUX, &["--once", "127.0.0.1:0", "execer"], &dir);
-    let port = s.port();
+/// Run lldb in batch mode with `cmds` on `exe`; returns its stdout.
+fn lldb(cmds: &[String], exe: &Path) -> String {
     let mut cmd = Command::new("lldb");
-    cmd.args(["-b", "-o", "settings set stop-disassembly-display never"])
-        .args(["-o", &format!("gdb-remote 127.0.0.1:{port}")])
-        .args(["-o", "continue", "-o", "thread list", "-o", "continue"])
-        .arg(&exe)
+    cmd.args(["-b", "-o", "settings set stop-disassembly-display never"]);
+    for c in cmds {
+        cmd.args(["-o", c]);
+    }
+    cmd.arg(exe)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let child = cmd.spawn().expect("spawn lldb");
+    let pid = child.id();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
-    let out = match rx.recv_timeout(Duration::from_secs(60)) {
+    match rx.recv_timeout(Duration::from_secs(60)) {
         Ok(Ok(o)) => String::from_utf8_lossy(&o.stdout).into_owned(),
-        _ => panic!("lldb did not finish"),
+        _ => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("lldb timed out: {cmds:?}");
+        }
+    }
+}
+
+/// `lldb-server gdbserver 127.0.0.1:0 --named-pipe FIFO -- PROG`: the
+/// port it listens on, read from the FIFO (decimal text ending in NUL).
+fn start_lldb_server(dir: &Path, prog: &str) -> (Child, u16) {
+    let fifo = dir.join(format!("lldb-port.{}", std::process::id()));
+    let _ = std::fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let child = Command::new("lldb-server")
+        .args(["gdbserver", "127.0.0.1:0", "--named-pipe"])
+        .arg(&fifo)
+        .args(["--", prog])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn lldb-server");
+    let (tx, rx) = mpsc::channel();
+    let f2 = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::read(&f2));
+    });
+    let text = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("lldb-server did not report its port")
+        .unwrap();
+    let _ = std::fs::remove_file(&fifo);
+    let port = String::from_utf8_lossy(&text)
+        .trim_matches(char::from(0))
+        .trim()
+        .parse()
+        .unwrap();
+    (child, port)
+}
+
+/// lldb sees an exec as "stop reason = exec" and the new image runs to
+/// its exit: the same lldb session against lldb-server and gdbmux.
+#[test]
+fn lldb_stops_at_exec_as_lldb_server() {
+    let dir = fixture_dir();
+    let exe = dir.join("execer");
+    let script = |port: u16| {
+        vec![
+            format!("gdb-remote 127.0.0.1:{port}"),
+            "continue".to_string(),
+            "thread list".to_string(),
+            "continue".to_string(),
+        ]
+    };
+    let (mut ls, port) = start_lldb_server(&dir, "./execer");
+    let reference = lldb(&script(port), &exe);
+    let _ = ls.kill();
+    let _ = ls.wait();
+    let mut s = Server::start(GDBMUX, &["--once", "127.0.0.1:0", "execer"], &dir);
+    let port = s.port();
+    let out = lldb(&script(port), &exe);
+    let (code, _, _) = s.finish();
+    assert_eq!(code, Some(0));
+    let key = |o: &str| -> Vec<String> {
+        o.lines()
+            .filter(|l| l.contains("stop reason") || l.contains("exited with status"))
+            .map(|l| {
+                l.split_whitespace()
+                    .filter(|w| !w.chars().all(|c| c.is_ascii_digit() || c == ','))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
     };
     assert!(out.contains("stop reason = exec"), "{out}");
     assert!(out.contains("exited with status = 5"), "{out}");
-    let (code, _, _) = s.finish();
-    assert_eq!(code, Some(0));
+    assert_eq!(
+        key(&reference),
+        key(&out),
+        "lldb-server:\n{reference}\ngdbmux:\n{out}"
+    );
 }
 
 /// Two threads get a signal each at the same moment; gdb passes both

@@ -143,7 +143,10 @@ fn build_t(
     let signal = match kind {
         StopKind::Interrupt if o.interrupt_as_sigint => libc::SIGINT,
         StopKind::Interrupt => libc::SIGSTOP,
-        StopKind::Initial if signal == 0 && o.list_threads => libc::SIGSTOP,
+        // lldb-server reports the first stop after a launch or an attach
+        // as SIGSTOP (lldb shows "stop reason = signal SIGSTOP"), whatever
+        // the kernel's exec SIGTRAP was.
+        StopKind::Initial if o.list_threads => libc::SIGSTOP,
         _ => signal,
     };
     if o.no_t {
