@@ -102,7 +102,7 @@ pub fn usage() -> String {
      \x20 --once                Exit after the first connection has closed.\n\
      \x20 --help, --version\n\
      \x20 --wrapper WRAPPER --  Run WRAPPER to start new programs.\n\
-     \x20 --[no-]disable-randomization   ASLR off for launched programs (default: off).\n\
+     \x20 --[no-]disable-randomization   launch programs with ASLR off (the default) or on.\n\
      \x20 --[no-]startup-with-shell      Start PROG through $SHELL (default).\n\
      \x20 --debug, --remote-debug, --event-loop-debug, --debug-format=LIST, --debug-file=FILE\n\
      \x20 --disable-packet=vCont,T,Tthread,qC,qfThreadInfo,threads\n\

@@ -185,7 +185,8 @@ fn demo_cli(args: Vec<String>) -> Result<Cli, String> {
     let mut program = vec![bin.display().to_string()];
     program.extend(args);
     Ok(Cli {
-        once: d.once,
+        // The demo keeps its one-session default (`demo --multi` to keep serving).
+        once: d.once || !d.multi,
         multi: d.multi,
         comm: d.comm,
         program,
