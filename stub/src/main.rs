@@ -1,98 +1,36 @@
-//! `gdbmux` — command-line front end of the `stub` library.
+//! `gdbmux` — command-line front end of the `stub` library. It takes
+//! gdbserver's command line (see `cli`), so it runs wherever gdbserver is
+//! started, the gdb testsuite included.
 //!
 //! ```text
-//! gdbmux [--once|--multi] [--attach PID | --attach-name NAME] COMM [-- PROG ARGS…]
-//! COMM: HOST:PORT | :PORT | [::1]:PORT | unix:PATH | -   (port 0 picks a free port)
+//! gdbmux [OPTIONS] COMM PROG [ARGS…]  |  --attach COMM PID  |  --multi COMM
+//! COMM: HOST:PORT | :PORT | [::1]:PORT | ::1:PORT | unix:PATH | -   (port 0 picks a free port)
 //! ```
+
+mod cli;
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
+use cli::Cli;
+use cli::Parsed;
+use stub::server::Lifetime;
 use stub::server::ServerBuilder;
-
-#[derive(Debug, Parser)]
-#[command(
-    name = "gdbmux",
-    version,
-    about = "GDB-remote debug server for Linux processes (and their GPUs), for stock gdb and lldb",
-    after_help = "Examples:\n  gdbmux 127.0.0.1:0 -- ./prog arg1      launch prog, serve one session\n  gdbmux --multi :2345                   extended-remote server (gdb: run/attach)\n  gdbmux --attach 1234 :2345             attach to a running process"
-)]
-struct Cli {
-    /// Exit after the first session ends (the default).
-    #[arg(long, conflicts_with = "multi")]
-    once: bool,
-    /// Keep serving sessions (extended-remote; `run`/`attach` from the client).
-    #[arg(long)]
-    multi: bool,
-    /// Attach to this process id.
-    #[arg(long, value_name = "PID", conflicts_with = "attach_name")]
-    attach: Option<u32>,
-    /// Attach to the single process with this name.
-    #[arg(long, value_name = "NAME")]
-    attach_name: Option<String>,
-    /// amd-dbgapi library to load (default: the simulated GPU library next
-    /// to this executable, or $GDBMUX_DBGAPI; the real one is
-    /// librocm-dbgapi.so.0).
-    #[arg(long, value_name = "PATH")]
-    dbgapi: Option<std::path::PathBuf>,
-    /// Do not load any GPU library (CPU debugging only).
-    #[arg(long, conflicts_with = "dbgapi")]
-    no_gpu: bool,
-    /// Symbol of the GPU runtime's debugger hook (default: the simulated
-    /// runtime's, or ROCr's rocr::_loader_debug_state for the real library).
-    #[arg(long, value_name = "SYMBOL")]
-    gpu_hook: Option<String>,
-    /// What to do when a GPU wave stops while gdb waits on the CPU process:
-    /// report it (a stop with a console line naming the wave) or only log.
-    #[arg(long, default_value = "report", value_parser = ["report", "log"])]
-    gpu_stops: String,
-    /// HOST:PORT to put in GPU connection offers (when the client reaches
-    /// gdbmux through a forwarded port).
-    #[arg(long, value_name = "HOST:PORT")]
-    advertise: Option<String>,
-    /// Disable address-space randomization for launched programs.
-    #[arg(long)]
-    disable_randomization: bool,
-    /// Most simultaneous connections (sessions and refused connections
-    /// still being answered); one more is answered with an error and closed.
-    #[arg(long, value_name = "N", default_value_t = stub::server::MAX_CONNECTIONS)]
-    max_connections: usize,
-    /// Most bytes of replies a client may leave unread before its session
-    /// is closed (with --multi the process stays for the next client).
-    #[arg(long, value_name = "BYTES", default_value_t = stub::session::MAX_PENDING_OUTPUT)]
-    max_pending_output: usize,
-    /// After a client's packet, keep polling up to this many microseconds
-    /// before sleeping (adaptive: shrinks while the client is idle; off
-    /// on a single CPU). Cuts round trips when client and server run on
-    /// different CPUs; 0 turns it off. See docs/decisions.md §7.
-    #[arg(long, value_name = "MICROSECONDS", default_value_t = stub::server::busy::DEFAULT_BUSY_POLL.as_micros() as u64)]
-    busy_poll_us: u64,
-    /// Write logs to this file instead of stderr.
-    #[arg(long, value_name = "FILE")]
-    log_file: Option<std::path::PathBuf>,
-    /// Log channels to enable at trace level: packets,ptrace,mux,dbgapi,session.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    log_channels: Vec<String>,
-    /// Log format.
-    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
-    log_format: String,
-    /// Where to listen: HOST:PORT, :PORT, unix:PATH, or - for stdio.
-    comm: String,
-    /// Program to launch and its arguments (after --).
-    #[arg(last = true)]
-    program: Vec<String>,
-}
+use stub::server::ServerError;
 
 fn init_logging(cli: &Cli) -> Result<(), String> {
     use tracing_subscriber::EnvFilter;
     let mut filter = std::env::var("GDBMUX_LOG").unwrap_or_else(|_| "warn".to_string());
+    // The channels log at trace level; with --log-channels (or gdbserver's
+    // --debug/--remote-debug) they go to stderr or --log-file.
     for ch in &cli.log_channels {
         let ch = ch.trim();
         if !ch.is_empty() {
             filter.push_str(&format!(",{ch}=trace"));
         }
     }
+    let base = filter.clone();
     let filter = EnvFilter::try_new(&filter).map_err(|e| format!("bad log filter: {e}"))?;
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let writer: Box<dyn Fn() -> Box<dyn Write + Send> + Send + Sync> = match &cli.log_file {
@@ -107,10 +45,28 @@ fn init_logging(cli: &Cli) -> Result<(), String> {
         }
         None => Box::new(|| -> Box<dyn Write + Send> { Box::new(std::io::stderr()) }),
     };
+    // `monitor set debug|remote-debug` (gdbserver's) adds channels to the
+    // filter at run time.
+    let control = move |extra: &str| format!("{base}{extra}");
     let r = if cli.log_format == "json" {
-        builder.json().with_writer(writer).try_init()
+        let b = builder.json().with_writer(writer).with_filter_reloading();
+        let h = b.reload_handle();
+        stub::session::set_log_control(Box::new(move |extra: &str| {
+            let f = EnvFilter::try_new(control(extra)).map_err(|e| e.to_string())?;
+            h.reload(f).map_err(|e| e.to_string())
+        }));
+        b.try_init()
     } else {
-        builder.with_ansi(false).with_writer(writer).try_init()
+        let b = builder
+            .with_ansi(false)
+            .with_writer(writer)
+            .with_filter_reloading();
+        let h = b.reload_handle();
+        stub::session::set_log_control(Box::new(move |extra: &str| {
+            let f = EnvFilter::try_new(control(extra)).map_err(|e| e.to_string())?;
+            h.reload(f).map_err(|e| e.to_string())
+        }));
+        b.try_init()
     };
     r.map_err(|e| format!("logging: {e}"))
 }
@@ -229,24 +185,12 @@ fn demo_cli(args: Vec<String>) -> Result<Cli, String> {
     let mut program = vec![bin.display().to_string()];
     program.extend(args);
     Ok(Cli {
-        once: d.once,
+        // The demo keeps its one-session default (`demo --multi` to keep serving).
+        once: d.once || !d.multi,
         multi: d.multi,
-        attach: None,
-        attach_name: None,
-        disable_randomization: false,
-        max_connections: stub::server::MAX_CONNECTIONS,
-        max_pending_output: stub::session::MAX_PENDING_OUTPUT,
-        busy_poll_us: stub::server::busy::DEFAULT_BUSY_POLL.as_micros() as u64,
-        dbgapi: None,
-        no_gpu: false,
-        gpu_hook: None,
-        gpu_stops: "report".into(),
-        advertise: None,
-        log_file: None,
-        log_channels: vec![],
-        log_format: "text".into(),
         comm: d.comm,
         program,
+        ..Cli::default()
     })
 }
 
@@ -264,7 +208,32 @@ fn main() -> ExitCode {
             }
         }
     } else {
-        Cli::parse()
+        match cli::parse(argv.into_iter().skip(1).collect()) {
+            Ok(Parsed::Run(c)) => *c,
+            Ok(Parsed::Help) => {
+                let _ = write!(std::io::stdout(), "{}", cli::usage());
+                return ExitCode::SUCCESS;
+            }
+            Ok(Parsed::Version) => {
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "gdbmux {}\nA GDB-remote server for stock gdb (in place of gdbserver) and lldb.",
+                    env!("CARGO_PKG_VERSION")
+                );
+                return ExitCode::SUCCESS;
+            }
+            Ok(Parsed::ShowDisableable) => {
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "Disableable packets:\n  vCont       \tAll vCont packets\n  qC          \tQuerying the current thread\n  qfThreadInfo\tThread listing\n  Tthread     \tPassing the thread specifier in the T stop reply packet\n  threads     \tAll of the above\n  T           \tAll 'T' packets"
+                );
+                return ExitCode::SUCCESS;
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "gdbmux: {e}\n\n{}", cli::usage());
+                return ExitCode::from(1);
+            }
+        }
     };
     if let Err(e) = init_logging(&cli) {
         let _ = writeln!(std::io::stderr(), "gdbmux: {e}");
@@ -272,6 +241,11 @@ fn main() -> ExitCode {
     }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // gdbserver's own wording (ends with "Exiting") goes out as is.
+        Err(e) if e.ends_with("Exiting") => {
+            let _ = writeln!(std::io::stderr(), "{e}");
+            ExitCode::from(1)
+        }
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "gdbmux: {e}");
             ExitCode::from(1)
@@ -279,10 +253,42 @@ fn main() -> ExitCode {
     }
 }
 
+/// gdbserver's wording for a failure before any client connects (the gdb
+/// testsuite matches "Can't bind address: Address already in use.").
+fn startup_error(e: ServerError) -> String {
+    match &e {
+        ServerError::Io { what, source } if what.starts_with("binding") => {
+            let why = source
+                .raw_os_error()
+                .map(|n| nix::errno::Errno::from_raw(n).desc().to_string())
+                .unwrap_or_else(|| source.to_string());
+            format!("Can't bind address: {why}.\nExiting")
+        }
+        // gdbserver (fork-inferior.c, startup_inferior).
+        ServerError::Native(stub::native::NativeError::Vanished {
+            how,
+            during: "launch",
+            ..
+        }) => format!("During startup program {how}.\nExiting"),
+        _ => format!("{e}\nExiting"),
+    }
+}
+
 fn run(cli: Cli) -> Result<(), String> {
+    let lifetime = if cli.once {
+        Lifetime::Once
+    } else if cli.multi {
+        Lifetime::Multi
+    } else {
+        Lifetime::Reopen
+    };
     let mut b = ServerBuilder::new(&cli.comm)?
-        .multi(cli.multi)
+        .lifetime(lifetime)
+        .announce(true)
         .disable_aslr(cli.disable_randomization)
+        .startup_with_shell(cli.startup_with_shell)
+        .wrapper(cli.wrapper.clone())
+        .disable_packets(&cli.disable_packets)
         .advertise(cli.advertise.clone())
         .max_connections(cli.max_connections)
         .max_pending_output(cli.max_pending_output)
@@ -298,17 +304,15 @@ fn run(cli: Cli) -> Result<(), String> {
         (None, Some(name)) => Some(stub::native::pid_by_name(name).map_err(|e| e.to_string())?),
         (None, None) => None,
     };
-    let program = cli.program.first().cloned();
+    // gdbserver's program_path: a bare name found in the current
+    // directory is that file.
+    let program = cli.program.first().map(|p| stub::native::program_path(p));
     if let Some(pid) = attach {
         b = b.attach(pid);
     } else if let Some(prog) = &program {
         b = b.launch(prog, cli.program.get(1..).unwrap_or_default());
-    } else if !cli.multi {
-        return Err(
-            "nothing to debug: give a program after --, --attach PID, or use --multi".into(),
-        );
     }
-    let server = b.build().map_err(|e| e.to_string())?;
+    let server = b.build().map_err(startup_error)?;
     let addr = server.local_address();
     let mut err = std::io::stderr().lock();
     if let Some(pid) = server.initial_pid() {
@@ -322,7 +326,14 @@ fn run(cli: Cli) -> Result<(), String> {
             );
         }
     }
-    let _ = writeln!(err, "Listening on {addr}");
+    // The address first (scripts and gdbmux's tests read it), then
+    // gdbserver's own line, "Listening on port N".
+    if addr != "stdio" {
+        let _ = writeln!(err, "Listening on {addr}");
+    }
+    if let Ok(a) = addr.parse::<std::net::SocketAddr>() {
+        let _ = writeln!(err, "Listening on port {}", a.port());
+    }
     if addr != "stdio" {
         let prog = program.clone().unwrap_or_default();
         let (gdb_target, lldb_cmd) = if let Some(path) = addr.strip_prefix("unix:") {

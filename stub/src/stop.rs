@@ -64,6 +64,16 @@ pub enum StopKind {
         /// What happened.
         description: String,
     },
+    /// Entry to a caught system call (`QCatchSyscalls`).
+    SyscallEntry {
+        /// System call number.
+        number: u64,
+    },
+    /// Return from a caught system call.
+    SyscallReturn {
+        /// System call number.
+        number: u64,
+    },
 }
 
 /// A stop of the whole process (all-stop), or its end.

@@ -224,6 +224,10 @@ pub trait LibrariesSvr4Ops {
 pub trait SiginfoOps {
     /// Raw `siginfo_t` of the thread's last stop.
     fn siginfo(&mut self, tid: Tid) -> TargetResult<Vec<u8>>;
+    /// `qXfer:siginfo:write`: replace bytes of the stopped thread's
+    /// siginfo (delivered with the signal on the next resume). Returns the
+    /// count written.
+    fn write_siginfo(&mut self, tid: Tid, offset: u64, data: &[u8]) -> TargetResult<usize>;
 }
 
 /// `qMemoryRegionInfo` (see [`Target::support_memory_regions`]).
@@ -417,6 +421,13 @@ pub trait Target {
     /// Whether `exec` is reported as [`crate::stop::StopKind::Exec`] (the
     /// client negotiated exec-events); otherwise it is followed silently.
     fn set_report_exec(&mut self, _on: bool) {}
+
+    /// `QCatchSyscalls`: report entries to and returns from these system
+    /// calls (`Some(empty)` = all; `None` = off). Returns false when the
+    /// target cannot.
+    fn set_catch_syscalls(&mut self, _set: Option<Vec<u64>>) -> bool {
+        false
+    }
     /// Insert a breakpoint the stub itself needs (e.g. the GPU runtime
     /// hook). Reference counted; shares the patch with a client `Z0` at
     /// the same address; masked from memory reads like any breakpoint.

@@ -238,9 +238,17 @@ fn hardware_watchpoint_and_breakpoint() {
     let (mut p, fd) = launch("single", &["100"]);
     let tid = u64::from(p.pid());
     let counter = sym("single", "g_counter");
-    assert!(p
-        .insert_breakpoint(BreakpointKind::WatchWrite, counter + 1, 8)
-        .is_err());
+    // An unaligned range is split over debug registers as gdbserver does:
+    // counter+1..counter+9 is 1+2+4+1 bytes, all four registers.
+    p.insert_breakpoint(BreakpointKind::WatchWrite, counter + 1, 8)
+        .unwrap();
+    assert!(
+        p.insert_breakpoint(BreakpointKind::WatchWrite, counter + 64, 1)
+            .is_err(),
+        "all four debug registers are in use"
+    );
+    p.remove_breakpoint(BreakpointKind::WatchWrite, counter + 1, 8)
+        .unwrap();
     p.insert_breakpoint(BreakpointKind::WatchWrite, counter, 8)
         .unwrap();
     let (t, sig, kind) = stopped(&cont(&mut p, &fd));

@@ -351,6 +351,9 @@ fn options() -> impl Strategy<Value = StopReplyOptions> {
         exec_events: b[6],
         list_threads: b[7],
         interrupt_as_sigint: b[8],
+        // gdbserver's --disable-packet switches: off here.
+        no_t: false,
+        no_thread: false,
     })
 }
 

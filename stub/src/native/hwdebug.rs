@@ -58,31 +58,26 @@ impl HwDebug {
         } else {
             len
         };
-        if !matches!(len, 1 | 2 | 4 | 8) {
-            return Err(HwError::Invalid(format!(
-                "watchpoint length {len} not supported (1, 2, 4 or 8)"
-            )));
-        }
-        if !addr.is_multiple_of(len) {
-            return Err(HwError::Invalid(format!(
-                "address {addr:#x} not aligned to length {len}"
-            )));
-        }
         if kind == BreakpointKind::Software {
             return Err(HwError::Invalid(
                 "software breakpoints do not use debug registers".into(),
             ));
         }
-        let want = HwSlot { kind, addr, len };
-        if self.slots.contains(&Some(want)) {
-            return Ok(());
+        let pieces = pieces(addr, len)?;
+        let new: Vec<HwSlot> = pieces
+            .into_iter()
+            .map(|(addr, len)| HwSlot { kind, addr, len })
+            .filter(|p| !self.slots.contains(&Some(*p)))
+            .collect();
+        let free = self.slots.iter().filter(|s| s.is_none()).count();
+        if new.len() > free {
+            return Err(HwError::Full);
         }
-        let free = self
-            .slots
-            .iter_mut()
-            .find(|s| s.is_none())
-            .ok_or(HwError::Full)?;
-        *free = Some(want);
+        for p in new {
+            if let Some(slot) = self.slots.iter_mut().find(|s| s.is_none()) {
+                *slot = Some(p);
+            }
+        }
         self.generation += 1;
         Ok(())
     }
@@ -94,10 +89,12 @@ impl HwDebug {
         } else {
             len
         };
-        for s in &mut self.slots {
-            if *s == Some(HwSlot { kind, addr, len }) {
-                *s = None;
-                self.generation += 1;
+        for (addr, len) in pieces(addr, len).unwrap_or_default() {
+            for s in &mut self.slots {
+                if *s == Some(HwSlot { kind, addr, len }) {
+                    *s = None;
+                    self.generation += 1;
+                }
             }
         }
     }
@@ -164,6 +161,36 @@ impl HwDebug {
 }
 
 /// Read DR6 of a stopped thread.
+/// Split `[addr, addr+len)` into the aligned 1/2/4/8-byte pieces one
+/// debug register each can watch, largest first, as gdb's x86-dregs.c
+/// (`x86_handle_nonaligned_watchpoint`) does for gdbserver: 16 bytes at
+/// an 8-aligned address take two registers, 3 bytes at 0x1001 take 0x1001
+/// (1) and 0x1002 (2).
+pub fn pieces(mut addr: u64, len: u64) -> Result<Vec<(u64, u64)>, HwError> {
+    if len == 0 || len > SLOTS as u64 * 8 {
+        return Err(HwError::Invalid(format!(
+            "watchpoint length {len} not supported (1 to {})",
+            SLOTS * 8
+        )));
+    }
+    let end = addr
+        .checked_add(len)
+        .ok_or_else(|| HwError::Invalid("watched range wraps around".into()))?;
+    let mut out = Vec::new();
+    while addr < end {
+        let size = [8u64, 4, 2, 1]
+            .into_iter()
+            .find(|s| addr.is_multiple_of(*s) && addr + s <= end)
+            .unwrap_or(1);
+        out.push((addr, size));
+        addr += size;
+        if out.len() > SLOTS {
+            return Err(HwError::Full);
+        }
+    }
+    Ok(out)
+}
+
 pub fn read_dr6(tid: RawTid) -> Result<u64, Errno> {
     ptrace::peek_user(tid, DEBUGREG_OFFSET + 6 * 8)
 }
@@ -184,12 +211,14 @@ mod tests {
         hw.insert(BreakpointKind::WatchWrite, 0x1000, 8).unwrap();
         hw.insert(BreakpointKind::Hardware, 0x4000, 1).unwrap();
         assert_eq!(hw.dr7(), 0b01 | (0b1001 << 16) | (0b01 << 2));
-        assert!(matches!(
+        // Unaligned or odd lengths need several registers: 0x1001+4 is
+        // 1+2+1, more than the two left, so nothing is taken.
+        assert_eq!(
             hw.insert(BreakpointKind::WatchRead, 0x1001, 4),
-            Err(HwError::Invalid(_))
-        ));
+            Err(HwError::Full)
+        );
         assert!(matches!(
-            hw.insert(BreakpointKind::WatchRead, 0x1000, 3),
+            hw.insert(BreakpointKind::WatchRead, 0x1000, 0),
             Err(HwError::Invalid(_))
         ));
         hw.insert(BreakpointKind::WatchAccess, 0x2000, 4).unwrap();
@@ -205,5 +234,30 @@ mod tests {
         assert!(!hw.holds(BreakpointKind::WatchWrite, 0x1000));
         hw.insert(BreakpointKind::WatchRead, 0x5000, 2).unwrap();
         assert_eq!(hw.slot(0).unwrap().addr, 0x5000);
+    }
+
+    #[test]
+    fn wide_and_unaligned_ranges_split_over_registers() {
+        assert_eq!(pieces(0x1000, 16).unwrap(), [(0x1000, 8), (0x1008, 8)]);
+        assert_eq!(pieces(0x1001, 3).unwrap(), [(0x1001, 1), (0x1002, 2)]);
+        assert_eq!(
+            pieces(0x1004, 10).unwrap(),
+            [(0x1004, 4), (0x1008, 4), (0x100c, 2)]
+        );
+        assert_eq!(
+            pieces(0x1000, 33),
+            Err(HwError::Invalid(
+                "watchpoint length 33 not supported (1 to 32)".into()
+            ))
+        );
+        let mut hw = HwDebug::default();
+        hw.insert(BreakpointKind::WatchWrite, 0x2000, 32).unwrap();
+        assert_eq!(
+            hw.insert(BreakpointKind::WatchWrite, 0x3000, 1),
+            Err(HwError::Full)
+        );
+        assert!(hw.holds(BreakpointKind::WatchWrite, 0x2018));
+        hw.remove(BreakpointKind::WatchWrite, 0x2000, 32);
+        assert!(!hw.in_use());
     }
 }

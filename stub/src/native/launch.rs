@@ -35,10 +35,19 @@ pub struct LaunchOptions {
     pub cwd: Option<PathBuf>,
     /// `personality(ADDR_NO_RANDOMIZE)`.
     pub disable_aslr: bool,
-    /// Run through `/bin/sh -c 'exec PROGRAM ARGS'` (gdb's
-    /// startup-with-shell: the arguments are shell words, so redirections
-    /// and globs work; the program path is quoted).
+    /// Run through `$SHELL -c 'exec [WRAPPER] PROGRAM ARGS'` (gdb's
+    /// startup-with-shell). As in gdbserver 13, every argument is escaped
+    /// for the shell ([`construct_inferior_arguments`]), so it arrives as
+    /// given: no splitting, no `$VAR` expansion, empty arguments kept.
     pub startup_with_shell: bool,
+    /// gdbserver's `--wrapper WRAPPER --`: a command (shell words) that
+    /// starts the program; it must exec it (one more exec to skip).
+    pub wrapper: Option<String>,
+    /// The server talks the protocol on its stdin/stdout (`gdbmux - …`):
+    /// as gdbserver does, the program gets `/dev/null` as stdin and the
+    /// server's stderr as stdout, and "stdin/stdout redirected" is written
+    /// to stderr, so its output never lands in the protocol stream.
+    pub protocol_on_stdio: bool,
     /// File for stdin; `None` inherits ours.
     pub stdin: Option<PathBuf>,
     /// File for stdout; `None` inherits ours.
@@ -120,8 +129,98 @@ fn resolve(opts: &LaunchOptions) -> Result<PathBuf, NativeError> {
     Err(launch_err(program, "not found in PATH"))
 }
 
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
+/// Characters gdb escapes with a backslash for a Unix shell
+/// (gdbsupport/common-inferior.cc, `construct_inferior_arguments`).
+const SHELL_SPECIAL: &str = "\"!#$&*()\\|[]{}<>?'`~^; \t\n";
+
+/// Escape one word the way gdb 13 does for the startup shell: a backslash
+/// before each special character, a newline put inside quotes.
+fn shell_escape(word: &str, out: &mut String) {
+    for c in word.chars() {
+        if c == '\n' {
+            out.push_str("'\n'");
+        } else {
+            if SHELL_SPECIAL.contains(c) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+    }
+}
+
+/// gdb 13's `construct_inferior_arguments`: the argument string handed to
+/// the program's start-up. With the shell, each argument is escaped so the
+/// shell passes it through unchanged (`''` for an empty one). Without it
+/// the words are joined by spaces and split again by whitespace at exec
+/// (an argument that contains whitespace is refused, as in gdb).
+pub fn construct_inferior_arguments(args: &[String], shell: bool) -> Result<String, String> {
+    let mut out = String::new();
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        if shell {
+            if a.is_empty() {
+                out.push_str("''");
+            } else {
+                shell_escape(a, &mut out);
+            }
+        } else if a.contains([' ', '\t', '\n']) {
+            return Err("can't handle command-line argument containing whitespace".into());
+        } else {
+            out.push_str(a);
+        }
+    }
+    Ok(out)
+}
+
+/// gdbserver 13's pre-quoting of each `vRun` argument (server.cc,
+/// `handle_v_run`): a single quote gets a backslash and a newline is put
+/// in quotes, before [`construct_inferior_arguments`] escapes the result
+/// again. The double escaping is gdbserver 13's behaviour, kept so that a
+/// program sees the same argv under both servers.
+pub fn vrun_argument(arg: &str) -> String {
+    let mut out = String::with_capacity(arg.len() + 2);
+    let mut quoted = false;
+    for c in arg.chars() {
+        match c {
+            '\n' => {
+                out.push('\'');
+                quoted = true;
+            }
+            '\'' => out.push('\\'),
+            _ => {}
+        }
+        out.push(c);
+    }
+    if quoted {
+        out.push('\'');
+    }
+    out
+}
+
+/// gdbserver's `program_path.set`: a bare name (no `/`) that is a regular
+/// file in the server's current directory means that file (made
+/// absolute); any other bare name is looked up in `PATH` at start-up.
+pub fn program_path(program: &str) -> String {
+    if !program.contains('/') {
+        if let Ok(md) = std::fs::metadata(program) {
+            if md.is_file() {
+                if let Ok(cwd) = std::env::current_dir() {
+                    return cwd.join(program).display().to_string();
+                }
+            }
+        }
+    }
+    program.to_string()
+}
+
+/// The shell gdb starts programs with: `$SHELL`, else `/bin/sh`.
+fn startup_shell() -> String {
+    std::env::var("SHELL")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/bin/sh".into())
 }
 
 fn open_stdio(
@@ -149,29 +248,57 @@ impl LinuxProcess {
     /// [`StopKind::Initial`].
     pub fn launch(opts: &LaunchOptions) -> Result<(LinuxProcess, StopEvent), NativeError> {
         let program = &opts.program;
-        let resolved = resolve(opts)?;
+        let args = construct_inferior_arguments(&opts.args, opts.startup_with_shell)
+            .map_err(|e| launch_err(program, e))?;
         // Everything the child needs is allocated before fork: after it,
         // only async-signal-safe calls are allowed.
-        let (path, argv): (CString, Vec<CString>) = if opts.startup_with_shell {
-            let mut cmd = format!("exec {}", shell_quote(&resolved.to_string_lossy()));
-            for a in &opts.args {
+        let (resolved, path, argv): (PathBuf, CString, Vec<CString>) = if opts.startup_with_shell {
+            // As gdb: the shell finds the program (PATH) and reports a
+            // missing one itself ("exec: PROG: not found", exit 127).
+            let mut cmd = String::from("exec ");
+            if let Some(w) = &opts.wrapper {
+                cmd.push_str(w);
                 cmd.push(' ');
-                cmd.push_str(a);
             }
+            shell_escape(&program.to_string_lossy(), &mut cmd);
+            cmd.push(' ');
+            cmd.push_str(&args);
+            let shell = startup_shell();
             (
-                cstr(program, b"/bin/sh")?,
+                program.clone(),
+                cstr(program, shell.as_bytes())?,
                 vec![
-                    cstr(program, b"sh")?,
+                    cstr(program, shell.as_bytes())?,
                     cstr(program, b"-c")?,
                     cstr(program, cmd.as_bytes())?,
                 ],
             )
         } else {
-            let mut argv = vec![cstr(program, program.as_os_str().as_bytes())?];
-            for a in &opts.args {
-                argv.push(cstr(program, a.as_bytes())?);
+            let resolved = resolve(opts)?;
+            let mut argv = Vec::new();
+            let mut words = opts
+                .wrapper
+                .iter()
+                .flat_map(|w| w.split_whitespace())
+                .map(str::to_string)
+                .collect::<Vec<_>>();
+            let exe = match words.first() {
+                Some(w) => resolve(&LaunchOptions {
+                    program: PathBuf::from(w),
+                    ..opts.clone()
+                })?,
+                None => resolved.clone(),
+            };
+            words.push(program.to_string_lossy().into_owned());
+            words.extend(
+                args.split([' ', '\t', '\n'])
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_string),
+            );
+            for w in &words {
+                argv.push(cstr(program, w.as_bytes())?);
             }
-            (cstr(program, resolved.as_os_str().as_bytes())?, argv)
+            (resolved, cstr(program, exe.as_os_str().as_bytes())?, argv)
         };
         let envp: Option<Vec<CString>> = match &opts.env {
             Some(env) => Some(
@@ -192,8 +319,13 @@ impl LinuxProcess {
             Some(c) => Some(cstr(program, c.as_os_str().as_bytes())?),
             None => None,
         };
+        let stdin = match (&opts.stdin, opts.protocol_on_stdio) {
+            (None, true) => Some(PathBuf::from("/dev/null")),
+            (s, _) => s.clone(),
+        };
+        let stdout_to_stderr = opts.protocol_on_stdio && opts.stdout.is_none();
         let stdio = [
-            open_stdio(program, &opts.stdin, false)?,
+            open_stdio(program, &stdin, false)?,
             open_stdio(program, &opts.stdout, true)?,
             open_stdio(program, &opts.stderr, true)?,
         ];
@@ -226,6 +358,13 @@ impl LinuxProcess {
                         if *fd >= 0 && libc::dup2(*fd, target as i32) < 0 {
                             fail(*libc::__errno_location());
                         }
+                    }
+                    if stdout_to_stderr {
+                        if libc::dup2(2, 1) < 0 {
+                            fail(*libc::__errno_location());
+                        }
+                        let msg = b"stdin/stdout redirected\n";
+                        libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len());
                     }
                     if let Some(c) = &cwd {
                         if libc::chdir(c.as_ptr()) < 0 {
@@ -266,8 +405,9 @@ impl LinuxProcess {
                 format!("exec failed: {errno} ({})", errno.desc()),
             ));
         }
-        // The shell execs once itself, then once more for the program.
-        let execs = if opts.startup_with_shell { 2 } else { 1 };
+        // The shell execs once itself, a wrapper once more, then the
+        // program (gdb's startup_inferior counts the same traps).
+        let execs = 1 + usize::from(opts.startup_with_shell) + usize::from(opts.wrapper.is_some());
         let mut seen = 0;
         while seen < execs {
             match ptrace::wait(child, false) {

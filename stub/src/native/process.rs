@@ -72,7 +72,10 @@ pub(crate) const BASE_OPTIONS: libc::c_int = libc::PTRACE_O_TRACECLONE
     | libc::PTRACE_O_TRACEEXEC
     | libc::PTRACE_O_TRACEFORK
     | libc::PTRACE_O_TRACEVFORK
-    | libc::PTRACE_O_TRACEVFORKDONE;
+    | libc::PTRACE_O_TRACEVFORKDONE
+    // Syscall-stops (only with PTRACE_SYSCALL, i.e. QCatchSyscalls) are
+    // told apart from a SIGTRAP.
+    | libc::PTRACE_O_TRACESYSGOOD;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -102,6 +105,9 @@ pub struct LinuxProcess {
     pass: [bool; 65],
     report_forks: bool,
     report_exec: bool,
+    /// `QCatchSyscalls`: the numbers to report (empty = all); `None` = off
+    /// (threads run with PTRACE_CONT, no syscall-stops at all).
+    catch_syscalls: Option<Vec<u64>>,
     fork_children: Vec<LinuxProcess>,
     vfork_suspends: u32,
     seq: u64,
@@ -126,6 +132,7 @@ impl LinuxProcess {
             pass: [false; 65],
             report_forks: false,
             report_exec: false,
+            catch_syscalls: None,
             fork_children: Vec::new(),
             vfork_suspends: 0,
             seq: 0,
@@ -159,6 +166,7 @@ impl LinuxProcess {
     /// Start (or restart) thread `i` with its current action.
     fn run_thread(&mut self, i: usize) {
         let gen = self.hw.generation;
+        let catching = self.catch_syscalls.is_some();
         let t = &mut self.threads[i];
         if t.dr_generation != gen {
             match self.hw.apply(t.tid) {
@@ -182,6 +190,8 @@ impl LinuxProcess {
         let sig = sig.or(t.deliver.take()).unwrap_or(0);
         let r = if step {
             ptrace::step(t.tid, sig)
+        } else if catching {
+            ptrace::syscall(t.tid, sig)
         } else {
             ptrace::cont(t.tid, sig)
         };
@@ -230,15 +240,23 @@ impl LinuxProcess {
         }
     }
 
-    /// All threads stopped: pick the oldest pending stop and report it.
+    /// All threads stopped: pick the oldest pending stop of a thread the
+    /// client resumed and report it. A thread the client left stopped
+    /// (`vCont` without an action for it) keeps its stop for later: gdb
+    /// asserts on a stop of a thread it did not resume (infrun.c,
+    /// finish_step_over). Only when no resumed thread has one is another
+    /// thread's stop reported.
     fn finalize(&mut self) -> Option<StopEvent> {
-        let i = self
-            .threads
-            .iter()
-            .enumerate()
-            .filter_map(|(i, t)| t.pending.as_ref().map(|p| (p.seq, i)))
-            .min()?
-            .1;
+        let oldest = |resumed_only: bool| {
+            self.threads
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| !resumed_only || t.action != ResumeAction::Stop)
+                .filter_map(|(i, t)| t.pending.as_ref().map(|p| (p.seq, i)))
+                .min()
+                .map(|(_, i)| i)
+        };
+        let i = oldest(true).or_else(|| oldest(false))?;
         let p = self.threads[i].pending.take()?;
         // Any stop satisfies an interrupt request.
         for t in &mut self.threads {
@@ -335,7 +353,8 @@ impl LinuxProcess {
             }
             WaitStatus::Syscall => {
                 self.threads[i].running = false;
-                self.quiet(i);
+                self.threads[i].regs.invalidate();
+                self.handle_syscall_stop(i);
                 None
             }
         }
@@ -450,6 +469,7 @@ impl LinuxProcess {
                     c.pass = self.pass;
                     c.report_forks = self.report_forks;
                     c.report_exec = self.report_exec;
+                    c.catch_syscalls = self.catch_syscalls.clone();
                     self.fork_children.push(c);
                     let kind = if vfork {
                         StopKind::VFork {
@@ -493,6 +513,48 @@ impl LinuxProcess {
             _ => self.quiet(i),
         }
         None
+    }
+
+    /// A syscall-stop (QCatchSyscalls): report an entry or exit of a
+    /// caught call; run on past any other. The kernel says which it is
+    /// (PTRACE_GET_SYSCALL_INFO), so a thread stopped inside a blocking
+    /// call by a signal never gets entry and exit swapped; the number is
+    /// `orig_rax` (the entry's, kept by the kernel until the return).
+    fn handle_syscall_stop(&mut self, i: usize) {
+        let tid = self.threads[i].tid;
+        let Some(set) = &self.catch_syscalls else {
+            self.quiet(i);
+            return;
+        };
+        let (op, at_entry) = match ptrace::syscall_info(tid) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(target: "native", "syscall info of {tid}: {e}");
+                self.quiet(i);
+                return;
+            }
+        };
+        let number = if op == 1 {
+            at_entry
+        } else {
+            match self.threads[i].regs.gpr(tid) {
+                Ok(g) => g.orig_rax,
+                Err(_) => u64::MAX,
+            }
+        };
+        let kind = match op {
+            1 => StopKind::SyscallEntry { number },
+            2 => StopKind::SyscallReturn { number },
+            _ => {
+                self.quiet(i);
+                return;
+            }
+        };
+        if set.is_empty() || set.contains(&number) {
+            self.set_pending(i, SIGTRAP, kind);
+        } else {
+            self.quiet(i);
+        }
     }
 
     fn handle_exec(&mut self, i: usize) -> Option<StopEvent> {
@@ -849,7 +911,22 @@ impl Target for LinuxProcess {
             ));
         }
         if resumed.iter().any(|i| self.threads[*i].pending.is_some()) {
-            // Report a stored stop without running anything.
+            // Report a stored stop without running anything. A signal the
+            // client passes to a thread that therefore does not run now is
+            // kept for its next run (gdbserver: enqueue_pending_signal), so
+            // `handle SIG pass` never loses it.
+            for &i in &resumed {
+                let t = &mut self.threads[i];
+                let sig = match &mut t.action {
+                    ResumeAction::Continue(s) | ResumeAction::Step(s) => s.take(),
+                    _ => None,
+                };
+                if let Some(sig) = sig.filter(|s| *s != 0) {
+                    if t.deliver.replace(sig).is_some_and(|old| old != sig) {
+                        tracing::warn!(target: "native", "thread {}: a held signal was replaced by {sig}", t.tid);
+                    }
+                }
+            }
             self.state = State::Stopping;
             raise_sigchld();
             return Ok(());
@@ -1102,6 +1179,11 @@ impl Target for LinuxProcess {
 
     /// Report `exec` as [`StopKind::Exec`] (the client negotiated
     /// exec-events); otherwise an exec is followed silently.
+    fn set_catch_syscalls(&mut self, set: Option<Vec<u64>>) -> bool {
+        self.catch_syscalls = set;
+        true
+    }
+
     fn set_report_exec(&mut self, on: bool) {
         self.report_exec = on;
     }
@@ -1196,6 +1278,17 @@ impl crate::target::SiginfoOps for LinuxProcess {
         ptrace::get_siginfo(t.tid)
             .map(|b| b.to_vec())
             .map_err(|e| terr("siginfo", t.tid, e))
+    }
+
+    fn write_siginfo(&mut self, tid: Tid, offset: u64, data: &[u8]) -> TargetResult<usize> {
+        let i = self.stopped_idx(tid)?;
+        let t = self.threads[i].tid;
+        let mut buf = ptrace::get_siginfo(t).map_err(|e| terr("siginfo", t, e))?;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(buf.len());
+        let n = data.len().min(buf.len() - start);
+        buf[start..start + n].copy_from_slice(&data[..n]);
+        ptrace::set_siginfo(t, &buf).map_err(|e| terr("set siginfo", t, e))?;
+        Ok(n)
     }
 }
 

@@ -116,6 +116,33 @@ pub fn cont(tid: RawTid, sig: i32) -> Result<(), Errno> {
     r
 }
 
+/// `PTRACE_SYSCALL`: continue to the next system-call entry or exit.
+pub fn syscall(tid: RawTid, sig: i32) -> Result<(), Errno> {
+    let r = raw(libc::PTRACE_SYSCALL, tid, 0, sig as usize).map(drop);
+    tracing::trace!(target: "ptrace", "PTRACE_SYSCALL(tid={tid}, sig={sig}) -> {r:?}");
+    r
+}
+
+/// `PTRACE_GET_SYSCALL_INFO` (Linux 5.3): whether a syscall-stop is an
+/// entry (`PTRACE_SYSCALL_INFO_ENTRY` = 1) or an exit (2), and at entry
+/// the number. Returns (op, number-at-entry).
+pub fn syscall_info(tid: RawTid) -> Result<(u8, u64), Errno> {
+    // struct ptrace_syscall_info: op u8 @0, arch u32 @4, ip @8, sp @16,
+    // then entry.nr @24 (88 bytes in all).
+    let mut buf = [0u8; 88];
+    let r = raw(
+        0x420e, // PTRACE_GET_SYSCALL_INFO
+        tid,
+        buf.len(),
+        buf.as_mut_ptr() as usize,
+    );
+    tracing::trace!(target: "ptrace", "PTRACE_GET_SYSCALL_INFO(tid={tid}) -> {r:?}");
+    r?;
+    let mut nr = [0u8; 8];
+    nr.copy_from_slice(&buf[24..32]);
+    Ok((buf[0], u64::from_le_bytes(nr)))
+}
+
 /// `PTRACE_SINGLESTEP` with a signal to deliver (0 = none).
 pub fn step(tid: RawTid, sig: i32) -> Result<(), Errno> {
     let r = raw(libc::PTRACE_SINGLESTEP, tid, 0, sig as usize).map(drop);
@@ -232,6 +259,13 @@ pub fn get_siginfo(tid: RawTid) -> Result<[u8; 128], Errno> {
     let r = raw(libc::PTRACE_GETSIGINFO, tid, 0, buf.as_mut_ptr() as usize).map(|_| buf);
     tracing::trace!(target: "ptrace", "PTRACE_GETSIGINFO(tid={tid}) -> {:?}",
         r.as_ref().map(|b| (i32::from_ne_bytes([b[0], b[1], b[2], b[3]]), i32::from_ne_bytes([b[8], b[9], b[10], b[11]]))));
+    r
+}
+
+/// `PTRACE_SETSIGINFO` from a raw 128-byte `siginfo_t`.
+pub fn set_siginfo(tid: RawTid, buf: &[u8; 128]) -> Result<(), Errno> {
+    let r = raw(libc::PTRACE_SETSIGINFO, tid, 0, buf.as_ptr() as usize).map(drop);
+    tracing::trace!(target: "ptrace", "PTRACE_SETSIGINFO(tid={tid}) -> {r:?}");
     r
 }
 

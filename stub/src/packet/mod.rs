@@ -207,6 +207,16 @@ pub enum Command {
     ThreadAlive(ThreadId),
     /// `qC`
     CurrentThread,
+    /// `qGetTLSAddr:thread,offset,lm`: address of a thread-local variable
+    /// (`offset` in the TLS block of the module whose link_map is `lm`).
+    GetTlsAddr {
+        /// Thread.
+        thread: ThreadId,
+        /// Offset in the module's TLS block.
+        offset: u64,
+        /// Address of the module's `struct link_map`.
+        lm: u64,
+    },
     /// `qfThreadInfo`
     ThreadInfoFirst,
     /// `qsThreadInfo`
@@ -217,6 +227,17 @@ pub enum Command {
     ThreadExtraInfo(ThreadId),
     /// `qXfer:object:read:annex:offset,length`
     XferRead(XferRead),
+    /// `qXfer:object:write:annex:offset:data` (data binary, unescaped).
+    XferWrite {
+        /// Object (`siginfo`).
+        object: String,
+        /// Annex.
+        annex: String,
+        /// Offset to write at.
+        offset: u64,
+        /// Bytes.
+        data: Vec<u8>,
+    },
     // --- process control ---
     /// `D` / `D;pid`
     Detach(Option<u64>),
@@ -246,6 +267,8 @@ pub enum Command {
     StartupWithShell(bool),
     /// `qSymbol::` or `qSymbol:value:name`
     Symbol,
+    /// `R XX`: restart the program (extended mode; no reply).
+    Restart,
     /// `vFile:…` (arguments after `vFile:`)
     VFile(Vec<u8>),
     /// `qRcmd,hex`
@@ -254,6 +277,9 @@ pub enum Command {
     Offsets,
     /// `QNonStop:0|1`
     NonStop(bool),
+    /// `QCatchSyscalls:0` (`None`) or `QCatchSyscalls:1[;NR…]` (the
+    /// numbers; empty = every system call).
+    CatchSyscalls(Option<Vec<u64>>),
     // --- lldb dialect ---
     /// `qHostInfo`
     HostInfo,
@@ -327,12 +353,15 @@ pub const TABLE: &[(&str, Parser)] = &[
     ("qfThreadInfo", exact!(Command::ThreadInfoFirst)),
     ("qsThreadInfo", exact!(Command::ThreadInfoNext)),
     ("qAttached", query::parse_attached),
+    ("qGetTLSAddr:", query::parse_get_tls_addr),
     ("qThreadExtraInfo,", query::parse_thread_extra_info),
     ("qXfer:", xfer::parse_xfer),
     ("qSymbol", |_| Ok(Command::Symbol)),
+    ("R", |_| Ok(Command::Restart)),
     ("qRcmd,", query::parse_rcmd),
     ("qOffsets", exact!(Command::Offsets)),
     ("QNonStop:", query::parse_nonstop),
+    ("QCatchSyscalls:", query::parse_catch_syscalls),
     ("QPassSignals:", query::parse_pass_signals),
     ("QProgramSignals:", query::parse_program_signals),
     ("QDisableRandomization:", query::parse_disable_randomization),

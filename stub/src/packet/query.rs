@@ -44,6 +44,25 @@ pub fn parse_rcmd(rest: &[u8]) -> Result<Command, ParseError> {
         .ok_or(ParseError::new("bad qRcmd hex"))
 }
 
+/// `qGetTLSAddr:thread-id,offset,lm` (offset and lm in hex).
+pub fn parse_get_tls_addr(rest: &[u8]) -> Result<Command, ParseError> {
+    let mut it = rest.splitn(3, |b| *b == b',');
+    let (Some(t), Some(o), Some(l)) = (it.next(), it.next(), it.next()) else {
+        return Err(ParseError::new("qGetTLSAddr needs thread,offset,lm"));
+    };
+    let num = |f: &[u8]| {
+        std::str::from_utf8(f)
+            .ok()
+            .and_then(|s| u64::from_str_radix(s, 16).ok())
+            .ok_or(ParseError::new("bad qGetTLSAddr number"))
+    };
+    Ok(Command::GetTlsAddr {
+        thread: ThreadId::parse(t)?,
+        offset: num(o)?,
+        lm: num(l)?,
+    })
+}
+
 /// `qC` (and nothing longer).
 pub fn parse_qc(rest: &[u8]) -> Result<Command, ParseError> {
     if rest.is_empty() {
@@ -52,6 +71,26 @@ pub fn parse_qc(rest: &[u8]) -> Result<Command, ParseError> {
         let mut p = b"qC".to_vec();
         p.extend_from_slice(rest);
         Ok(Command::Unknown(p))
+    }
+}
+
+/// `QCatchSyscalls:0` | `QCatchSyscalls:1[;NR]…` (hex numbers).
+pub fn parse_catch_syscalls(rest: &[u8]) -> Result<Command, ParseError> {
+    let mut it = rest.split(|b| *b == b';');
+    match it.next() {
+        Some(b"0") if it.next().is_none() => Ok(Command::CatchSyscalls(None)),
+        Some(b"1") => it
+            .map(|n| {
+                std::str::from_utf8(n)
+                    .ok()
+                    .and_then(|s| u64::from_str_radix(s, 16).ok())
+                    .ok_or(ParseError::new("bad QCatchSyscalls number"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|v| Command::CatchSyscalls(Some(v))),
+        _ => Err(ParseError::new(
+            "QCatchSyscalls:0 or QCatchSyscalls:1[;NR]...",
+        )),
     }
 }
 

@@ -47,6 +47,10 @@ pub struct StopReplyOptions {
     pub list_threads: bool,
     /// Interrupts are reported as SIGINT (gdb) instead of SIGSTOP (lldb).
     pub interrupt_as_sigint: bool,
+    /// gdbserver `--disable-packet=T`: plain `S` replies.
+    pub no_t: bool,
+    /// gdbserver `--disable-packet=Tthread`: no `thread:` field.
+    pub no_thread: bool,
 }
 
 /// State of one thread at the stop.
@@ -139,14 +143,34 @@ fn build_t(
     let signal = match kind {
         StopKind::Interrupt if o.interrupt_as_sigint => libc::SIGINT,
         StopKind::Interrupt => libc::SIGSTOP,
-        StopKind::Initial if signal == 0 && o.list_threads => libc::SIGSTOP,
+        // lldb-server reports the first stop after a launch or an attach
+        // as SIGSTOP (lldb shows "stop reason = signal SIGSTOP"), whatever
+        // the kernel's exec SIGTRAP was.
+        StopKind::Initial if o.list_threads => libc::SIGSTOP,
         _ => signal,
     };
+    if o.no_t {
+        out.push(b'S');
+        push_hex_u8(out, wire_signal(signal, o));
+        return;
+    }
     out.push(b'T');
     push_hex_u8(out, wire_signal(signal, o));
-    out.extend_from_slice(b"thread:");
-    thread_id(out, pid, tid, o.multiprocess);
-    out.push(b';');
+    // gdbserver puts the syscall key first (server.cc, prepare_resume_reply).
+    match kind {
+        StopKind::SyscallEntry { number } => {
+            let _ = write!(Buf(out), "syscall_entry:{number:x};");
+        }
+        StopKind::SyscallReturn { number } => {
+            let _ = write!(Buf(out), "syscall_return:{number:x};");
+        }
+        _ => {}
+    }
+    if !o.no_thread {
+        out.extend_from_slice(b"thread:");
+        thread_id(out, pid, tid, o.multiprocess);
+        out.push(b';');
+    }
     if o.list_threads {
         if let Some(name) = &snap.thread_name {
             // lldb-server sends the name hex-encoded when it has special
@@ -254,6 +278,9 @@ fn build_t(
             out.push(b';');
             "exec"
         }
+        // lldb-server reports an exec as `reason:exec` alone; lldb then
+        // reloads the process's modules.
+        StopKind::Exec { .. } if o.list_threads => "exec",
         _ => "signal",
     };
     let quiet = signal == 0 && reason == "signal";

@@ -17,8 +17,16 @@ pub fn parse_xfer(rest: &[u8]) -> Result<Command, ParseError> {
     let op = it.next().ok_or(ParseError::new("bad qXfer"))?;
     let annex = it.next().ok_or(ParseError::new("bad qXfer"))?;
     let range = it.next().ok_or(ParseError::new("bad qXfer"))?;
+    if op == b"write" {
+        let (o, data) = split2(range, b':').ok_or(ParseError::new("bad qXfer write"))?;
+        return Ok(Command::XferWrite {
+            object: String::from_utf8_lossy(object).into_owned(),
+            annex: String::from_utf8_lossy(annex).into_owned(),
+            offset: hex_u64(o, "bad offset")?,
+            data: data.to_vec(),
+        });
+    }
     if op != b"read" {
-        // qXfer:…:write is not supported: empty reply.
         let mut p = b"qXfer:".to_vec();
         p.extend_from_slice(rest);
         return Ok(Command::Unknown(p));
@@ -57,10 +65,15 @@ mod tests {
                 length: 0x1ffff
             })
         );
-        assert!(matches!(
-            parse(b"qXfer:siginfo:write::0:abc").unwrap(),
-            Command::Unknown(_)
-        ));
+        assert_eq!(
+            parse(b"qXfer:siginfo:write::8:a:c").unwrap(),
+            Command::XferWrite {
+                object: "siginfo".into(),
+                annex: "".into(),
+                offset: 8,
+                data: b"a:c".to_vec()
+            }
+        );
         assert!(parse(b"qXfer:features:read:target.xml").is_err());
         assert!(parse(b"qXfer:").is_err());
     }

@@ -91,6 +91,9 @@ pub enum Lifetime {
     Once,
     /// Keep serving new sessions (extended-remote, `--multi`).
     Multi,
+    /// gdbserver without `--once` or `--multi`: after a disconnect, keep
+    /// the process and listen again; exit once no process is left.
+    Reopen,
 }
 
 /// What to debug when the server starts.
@@ -146,6 +149,10 @@ pub struct ServerConfig {
     /// before it blocks; zero disables it (see [`busy`]; default
     /// [`busy::DEFAULT_BUSY_POLL`]).
     pub busy_poll: Duration,
+    /// Print gdbserver's connection messages on stderr ("Remote debugging
+    /// from host H, port P", "Remote side has terminated connection…"):
+    /// the gdb testsuite and scripts written for gdbserver wait on them.
+    pub announce: bool,
 }
 
 /// Builder for an embedded server.
@@ -182,12 +189,17 @@ impl ServerBuilder {
                 listen: ListenAddr::parse(listen)?,
                 lifetime: Lifetime::Once,
                 inferior: Inferior::None,
-                launch: LaunchDefaults::default(),
+                // gdbserver's default: ASLR off for launched programs.
+                launch: LaunchDefaults {
+                    disable_aslr: true,
+                    ..LaunchDefaults::default()
+                },
                 gpu: GpuConfig::default(),
                 advertise: None,
                 max_connections: MAX_CONNECTIONS,
                 max_pending_output: crate::session::MAX_PENDING_OUTPUT,
                 busy_poll: busy::DEFAULT_BUSY_POLL,
+                announce: false,
             },
             custom: None,
         })
@@ -271,7 +283,41 @@ impl ServerBuilder {
         self
     }
 
-    /// Disable ASLR for launched programs.
+    /// How long the server lives (overrides [`ServerBuilder::multi`]).
+    pub fn lifetime(mut self, lifetime: Lifetime) -> Self {
+        self.cfg.lifetime = lifetime;
+        self
+    }
+
+    /// Start programs through the shell (gdbserver's default).
+    pub fn startup_with_shell(mut self, on: bool) -> Self {
+        self.cfg.launch.startup_with_shell = on;
+        self
+    }
+
+    /// Print gdbserver's connection messages on stderr.
+    pub fn announce(mut self, on: bool) -> Self {
+        self.cfg.announce = on;
+        self
+    }
+
+    /// gdbserver's `--disable-packet=` names (`vCont`, `T`, `Tthread`, `qC`,
+    /// `qfThreadInfo`, `threads`); unknown names are ignored (the command
+    /// line checks them).
+    pub fn disable_packets(mut self, names: &[String]) -> Self {
+        for n in names {
+            self.cfg.launch.disabled.disable(n);
+        }
+        self
+    }
+
+    /// gdbserver's `--wrapper WRAPPER --`.
+    pub fn wrapper(mut self, wrapper: Option<String>) -> Self {
+        self.cfg.launch.wrapper = wrapper;
+        self
+    }
+
+    /// Disable ASLR for launched programs (the default).
     pub fn disable_aslr(mut self, on: bool) -> Self {
         self.cfg.launch.disable_aslr = on;
         self
@@ -305,6 +351,15 @@ pub enum ServerError {
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ServerError {
     let what = what.into();
     move |source| ServerError::Io { what, source }
+}
+
+/// gdbserver's line for a new connection (remote-utils.cc: numeric host
+/// and port of the peer).
+fn announce_peer(peer: &str) {
+    match peer.parse::<std::net::SocketAddr>() {
+        Ok(a) => eprintln!("Remote debugging from host {}, port {}", a.ip(), a.port()),
+        Err(_) => eprintln!("Remote debugging using {peer}"),
+    }
 }
 
 fn refused(reason: String) -> ClientKind {
@@ -361,6 +416,8 @@ pub struct Server {
     /// Connections turned away by the connection limit (for log pacing).
     over_limit: u64,
     initial: Option<(Box<dyn Target>, StopEvent)>,
+    /// Pid of `initial` (kept after a session adopted it).
+    initial_pid: Option<Pid>,
     mux: MuxHandle,
     session_tokens: HashMap<u64, Token>,
     exit_requested: bool,
@@ -374,9 +431,10 @@ pub struct Server {
 
 impl Server {
     fn new(
-        cfg: ServerConfig,
+        mut cfg: ServerConfig,
         custom: Option<(Box<dyn Target>, StopEvent)>,
     ) -> Result<Self, ServerError> {
+        cfg.launch.protocol_on_stdio = cfg.listen == ListenAddr::Stdio;
         native::block_sigchld()?;
         let poll = Poll::new().map_err(io_err("creating poll"))?;
         let sigchld = native::SigchldFd::new()?;
@@ -436,7 +494,9 @@ impl Server {
         let mux = Mux::new(
             gpu.map(|g| std::rc::Rc::new(std::cell::RefCell::new(g))),
             hook,
-            cfg.lifetime == Lifetime::Once,
+            // Without --multi a vacant CPU slot is not filled again (with
+            // Lifetime::Reopen only a kept session is taken over).
+            cfg.lifetime != Lifetime::Multi,
             cfg.gpu.report_stops,
         );
         let mux = std::rc::Rc::new(std::cell::RefCell::new(mux));
@@ -452,6 +512,7 @@ impl Server {
             cpu_session: None,
             orphan: None,
             over_limit: 0,
+            initial_pid: initial.as_ref().map(|(t, _)| t.pid()),
             initial,
             exit_requested: false,
             read_buf: vec![0; READ_CHUNK],
@@ -482,7 +543,7 @@ impl Server {
 
     /// Pid of the initially launched/attached process, if any.
     pub fn initial_pid(&self) -> Option<Pid> {
-        self.initial.as_ref().map(|(t, _)| t.pid())
+        self.initial_pid
     }
 
     /// Run until the lifetime ends. On a fatal error every process is
@@ -793,6 +854,9 @@ impl Server {
                         Box::new(s)
                     }
                 };
+                if self.cfg.announce {
+                    announce_peer(&peer);
+                }
                 self.cpu_session = Some(token);
                 self.session_tokens.insert(s.id(), token);
                 ClientKind::Session(s)
@@ -998,13 +1062,16 @@ impl Server {
             if self.cpu_session == Some(token) {
                 self.cpu_session = None;
             }
-            let keep = self.cfg.lifetime == Lifetime::Multi
+            let keep = self.cfg.lifetime != Lifetime::Once
                 && !self.exit_requested
                 && s.role() == Role::Cpu
                 && s.has_process();
             if keep {
                 // `--multi`: the next connection takes this session over.
                 tracing::info!(target: "mux", session = s.id(), "CPU client gone; session kept for the next connection");
+                if self.cfg.announce {
+                    eprintln!("Remote side has terminated connection.  GDBserver will reopen the connection.");
+                }
                 self.session_tokens.remove(&s.id());
                 self.mux.borrow_mut().on(MuxEvent::SessionClosed {
                     session: s.id(),

@@ -37,16 +37,35 @@ impl ListenAddr {
         if s.starts_with('/') || s.starts_with("./") {
             return Ok(ListenAddr::Unix(PathBuf::from(s)));
         }
-        let s2 = if let Some(port) = s.strip_prefix(':') {
+        let s2 = if let Some(port) = s.strip_prefix(':').filter(|p| !p.contains(':')) {
             format!("127.0.0.1:{port}")
         } else if let Some(port) = s.strip_prefix("localhost:") {
             format!("127.0.0.1:{port}")
         } else {
             s.to_string()
         };
-        s2.parse::<SocketAddr>().map(ListenAddr::Tcp).map_err(|e| {
-            format!("bad listen address '{s}': {e} (expected HOST:PORT, :PORT, unix:PATH or -)")
-        })
+        if let Ok(a) = s2.parse::<SocketAddr>() {
+            return Ok(ListenAddr::Tcp(a));
+        }
+        // gdb's parse_connection_spec: more than one ':' without brackets
+        // is an IPv6 host before the last ':' (`::1:2345`); any other host
+        // name is resolved (gdbserver: getaddrinfo).
+        let (host, port) = s2.rsplit_once(':').ok_or_else(|| {
+            format!("bad listen address '{s}' (expected HOST:PORT, :PORT, unix:PATH or -)")
+        })?;
+        let port: u16 = port
+            .parse()
+            .map_err(|e| format!("bad port in listen address '{s}': {e}"))?;
+        if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+            return Ok(ListenAddr::Tcp(SocketAddr::new(ip, port)));
+        }
+        use std::net::ToSocketAddrs;
+        (host, port)
+            .to_socket_addrs()
+            .map_err(|e| format!("{s}: cannot resolve name: {e}"))?
+            .next()
+            .map(ListenAddr::Tcp)
+            .ok_or_else(|| format!("{s}: cannot resolve name: no address"))
     }
 }
 
@@ -193,6 +212,10 @@ mod tests {
         assert_eq!(
             ListenAddr::parse("unix:/tmp/s").unwrap(),
             ListenAddr::Unix(PathBuf::from("/tmp/s"))
+        );
+        assert_eq!(
+            ListenAddr::parse("::1:2345").unwrap(),
+            ListenAddr::Tcp("[::1]:2345".parse().unwrap())
         );
     }
 }

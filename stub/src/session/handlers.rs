@@ -65,7 +65,19 @@ impl Session {
                     self.send_error(crate::error::ErrorCode::NoSuchProcess, "no such thread");
                 }
             }
+            Command::CurrentThread if self.features.disabled.qc => self.send(&reply::empty()),
+            Command::ThreadInfoFirst | Command::ThreadInfoNext
+                if self.features.disabled.qfthreadinfo =>
+            {
+                self.send(&reply::empty())
+            }
+            Command::VContQuery | Command::VCont(_) if self.features.disabled.vcont => {
+                self.send(&reply::empty())
+            }
             Command::CurrentThread => self.handle_qc(),
+            Command::GetTlsAddr { thread, offset, lm } => {
+                self.handle_get_tls_addr(thread, offset, lm)
+            }
             Command::ThreadInfoFirst => {
                 self.thread_cursor = true;
                 let mut out = vec![b'm'];
@@ -178,6 +190,14 @@ impl Session {
             }
             Command::VCont(actions) => self.handle_vcont(&actions),
             Command::XferRead(x) => self.handle_xfer(&x),
+            Command::XferWrite {
+                object,
+                offset,
+                data,
+                ..
+            } if object == "siginfo" => self.handle_siginfo_write(offset, &data),
+            // Other objects are not writable (gdbserver: empty reply).
+            Command::XferWrite { .. } => self.send(&reply::empty()),
             Command::Detach(pid) => self.handle_detach(pid),
             Command::Kill => self.handle_kill(None, false),
             Command::VKill(pid) => self.handle_kill(Some(pid), true),
@@ -221,6 +241,9 @@ impl Session {
                 self.send(&reply::ok());
             }
             Command::Symbol => self.send(&reply::ok()),
+            Command::Restart if self.features.extended => self.handle_restart(),
+            // gdbserver answers `R` outside extended mode as unknown.
+            Command::Restart => self.send(&reply::empty()),
             Command::VFile(args) => {
                 let r = self.hostio.handle(&args);
                 self.send(&r);
@@ -228,6 +251,20 @@ impl Session {
             Command::Rcmd(cmd) => self.handle_monitor(&cmd),
             Command::Offsets => self.send(&reply::empty()),
             Command::NonStop(false) => self.send(&reply::ok()),
+            Command::CatchSyscalls(set) => {
+                let mut ok = !self.procs.is_empty();
+                for t in self.procs.values_mut() {
+                    ok &= t.set_catch_syscalls(set.clone());
+                }
+                if ok {
+                    self.send(&reply::ok());
+                } else {
+                    self.send_error(
+                        crate::error::ErrorCode::Invalid,
+                        "cannot catch system calls here",
+                    );
+                }
+            }
             Command::NonStop(true) => self.send_error(
                 crate::error::ErrorCode::NotSupported,
                 "non-stop mode is not supported",
@@ -330,8 +367,10 @@ impl Session {
         self.features.vfork_events = has("vfork-events+");
         self.features.exec_events = has("exec-events+");
         let forks = self.features.fork_events || self.features.vfork_events;
+        let exec = self.features.report_exec();
         for t in self.procs.values_mut() {
             t.set_report_forks(forks);
+            t.set_report_exec(exec);
         }
         let caps = self.capabilities();
         let mut r = format!(
@@ -346,6 +385,11 @@ impl Session {
             (caps.auxv, "qXfer:auxv:read+"),
             (caps.libraries_svr4, "qXfer:libraries-svr4:read+"),
             (caps.siginfo, "qXfer:siginfo:read+"),
+            (caps.siginfo, "qXfer:siginfo:write+"),
+            // ptrace's syscall stops and the host's /proc tables: the CPU
+            // session's native targets only.
+            (self.role == super::Role::Cpu, "QCatchSyscalls+"),
+            (self.role == super::Role::Cpu, "qXfer:osdata:read+"),
         ] {
             if flag {
                 r.push(';');
@@ -387,6 +431,51 @@ impl Session {
             // No process and nothing recorded (extended mode): gdbserver
             // answers W00.
             None => self.send(b"W00"),
+        }
+    }
+
+    /// `qGetTLSAddr`: computed from glibc's thread_db descriptors
+    /// (native::tls), as libthread_db does for gdbserver.
+    fn handle_get_tls_addr(&mut self, thread: ThreadId, offset: u64, lm: u64) {
+        let Some((pid, tid)) = self.resolve_thread(Some(thread)) else {
+            self.send_error(crate::error::ErrorCode::NoSuchProcess, "no such thread");
+            return;
+        };
+        let Some(t) = self.procs.get_mut(&pid) else {
+            self.send_error(crate::error::ErrorCode::NoSuchProcess, "no such process");
+            return;
+        };
+        match crate::native::tls_address(t.as_mut(), pid, tid, offset, lm) {
+            Ok(addr) => self.send(format!("{addr:x}").as_bytes()),
+            Err(e) => {
+                tracing::debug!(target: "session", session = self.id, "qGetTLSAddr: {e}");
+                self.send_error(crate::error::ErrorCode::Io, &e);
+            }
+        }
+    }
+
+    /// `qXfer:siginfo:write` on the general thread (as the read).
+    fn handle_siginfo_write(&mut self, offset: u64, data: &[u8]) {
+        let Some((pid, tid)) = self.g_thread.or_else(|| {
+            self.resolve_thread(Some(ThreadId {
+                pid: None,
+                tid: crate::packet::IdSel::Any,
+            }))
+        }) else {
+            self.send_error(crate::error::ErrorCode::NoSuchProcess, "no thread");
+            return;
+        };
+        self.xfer_cache.clear();
+        let r = match self.procs.get_mut(&pid) {
+            Some(t) => match t.support_siginfo() {
+                Some(s) => s.write_siginfo(tid, offset, data),
+                None => Err(TargetError::Unsupported("siginfo write")),
+            },
+            None => Err(TargetError::Invalid("no such process".into())),
+        };
+        match r {
+            Ok(n) => self.send(format!("{n:x}").as_bytes()),
+            Err(e) => self.send_target_error(&e),
         }
     }
 

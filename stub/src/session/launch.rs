@@ -25,8 +25,54 @@ pub struct LaunchDefaults {
     pub cwd: Option<PathBuf>,
     /// Disable ASLR.
     pub disable_aslr: bool,
-    /// Start through `/bin/sh -c exec …`.
+    /// Start through `$SHELL -c exec …`.
     pub startup_with_shell: bool,
+    /// gdbserver's `--wrapper` command.
+    pub wrapper: Option<String>,
+    /// The protocol runs on the server's stdin/stdout (see
+    /// [`LaunchOptions::protocol_on_stdio`]).
+    pub protocol_on_stdio: bool,
+    /// gdbserver's `--disable-packet=…` (server-wide; each connection
+    /// starts with it).
+    pub disabled: DisabledPackets,
+}
+
+/// Packets turned off with gdbserver's `--disable-packet=` (server.cc:
+/// the gdb testsuite uses it to test clients against older servers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DisabledPackets {
+    /// `vCont`, `vCont?`: answered empty.
+    pub vcont: bool,
+    /// `T` stop replies: `S` is sent instead.
+    pub t: bool,
+    /// The `thread:` field of `T` stop replies.
+    pub tthread: bool,
+    /// `qC`: answered empty.
+    pub qc: bool,
+    /// `qfThreadInfo`/`qsThreadInfo`: answered empty.
+    pub qfthreadinfo: bool,
+}
+
+impl DisabledPackets {
+    /// Turn off one of gdbserver's names (`threads` = all thread packets).
+    /// Returns false for a name gdbserver does not know.
+    pub fn disable(&mut self, name: &str) -> bool {
+        match name {
+            "vCont" => self.vcont = true,
+            "T" => self.t = true,
+            "Tthread" => self.tthread = true,
+            "qC" => self.qc = true,
+            "qfThreadInfo" => self.qfthreadinfo = true,
+            "threads" => {
+                self.vcont = true;
+                self.tthread = true;
+                self.qc = true;
+                self.qfthreadinfo = true;
+            }
+            _ => return false,
+        }
+        true
+    }
 }
 
 impl LaunchDefaults {
@@ -72,6 +118,8 @@ impl LaunchDefaults {
             cwd: self.cwd.clone(),
             disable_aslr: self.disable_aslr,
             startup_with_shell: self.startup_with_shell,
+            wrapper: self.wrapper.clone(),
+            protocol_on_stdio: self.protocol_on_stdio,
             ..LaunchOptions::default()
         }
     }
@@ -93,10 +141,20 @@ impl Session {
                 }
             }
         } else {
-            PathBuf::from(String::from_utf8_lossy(&prog).into_owned())
+            let p = crate::native::program_path(&String::from_utf8_lossy(&prog));
+            self.launch.program = Some(PathBuf::from(&p));
+            PathBuf::from(p)
         };
+        let shell = self.launch.startup_with_shell;
         let mut args: Vec<String> = it
             .map(|a| String::from_utf8_lossy(&a).into_owned())
+            .map(|a| {
+                if shell {
+                    crate::native::vrun_argument(&a)
+                } else {
+                    a
+                }
+            })
             .collect();
         if prog.is_empty() && args.is_empty() {
             args = self.launch.args.clone();
@@ -106,6 +164,8 @@ impl Session {
         // they were (gdbserver keeps them too). Only a process that did
         // start replaces them: gdbserver kills the current process before
         // running a new one.
+        // Kept for `R` (restart), as gdbserver keeps program_args.
+        self.launch.args = args.clone();
         let opts = self.launch.options(program.clone(), args);
         match LinuxProcess::launch(&opts) {
             Ok((proc_, stop)) => {
@@ -117,6 +177,27 @@ impl Session {
                 tracing::warn!(target: "ptrace", session = self.id, "launch failed: {e}");
                 self.send_error(crate::error::ErrorCode::NoSuchFile, &e.to_string());
             }
+        }
+    }
+
+    /// `R`: kill the processes and start the last program again with its
+    /// arguments (gdbserver, server.cc); gdb sends no reply for it and
+    /// asks `?` next, which answers the new process's initial stop.
+    pub(super) fn handle_restart(&mut self) {
+        let Some(program) = self.launch.program.clone() else {
+            tracing::warn!(target: "session", session = self.id, "R without a program to restart");
+            return;
+        };
+        self.kill_all();
+        let opts = self
+            .launch
+            .options(program.clone(), self.launch.args.clone());
+        match LinuxProcess::launch(&opts) {
+            Ok((proc_, stop)) => {
+                tracing::info!(target: "ptrace", session = self.id, pid = proc_.pid(), program = %program.display(), "restarted");
+                self.adopt_launched(Box::new(proc_), stop);
+            }
+            Err(e) => tracing::warn!(target: "ptrace", session = self.id, "restart failed: {e}"),
         }
     }
 
@@ -139,13 +220,8 @@ impl Session {
 
     /// Adopt a fresh process and answer with its initial stop (a journal
     /// replay, like `?`).
-    fn install(&mut self, mut t: Box<dyn Target>, stop: crate::stop::StopEvent) {
-        let forks = self.features.fork_events || self.features.vfork_events;
-        t.set_report_forks(forks);
-        if !self.pass_signals.is_empty() {
-            t.set_pass_signals(&self.pass_signals);
-        }
-        self.adopt(t, stop);
+    fn install(&mut self, t: Box<dyn Target>, stop: crate::stop::StopEvent) {
+        self.adopt_launched(t, stop);
         let opts = self.features.stop_options();
         match self.journal.reply(&opts) {
             Some(r) => self.send(&r),
@@ -155,6 +231,17 @@ impl Session {
                 self.features.error_strings,
             )),
         }
+    }
+
+    /// Adopt a fresh process with the session's settings (no reply).
+    fn adopt_launched(&mut self, mut t: Box<dyn Target>, stop: crate::stop::StopEvent) {
+        let forks = self.features.fork_events || self.features.vfork_events;
+        t.set_report_forks(forks);
+        t.set_report_exec(self.features.report_exec());
+        if !self.pass_signals.is_empty() {
+            t.set_pass_signals(&self.pass_signals);
+        }
+        self.adopt(t, stop);
     }
 
     fn kill_all(&mut self) {

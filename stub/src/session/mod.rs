@@ -32,7 +32,10 @@ mod xfer;
 use std::collections::BTreeMap;
 
 pub use journal::Journal;
+pub use launch::DisabledPackets;
 pub use launch::LaunchDefaults;
+pub use monitor::set_log_control;
+pub use monitor::LogControl;
 
 use crate::hostio::HostIo;
 use crate::packet;
@@ -92,9 +95,17 @@ pub struct Features {
     pub error_strings: bool,
     /// `!` extended mode
     pub extended: bool,
+    /// `--disable-packet=` (from the server's settings).
+    pub disabled: launch::DisabledPackets,
 }
 
 impl Features {
+    /// Whether an exec is reported as a stop: gdb asks with
+    /// `exec-events+`; lldb-server always reports it (`reason:exec`).
+    pub fn report_exec(&self) -> bool {
+        self.exec_events || self.dialect == Dialect::Lldb
+    }
+
     /// Options for building stop replies.
     pub fn stop_options(&self) -> StopReplyOptions {
         StopReplyOptions {
@@ -107,6 +118,8 @@ impl Features {
             exec_events: self.exec_events,
             list_threads: self.list_threads,
             interrupt_as_sigint: self.dialect == Dialect::Gdb,
+            no_t: self.disabled.t,
+            no_thread: self.disabled.tthread,
         }
     }
 }
@@ -210,7 +223,10 @@ impl Session {
             encoder: Encoder::new(),
             out: Vec::with_capacity(4096),
             resend: Default::default(),
-            features: Features::default(),
+            features: Features {
+                disabled: launch.disabled,
+                ..Features::default()
+            },
             procs: BTreeMap::new(),
             current: None,
             g_thread: None,
@@ -501,7 +517,10 @@ impl Session {
         self.encoder = Encoder::new();
         self.out = Vec::with_capacity(4096);
         self.resend.forget();
-        self.features = Features::default();
+        self.features = Features {
+            disabled: self.launch.disabled,
+            ..Features::default()
+        };
         self.thread_cursor = false;
         self.control = SessionControl::Continue;
         self.hostio = HostIo::new();

@@ -7,11 +7,13 @@ use super::Session;
 use super::SessionControl;
 use crate::packet::reply;
 
-const HELP: &str = "gdbmux monitor commands:\n\
+const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   help              this text\n\
   info | ps         the debugged processes and their threads (tid, name, pc)\n\
   exit              stop the gdbmux server after this session\n\
-  gpu               GPU state, agents, code objects, kernels with addresses, the offer, how to reach the GPU\n\
+  set debug 0|1     gdbserver's debug output (ptrace, native, session channels)\n\
+  set remote-debug 0|1   gdbserver's protocol debug output (packets channel)\n\
+  gpu               GPU state, agents, code objects, the offer, how to reach the GPU\n\
   gpu waves         waves (id, pc, exec, stop reason, workgroup, wave number)\n\
   gpu regs W [R..]  registers of wave W (all, or the named ones)\n\
   gpu mem [global|local|private] ADDR LEN [W]   memory of an address space\n\
@@ -19,11 +21,69 @@ const HELP: &str = "gdbmux monitor commands:\n\
   gpu step W        single-step wave W;  gpu continue [W]: resume one or all waves\n\
   gpu stops report|log   report GPU stops to this session, or only log them\n";
 
+/// Changes the log filter at run time: given the channels to add (e.g.
+/// `,packets=trace`) to the filter the server started with.
+pub type LogControl = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+static LOG_CONTROL: std::sync::OnceLock<LogControl> = std::sync::OnceLock::new();
+
+/// gdbserver's debug switches, as set by `monitor set debug|remote-debug`.
+static LOG_SWITCHES: std::sync::Mutex<(bool, bool)> = std::sync::Mutex::new((false, false));
+
+/// Install the log control (the binary does, after setting up logging);
+/// without it `monitor set debug` answers that logging is not adjustable.
+pub fn set_log_control(f: LogControl) {
+    let _ = LOG_CONTROL.set(f);
+}
+
+/// `monitor set debug 0|1` / `monitor set remote-debug 0|1`: gdbserver's
+/// general and protocol debug output, here the `ptrace,native,session`
+/// channels and the `packets` channel at trace level (to stderr or
+/// --log-file). Returns gdbserver's confirmation line.
+fn set_debug(which: &str, on: bool) -> Result<String, String> {
+    let control = LOG_CONTROL
+        .get()
+        .ok_or("logging cannot be changed at run time here")?;
+    let mut sw = LOG_SWITCHES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut next = *sw;
+    if which == "debug" {
+        next.0 = on;
+    } else {
+        next.1 = on;
+    }
+    let mut extra = String::new();
+    if next.0 {
+        extra.push_str(",ptrace=trace,native=trace,session=trace");
+    }
+    if next.1 {
+        extra.push_str(",packets=trace");
+    }
+    control(&extra)?;
+    *sw = next;
+    let state = if on { "enabled" } else { "disabled" };
+    Ok(if which == "debug" {
+        format!("Debug output {state}.\n")
+    } else {
+        format!("Protocol debug output {state}.\n")
+    })
+}
+
 impl Session {
     pub(super) fn handle_monitor(&mut self, cmd: &[u8]) {
         let cmd = String::from_utf8_lossy(cmd).trim().to_string();
         let mut words = cmd.split_whitespace();
-        match words.next().unwrap_or("help") {
+        match words.next().unwrap_or("") {
+            "set" => {
+                let what = words.next().unwrap_or("");
+                let val = words.next().unwrap_or("");
+                match (what, val) {
+                    ("debug" | "remote-debug", "0" | "1") => match set_debug(what, val == "1") {
+                        Ok(text) => self.console_then_ok(&text),
+                        Err(e) => self.send_error(crate::error::ErrorCode::NotSupported, &e),
+                    },
+                    _ => self.unknown_monitor(),
+                }
+            }
             "help" => self.console_then_ok(HELP),
             "info" | "ps" | "threads" => {
                 let text = self.monitor_info();
@@ -35,14 +95,23 @@ impl Session {
                 self.console_then_ok(&text);
             }
             "exit" => {
-                self.console_then_ok("gdbmux: exiting\n");
+                // Silent, as gdbserver (gdb.server/monitor-exit-quit.exp
+                // expects no output).
+                self.send(&reply::ok());
                 self.control = SessionControl::ExitServer;
             }
-            other => {
-                let msg = format!("unknown monitor command '{other}'; try 'monitor help'\n");
-                self.console_then_ok(&msg);
-            }
+            _ => self.unknown_monitor(),
         }
+    }
+
+    /// gdbserver's answer to an unknown (or empty) monitor command: the
+    /// line, the help, then an error (gdb: "Protocol error with Rcmd").
+    fn unknown_monitor(&mut self) {
+        self.send(&reply::console("Unknown monitor command.\n\n"));
+        for chunk in HELP.as_bytes().chunks(1024) {
+            self.send(&reply::console(&String::from_utf8_lossy(chunk)));
+        }
+        self.send_error(crate::error::ErrorCode::Invalid, "unknown monitor command");
     }
 
     fn console_then_ok(&mut self, text: &str) {

@@ -170,6 +170,10 @@ impl Session {
                     .into_bytes()
             }
             ("threads", _) => self.threads_xml().into_bytes(),
+            ("osdata", annex) => match crate::native::osdata::document(annex) {
+                Some(doc) => doc.into_bytes(),
+                None => return Err(TargetError::Invalid(format!("no osdata table {annex}"))),
+            },
             ("siginfo", _) => {
                 let (pid, tid) = self
                     .g_thread

@@ -1,0 +1,934 @@
+//! gdbmux as a drop-in gdbserver: the same command lines, messages and
+//! argument passing, checked with stock gdb 13 against both servers (the
+//! same gdb script, outputs compared).
+//!
+//! Needs `gdb` and `gdbserver` (tools/test-all.sh installs them).
+
+use std::io::BufRead;
+use std::io::BufReader;
+use std::io::Read;
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Child;
+use std::process::Command;
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::time::Duration;
+use std::time::Instant;
+
+const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
+const GDBSERVER: &str = "gdbserver";
+const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
+
+const FIXTURES: [&str; 7] = [
+    "argv",
+    "execer",
+    "forker",
+    "sigthreads",
+    "tlsvars",
+    "watchwide",
+    "sigwrite",
+];
+
+/// The fixtures, built once into one directory; returns it.
+fn fixture_dir() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compat-fixtures");
+            std::fs::create_dir_all(&out).unwrap();
+            let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+            for f in FIXTURES {
+                let tmp = out.join(format!("{f}.{}.tmp", std::process::id()));
+                let st = Command::new("gcc")
+                    .args(["-g", "-O0", "-pthread", "-o"])
+                    .arg(&tmp)
+                    .arg(src.join(format!("{f}.c")))
+                    .status()
+                    .expect("run gcc");
+                assert!(st.success(), "gcc {f}.c failed");
+                std::fs::rename(&tmp, out.join(f)).unwrap();
+            }
+            out
+        })
+        .clone()
+}
+
+/// The `argv` fixture: (directory, binary).
+fn argv_fixture() -> (PathBuf, PathBuf) {
+    let dir = fixture_dir();
+    let exe = dir.join("argv");
+    (dir, exe)
+}
+
+/// A server started the way the gdb testsuite starts gdbserver, its
+/// stderr read line by line on a thread (events, no polling).
+struct Server {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: String,
+    stdout: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(server: &str, args: &[&str], cwd: &Path) -> Server {
+        let mut cmd = Command::new(server);
+        if server == GDBMUX {
+            cmd.arg("--no-gpu").env_remove("GDBMUX_LOG");
+        }
+        cmd.args(args)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn server");
+        let err = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut out = child.stdout.take().unwrap();
+        let (otx, stdout) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            let _ = otx.send(s);
+        });
+        Server {
+            child,
+            lines,
+            stderr: String::new(),
+            stdout,
+        }
+    }
+
+    /// Wait for a stderr line containing `needle`; returns it.
+    fn wait_line(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    self.stderr.push_str(&l);
+                    self.stderr.push('\n');
+                    if l.contains(needle) {
+                        return l;
+                    }
+                }
+                Err(_) => panic!("no line with {needle:?}; stderr so far:\n{}", self.stderr),
+            }
+        }
+    }
+
+    fn port(&mut self) -> u16 {
+        let l = self.wait_line("Listening on port ");
+        l.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
+    /// Wait for the server to exit; returns (exit code, rest of stderr,
+    /// its stdout = the program's output).
+    fn finish(mut self) -> (Option<i32>, String, String) {
+        let (tx, rx) = mpsc::channel();
+        let mut child = self.child;
+        let pid = child.id();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let st = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(st) => st.unwrap(),
+            Err(_) => {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+                panic!("server did not exit; stderr:\n{}", self.stderr);
+            }
+        };
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.stderr.push_str(&l);
+            self.stderr.push('\n');
+        }
+        let out = self
+            .stdout
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_default();
+        (st.code(), self.stderr, out)
+    }
+}
+
+/// Run gdb in batch mode with `cmds`; returns its stdout and stderr.
+fn gdb(cmds: &[String], exe: Option<&Path>) -> String {
+    let mut cmd = Command::new("gdb");
+    cmd.args(["-nx", "-batch", "-ex", "set confirm off"]);
+    cmd.args(["-ex", "set debuginfod enabled off"]);
+    for c in cmds {
+        cmd.args(["-ex", c]);
+    }
+    if let Some(e) = exe {
+        cmd.arg(e);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("spawn gdb");
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(Ok(o)) => format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        _ => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("gdb timed out: {cmds:?}");
+        }
+    }
+}
+
+/// The program's `argN=<…>` lines.
+fn arg_lines(out: &str) -> Vec<String> {
+    out.lines()
+        .filter(|l| l.starts_with("arg"))
+        .map(str::to_string)
+        .collect()
+}
+
+fn addresses(out: &str) -> String {
+    out.lines()
+        .find(|l| l.starts_with("stack="))
+        .unwrap_or_else(|| panic!("no stack= line in {out:?}"))
+        .to_string()
+}
+
+const ODD_ARGS: [&str; 6] = ["a b", "", "$HOME", "it's", "*", "x\ty"];
+
+/// `SERVER --once HOST:PORT PROG ARGS…` with a bare PROG found in the
+/// current directory: the same "Process … created" line, the same argv
+/// for the program (no splitting, empty kept, nothing expanded) and ASLR
+/// off by default (the same addresses on every run).
+#[test]
+fn command_line_launch_matches_gdbserver() {
+    let (dir, exe) = argv_fixture();
+    let mut results = Vec::new();
+    for server in SERVERS {
+        let mut addrs = Vec::new();
+        for _run in 0..2 {
+            let mut args = vec!["--once", "127.0.0.1:0", "argv"];
+            args.extend(ODD_ARGS);
+            let mut s = Server::start(server, &args, &dir);
+            let created = s.wait_line("created; pid = ");
+            assert!(
+                created.starts_with(&format!("Process {} created; pid = ", exe.display())),
+                "{server}: {created}"
+            );
+            let port = s.port();
+            let out = gdb(
+                &[format!("target remote 127.0.0.1:{port}"), "continue".into()],
+                Some(&exe),
+            );
+            assert!(out.contains("exited normally"), "{server}: {out}");
+            let (code, _err, stdout) = s.finish();
+            assert_eq!(code, Some(0), "{server}");
+            addrs.push(addresses(&stdout));
+            results.push(arg_lines(&stdout));
+        }
+        assert_eq!(addrs[0], addrs[1], "{server}: ASLR must be off by default");
+    }
+    let expected: Vec<String> = ODD_ARGS
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("arg{}=<{a}>", i + 1))
+        .collect();
+    for r in &results {
+        assert_eq!(r, &expected);
+    }
+}
+
+/// `--no-disable-randomization` turns ASLR back on (addresses differ
+/// between runs), as in gdbserver.
+#[test]
+fn no_disable_randomization_turns_aslr_on() {
+    let (dir, exe) = argv_fixture();
+    let mut addrs = Vec::new();
+    for _ in 0..3 {
+        let mut s = Server::start(
+            GDBMUX,
+            &[
+                "--no-disable-randomization",
+                "--once",
+                "127.0.0.1:0",
+                "argv",
+            ],
+            &dir,
+        );
+        let port = s.port();
+        gdb(
+            &[format!("target remote 127.0.0.1:{port}"), "continue".into()],
+            Some(&exe),
+        );
+        let (_, _, stdout) = s.finish();
+        addrs.push(addresses(&stdout));
+    }
+    assert!(
+        addrs[0] != addrs[1] || addrs[1] != addrs[2],
+        "three runs with the same addresses: {addrs:?}"
+    );
+}
+
+/// `run ARGS` in extended-remote (`vRun`): the program gets the same argv
+/// from both servers.
+#[test]
+fn vrun_arguments_match_gdbserver() {
+    let (dir, exe) = argv_fixture();
+    let mut results = Vec::new();
+    for server in SERVERS {
+        let mut s = Server::start(server, &["--once", "--multi", "127.0.0.1:0"], &dir);
+        let port = s.port();
+        let out = gdb(
+            &[
+                format!("target extended-remote 127.0.0.1:{port}"),
+                format!("set remote exec-file {}", exe.display()),
+                r#"run 'a b' '' $HOME "q\"uote" "it's" x\ y"#.into(),
+                "monitor exit".into(),
+            ],
+            Some(&exe),
+        );
+        assert!(out.contains("exited normally"), "{server}: {out}");
+        let (_code, _err, stdout) = s.finish();
+        results.push(arg_lines(&stdout));
+    }
+    assert_eq!(results[0], results[1], "gdbserver vs gdbmux");
+    assert!(
+        results[1].contains(&"arg1=<a b>".to_string()),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[1].contains(&"arg2=<>".to_string()),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[1].contains(&"arg3=<$HOME>".to_string()),
+        "{:?}",
+        results[1]
+    );
+}
+
+/// `target remote | SERVER - PROG ARGS`: the program's output goes to the
+/// server's stderr (gdb shows it), never into the protocol, even when it
+/// looks like a packet.
+#[test]
+fn stdio_mode_keeps_program_off_the_protocol() {
+    let (_dir, exe) = argv_fixture();
+    for server in SERVERS {
+        let extra = if server == GDBMUX { " --no-gpu" } else { "" };
+        let out = gdb(
+            &[
+                format!(
+                    "target remote | {server}{extra} - {} '$W00#b7' 'a b'",
+                    exe.display()
+                ),
+                "continue".into(),
+            ],
+            Some(&exe),
+        );
+        assert!(out.contains("stdin/stdout redirected"), "{server}: {out}");
+        assert!(out.contains("arg1=<$W00#b7>"), "{server}: {out}");
+        assert!(out.contains("arg2=<a b>"), "{server}: {out}");
+        assert!(out.contains("exited normally"), "{server}: {out}");
+    }
+}
+
+/// A port in use: gdbserver's exact message (the testsuite matches it to
+/// pick another port) and exit status 1.
+#[test]
+fn port_in_use_message_matches_gdbserver() {
+    let (dir, _exe) = argv_fixture();
+    let busy = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    for server in SERVERS {
+        let s = Server::start(
+            server,
+            &["--once", &format!("127.0.0.1:{port}"), "argv"],
+            &dir,
+        );
+        let (code, err, _) = s.finish();
+        assert_eq!(code, Some(1), "{server}: {err}");
+        assert!(
+            err.contains("Can't bind address: Address already in use.\nExiting"),
+            "{server}: {err}"
+        );
+    }
+}
+
+/// `SERVER --once --attach COMM PID`: attach, gdb sees the process,
+/// detaches; the process lives on.
+#[test]
+fn attach_comm_pid_form() {
+    let (dir, _exe) = argv_fixture();
+    for server in SERVERS {
+        let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+        let pid = sleeper.id().to_string();
+        let mut s = Server::start(server, &["--once", "--attach", "127.0.0.1:0", &pid], &dir);
+        let l = s.wait_line("Attached; pid = ");
+        assert_eq!(l, format!("Attached; pid = {pid}"), "{server}");
+        let port = s.port();
+        let out = gdb(
+            &[
+                format!("target remote 127.0.0.1:{port}"),
+                "info inferiors".into(),
+                "detach".into(),
+            ],
+            None,
+        );
+        assert!(out.contains(&format!("process {pid}")), "{server}: {out}");
+        assert!(out.contains("detached]"), "{server}: {out}");
+        let (code, _, _) = s.finish();
+        assert_eq!(code, Some(0), "{server}");
+        assert!(
+            sleeper.try_wait().unwrap().is_none(),
+            "{server}: detached process died"
+        );
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+    }
+}
+
+/// Without `--once` (and without `--multi`), a disconnect keeps the
+/// process for the next connection; the server exits when the process is
+/// gone. `::1:PORT` (IPv6 without brackets) is accepted.
+#[test]
+fn reopens_after_disconnect_and_ipv6_form() {
+    let (dir, exe) = argv_fixture();
+    for server in SERVERS {
+        let mut s = Server::start(server, &["::1:0", "argv", "one"], &dir);
+        let port = s.port();
+        let out = gdb(
+            &[
+                format!("target remote [::1]:{port}"),
+                "break main".into(),
+                "continue".into(),
+                "disconnect".into(),
+            ],
+            Some(&exe),
+        );
+        assert!(out.contains("Breakpoint 1, main"), "{server}: {out}");
+        s.wait_line("Remote side has terminated connection");
+        let out = gdb(
+            &[
+                format!("target remote [::1]:{port}"),
+                "info frame".into(),
+                "continue".into(),
+            ],
+            Some(&exe),
+        );
+        assert!(out.contains("in main"), "{server}: second client: {out}");
+        assert!(out.contains("exited normally"), "{server}: {out}");
+        let (code, _, stdout) = s.finish();
+        assert_eq!(code, Some(0), "{server}");
+        assert_eq!(arg_lines(&stdout), ["arg1=<one>"], "{server}");
+    }
+}
+
+/// gdbserver's `--wrapper WRAPPER --`: the wrapper starts the program.
+#[test]
+fn wrapper_runs_the_program() {
+    let (dir, exe) = argv_fixture();
+    let mut outs = Vec::new();
+    for server in SERVERS {
+        let mut s = Server::start(
+            server,
+            &[
+                "--wrapper",
+                "env",
+                "WT13=1",
+                "--",
+                "--once",
+                "127.0.0.1:0",
+                "argv",
+                "w",
+            ],
+            &dir,
+        );
+        let port = s.port();
+        let out = gdb(
+            &[
+                format!("target remote 127.0.0.1:{port}"),
+                "break main".into(),
+                "continue".into(),
+                "print (char*)getenv(\"WT13\")".into(),
+                "continue".into(),
+            ],
+            Some(&exe),
+        );
+        assert!(out.contains("\"1\""), "{server}: {out}");
+        let (_, _, stdout) = s.finish();
+        outs.push(arg_lines(&stdout));
+    }
+    assert_eq!(outs[0], outs[1]);
+}
+
+/// gdb's lines that differ between any two servers only by pids and
+/// gdbserver's own diagnostics, dropped: what is left is compared.
+fn normalise(out: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    for l in out.lines() {
+        if l.starts_with("Reading ")
+            || l.starts_with("warning: File transfers")
+            || l.starts_with("gdbserver:")
+            || l.starts_with("Detaching from process")
+            || l.starts_with("Process ")
+            || l.starts_with("Remote debugging")
+            || l.starts_with("stdin/stdout")
+            || l.contains("Description")
+            || l.trim().is_empty()
+        {
+            continue;
+        }
+        let mut w = String::new();
+        for tok in l.split_inclusive(|c: char| !c.is_ascii_alphanumeric()) {
+            let digits = tok.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+            if digits.len() >= 4 && digits.bytes().all(|b| b.is_ascii_digit()) {
+                w.push_str("PID");
+                w.push_str(&tok[digits.len()..]);
+            } else {
+                w.push_str(tok);
+            }
+        }
+        // The connection column of `info inferiors` names the server.
+        if let Some(i) = w.find("(remote |") {
+            w.truncate(i);
+        }
+        v.push(w.trim_end().to_string());
+    }
+    v
+}
+
+/// Run the same gdb script against both servers over stdio
+/// (`target remote | SERVER - PROG ARGS`); returns the normalised outputs.
+fn same_script(prog: &str, args: &str, script: &[&str]) -> [Vec<String>; 2] {
+    let dir = fixture_dir();
+    let exe = dir.join(prog);
+    let run = |server: &str| {
+        let extra = if server == GDBMUX { " --no-gpu" } else { "" };
+        let mut cmds = vec![format!(
+            "target remote | {server}{extra} - {} {args}",
+            exe.display()
+        )];
+        cmds.extend(script.iter().map(|c| c.to_string()));
+        normalise(&gdb(&cmds, Some(&exe)))
+    };
+    [run(GDBSERVER), run(GDBMUX)]
+}
+
+/// `catch exec` stops at the exec with gdb's "executing new program", and
+/// the program runs on to its exit: the same session as with gdbserver.
+#[test]
+fn gdb_catch_exec_matches_gdbserver() {
+    let [a, b] = same_script("execer", "", &["catch exec", "continue", "continue"]);
+    let text = b.join("\n");
+    assert!(text.contains("is executing new program"), "{text}");
+    assert!(text.contains("Catchpoint 1 (exec'd"), "{text}");
+    assert!(text.contains("exited with code 05"), "{text}");
+    assert_eq!(a, b, "gdbserver vs gdbmux");
+}
+
+/// vfork with follow-fork-mode child: gdb follows the child, which stops
+/// at the breakpoint (vfork and vforkdone events); then both run to their
+/// ends. The same session as with gdbserver.
+#[test]
+fn gdb_vfork_follow_child_matches_gdbserver() {
+    let [a, b] = same_script(
+        "forker",
+        "v",
+        &[
+            "set follow-fork-mode child",
+            "break child_work",
+            "continue",
+            "info inferiors",
+            "continue",
+        ],
+    );
+    let text = b.join("\n");
+    assert!(text.contains("vfork to child"), "{text}");
+    assert!(text.contains("hit Breakpoint 1, child_work"), "{text}");
+    assert!(text.contains("is vfork child of inferior 1"), "{text}");
+    assert!(text.contains("exited with code 052"), "{text}");
+    assert_eq!(a, b, "gdbserver vs gdbmux");
+}
+
+/// Run lldb in batch mode with `cmds` on `exe`; returns its stdout.
+fn lldb(cmds: &[String], exe: &Path) -> String {
+    let mut cmd = Command::new("lldb");
+    cmd.args(["-b", "-o", "settings set stop-disassembly-display never"]);
+    for c in cmds {
+        cmd.args(["-o", c]);
+    }
+    cmd.arg(exe)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("spawn lldb");
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(Ok(o)) => String::from_utf8_lossy(&o.stdout).into_owned(),
+        _ => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("lldb timed out: {cmds:?}");
+        }
+    }
+}
+
+/// `lldb-server gdbserver 127.0.0.1:0 --named-pipe FIFO -- PROG`: the
+/// port it listens on, read from the FIFO (decimal text ending in NUL).
+fn start_lldb_server(dir: &Path, prog: &str) -> (Child, u16) {
+    let fifo = dir.join(format!("lldb-port.{}", std::process::id()));
+    let _ = std::fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let child = Command::new("lldb-server")
+        .args(["gdbserver", "127.0.0.1:0", "--named-pipe"])
+        .arg(&fifo)
+        .args(["--", prog])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn lldb-server");
+    let (tx, rx) = mpsc::channel();
+    let f2 = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::read(&f2));
+    });
+    let text = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("lldb-server did not report its port")
+        .unwrap();
+    let _ = std::fs::remove_file(&fifo);
+    let port = String::from_utf8_lossy(&text)
+        .trim_matches(char::from(0))
+        .trim()
+        .parse()
+        .unwrap();
+    (child, port)
+}
+
+/// lldb sees an exec as "stop reason = exec" and the new image runs to
+/// its exit: the same lldb session against lldb-server and gdbmux.
+#[test]
+fn lldb_stops_at_exec_as_lldb_server() {
+    let dir = fixture_dir();
+    let exe = dir.join("execer");
+    let script = |port: u16| {
+        vec![
+            format!("gdb-remote 127.0.0.1:{port}"),
+            "continue".to_string(),
+            "thread list".to_string(),
+            "continue".to_string(),
+        ]
+    };
+    let (mut ls, port) = start_lldb_server(&dir, "./execer");
+    let reference = lldb(&script(port), &exe);
+    let _ = ls.kill();
+    let _ = ls.wait();
+    let mut s = Server::start(GDBMUX, &["--once", "127.0.0.1:0", "execer"], &dir);
+    let port = s.port();
+    let out = lldb(&script(port), &exe);
+    let (code, _, _) = s.finish();
+    assert_eq!(code, Some(0));
+    let key = |o: &str| -> Vec<String> {
+        o.lines()
+            .filter(|l| l.contains("stop reason") || l.contains("exited with status"))
+            .map(|l| {
+                l.split_whitespace()
+                    .filter(|w| !w.chars().all(|c| c.is_ascii_digit() || c == ','))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    assert!(out.contains("stop reason = exec"), "{out}");
+    assert!(out.contains("exited with status = 5"), "{out}");
+    assert_eq!(
+        key(&reference),
+        key(&out),
+        "lldb-server:\n{reference}\ngdbmux:\n{out}"
+    );
+}
+
+/// Two threads get a signal each at the same moment; gdb passes both
+/// (`handle … pass`). Both must be delivered: the second, held while the
+/// first is reported, is not lost (the program exits 0 only then).
+#[test]
+fn gdb_passes_signals_of_two_threads() {
+    let [a, b] = same_script(
+        "sigthreads",
+        "",
+        &[
+            "handle SIGUSR1 stop print pass",
+            "handle SIGUSR2 stop print pass",
+            "continue",
+            "continue",
+            "continue",
+        ],
+    );
+    for (who, out) in [("gdbserver", &a), ("gdbmux", &b)] {
+        let text = out.join("\n");
+        assert!(text.contains("received signal SIGUSR1"), "{who}: {text}");
+        assert!(text.contains("received signal SIGUSR2"), "{who}: {text}");
+        assert!(text.contains("seen 10 12"), "{who}: {text}");
+        assert!(text.contains("exited normally"), "{who}: {text}");
+    }
+}
+
+/// Thread-local variables (`qGetTLSAddr`), of the program and of libc
+/// (`errno`), in the main thread and another: the same values as with
+/// gdbserver.
+#[test]
+fn gdb_reads_thread_local_variables_as_gdbserver() {
+    let [a, b] = same_script(
+        "tlsvars",
+        "",
+        &[
+            "break at_stop",
+            "continue",
+            "print tls_value",
+            "print tls_name",
+            "print errno",
+            "continue",
+            "print tls_value",
+            "print tls_name",
+            "print errno",
+            "thread 1",
+            "print tls_value",
+        ],
+    );
+    let values = |v: &[String]| -> Vec<String> {
+        v.iter().filter(|l| l.starts_with('$')).cloned().collect()
+    };
+    assert_eq!(
+        values(&b),
+        [
+            "$1 = 11",
+            "$2 = \"main\\000\\000\\000\"",
+            "$3 = 3",
+            "$4 = 22",
+            "$5 = \"Wain\\000\\000\\000\"",
+            "$6 = 7",
+            "$7 = 11"
+        ],
+        "{b:?}"
+    );
+    assert_eq!(values(&a), values(&b), "gdbserver vs gdbmux");
+}
+
+/// `catch syscall` (QCatchSyscalls): the call and the return of a caught
+/// system call stop, others do not; the same session as with gdbserver.
+#[test]
+fn gdb_catch_syscall_matches_gdbserver() {
+    let [a, b] = same_script(
+        "argv",
+        "x",
+        &[
+            "catch syscall write",
+            "catch syscall exit_group",
+            "continue",
+            "continue",
+            "continue",
+            "continue",
+        ],
+    );
+    let text = b.join("\n");
+    assert!(
+        text.contains("Catchpoint 1 (call to syscall write)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Catchpoint 1 (returned from syscall write)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Catchpoint 2 (call to syscall exit_group)"),
+        "{text}"
+    );
+    assert!(text.contains("exited normally"), "{text}");
+    // The program's stack= line differs (environment); the rest is equal.
+    let strip = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .filter(|l| !l.starts_with("stack="))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(strip(&a), strip(&b), "gdbserver vs gdbmux");
+}
+
+/// A 16-byte hardware watchpoint (two debug registers, `Z2,addr,10`)
+/// triggers on writes to either half: the same session as gdbserver.
+#[test]
+fn gdb_wide_hardware_watchpoint_matches_gdbserver() {
+    let [a, b] = same_script(
+        "watchwide",
+        "",
+        &[
+            "break main",
+            "continue",
+            "watch pair",
+            "continue",
+            "continue",
+            "continue",
+        ],
+    );
+    let text = b.join("\n");
+    assert!(text.contains("Hardware watchpoint 2: pair"), "{text}");
+    assert!(
+        text.contains("New value = {first = 1, second = 0}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("New value = {first = 1, second = 2}"),
+        "{text}"
+    );
+    assert_eq!(a, b, "gdbserver vs gdbmux");
+}
+
+/// `R` (restart): with gdb's run-packet off and no exec-file, `run` of a
+/// running program restarts it with `R`; it stops at main again and runs
+/// to its end, as with gdbserver.
+#[test]
+fn gdb_restart_with_r_packet_matches_gdbserver() {
+    let (dir, exe) = argv_fixture();
+    let mut outs = Vec::new();
+    for server in SERVERS {
+        let mut s = Server::start(server, &["--once", "--multi", "127.0.0.1:0"], &dir);
+        let port = s.port();
+        let out = gdb(
+            &[
+                "set sysroot".into(),
+                format!("target extended-remote 127.0.0.1:{port}"),
+                format!("set remote exec-file {}", exe.display()),
+                "break main".into(),
+                "run".into(),
+                "set remote run-packet off".into(),
+                "set remote exec-file".into(),
+                "run".into(),
+                "continue".into(),
+                "monitor exit".into(),
+            ],
+            Some(&exe),
+        );
+        assert_eq!(
+            out.matches("Breakpoint 1, main").count(),
+            2,
+            "{server}: {out}"
+        );
+        assert!(out.contains("exited normally"), "{server}: {out}");
+        s.finish();
+        outs.push(normalise(&out));
+    }
+    let strip = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .filter(|l| !l.contains("argv=0x") && !l.starts_with("stack="))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(strip(&outs[0]), strip(&outs[1]), "gdbserver vs gdbmux");
+}
+
+/// `info os` and `info os processes` (qXfer:osdata): the table of tables
+/// and the process list with gdbserver's columns, pid 1 included.
+#[test]
+fn gdb_info_os_processes() {
+    let (dir, _exe) = argv_fixture();
+    for server in SERVERS {
+        let mut s = Server::start(server, &["--once", "--multi", "127.0.0.1:0"], &dir);
+        let port = s.port();
+        let out = gdb(
+            &[
+                format!("target extended-remote 127.0.0.1:{port}"),
+                "info os".into(),
+                "info os processes".into(),
+                "monitor exit".into(),
+            ],
+            None,
+        );
+        assert!(
+            out.contains("processes  Listing of all processes"),
+            "{server}: {out}"
+        );
+        let header = out
+            .lines()
+            .find(|l| l.starts_with("pid "))
+            .unwrap_or_else(|| panic!("{server}: no process table: {out}"));
+        let cols: Vec<&str> = header.split_whitespace().collect();
+        assert_eq!(cols, ["pid", "user", "command", "cores"], "{server}");
+        assert!(out.lines().any(|l| l.starts_with("1 ")), "{server}: {out}");
+        s.finish();
+    }
+}
+
+/// `$_siginfo` assignments (qXfer:siginfo:write) reach the program's
+/// SA_SIGINFO handler, as with gdbserver.
+#[test]
+fn gdb_siginfo_write_matches_gdbserver() {
+    let [a, b] = same_script(
+        "sigwrite",
+        "",
+        &[
+            "continue",
+            "p $_siginfo.si_errno = 666",
+            "p $_siginfo.si_code = 999",
+            "continue",
+        ],
+    );
+    let text = b.join("\n");
+    assert!(text.contains("handler sig=10 errno=666 code=999"), "{text}");
+    assert_eq!(a, b, "gdbserver vs gdbmux");
+}
+
+/// gdbserver's monitor commands the testsuite uses: `monitor set debug`
+/// and `monitor set remote-debug` switch the debug output, an empty or
+/// unknown command is an error after "Unknown monitor command.".
+#[test]
+fn gdb_monitor_set_debug_matches_gdbserver() {
+    let [a, b] = same_script(
+        "argv",
+        "",
+        &[
+            "monitor set debug 1",
+            "monitor set debug 0",
+            "monitor set remote-debug 1",
+            "monitor set remote-debug 0",
+            "monitor",
+            "kill",
+        ],
+    );
+    for (who, out) in [("gdbserver", &a), ("gdbmux", &b)] {
+        let text = out.join("\n");
+        for line in [
+            "Debug output enabled.",
+            "Debug output disabled.",
+            "Protocol debug output enabled.",
+            "Protocol debug output disabled.",
+            "Unknown monitor command.",
+            "Protocol error with Rcmd",
+        ] {
+            assert!(text.contains(line), "{who}: no {line:?} in {text}");
+        }
+    }
+}
