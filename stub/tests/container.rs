@@ -230,7 +230,9 @@ fn attach_refused_without_cap_sys_ptrace() {
 /// `docker -p` / `kubectl port-forward` / `ssh -L`) and gets the GPU offer
 /// (`jAcceleratorPluginInitialize`, lldb dialect, raw client). Returns the
 /// offered URL after checking that a second connection to it becomes the
-/// GPU session.
+/// GPU session (with `--advertise`: through the forwarder), or is refused
+/// (without: a direct connection is not the forwarder that received the
+/// offer).
 fn offer_through_forward(advertise: bool) -> (String, String, String) {
     let env = gpu_support::GpuEnv::get();
     let sample = env.sample("vector_add");
@@ -263,10 +265,29 @@ fn offer_through_forward(advertise: bool) -> (String, String, String) {
     };
     let mut cpu = RspClient::connect(fwd.addr.as_str()).unwrap();
     cpu.handshake_lldb().unwrap();
-    let (_, url, _gpu) =
-        claim_gpu_at_launch(&g, &mut cpu, &sample, &env.bin_dir.join("libsimgpu_rt.so"));
+    let rt = env.bin_dir.join("libsimgpu_rt.so");
     let mut g = g;
-    g.wait_line("accepted GPU session");
+    if advertise {
+        let (_, url, _gpu) = claim_gpu_at_launch(&g, &mut cpu, &sample, &rt);
+        g.wait_line("accepted GPU session");
+        return (url, fwd.addr.clone(), g.addr.clone());
+    }
+    // Without --advertise, the offered address is gdbmux's own listener; a
+    // client that connects there directly (not through the forwarder that
+    // holds the CPU connection) does not prove it answers the offer: it is
+    // refused, and the offer waits.
+    let pid = inferior_pid(&g);
+    run_to_gpu_launch(&mut cpu, pid, &sample, &rt);
+    let url = offer_url(&mut cpu);
+    let port: u16 = url
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .expect("port in the offered URL");
+    let why = gpu_support::refused(port, protocol_tests::LLDB_QSUPPORTED);
+    assert!(
+        why.contains("does not answer the pending GPU connection offer"),
+        "{why}"
+    );
     (url, fwd.addr.clone(), g.addr.clone())
 }
 
@@ -282,7 +303,9 @@ fn gpu_offer_through_forwarded_port_with_advertise() {
 /// connection reached *as gdbmux sees it*. Behind a same-host forwarder
 /// (socat connects to gdbmux's listener) that is gdbmux's own listening
 /// address, not the forwarder's port the client used: clients behind a
-/// real port forward need `--advertise`.
+/// real port forward need `--advertise`, and a direct connection there is
+/// refused (it does not come from the process that holds the CPU
+/// connection).
 #[test]
 fn gpu_offer_through_forwarded_port_without_advertise() {
     let (url, forwarded, listener) = offer_through_forward(false);

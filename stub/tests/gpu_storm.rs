@@ -25,7 +25,6 @@ mod gpu_support;
 
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,50 +69,14 @@ fn events_handled(c: &mut RspClient) -> u64 {
         .unwrap_or_else(|| panic!("no 'events handled' in `monitor gpu`:\n{text}"))
 }
 
-/// Samples gdbmux's VmRSS every 10 ms until told to stop.
-struct RssSampler {
-    stop: Arc<AtomicBool>,
-    peak: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<Vec<u64>>>,
-}
-
-impl RssSampler {
-    fn start(pid: u32) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let peak = Arc::new(AtomicU64::new(0));
-        let (s, p) = (stop.clone(), peak.clone());
-        let thread = std::thread::spawn(move || {
-            let mut samples = Vec::new();
-            while !s.load(Ordering::SeqCst) {
-                if let Some(kib) = vm_rss_kib(pid) {
-                    p.fetch_max(kib, Ordering::SeqCst);
-                    samples.push(kib);
-                }
-                // A sampling period, not a wait for an event.
-                std::thread::park_timeout(Duration::from_millis(10));
-            }
-            samples
-        });
-        Self {
-            stop,
-            peak,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stops sampling: (peak KiB, samples).
-    fn finish(mut self) -> (u64, Vec<u64>) {
-        self.stop.store(true, Ordering::SeqCst);
-        let samples = self
-            .thread
-            .take()
-            .map(|t| {
-                t.thread().unpark();
-                t.join().expect("sampler")
-            })
-            .unwrap_or_default();
-        (self.peak.load(Ordering::SeqCst), samples)
-    }
+/// gdbmux's peak resident set size (`VmHWM`: the kernel's own high-water
+/// mark, exact, no sampling).
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// A client calling `jThreadsInfo` in a loop on the CPU session until told
@@ -291,7 +254,6 @@ fn storm_with_a_client_calling_jthreadsinfo() {
 fn run_storm(busy: bool) {
     let events = events();
     let server = start_gdbmux(events);
-    let rss = RssSampler::start(server.pid());
     let t0 = Instant::now();
     let mut c = RspClient::connect(("127.0.0.1", server.port)).expect("connect to gdbmux");
     c.handshake_gdb().expect("gdb handshake");
@@ -315,15 +277,14 @@ fn run_storm(busy: bool) {
         (None, None) => unreachable!("one client or the other"),
     };
     let handled = events_handled(&mut c);
-    let (peak, samples) = rss.finish();
+    let peak = vm_hwm_kib(server.pid()).expect("gdbmux still running");
     let after = vm_rss_kib(server.pid()).expect("gdbmux still running");
     let r = report_of(&log);
     eprintln!(
         "storm: {events} events, report {r}\n  wall {:.2} s (from the first client reply or start), \
-         gdbmux RSS peak {peak} KiB (after {after} KiB, {} samples), events handled by gdbmux {handled}, \
+         gdbmux RSS peak {peak} KiB (VmHWM; after {after} KiB), events handled by gdbmux {handled}, \
          jThreadsInfo {served:?}",
         wall.as_secs_f64(),
-        samples.len()
     );
     assert_clean(&r, events);
     assert_eq!(

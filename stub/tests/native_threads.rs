@@ -183,22 +183,19 @@ fn attach_multithreaded_and_drop_detaches() {
     let mut child = Command::new(fixture("threads"))
         .arg("1")
         .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let pid = child.id();
-    // Wait until all workers exist (5 tasks).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .count()
-        < 5
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "workers never started"
-        );
-        std::thread::yield_now();
-    }
+    // Wait (a blocking read: an event, not a poll) until the fixture says
+    // all its workers exist (5 tasks).
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stderr.take().expect("stderr")),
+        &mut line,
+    )
+    .expect("read the fixture's ready line");
+    assert_eq!(line.trim(), "ready", "workers never started");
     let (p, _) = LinuxProcess::attach(pid).unwrap();
     assert_eq!(p.threads().len(), 5);
     assert_all_stopped(&p);

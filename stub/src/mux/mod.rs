@@ -55,7 +55,10 @@
 //! and the CPU session's socket must belong to one process (the kernel's
 //! socket tables and the process's fds; `SO_PEERCRED` on unix sockets).
 //! For a client on another host, where its processes cannot be seen, the
-//! claim must come from the CPU client's address. A port scanner, a second
+//! claim must come from the CPU client's address. With `--advertise` (the
+//! client is behind a port forwarder, which may open each forwarded
+//! connection from a process of its own, as `socat …,fork` does), the claim
+//! must come from the CPU connection's address. A port scanner, a second
 //! debugger or any other process that connects while an offer is pending
 //! is refused, and the offer stays pending for the real client.
 //!
@@ -106,6 +109,10 @@ pub enum ClaimProof {
     /// Both connections come from one remote address (its processes are
     /// out of sight).
     SameRemoteHost(std::net::IpAddr),
+    /// `--advertise` says the client is behind a port forwarder, which may
+    /// open each forwarded connection from a process of its own (`socat
+    /// fork`): both connections come from the forwarder's address.
+    ThroughForwarder(std::net::IpAddr),
     /// Not the debugger that received the offer (why, for the refusal).
     Mismatch(String),
 }
@@ -336,7 +343,11 @@ impl Mux {
             ));
         };
         match &arrival.proof {
-            Some(ClaimProof::SameProcess(_) | ClaimProof::SameRemoteHost(_)) => {}
+            Some(
+                ClaimProof::SameProcess(_)
+                | ClaimProof::SameRemoteHost(_)
+                | ClaimProof::ThroughForwarder(_),
+            ) => {}
             Some(ClaimProof::Mismatch(why)) => {
                 return self.refuse(format!(
                     "a debugger session is already active on this server, and this connection does not answer the pending GPU connection offer {pending} ({why})"

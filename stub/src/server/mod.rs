@@ -827,7 +827,11 @@ impl Server {
         self.next_token += 1;
         let wants_proof = self.mux.borrow().wants_claim_proof();
         let proof = match self.cpu_session.and_then(|t| self.clients.get(&t)) {
-            Some(cpu) if wants_proof => Some(peer::claim_proof(&cpu.conn, &conn)),
+            Some(cpu) if wants_proof => Some(peer::claim_proof(
+                &cpu.conn,
+                &conn,
+                self.cfg.advertise.is_some(),
+            )),
             _ => None,
         };
         let arrival = Arrival {

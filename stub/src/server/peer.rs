@@ -33,7 +33,29 @@ enum Peer {
 }
 
 /// Prove that `claim` comes from the client of `cpu` (see the module docs).
-pub fn claim_proof(cpu: &Conn, claim: &Conn) -> ClaimProof {
+/// `forwarded`: `--advertise` was given, the client is behind a port
+/// forwarder: the same peer address is proof enough.
+pub fn claim_proof(cpu: &Conn, claim: &Conn, forwarded: bool) -> ClaimProof {
+    if forwarded {
+        let peer = |c: &Conn| match c {
+            Conn::Tcp(s) => s.peer_addr().ok().map(|a| a.ip()),
+            _ => None,
+        };
+        match (cpu, claim) {
+            (Conn::Unix(_), Conn::Unix(_)) => {
+                // A unix socket behind a forwarder: every connection comes
+                // from the forwarder on this host.
+                return ClaimProof::ThroughForwarder(std::net::IpAddr::from([127, 0, 0, 1]));
+            }
+            _ => {
+                if let (Some(a), Some(b)) = (peer(cpu), peer(claim)) {
+                    if a == b {
+                        return ClaimProof::ThroughForwarder(a);
+                    }
+                }
+            }
+        }
+    }
     let (a, b) = match (cpu, claim) {
         (Conn::Tcp(c), Conn::Tcp(n)) => {
             let pair = |s: &mio::net::TcpStream| Some((s.peer_addr().ok()?, s.local_addr().ok()?));
@@ -239,7 +261,7 @@ mod tests {
         let ca = Conn::Tcp(mio::net::TcpStream::from_std(sa));
         let cb = Conn::Tcp(mio::net::TcpStream::from_std(sb));
         assert_eq!(
-            claim_proof(&ca, &cb),
+            claim_proof(&ca, &cb, false),
             ClaimProof::SameProcess(std::process::id())
         );
         drop(a);
