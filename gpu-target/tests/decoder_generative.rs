@@ -35,7 +35,7 @@ impl Rng {
         }
     }
     fn src9(&mut self) -> u32 {
-        if self.next() % 2 == 0 {
+        if self.next().is_multiple_of(2) {
             256 + self.next() % 256
         } else {
             self.ssrc()
