@@ -35,7 +35,7 @@ for src in *.cl *.hip; do
   name=${src%.*}
   case "$src" in
   *.cl) lang="-target amdgcn-amd-amdhsa -mcpu=gfx90a -x cl -cl-std=CL2.0 -cl-fp32-correctly-rounded-divide-sqrt" ;;
-  *.hip) lang="-x hip -nogpuinc --cuda-device-only --offload-arch=gfx90a --no-gpu-bundle-output -std=c++17" ;;
+  *.hip) lang="-x hip -nogpuinc --cuda-device-only --offload-arch=gfx90a --no-gpu-bundle-output -std=c++17 -cuid=$name" ;;
   esac
   for level in 0 1 2 3; do
     dbg=

@@ -902,6 +902,8 @@ pub enum Kind {
         idxen: bool,
         glc: bool,
         slc: bool,
+        /// gfx90a's system-coherence bit.
+        scc: bool,
     },
     Flat {
         seg: FlatSeg,
@@ -938,8 +940,12 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             src1: ((w0 >> 8) & 0xff) as u16,
         }
     } else if w0 >> 23 == 0x17d {
+        let op = Sop1::from_code((w0 >> 8) & 0xff)?;
+        if matches!(op, Sop1::SetpcB64 | Sop1::SwappcB64) && (w0 & 0xff) > 123 {
+            return None; // the target is an SGPR pair
+        }
         Kind::Sop1 {
-            op: Sop1::from_code((w0 >> 8) & 0xff)?,
+            op,
             sdst: ((w0 >> 16) & 0x7f) as u8,
             src0: (w0 & 0xff) as u16,
         }
@@ -1006,6 +1012,7 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             idxen: (w0 >> 13) & 1 != 0,
             glc: (w0 >> 14) & 1 != 0,
             slc: (w0 >> 17) & 1 != 0,
+            scc: (w0 >> 15) & 1 != 0,
             vaddr: (w1 & 0xff) as u8,
             vdata: ((w1 >> 8) & 0xff) as u8,
             srsrc: (((w1 >> 16) & 0x1f) << 2) as u8,
@@ -1014,9 +1021,12 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
     } else if w0 >> 26 == 0b110110 {
         let w1 = word(bytes, 1)?;
         size = 8;
+        if (w0 >> 16) & 1 != 0 {
+            return None; // GDS: the simulator has none
+        }
         Kind::Ds {
             op: DsOp::from_code((w0 >> 17) & 0xff)?,
-            gds: (w0 >> 16) & 1 != 0,
+            gds: false,
             offset1: ((w0 >> 8) & 0xff) as u8,
             offset0: (w0 & 0xff) as u8,
             vdst: (w1 >> 24) as u8,
@@ -1034,6 +1044,9 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             _ => return None,
         };
         let saddr = ((w1 >> 16) & 0x7f) as u8;
+        if seg == FlatSeg::Flat && saddr != 0 {
+            return None; // FLAT has no saddr; the field must be 0
+        }
         let offset = match seg {
             FlatSeg::Flat => (w0 & 0xfff) as i32,
             _ => (((w0 & 0x1fff) << 19) as i32) >> 19,
@@ -1076,6 +1089,16 @@ fn decode_vop_e32(w0: u32) -> Option<Kind> {
     let (op, dst, src1) = match (w0 >> 25) & 0x7f {
         0x3f => {
             let op = VAlu::from_code(0x140 + ((w0 >> 9) & 0xff))?;
+            if op == VAlu::Nop && (w0 & 0x1_fe01ff) != 0 {
+                return None; // v_nop has no operands
+            }
+            let dst = (w0 >> 17) & 0xff;
+            if op == VAlu::ReadfirstlaneB32 && (src0 < 256 || dst > 127 || dst == 125) {
+                return None; // a VGPR source, a scalar register destination
+            }
+            if op == VAlu::SwapB32 && src0 < 256 {
+                return None; // both operands are VGPRs
+            }
             (VOp::Alu(op), ((w0 >> 17) & 0xff) as u8, 0)
         }
         0x3e => {
@@ -1209,6 +1232,37 @@ impl Inst {
     }
 }
 
+/// 16-bit source operands of a VALU operation: 0 none, 1 integer, 2 f16.
+fn operand16(op: &VOp) -> u8 {
+    match op {
+        VOp::Cmp(c) if matches!(c.ty, CmpTy::I16 | CmpTy::U16) => 1,
+        VOp::Alu(
+            VAlu::AddU16
+            | VAlu::SubU16
+            | VAlu::SubrevU16
+            | VAlu::MulLoU16
+            | VAlu::LshlrevB16
+            | VAlu::LshrrevB16
+            | VAlu::AshrrevI16
+            | VAlu::MaxU16
+            | VAlu::MaxI16
+            | VAlu::MinU16
+            | VAlu::MinI16
+            | VAlu::MadLegacyU16,
+        ) => 1,
+        VOp::Alu(
+            VAlu::AddF16
+            | VAlu::SubF16
+            | VAlu::SubrevF16
+            | VAlu::MulF16
+            | VAlu::MaxF16
+            | VAlu::MinF16
+            | VAlu::CvtF32F16,
+        ) => 2,
+        _ => 0,
+    }
+}
+
 /// Formats a source operand of `width` dwords the way LLVM prints it.
 struct Src {
     code: u16,
@@ -1217,6 +1271,13 @@ struct Src {
 }
 
 fn reg_range(f: &mut fmt::Formatter<'_>, prefix: &str, n: u16, width: u8) -> fmt::Result {
+    // Scalar register tuples are aligned (the low bits of the number are
+    // ignored): pairs to 2, wider ones to 4.
+    let n = match (prefix, width) {
+        ("s" | "ttmp", 2) => n & !1,
+        ("s" | "ttmp", 3..) => n & !3,
+        _ => n,
+    };
     if width <= 1 {
         write!(f, "{prefix}{n}")
     } else {
@@ -1242,6 +1303,7 @@ impl fmt::Display for Src {
             107 => f.write_str("vcc_hi"),
             108..=123 => reg_range(f, "ttmp", c - 108, w),
             124 => f.write_str("m0"),
+            125 => f.write_str("null"),
             126 if pair => f.write_str("exec"),
             126 => f.write_str("exec_lo"),
             127 => f.write_str("exec_hi"),
@@ -1260,6 +1322,7 @@ impl fmt::Display for Src {
             245 => f.write_str("-2.0"),
             246 => f.write_str("4.0"),
             247 => f.write_str("-4.0"),
+            248 if pair => f.write_str("0.15915494309189532"),
             248 => f.write_str("0.15915494"),
             251 => f.write_str("src_vccz"),
             252 => f.write_str("src_execz"),
@@ -1347,6 +1410,10 @@ impl fmt::Display for Inst {
                 f.write_str(op.name())?;
                 match op {
                     Sopp::Endpgm | Sopp::Barrier | Sopp::IcacheInv if *simm16 == 0 => Ok(()),
+                    // LLVM prints these immediates in hex above 64.
+                    Sopp::Nop | Sopp::Sleep | Sopp::Setprio | Sopp::Trap if *simm16 > 64 => {
+                        write!(f, " 0x{simm16:x}")
+                    }
                     Sopp::Waitcnt => waitcnt(f, *simm16),
                     _ => write!(f, " {simm16}"),
                 }
@@ -1485,11 +1552,31 @@ impl Inst {
     ) -> fmt::Result {
         let n = (neg >> i) & 1 != 0;
         let a = (abs >> i) & 1 != 0;
+        let k16 = match &self.kind {
+            Kind::Valu { op, .. } => operand16(op),
+            _ => 0,
+        };
+        let code = src.code;
+        let text = match (k16, code) {
+            // 16-bit operands: a literal is 16 bits; an integer operation
+            // shows a float inline constant as its f16 bit pattern.
+            (1 | 2, 255) => format!("0x{:x}", src.literal.unwrap_or(0) & 0xffff),
+            (1, 240..=248) => {
+                const F16: [u16; 9] = [
+                    0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118,
+                ];
+                format!("0x{:x}", F16[(code - 240) as usize])
+            }
+            _ => src.to_string(),
+        };
+        // LLVM writes neg() around a negated constant (without abs).
+        let constant = matches!(code, 128..=208 | 240..=248 | 255);
         match (n, a) {
-            (false, false) => write!(f, "{src}"),
-            (true, false) => write!(f, "-{src}"),
-            (false, true) => write!(f, "|{src}|"),
-            (true, true) => write!(f, "-|{src}|"),
+            (false, false) => write!(f, "{text}"),
+            (true, false) if constant => write!(f, "neg({text})"),
+            (true, false) => write!(f, "-{text}"),
+            (false, true) => write!(f, "|{text}|"),
+            (true, true) => write!(f, "-|{text}|"),
         }
     }
 
@@ -1741,6 +1828,14 @@ impl Inst {
             ),
             Vop3pOp::AccvgprWriteB32 => (reg("a", *dst as u16, 1), vec![plain(src[0], 1)]),
             Vop3pOp::MfmaF32_4x4x1f32 => {
+                // op_sel_hi bits 0/1 make A/B accumulation registers.
+                let ab = |i: usize| {
+                    if (op_sel_hi >> i) & 1 != 0 && src[i] >= 256 {
+                        reg("a", src[i] - 256, 1)
+                    } else {
+                        plain(src[i], 1)
+                    }
+                };
                 let cd = |n: u16| {
                     if *acc_cd {
                         reg("a", n, 4)
@@ -1751,8 +1846,8 @@ impl Inst {
                 (
                     cd(*dst as u16),
                     vec![
-                        plain(src[0], 1),
-                        plain(src[1], 1),
+                        ab(0),
+                        ab(1),
                         if src[2] >= 256 {
                             cd(src[2] - 256)
                         } else {
@@ -1822,6 +1917,7 @@ impl Inst {
             idxen,
             glc,
             slc,
+            scc,
         } = &self.kind
         else {
             return Ok(());
@@ -1861,6 +1957,9 @@ impl Inst {
         }
         if *slc {
             f.write_str(" slc")?;
+        }
+        if *scc {
+            f.write_str(" scc")?;
         }
         Ok(())
     }
@@ -1907,7 +2006,7 @@ fn decode_sdwa(w0: u32, w1: u32) -> Option<Kind> {
             || a.has_k()
             || a.has_mask_in()
             || a.has_carry_out()
-            || matches!(a, VAlu::FmacF32 | VAlu::MacF32 | VAlu::SwapB32)
+            || matches!(a, VAlu::FmacF32 | VAlu::MacF32 | VAlu::SwapB32 | VAlu::Nop)
             || a.widths().iter().any(|&w| w > 1)
         {
             return None;
@@ -1932,6 +2031,27 @@ fn decode_sdwa(w0: u32, w1: u32) -> Option<Kind> {
         omod: if is_cmp { 0 } else { ((w1 >> 14) & 3) as u8 },
     };
     if sel.src_sel.iter().any(|&s| s > 6) || sel.dst_sel > 6 || sel.dst_unused > 2 {
+        return None;
+    }
+    // Float sources take neg/abs, integer ones sext (LLVM rejects the rest).
+    let float_src = match op {
+        VOp::Alu(a) => a
+            .name()
+            .rsplit('_')
+            .next()
+            .is_some_and(|t| t.starts_with('f')),
+        VOp::Cmp(c) => matches!(
+            c.ty,
+            CmpTy::F32 | CmpTy::F64 | CmpTy::ClassF32 | CmpTy::ClassF64
+        ),
+    };
+    if sel.clamp && sel.dst_unused == 2 {
+        return None; // LLVM rejects clamp with UNUSED_PRESERVE
+    }
+    if float_src && sel.sext.iter().any(|&x| x) {
+        return None;
+    }
+    if !float_src && (sel.neg.iter().chain(&sel.abs).any(|&x| x)) {
         return None;
     }
     Some(Kind::Sdwa {
@@ -2005,7 +2125,7 @@ impl Inst {
                 )
             }
             VOp::Alu(a) => {
-                let nsrc = a.widths().len() - 1;
+                let nsrc = a.widths().len().saturating_sub(1);
                 write!(f, "{}_sdwa v{dst}", a.name())?;
                 for i in 0..nsrc {
                     write!(f, ", {}", operand(i))?;
@@ -2120,7 +2240,7 @@ impl Inst {
             }
         };
         write!(f, "{}_dpp v{dst}", op.name())?;
-        for i in 0..op.widths().len() - 1 {
+        for i in 0..op.widths().len().saturating_sub(1) {
             write!(f, ", {}", operand(i))?;
         }
         write!(

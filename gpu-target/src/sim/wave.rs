@@ -1891,7 +1891,7 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
             }
             return Step::Continue;
         }
-        Vop3pOp::MfmaF32_4x4x1f32 => return mfma_4x4x1(r, dst, src, *acc_cd),
+        Vop3pOp::MfmaF32_4x4x1f32 => return mfma_4x4x1(r, dst, src, *acc_cd, op_sel_hi),
         _ => {}
     }
     // Packed: each half picks its source half by op_sel (low result) and
@@ -1965,9 +1965,21 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
 /// `v_mfma_f32_4x4x1f32`: 16 blocks (lanes 4b..4b+3) of a 4x4 outer product
 /// D = A * B + C; lane 4b+i holds A[i] and B[i] of block b, and D/C element
 /// (row j, column i) of block b is register j of lane 4b+i.
-fn mfma_4x4x1(r: &mut WaveRegs, dst: usize, src: &[u16; 3], acc_cd: bool) -> Step {
-    let a = r.vsrc(src[0], 1, None);
-    let b = r.vsrc(src[1], 1, None);
+fn mfma_4x4x1(r: &mut WaveRegs, dst: usize, src: &[u16; 3], acc_cd: bool, acc_ab: u8) -> Step {
+    // A/B from accumulation registers: staged as constants per lane.
+    let operand = |r: &WaveRegs, i: usize| -> [u32; LANES] {
+        let code = src[i];
+        if (acc_ab >> i) & 1 != 0 && code >= 256 {
+            r.agpr
+                .get(code as usize - 256)
+                .copied()
+                .unwrap_or([0; LANES])
+        } else {
+            let s = r.vsrc(code, 1, None);
+            std::array::from_fn(|l| r.vget(s, l) as u32)
+        }
+    };
+    let (av, bv) = (operand(r, 0), operand(r, 1));
     let read_c = |r: &WaveRegs, k: usize, lane: usize| -> f32 {
         let code = src[2];
         let v = if code >= 256 {
@@ -1987,9 +1999,9 @@ fn mfma_4x4x1(r: &mut WaveRegs, dst: usize, src: &[u16; 3], acc_cd: bool) -> Ste
         for i in 0..4 {
             let lane = blk * 4 + i;
             for (j, o) in out.iter_mut().enumerate() {
-                let av = f32::from_bits(r.vget(a, blk * 4 + j) as u32);
-                let bv = f32::from_bits(r.vget(b, lane) as u32);
-                o[lane] = av.mul_add(bv, read_c(r, j, lane)).to_bits();
+                let x = f32::from_bits(av[blk * 4 + j]);
+                let y = f32::from_bits(bv[lane]);
+                o[lane] = x.mul_add(y, read_c(r, j, lane)).to_bits();
             }
         }
     }
