@@ -24,6 +24,7 @@ What it does, because stock lldb 23.1 cannot do it over the protocol
 * `stop-disassembly-display never`: stock 23.1 aborts disassembling AMDGPU.
 
 The user writes no Python and computes no address.
+GDBMUX_LLDB_TRACE=FILE appends the listener threads' decisions to FILE.
 """
 import os
 import re
