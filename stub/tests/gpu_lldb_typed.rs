@@ -14,10 +14,11 @@ use std::process::Command;
 
 use gpu_support::*;
 
-/// The typed program, built once: (host executable, code-object directory).
-fn build(env: &GpuEnv) -> (PathBuf, PathBuf) {
+/// The typed program, built for one test (tests run in parallel):
+/// (host executable, code-object directory).
+fn build(env: &GpuEnv, test: &str) -> (PathBuf, PathBuf) {
     let src = env.root.join("stub/tests/gpu/typed");
-    let out = env.bin_dir.join("gpu-typed");
+    let out = env.bin_dir.join("gpu-typed").join(test);
     std::fs::create_dir_all(&out).expect("out dir");
     for k in ["saxpy", "negate"] {
         let st = Command::new("clang-19")
@@ -49,8 +50,8 @@ fn build(env: &GpuEnv) -> (PathBuf, PathBuf) {
 
 /// gdbmux serving the typed program, and lldb's arguments from the
 /// connect line it printed (`-o PRELUDE -o 'gdb-remote …' PROGRAM`).
-fn serve(env: &GpuEnv) -> (Server, Vec<String>) {
-    let (host, dir) = build(env);
+fn serve(env: &GpuEnv, test: &str) -> (Server, Vec<String>) {
+    let (host, dir) = build(env, test);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
     cmd.args(["--log-channels", "mux", "127.0.0.1:0", "--"]);
     cmd.arg(&host).arg(&dir);
@@ -129,7 +130,7 @@ fn session() -> Vec<(&'static str, &'static str)> {
 #[test]
 fn lldb_batch_session_typed_from_the_connect_line() {
     let Some(env) = GpuEnv::get() else { return };
-    let (server, args) = serve(env);
+    let (server, args) = serve(env, "batch");
     let mut cmd = Command::new("lldb");
     cmd.arg("-b");
     let (prog, pre) = args.split_last().expect("args");
@@ -165,15 +166,8 @@ fn lldb_batch_session_typed_from_the_connect_line() {
 #[test]
 fn lldb_interactive_session_typed_through_a_pty() {
     let Some(env) = GpuEnv::get() else { return };
-    let (server, args) = serve(env);
-    // Up to the step: in interactive (asynchronous) lldb, continuing from
-    // a GPU stop to the second kernel does not yet reach it reliably
-    // (docs/gpu-lldb.md, "Known gaps"); batch mode covers the whole run.
-    let script: Vec<[&str; 2]> = session()
-        .into_iter()
-        .take(11)
-        .map(|(c, e)| [c, e])
-        .collect();
+    let (server, args) = serve(env, "pty");
+    let script: Vec<[&str; 2]> = session().into_iter().map(|(c, e)| [c, e]).collect();
     let out = run_python(
         &env.root.join("stub/tests/gpu/lldb_pty.py"),
         &[
@@ -184,6 +178,11 @@ fn lldb_interactive_session_typed_through_a_pty() {
     assert!(
         out.contains("PTY ALL EXPECTATIONS MET"),
         "interactive lldb:\n{out}\n--- gdbmux ---\n{}",
+        server.log()
+    );
+    assert!(
+        server.log().contains("[inferior] host: PASS"),
+        "{}",
         server.log()
     );
 }

@@ -249,6 +249,14 @@ def _watch(dbg, proc, role):
                         _trace("gpu running: continuing the CPU")
                         _state["cpu_halted_for_gpu"] = False
                         _async(dbg, cpu.Continue)
+                elif role == "cpu" and st == lldb.eStateStopped and _state["cpu_halted_for_gpu"]:
+                    # Our interrupt's stop, arriving after the GPU was
+                    # continued already (asynchronous lldb): run on with it.
+                    if gpu.GetState() == lldb.eStateRunning:
+                        _trace("cpu stopped after the GPU ran on: continuing the CPU")
+                        _state["cpu_halted_for_gpu"] = False
+                        _state["cpu_bg"] = True
+                        _async(dbg, cpu.Continue)
                 elif role == "cpu" and st == lldb.eStateStopped and not lldb.SBProcess.GetInterruptedFromEvent(ev):
                     # A CPU stop of its own (breakpoint, signal) while a
                     # command may wait on the GPU: end that wait.
