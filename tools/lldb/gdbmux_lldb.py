@@ -300,7 +300,9 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
             done.set()
 
     threading.Thread(target=work, name="gdbmux-loader", daemon=True).start()
-    if not done.wait(2.0):
+    # No lock-free way tells whether a command holds the GPU target: give
+    # the update 5 s (a loaded machine), then assume one does.
+    if not done.wait(5.0):
         cpu_t, gpu_t = _targets(dbg)
         if gpu_t is not None:
             _log("GPU code objects changed while the GPU target ran: it stops to take them "
