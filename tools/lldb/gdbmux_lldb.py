@@ -83,7 +83,14 @@ def _code_objects(text):
         uri, addr = m.group(1), int(m.group(2), 16)
         if not uri.startswith("file://"):
             continue  # memory:// objects: see docs/gpu-lldb.md
-        path = urllib.parse.unquote(uri[len("file://"):].split("#", 1)[0])
+        rest, _, frag = uri[len("file://"):].partition("#")
+        path = urllib.parse.unquote(rest)
+        offset = urllib.parse.parse_qs(frag).get("offset", ["0"])[0]
+        if int(offset, 0) != 0:
+            # Embedded in a bigger file (a fat binary): lldb 23.1 cannot
+            # load a module from part of a file.
+            _log(f"GPU code object at offset {offset} of {path}: not added (see docs/gpu-lldb.md)")
+            continue
         out.append((path, addr))
     return out
 
