@@ -361,16 +361,24 @@ fn run(cli: Cli) -> Result<(), String> {
                 format!("gdb-remote {addr}"),
             )
         };
+        // With a GPU, lldb's line imports the helper gdbmux ships
+        // (docs/gpu-lldb.md): GPU modules, pending breakpoints, all-stop.
+        let lldb_prelude = match (cli.no_gpu, lldb_helper_path()) {
+            (false, Some(p)) => format!("command script import {}", p.display()),
+            _ => "settings set stop-disassembly-display never".to_string(),
+        };
         let _ = writeln!(
             err,
-            "Connect with:\n  gdb  -ex '{gdb_target}' {prog}\n  lldb -o 'settings set stop-disassembly-display never' -o '{lldb_cmd}' {prog}"
+            "Connect with:\n  gdb  -ex '{gdb_target}' {prog}\n  lldb -o '{lldb_prelude}' -o '{lldb_cmd}' {prog}"
         );
         if !cli.no_gpu {
             let _ = writeln!(
                 err,
                 "GPU (once the program's GPU runtime is up):\n  \
                  lldb: the GPU target appears by itself as a second target (waves are its threads); the \
-                 stop-disassembly setting keeps stock lldb 23.1 from aborting on GPU stops\n  \
+                 imported helper loads GPU code objects as its modules, sets breakpoints typed before then \
+                 (`breakpoint set -n KERNEL`, `-f FILE -l LINE`) in it, and keeps both targets stopped or \
+                 running together\n  \
                  gdb:  monitor gpu | monitor gpu break KERNEL | monitor gpu waves | monitor gpu regs WAVE | \
                  monitor gpu mem global ADDR LEN | monitor gpu continue   (monitor help lists them all)"
             );
@@ -378,4 +386,21 @@ fn run(cli: Cli) -> Result<(), String> {
     }
     drop(err);
     server.run().map_err(|e| e.to_string())
+}
+
+/// The lldb helper script gdbmux ships (`tools/lldb/gdbmux_lldb.py`):
+/// next to the executable, in `../share/gdbmux/`, or in the source tree
+/// the executable was built in (`target/<profile>/gdbmux`).
+fn lldb_helper_path() -> Option<std::path::PathBuf> {
+    const NAME: &str = "gdbmux_lldb.py";
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join(NAME),
+        dir.join("../share/gdbmux").join(NAME),
+        dir.join("../../tools/lldb").join(NAME),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+    .and_then(|p| p.canonicalize().ok())
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::breakpoints::ClientBreakpoint;
 use super::Dialect;
+use super::Role;
 use super::Session;
 use super::SessionControl;
 use super::MAX_PACKET;
@@ -890,6 +891,13 @@ impl Session {
             if let Err(e) = t.interrupt() {
                 tracing::warn!(target: "ptrace", "interrupt failed: {e}");
             }
+        }
+        // A GPU target with no wave to stop reports the interrupt at once,
+        // but it has no fd that would wake the loop: poll it now (lldb
+        // interrupts the GPU process to insert breakpoints while it runs;
+        // without this the client waits out its packet timeout).
+        if self.role == Role::Gpu {
+            self.on_target_wakeup(false);
         }
     }
 

@@ -316,6 +316,7 @@ impl Session {
             // A new client arrived before the stop that ends the vanished
             // client's resume: its packets wait in the framer until that
             // stop is journaled, up to bounds::HELD_INPUT_LIMIT bytes.
+            self.framer.push(data);
             *input_held = true;
             let held = self.framer.pending_input();
             if held > crate::bounds::HELD_INPUT_LIMIT {

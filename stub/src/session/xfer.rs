@@ -73,6 +73,12 @@ pub fn target_xml(arch: &ArchInfo, regs: &[RegisterInfo]) -> String {
             if let Some(g) = r.generic {
                 let _ = write!(x, " generic=\"{g}\"");
             }
+            // lldb reads a `<vector>` type as raw bytes; its own attributes
+            // make a 64-lane register show as 64 lanes (ProcessGDBRemote's
+            // target.xml parser honours `encoding`/`format`).
+            if r.encoding == "vector" {
+                let _ = write!(x, " encoding=\"vector\" format=\"{}\"", r.format);
+            }
             x.push_str("/>\n");
         }
         x.push_str("</feature>\n");

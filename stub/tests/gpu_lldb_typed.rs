@@ -1,0 +1,213 @@
+//! GPU debugging as a person types it, with stock lldb 23.1: the connect
+//! line gdbmux prints (with the helper it ships), breakpoints typed by
+//! kernel name and by `file:line` before any code object is loaded, one
+//! `process continue` to a wave stopped at the line, modules, registers,
+//! a step, the second code object's kernel, and the program's exit.
+//! The host program and both kernels are compiled here, at test time
+//! (`tests/gpu/typed/`). Driven twice: interactive lldb through a
+//! pseudo-terminal, and `lldb -b`, which must end by itself.
+
+mod gpu_support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use gpu_support::*;
+
+/// The typed program, built for one test (tests run in parallel):
+/// (host executable, code-object directory).
+fn build(env: &GpuEnv, test: &str) -> (PathBuf, PathBuf) {
+    let src = env.root.join("stub/tests/gpu/typed");
+    let out = env.bin_dir.join("gpu-typed").join(test);
+    std::fs::create_dir_all(&out).expect("out dir");
+    for k in ["saxpy", "negate"] {
+        let st = Command::new("clang-19")
+            .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O1", "-g"])
+            .args(["-nogpulib", "-cl-std=CL2.0", "-x", "cl"])
+            .arg(format!("-I{}", env.root.join("samples/kernels").display()))
+            .arg(src.join(format!("{k}.cl")))
+            .arg("-o")
+            .arg(out.join(format!("{k}.hsaco")))
+            .status()
+            .expect("clang-19");
+        assert!(st.success(), "compiling {k}.cl");
+    }
+    let host = out.join("host");
+    let st = Command::new("cc")
+        .args(["-g", "-O1", "-Wall"])
+        .arg(format!("-I{}", env.root.join("samples/include").display()))
+        .arg(src.join("host.c"))
+        .arg("-o")
+        .arg(&host)
+        .arg(format!("-L{}", env.bin_dir.display()))
+        .arg("-lsimgpu_rt")
+        .arg(format!("-Wl,-rpath,{}", env.bin_dir.display()))
+        .status()
+        .expect("cc");
+    assert!(st.success(), "building host.c");
+    (host, out)
+}
+
+/// gdbmux serving the typed program, and lldb's arguments from the
+/// connect line it printed (`-o PRELUDE -o 'gdb-remote …' PROGRAM`).
+fn serve(env: &GpuEnv, test: &str) -> (Server, Vec<String>) {
+    let (host, dir) = build(env, test);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+    cmd.args(["--log-channels", "mux", "127.0.0.1:0", "--"]);
+    cmd.arg(&host).arg(&dir);
+    let server = Server::start(cmd);
+    let log = server.wait_log("  lldb -o", 20);
+    let line = log
+        .lines()
+        .find(|l| l.trim_start().starts_with("lldb -o"))
+        .expect("lldb connect line");
+    // lldb -o 'A' -o 'B' PROGRAM: the quoted parts, then the program.
+    let parts: Vec<&str> = line.split('\'').collect();
+    assert!(parts.len() >= 5, "connect line: {line}");
+    assert!(
+        parts[1].starts_with("command script import ") && parts[1].ends_with("gdbmux_lldb.py"),
+        "the connect line imports the shipped helper: {line}"
+    );
+    let prog = parts[4].trim();
+    assert_eq!(prog, host.to_str().unwrap_or_default(), "{line}");
+    let args = vec![
+        "-o".to_string(),
+        parts[1].to_string(),
+        "-o".to_string(),
+        parts[3].to_string(),
+        prog.to_string(),
+    ];
+    (server, args)
+}
+
+/// What a person types, each with what lldb must print in answer.
+fn session() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("breakpoint set -o true -f saxpy.cl -l 9", r"pending"),
+        ("breakpoint set -o true -n negate", r"pending"),
+        (
+            "process continue",
+            r"stop reason = one-shot breakpoint.*saxpy\.cl.*9",
+        ),
+        (
+            "target list",
+            // The CPU, waiting on the dispatch, may run on (docs/gpu-lldb.md).
+            r"target #0: \S+host .*state=(stopped|running).*\n\* target #1: \S+saxpy\.hsaco \( arch=amdgpu-amd-amdhsa\S* .*state=stopped",
+        ),
+        (
+            "image list",
+            r"0x[0-9a-f]{8,} \S+saxpy\.hsaco.*\n.*0x[0-9a-f]{8,} \S+negate\.hsaco",
+        ),
+        ("image lookup -n saxpy", r"Summary: saxpy\.hsaco`saxpy"),
+        (
+            "thread list",
+            r"\* thread #\d+: .*saxpy\.hsaco`saxpy at saxpy\.cl:9",
+        ),
+        (
+            "register read pc exec v0",
+            r"pc = 0x[0-9a-f]+ saxpy\.hsaco`saxpy.*exec = 0x[0-9a-f]+.*v0 = \{(-?\d+ ){63}-?\d+\}",
+        ),
+        (
+            "frame info",
+            r"frame #0: 0x[0-9a-f]+ saxpy\.hsaco`saxpy at saxpy\.cl:9",
+        ),
+        ("thread step-inst", r"stop reason = instruction step into"),
+        ("frame info", r"saxpy\.hsaco`saxpy at saxpy\.cl:9"),
+        (
+            "process continue",
+            r"stop reason = one-shot breakpoint.*negate\.hsaco`negate",
+        ),
+        ("process continue", r"exited with status = 0"),
+        (
+            "target list",
+            // Exactly two targets. The CPU's exit reaches lldb on its own
+            // event, so its state may still read `running` here.
+            r"target #0: \S+host .*\n\* target #1: .*state=exited \)\n(?!.*target #2)",
+        ),
+    ]
+}
+
+#[test]
+fn lldb_batch_session_typed_from_the_connect_line() {
+    let env = GpuEnv::get();
+    let (server, args) = serve(env, "batch");
+    let mut cmd = Command::new("lldb");
+    cmd.arg("-b");
+    let (prog, pre) = args.split_last().expect("args");
+    cmd.args(pre);
+    for (c, _) in session() {
+        cmd.args(["-o", c]);
+    }
+    cmd.arg(prog);
+    // Ends by itself, or run_with_timeout fails the test.
+    let out = run_with_timeout(&mut cmd, 120);
+    let mut rest = out.as_str();
+    for (c, expect) in session() {
+        let at = rest
+            .find(&format!("(lldb) {c}\n"))
+            .unwrap_or_else(|| panic!("{c:?} not run:\n{out}\n--- gdbmux ---\n{}", server.log()));
+        rest = &rest[at + c.len() + 8..];
+        let end = rest.find("(lldb) ").unwrap_or(rest.len());
+        let rx = regex_lite(expect);
+        assert!(
+            rx(&rest[..end]),
+            "{c:?} printed no /{expect}/:\n{}\n--- whole session ---\n{out}\n--- gdbmux ---\n{}",
+            &rest[..end],
+            server.log()
+        );
+    }
+    assert!(
+        server.log().contains("[inferior] host: PASS"),
+        "{}",
+        server.log()
+    );
+}
+
+#[test]
+fn lldb_interactive_session_typed_through_a_pty() {
+    let env = GpuEnv::get();
+    let (server, args) = serve(env, "pty");
+    let script: Vec<[&str; 2]> = session().into_iter().map(|(c, e)| [c, e]).collect();
+    let out = run_python(
+        &env.root.join("stub/tests/gpu/lldb_pty.py"),
+        &[
+            &serde_json::to_string(&args).expect("json"),
+            &serde_json::to_string(&script).expect("json"),
+        ],
+    );
+    assert!(
+        out.contains("PTY ALL EXPECTATIONS MET"),
+        "interactive lldb:\n{out}\n--- gdbmux ---\n{}",
+        server.log()
+    );
+    assert!(
+        server.log().contains("[inferior] host: PASS"),
+        "{}",
+        server.log()
+    );
+}
+
+/// The expectations are Python-style regexes; match them with Python's
+/// `re` (the test already depends on python3 for lldb), dot matching
+/// newlines.
+fn regex_lite(expect: &str) -> impl Fn(&str) -> bool + '_ {
+    move |text: &str| {
+        let st = Command::new("python3")
+            .args([
+                "-c",
+                "import re,sys; sys.exit(0 if re.search(sys.argv[1], sys.stdin.read(), re.S) else 1)",
+                expect,
+            ])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                if let Some(mut i) = c.stdin.take() {
+                    i.write_all(text.as_bytes())?;
+                }
+                c.wait()
+            })
+            .expect("python3");
+        st.success()
+    }
+}

@@ -1,0 +1,351 @@
+"""gdbmux's helper for stock lldb 23.1: GPU debugging as a person types it.
+
+Load it before connecting (gdbmux prints this line with the real path):
+
+    lldb -o 'command script import /path/to/gdbmux_lldb.py' -o 'gdb-remote HOST:PORT' PROGRAM
+
+What it does, because stock lldb 23.1 cannot do it over the protocol
+(docs/gpu-lldb.md has the experiments):
+
+* GPU code objects become modules of the GPU target. lldb 23.1 has no
+  dynamic loader for an amdgpu process (it never asks for qXfer:libraries on
+  the GPU connection). A breakpoint on the GPU runtime's loader hook (called
+  on every code-object load/unload, the CPU stays stopped meanwhile) reads
+  gdbmux's code-object list (`monitor gpu`) and adds each object with its
+  load address, so `image list`, `image lookup -n KERNEL`, source lines and
+  pending breakpoints work.
+* Breakpoints typed before the GPU target exists land on the CPU target,
+  where they stay pending; when code objects load, each pending
+  `breakpoint set -n NAME` / `-f FILE -l LINE` is set on the GPU target too.
+* One `process continue` runs the whole program: a listener thread keeps the
+  two targets in step (all-stop across targets): when a wave stops, the CPU
+  process is stopped; when either process is continued while the other was
+  stopped for it, the other is continued as well.
+* `stop-disassembly-display never`: stock 23.1 aborts disassembling AMDGPU.
+
+The user writes no Python and computes no address.
+GDBMUX_LLDB_TRACE=FILE appends the listener threads' decisions to FILE.
+"""
+import os
+import re
+import threading
+import urllib.parse
+
+import lldb
+
+# Loader hooks of the GPU runtimes gdbmux serves (simulated runtime, ROCr).
+HOOKS = ["_simgpu_loader_debug_state", "_ZN4rocr19_loader_debug_stateEv"]
+
+_state = {
+    "dbg": None,
+    "copied": set(),  # CPU breakpoint ids already set on the GPU target
+    "loaded": {},  # code-object path -> load address
+    "cpu_halted_for_gpu": False,
+    "cpu_bg": False,  # the CPU was run on in the background after a GPU stop
+    "watching": set(),  # process uids a listener thread watches
+    "lock": threading.Lock(),
+}
+
+
+def _log(msg):
+    print(f"gdbmux: {msg}", flush=True)
+
+
+def _trace(msg):
+    path = os.environ.get("GDBMUX_LLDB_TRACE")
+    if path:
+        with open(path, "a") as f:
+            f.write(msg + "\n")
+
+
+def _targets(dbg):
+    cpu = gpu = None
+    for i in range(dbg.GetNumTargets()):
+        t = dbg.GetTargetAtIndex(i)
+        if "amdgpu" in (t.GetTriple() or ""):
+            gpu = gpu or t
+        else:
+            cpu = cpu or t
+    return cpu, gpu
+
+
+def _monitor(dbg, cpu_t):
+    """gdbmux's `monitor gpu` text, asked on the CPU connection."""
+    res = lldb.SBCommandReturnObject()
+    ctx = lldb.SBExecutionContext(cpu_t.GetProcess())
+    dbg.GetCommandInterpreter().HandleCommand("process plugin packet monitor gpu", ctx, res, False)
+    return (res.GetOutput() or "") + (res.GetError() or "")
+
+
+def _code_objects(text):
+    out = []
+    for m in re.finditer(r"code object \d+: (\S+) \(load address (0x[0-9a-f]+)\)", text):
+        uri, addr = m.group(1), int(m.group(2), 16)
+        if not uri.startswith("file://"):
+            continue  # memory:// objects: see docs/gpu-lldb.md
+        rest, _, frag = uri[len("file://"):].partition("#")
+        path = urllib.parse.unquote(rest)
+        offset = urllib.parse.parse_qs(frag).get("offset", ["0"])[0]
+        if int(offset, 0) != 0:
+            # Embedded in a bigger file (a fat binary): lldb 23.1 cannot
+            # load a module from part of a file.
+            _log(f"GPU code object at offset {offset} of {path}: not added (see docs/gpu-lldb.md)")
+            continue
+        out.append((path, addr))
+    return out
+
+
+def _bp_spec(bp):
+    """(names, file, line) of a name or file:line breakpoint, else None."""
+    sd = bp.SerializeToStructuredData()
+    opts = sd.GetValueForKey("Breakpoint").GetValueForKey("BKPTResolver").GetValueForKey("Options")
+    names = opts.GetValueForKey("SymbolNames")
+    if names.IsValid() and names.GetSize() > 0:
+        return ([names.GetItemAtIndex(i).GetStringValue(1000) for i in range(names.GetSize())], None, None)
+    f = opts.GetValueForKey("FileName")
+    ln = opts.GetValueForKey("LineNumber")
+    if f.IsValid() and ln.IsValid():
+        return (None, f.GetStringValue(4096), ln.GetIntegerValue())
+    return None
+
+
+def _cpu_side(dbg):
+    """What the CPU connection says (code objects) and the pending CPU
+    breakpoints to carry over; asked on the thread that may use the CPU."""
+    cpu_t, gpu_t = _targets(dbg)
+    if cpu_t is None or gpu_t is None:
+        return None
+    cos = _code_objects(_monitor(dbg, cpu_t))
+    pending = []
+    for i in range(cpu_t.GetNumBreakpoints()):
+        bp = cpu_t.GetBreakpointAtIndex(i)
+        if bp.GetID() in _state["copied"] or bp.GetNumLocations() > 0:
+            continue
+        spec = _bp_spec(bp)
+        if spec is not None:
+            pending.append((bp, spec, bp.IsOneShot(), bp.GetCondition(), bp.GetIgnoreCount()))
+    return cos, pending
+
+
+def _gpu_side(dbg, cos, pending):
+    """Adds the code objects to the GPU target and sets the pending
+    breakpoints there. Returns the CPU breakpoints now set on the GPU."""
+    _, gpu_t = _targets(dbg)
+    for path, addr in cos:
+        if _state["loaded"].get(path) == addr:
+            continue
+        mod = gpu_t.FindModule(lldb.SBFileSpec(path))
+        if not mod.IsValid():
+            mod = gpu_t.AddModule(path, None, None)
+        if not mod.IsValid():
+            _log(f"cannot add GPU code object {path}")
+            continue
+        gpu_t.SetModuleLoadAddress(mod, addr)
+        _state["loaded"][path] = addr
+    present = {p for p, _ in cos}
+    for path in list(_state["loaded"]):
+        if path not in present:
+            mod = gpu_t.FindModule(lldb.SBFileSpec(path))
+            if mod.IsValid():
+                gpu_t.ClearModuleLoadAddress(mod)
+                gpu_t.RemoveModule(mod)
+            del _state["loaded"][path]
+    carried = []
+    for bp, (names, f, line), one_shot, cond, ignore in pending:
+        if names:
+            gbp = gpu_t.BreakpointCreateByNames(names, lldb.eFunctionNameTypeAuto, lldb.SBFileSpecList(), lldb.SBFileSpecList())
+        else:
+            gbp = gpu_t.BreakpointCreateByLocation(f, line)
+        if gbp.GetNumLocations() > 0:
+            gbp.SetOneShot(one_shot)
+            if cond:
+                gbp.SetCondition(cond)
+            gbp.SetIgnoreCount(ignore)
+            _state["copied"].add(bp.GetID())
+            carried.append((bp, gbp.GetID()))
+        else:
+            gpu_t.BreakpointDelete(gbp.GetID())
+    return carried
+
+
+def sync_modules(dbg):
+    """Both halves on one thread (the `gdbmux-sync` command)."""
+    side = _cpu_side(dbg)
+    if side is None:
+        return False
+    for bp, gid in _gpu_side(dbg, *side):
+        _report_carried(bp, gid)
+    return True
+
+
+def _report_carried(bp, gid):
+    bp.SetEnabled(False)
+    _log(f"breakpoint {bp.GetID()} of the CPU target resolved in the GPU target as breakpoint {gid}")
+
+
+def _async(dbg, fn):
+    was = dbg.GetAsync()
+    dbg.SetAsync(True)
+    try:
+        fn()
+    finally:
+        dbg.SetAsync(was)
+
+
+def _is_real_gpu_stop(gpu):
+    for th in gpu:
+        if th.GetStopReason() not in (lldb.eStopReasonNone, lldb.eStopReasonInvalid, lldb.eStopReasonSignal):
+            return True
+    return False
+
+
+def _watch(dbg, proc, role):
+    """A listener thread on `proc`'s state changes keeping the targets in step."""
+    uid = proc.GetUniqueID()
+    with _state["lock"]:
+        if uid in _state["watching"]:
+            return
+        _state["watching"].add(uid)
+    listener = lldb.SBListener(f"gdbmux-{role}")
+    listener.StartListeningForEvents(proc.GetBroadcaster(), lldb.SBProcess.eBroadcastBitStateChanged)
+
+    def run():
+        ev = lldb.SBEvent()
+        while True:
+            if not listener.WaitForEvent(3600, ev):
+                continue
+            if not lldb.SBProcess.EventIsProcessEvent(ev):
+                continue
+            st = lldb.SBProcess.GetStateFromEvent(ev)
+            _trace(f"{role} event state {st} restarted {lldb.SBProcess.GetRestartedFromEvent(ev)}")
+            if lldb.SBProcess.GetRestartedFromEvent(ev):
+                continue
+            cpu_t, gpu_t = _targets(dbg)
+            if cpu_t is None or gpu_t is None:
+                continue
+            cpu, gpu = cpu_t.GetProcess(), gpu_t.GetProcess()
+            # While a command runs on the CPU target (a synchronous
+            # `process continue`), lldb holds that target's API lock: only
+            # lock-free calls (SendAsyncInterrupt) may touch the CPU then.
+            with _state["lock"]:
+                if role == "cpu" and st != lldb.eStateRunning:
+                    _state["cpu_bg"] = False
+                if role == "gpu" and st == lldb.eStateStopped and _state["cpu_bg"]:
+                    # The CPU already runs on in the background (waiting
+                    # on the dispatch); no command waits on it.
+                    dbg.SetSelectedTarget(gpu_t)
+                elif role == "gpu" and st == lldb.eStateStopped:
+                    _trace("gpu stopped: interrupting the CPU")
+                    _state["cpu_halted_for_gpu"] = True
+                    dbg.SetSelectedTarget(gpu_t)
+                    # Ends a synchronous `process continue` waiting on the
+                    # CPU (its events never reach this listener then).
+                    cpu.SendAsyncInterrupt()
+                    # Blocks until that command has finished with the CPU.
+                    if cpu.GetState() == lldb.eStateStopped and _state["cpu_halted_for_gpu"]:
+                        # The CPU (waiting on the dispatch) runs on, so that
+                        # a `process continue` of the GPU target, whose
+                        # events this listener does not see, needs nothing
+                        # more to finish the program.
+                        _trace("cpu stopped for the GPU stop: running it on")
+                        _state["cpu_halted_for_gpu"] = False
+                        _state["cpu_bg"] = True
+                        _async(dbg, cpu.Continue)
+                elif role == "gpu" and st == lldb.eStateRunning:
+                    if _state["cpu_halted_for_gpu"] and cpu.GetState() == lldb.eStateStopped:
+                        _trace("gpu running: continuing the CPU")
+                        _state["cpu_halted_for_gpu"] = False
+                        _async(dbg, cpu.Continue)
+                elif role == "cpu" and st == lldb.eStateStopped and _state["cpu_halted_for_gpu"]:
+                    # Our interrupt's stop, arriving after the GPU was
+                    # continued already (asynchronous lldb): run on with it.
+                    if gpu.GetState() == lldb.eStateRunning:
+                        _trace("cpu stopped after the GPU ran on: continuing the CPU")
+                        _state["cpu_halted_for_gpu"] = False
+                        _state["cpu_bg"] = True
+                        _async(dbg, cpu.Continue)
+                elif role == "cpu" and st == lldb.eStateStopped and not lldb.SBProcess.GetInterruptedFromEvent(ev):
+                    # A CPU stop of its own (breakpoint, signal) while a
+                    # command may wait on the GPU: end that wait.
+                    _trace("cpu stopped: interrupting the GPU")
+                    gpu.SendAsyncInterrupt()
+                if st in (lldb.eStateExited, lldb.eStateDetached):
+                    return
+
+    threading.Thread(target=run, name=f"gdbmux-{role}", daemon=True).start()
+
+
+def loader_hook(frame, bp_loc, extra_args, internal_dict):
+    """CPU breakpoint callback on the runtime's loader hook: never stops.
+
+    The GPU target is updated on a worker thread: while a command waits on
+    the GPU process (a synchronous `process continue`), lldb holds that
+    target and every change to it blocks. Then the GPU process is
+    interrupted (lock-free) so that the command ends, and the update runs.
+    The CPU stays at the hook until the update is done, so breakpoints are
+    in place before the new code runs."""
+    dbg = _state["dbg"] or lldb.debugger
+    side = _cpu_side(dbg)
+    if side is None:
+        return False
+    done = threading.Event()
+    carried = []
+
+    def work():
+        try:
+            carried.extend(_gpu_side(dbg, *side))
+            if True:
+                cpu_t, gpu_t = _targets(dbg)
+                _watch(dbg, cpu_t.GetProcess(), "cpu")
+                _watch(dbg, gpu_t.GetProcess(), "gpu")
+                gpu = gpu_t.GetProcess()
+                if _state["loaded"] and gpu.GetState() == lldb.eStateStopped and not _is_real_gpu_stop(gpu):
+                    # The GPU target stops after its connection; run it
+                    # with the CPU once there is code to run.
+                    _async(dbg, gpu.Continue)
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="gdbmux-loader", daemon=True).start()
+    # No lock-free way tells whether a command holds the GPU target: give
+    # the update 5 s (a loaded machine), then assume one does.
+    if not done.wait(5.0):
+        cpu_t, gpu_t = _targets(dbg)
+        if gpu_t is not None:
+            _log("GPU code objects changed while the GPU target ran: it stops to take them "
+                 "(stock lldb 23.1 cannot change a running target's modules); `process continue` runs on")
+            gpu_t.GetProcess().SendAsyncInterrupt()
+        done.wait(30.0)
+    for bp, gid in carried:
+        _report_carried(bp, gid)
+    return False
+
+
+def _arm(dbg, target):
+    for name in HOOKS:
+        bp = target.BreakpointCreateByName(name)
+        bp.SetScriptCallbackFunction("gdbmux_lldb.loader_hook")
+        bp.SetAutoContinue(True)
+        bp.AddName("gdbmux-loader-hook")
+
+
+def gdbmux_sync(debugger, command, result, internal_dict):
+    """gdbmux-sync: re-read the GPU code objects now."""
+    if not sync_modules(debugger):
+        result.PutCString("gdbmux: no GPU target yet")
+
+
+def __lldb_init_module(debugger, internal_dict):
+    _state["dbg"] = debugger
+    debugger.HandleCommand("settings set stop-disassembly-display never")
+    # Fast stepping disassembles the line range to find branches, which
+    # aborts stock 23.1 on AMDGPU; stepping by instructions needs none.
+    debugger.HandleCommand("settings set target.use-fast-stepping false")
+    debugger.HandleCommand("command script add -f gdbmux_lldb.gdbmux_sync gdbmux-sync")
+    cpu_t, _ = _targets(debugger)
+    if cpu_t is None:
+        # No target yet: prime the dummy target, which seeds every new one.
+        dummy = debugger.GetDummyTarget()
+        _arm(debugger, dummy)
+    else:
+        _arm(debugger, cpu_t)
