@@ -21,7 +21,6 @@ use std::path::Path;
 
 /// `Variant: parser` or `Variant: transcript`, for what has no test yet.
 const KNOWN_GAPS: &[&str] = &[
-    "AcceleratorBreakpointHit: transcript",
     "DisableRandomization: transcript",
     "Echo: transcript",
     "EnableErrorStrings: parser",
@@ -41,7 +40,6 @@ const KNOWN_GAPS: &[&str] = &[
     "ServerVersion: transcript",
     "SetDetachOnError: parser",
     "SetDetachOnError: transcript",
-    "SetEnv: transcript",
     "SetWorkingDir: transcript",
     "ShlibInfoAddr: parser",
     "ShlibInfoAddr: transcript",

@@ -544,12 +544,12 @@ proptest! {
             }
             (StopEvent::Stopped { pid, tid, kind, signal }, StopReply::Signal(s)) => {
                 // The protocol's rules for the reported signal: an
-                // interrupt is SIGINT (or SIGSTOP), a quiet initial stop
-                // of an lldb client is SIGSTOP.
+                // interrupt is SIGINT (or SIGSTOP), the initial stop of an
+                // lldb client is SIGSTOP whatever the kernel's (lldb-server).
                 let reported = match kind {
                     StopKind::Interrupt if o.interrupt_as_sigint => libc::SIGINT,
                     StopKind::Interrupt => libc::SIGSTOP,
-                    StopKind::Initial if *signal == 0 && o.list_threads => libc::SIGSTOP,
+                    StopKind::Initial if o.list_threads => libc::SIGSTOP,
                     _ => *signal,
                 };
                 prop_assert_eq!(s.signo, wire_sig(reported));

@@ -203,6 +203,33 @@ mod tests {
     }
 
     #[test]
+    fn gdbserver_parity_packets() {
+        assert_eq!(
+            parse(b"QCatchSyscalls:1;3c;e7").unwrap(),
+            Command::CatchSyscalls(Some(vec![0x3c, 0xe7]))
+        );
+        assert_eq!(
+            parse(b"QCatchSyscalls:1").unwrap(),
+            Command::CatchSyscalls(Some(vec![]))
+        );
+        assert_eq!(
+            parse(b"QCatchSyscalls:0").unwrap(),
+            Command::CatchSyscalls(None)
+        );
+        assert!(parse(b"QCatchSyscalls:2").is_err());
+        assert!(matches!(
+            parse(b"qGetTLSAddr:p1.2,10,7ffff7ffe000").unwrap(),
+            Command::GetTlsAddr {
+                offset: 0x10,
+                lm: 0x7fff_f7ff_e000,
+                ..
+            }
+        ));
+        assert!(parse(b"qGetTLSAddr:2,10").is_err());
+        assert_eq!(parse(b"R00").unwrap(), Command::Restart);
+    }
+
+    #[test]
     fn settings() {
         assert_eq!(
             parse(b"QPassSignals:e;14;1e").unwrap(),

@@ -628,14 +628,18 @@ impl Server {
             return Some(Duration::ZERO);
         }
         let now = Instant::now();
-        let first = self
+        let Some(first) = self
             .clients
             .values()
             .filter_map(|c| match &c.kind {
                 ClientKind::Refused(r) => r.deadline(),
                 ClientKind::Session(_) => None,
             })
-            .min()?;
+            .min()
+        else {
+            // No refused connection: the busy-poll window alone decides.
+            return busy;
+        };
         let left = first.saturating_duration_since(now);
         Some(busy.map_or(left, |b| b.min(left)))
     }
