@@ -13,7 +13,7 @@ const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   exit              stop the gdbmux server after this session\n\
   set debug 0|1     gdbserver's debug output (ptrace, native, session channels)\n\
   set remote-debug 0|1   gdbserver's protocol debug output (packets channel)\n\
-  gpu               GPU state, agents, code objects, the offer, how to reach the GPU\n\
+  gpu               GPU state, agents, code objects, kernels with addresses, the offer, how to reach the GPU\n\
   gpu waves         waves (id, pc, exec, stop reason, workgroup, wave number)\n\
   gpu regs W [R..]  registers of wave W (all, or the named ones)\n\
   gpu mem [global|local|private] ADDR LEN [W]   memory of an address space\n\

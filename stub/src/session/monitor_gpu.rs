@@ -85,12 +85,12 @@ impl Session {
                             let c = i.workgroup_coord.unwrap_or_default();
                             let _ = writeln!(
                                 s,
-                                "wave {tid} (dbgapi {}): {:?} pc={} exec={} stop={} workgroup=({},{},{}) wave#{} dispatch {}",
+                                "wave {tid} (dbgapi {}): {:?} pc={} exec={} stop=({}) workgroup=({},{},{}) wave#{} dispatch {}",
                                 w.0,
                                 i.state,
                                 i.pc.map(|p| format!("{p:#x}")).unwrap_or_else(|| "-".into()),
                                 i.exec.map(|p| format!("{p:#018x}")).unwrap_or_else(|| "-".into()),
-                                i.stop_reason.map(|r| format!("{:#x}", r.0)).unwrap_or_else(|| "-".into()),
+                                i.stop_reason.map(|r| r.description()).unwrap_or_else(|| "-".into()),
                                 c[0],
                                 c[1],
                                 c[2],
@@ -110,10 +110,25 @@ impl Session {
                 let regs = g.registers().to_vec();
                 let want: Vec<&String> = args.iter().skip(2).collect();
                 let mut s = format!("wave {tid}:\n");
-                for r in regs
-                    .iter()
-                    .filter(|r| want.is_empty() || want.iter().any(|n| **n == r.name))
-                {
+                // Named registers in the order asked (an unknown name is
+                // said so); without names, every register the wave has
+                // (those it does not allocate are counted, not listed).
+                let picked: Vec<Result<crate::target::RegisterInfo, &String>> = if want.is_empty() {
+                    regs.iter().cloned().map(Ok).collect()
+                } else {
+                    want.iter()
+                        .map(|n| regs.iter().find(|r| r.name == **n).cloned().ok_or(*n))
+                        .collect()
+                };
+                let mut unallocated = 0usize;
+                for r in &picked {
+                    let r = match r {
+                        Ok(r) => r,
+                        Err(n) => {
+                            let _ = writeln!(s, "  {n:<8} <no such register>");
+                            continue;
+                        }
+                    };
                     match g.read_register(w, r.regnum as usize) {
                         Ok(v) if v.len() <= 8 => {
                             let mut b = [0u8; 8];
@@ -129,6 +144,7 @@ impl Session {
                                 .collect();
                             let _ = writeln!(s, "  {:<8} [{}]", r.name, lanes.join(" "));
                         }
+                        Err(_) if want.is_empty() => unallocated += 1,
                         Err(e) => {
                             let _ = writeln!(s, "  {:<8} <{e}>", r.name);
                         }
@@ -137,6 +153,12 @@ impl Session {
                         s.push_str("  … (name registers to see more)\n");
                         break;
                     }
+                }
+                if unallocated > 0 {
+                    let _ = writeln!(
+                        s,
+                        "  ({unallocated} registers of the architecture are not allocated to this wave)"
+                    );
                 }
                 s
             }),
