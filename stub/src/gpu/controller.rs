@@ -243,6 +243,14 @@ pub struct GpuController {
     regs: Vec<RegisterInfo>,
     code_objects: Vec<CodeObject>,
     gpu_bps: BTreeMap<u64, Vec<u8>>,
+    /// Waves single-stepping off a GPU breakpoint whose `s_trap` was lifted
+    /// for them: the breakpoint's address, and whether the wave runs on
+    /// (`true`) or reports the step (`false`) once it is past. The trap goes
+    /// back when the last wave stepping off its address has stepped.
+    stepping_over: BTreeMap<WaveId, (u64, bool)>,
+    /// Waves past a breakpoint that run on once their stop event is
+    /// processed (at most one entry per wave stepping over).
+    run_on: Vec<WaveId>,
     notifier: Option<RawFd>,
     /// A second write end of the notifier pipe (see `process_events`).
     self_wake: Option<std::fs::File>,
@@ -346,6 +354,8 @@ impl GpuController {
             regs: Vec::new(),
             code_objects: Vec::new(),
             gpu_bps: BTreeMap::new(),
+            stepping_over: BTreeMap::new(),
+            run_on: Vec::new(),
             notifier: None,
             self_wake: None,
             deferred_acks: Vec::new(),
@@ -539,6 +549,7 @@ impl GpuController {
                 }
             }
         }
+        self.resume_run_on();
         loop {
             if news.events >= EVENTS_PER_PASS && self.self_wake.is_some() {
                 // More may be pending: come back after the loop's other work.
@@ -574,8 +585,19 @@ impl GpuController {
                     tracing::warn!(target: "dbgapi", "event_processed: {e}");
                 }
             }
+            self.resume_run_on();
         }
         news
+    }
+
+    /// Resume the waves that stepped off a breakpoint and run on (their
+    /// stop events are processed by now).
+    fn resume_run_on(&mut self) {
+        for wave in std::mem::take(&mut self.run_on) {
+            if let Err(e) = self.resume_wave(wave, false) {
+                tracing::debug!(target: "dbgapi", wave = wave.0, "run on after step-over: {e}");
+            }
+        }
     }
 
     /// Make the notifier readable, so the loop calls `process_events` again.
@@ -622,6 +644,18 @@ impl GpuController {
                 self.stops.clear();
             }
             GpuEvent::WaveStop { wave } => {
+                if self.finish_step_over(wave) == Some(true)
+                    && self.wave_info(wave).ok().and_then(|i| i.stop_reason)
+                        == Some(StopReasons::SINGLE_STEP)
+                {
+                    // Past the breakpoint and asked to run on: no stop to
+                    // report (a step that hit anything else is reported).
+                    // The library resumes a wave only once its stop event
+                    // is processed: `process_events` resumes it after the
+                    // ack.
+                    self.run_on.push(wave);
+                    return;
+                }
                 let tid = self.tid_of(wave);
                 match self.capture_stop(wave) {
                     Ok(info) => {
@@ -640,6 +674,7 @@ impl GpuController {
             GpuEvent::WaveCommandTerminated { wave } => {
                 // The wave is gone: so is its queued stop (bounded memory
                 // under wave churn).
+                let _ = self.finish_step_over(wave);
                 self.waves.remove(&wave);
                 self.wave_regs.remove(&wave);
                 if self.stops.remove(wave) {
@@ -1028,7 +1063,59 @@ impl GpuController {
         Ok(())
     }
 
-    /// Resume every stopped wave.
+    /// Resume one stopped wave the way a CPU debugger leaves a breakpoint:
+    /// a wave whose pc is on an inserted GPU breakpoint first single-steps
+    /// with that breakpoint's `s_trap` lifted (the trap goes back when the
+    /// step's stop arrives, see `finish_step_over`), then runs on
+    /// (`step == false`) or reports the step. Without a breakpoint under
+    /// the pc it is [`Self::resume_wave`]. While the trap is lifted another
+    /// running wave can pass the address without stopping (the same window
+    /// gdb has on a CPU without displaced stepping).
+    pub fn resume_wave_over(&mut self, wave: WaveId, step: bool) -> GpuResult<()> {
+        let pc = self.wave_info(wave)?.pc;
+        let Some((addr, orig)) = pc.and_then(|pc| self.gpu_bps.get(&pc).map(|o| (pc, o.clone())))
+        else {
+            return self.resume_wave(wave, step);
+        };
+        let lifted = self.stepping_over.values().any(|(a, _)| *a == addr);
+        if !lifted {
+            self.backend()?
+                .write_memory(AddressSpace::Global, None, addr, &orig)
+                .map_err(gerr)?;
+        }
+        self.stepping_over.insert(wave, (addr, !step));
+        if let Err(e) = self.resume_wave(wave, true) {
+            let _ = self.finish_step_over(wave);
+            return Err(e);
+        }
+        tracing::debug!(target: "dbgapi", wave = wave.0, addr = format_args!("{addr:#x}"), "stepping off a GPU breakpoint");
+        Ok(())
+    }
+
+    /// A wave that was stepping off a breakpoint stopped or ended: put the
+    /// trap back if no other wave is still stepping off it (and it was not
+    /// deleted meanwhile). `Some(run_on)` when the wave was stepping over.
+    fn finish_step_over(&mut self, wave: WaveId) -> Option<bool> {
+        let (addr, run_on) = self.stepping_over.remove(&wave)?;
+        let still_lifted = self.stepping_over.values().any(|(a, _)| *a == addr);
+        if !still_lifted && self.gpu_bps.contains_key(&addr) {
+            let trap = self.arch.as_ref().map(|a| a.breakpoint_instruction.clone());
+            let r = match (trap, self.backend()) {
+                (Some(t), Ok(b)) => b
+                    .write_memory(AddressSpace::Global, None, addr, &t)
+                    .map(|_| ())
+                    .map_err(gerr),
+                (None, _) => Err(GpuFault::ArchitectureUnknown),
+                (_, Err(e)) => Err(e),
+            };
+            if let Err(e) = r {
+                tracing::warn!(target: "dbgapi", addr = format_args!("{addr:#x}"), "re-inserting a GPU breakpoint: {e}");
+            }
+        }
+        Some(run_on)
+    }
+
+    /// Resume every stopped wave, stepping each off its breakpoint first.
     pub fn resume_all(&mut self) {
         for (w, _) in self.waves() {
             let stopped = self
@@ -1036,7 +1123,7 @@ impl GpuController {
                 .map(|i| i.state == WaveState::Stopped)
                 .unwrap_or(false);
             if stopped {
-                if let Err(e) = self.resume_wave(w, false) {
+                if let Err(e) = self.resume_wave_over(w, false) {
                     tracing::debug!(target: "dbgapi", wave = w.0, "resume: {e}");
                 }
             }
@@ -1078,5 +1165,7 @@ impl GpuController {
         self.stops.clear();
         self.host_bps.clear();
         self.gpu_bps.clear();
+        self.stepping_over.clear();
+        self.run_on.clear();
     }
 }

@@ -19,6 +19,7 @@ const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   gpu mem [global|local|private] ADDR LEN [W]   memory of an address space\n\
   gpu break ADDR|KERNEL  set a GPU breakpoint;  gpu breaks: list;  gpu delete ADDR\n\
   gpu step W        single-step wave W;  gpu continue [W]: resume one or all waves\n\
+                    (a wave on a GPU breakpoint steps off it first)\n\
   gpu stops report|log   report GPU stops to this session, or only log them\n";
 
 /// Changes the log filter at run time: given the channels to add (e.g.

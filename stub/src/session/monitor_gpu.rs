@@ -224,7 +224,7 @@ impl Session {
             },
             "step" | "s" => Self::wave_arg(&gpu, args.get(1)).and_then(|(w, tid)| {
                 gpu.borrow_mut()
-                    .resume_wave(w, true)
+                    .resume_wave_over(w, true)
                     .map(|()| format!("wave {tid} stepping\n"))
                     .map_err(|e| e.to_string())
             }),
@@ -232,7 +232,7 @@ impl Session {
                 if args.get(1).is_some() {
                     Self::wave_arg(&gpu, args.get(1)).and_then(|(w, tid)| {
                         gpu.borrow_mut()
-                            .resume_wave(w, false)
+                            .resume_wave_over(w, false)
                             .map(|()| format!("wave {tid} resumed\n"))
                             .map_err(|e| e.to_string())
                     })

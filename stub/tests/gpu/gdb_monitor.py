@@ -69,10 +69,39 @@ check(exe is not None and int(exe.group(1), 16) != 0, f"wave {wave} exec is non-
 mem = ex(f"monitor gpu mem global {a_ptr:#x} 16")
 check(re.search(r"00 00 00 00 03 00 00 00 06 00 00 00 09 00 00 00", mem) is not None,
       "a[0..4] read through the GPU is 0 3 6 9")
-out = ex(f"monitor gpu delete {entry:#x}")
-check("deleted" in out, "GPU breakpoint deleted")
-ex("monitor gpu continue")
-print("MARK: continue to the end", flush=True)
-out = ex("continue")
+# `monitor gpu step W` steps the wave off the inserted breakpoint (its
+# s_trap is lifted for the step and put back). The step's stop is reported
+# by a later `continue` (after the other waves' breakpoint stops, each
+# reported once).
+out = ex(f"monitor gpu step {wave}")
+check(f"wave {wave} stepping" in out, f"monitor gpu step {wave} accepted")
+stepped = None
+for _ in range(64):
+    out = ex("continue")
+    if re.search(rf"GPU wave {wave} stopped at a single step", out):
+        stepped = re.search(r"at a single step in kernel \S+ at (0x[0-9a-f]+)", out)
+        break
+    check(re.search(r"GPU wave \d+ stopped at a breakpoint", out) is not None,
+          "until the step's stop, each GPU stop is another wave at the breakpoint")
+check(stepped is not None and int(stepped.group(1), 16) > entry,
+      f"wave {wave} stepped off the breakpoint at {entry:#x} (now at {stepped and stepped.group(1)})")
+regs = ex(f"monitor gpu regs {wave} pc")
+pc = re.search(r"pc\s+(0x[0-9a-f]+)", regs)
+check(pc is not None and int(pc.group(1), 16) > entry, "the wave's pc moved past the breakpoint")
+breaks = ex("monitor gpu breaks")
+check(f"GPU breakpoint at {entry:#x}" in breaks, "the breakpoint is still inserted after the step")
+# `monitor gpu continue` steps every stopped wave off the breakpoint and
+# runs it on; waves that reach the breakpoint later stop there and are
+# resumed the same way, until the program exits.
+stops = 0
+for _ in range(256):
+    ex("monitor gpu continue")
+    out = ex("continue")
+    if EXITS:
+        break
+    stops += 1
+    check(re.search(r"GPU wave \d+ stopped at a breakpoint", out) is not None,
+          "a later GPU stop is a wave reaching the (still inserted) breakpoint")
+print(f"MARK: {stops} later breakpoint stops before the exit", flush=True)
 check(EXITS == [0], f"the program exited with status 0 (exits seen: {EXITS})")
 print("ALL CHECKS PASSED", flush=True)
