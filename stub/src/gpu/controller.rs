@@ -104,6 +104,10 @@ impl StopTimer {
     }
 }
 
+/// Most pending GPU breakpoints (`monitor gpu break KERNEL` before a code
+/// object defines KERNEL) kept at once.
+pub const MAX_PENDING_BREAKPOINTS: usize = 64;
+
 /// The shadow thread shown when no wave exists (lldb needs a thread in
 /// every stop reply; research/lldb-accelerator.md §4.5).
 pub const SHADOW_TID: Tid = 1;
@@ -251,6 +255,13 @@ pub struct GpuController {
     /// Waves past a breakpoint that run on once their stop event is
     /// processed (at most one entry per wave stepping over).
     run_on: Vec<WaveId>,
+    /// Kernel names of GPU breakpoints no loaded code object defines yet
+    /// (`monitor gpu break KERNEL` before the code object loads): resolved
+    /// and inserted when a code-object list update defines them. Bounded
+    /// by [`MAX_PENDING_BREAKPOINTS`].
+    pending_bps: Vec<String>,
+    /// Kernel symbols of the code objects (for the pending breakpoints).
+    symbolizer: super::symbols::Symbolizer,
     notifier: Option<RawFd>,
     /// A second write end of the notifier pipe (see `process_events`).
     self_wake: Option<std::fs::File>,
@@ -303,6 +314,9 @@ pub enum GpuFault {
     /// The breakpoint instruction could not be written.
     #[error("cannot write a breakpoint at {0:#x}")]
     BreakpointWrite(u64),
+    /// Too many pending breakpoints.
+    #[error("too many pending GPU breakpoints (at most {0})")]
+    TooManyPending(usize),
 }
 
 impl From<GpuFault> for crate::target::TargetError {
@@ -356,6 +370,8 @@ impl GpuController {
             gpu_bps: BTreeMap::new(),
             stepping_over: BTreeMap::new(),
             run_on: Vec::new(),
+            pending_bps: Vec::new(),
+            symbolizer: Default::default(),
             notifier: None,
             self_wake: None,
             deferred_acks: Vec::new(),
@@ -685,6 +701,7 @@ impl GpuController {
                 if let Ok(list) = self.backend().and_then(|b| b.code_objects().map_err(gerr)) {
                     tracing::info!(target: "dbgapi", count = list.len(), "code objects updated");
                     self.code_objects = list;
+                    self.resolve_pending(news);
                 }
             }
             GpuEvent::BreakpointResume { breakpoint } => news.resumed.push(breakpoint),
@@ -1019,6 +1036,59 @@ impl GpuController {
             .write_memory(AddressSpace::Global, None, addr, &orig)
             .map_err(gerr)?;
         Ok(())
+    }
+
+    /// A GPU breakpoint on a kernel by name: inserted now when a loaded
+    /// code object defines it (`Some(address)`), else kept pending until
+    /// one does (`None`).
+    pub fn break_kernel(&mut self, name: &str) -> GpuResult<Option<u64>> {
+        if let Some(addr) = self.symbolizer.lookup(&self.code_objects, name) {
+            self.insert_gpu_breakpoint(addr)?;
+            return Ok(Some(addr));
+        }
+        if !self.pending_bps.iter().any(|n| n == name) {
+            if self.pending_bps.len() >= MAX_PENDING_BREAKPOINTS {
+                return Err(GpuFault::TooManyPending(MAX_PENDING_BREAKPOINTS));
+            }
+            self.pending_bps.push(name.to_string());
+        }
+        Ok(None)
+    }
+
+    /// Kernel names of the pending GPU breakpoints.
+    pub fn pending_breakpoints(&self) -> &[String] {
+        &self.pending_bps
+    }
+
+    /// Drop a pending GPU breakpoint; `false` when there was none.
+    pub fn remove_pending(&mut self, name: &str) -> bool {
+        let n = self.pending_bps.len();
+        self.pending_bps.retain(|p| p != name);
+        n != self.pending_bps.len()
+    }
+
+    /// Insert the pending breakpoints the code objects now define (called
+    /// on a code-object list update, before the event is processed, so the
+    /// runtime cannot dispatch the kernel first).
+    fn resolve_pending(&mut self, news: &mut GpuNews) {
+        for name in std::mem::take(&mut self.pending_bps) {
+            match self.symbolizer.lookup(&self.code_objects, &name) {
+                Some(addr) => match self.insert_gpu_breakpoint(addr) {
+                    Ok(()) => {
+                        tracing::info!(target: "dbgapi", kernel = %name, addr = format_args!("{addr:#x}"), "pending GPU breakpoint resolved");
+                        news.console.push(format!(
+                            "gdbmux: pending GPU breakpoint {name} resolved at {addr:#x}\n"
+                        ));
+                    }
+                    Err(e) => {
+                        news.console.push(format!(
+                            "gdbmux: pending GPU breakpoint {name} at {addr:#x} could not be inserted: {e}\n"
+                        ));
+                    }
+                },
+                None => self.pending_bps.push(name),
+            }
+        }
     }
 
     /// GPU breakpoints.

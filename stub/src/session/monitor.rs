@@ -17,7 +17,8 @@ const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   gpu waves         waves (id, pc, exec, stop reason, workgroup, wave number)\n\
   gpu regs W [R..]  registers of wave W (all, or the named ones)\n\
   gpu mem [global|local|private] ADDR LEN [W]   memory of an address space\n\
-  gpu break ADDR|KERNEL  set a GPU breakpoint;  gpu breaks: list;  gpu delete ADDR\n\
+  gpu break ADDR|KERNEL  set a GPU breakpoint (a KERNEL not loaded yet is pending until\n\
+                    a code object defines it);  gpu breaks: list;  gpu delete ADDR|KERNEL\n\
   gpu step W        single-step wave W;  gpu continue [W]: resume one or all waves\n\
                     (a wave on a GPU breakpoint steps off it first)\n\
   gpu stops report|log   report GPU stops to this session, or only log them\n";

@@ -190,37 +190,60 @@ impl Session {
                     }
                 }
             }
-            "break" | "b" => {
-                let cos = gpu.borrow().code_objects().to_vec();
-                let addr = args
-                    .get(1)
-                    .and_then(|a| num(a).or_else(|| self.symbolizer.lookup(&cos, a)));
-                match addr {
+            "break" | "b" => match args.get(1) {
+                Some(a) => match num(a) {
                     Some(addr) => gpu
                         .borrow_mut()
                         .insert_gpu_breakpoint(addr)
                         .map(|()| format!("GPU breakpoint at {addr:#x}\n"))
-.map_err(|e| e.to_string()),
-                    None => Err("usage: monitor gpu break ADDR|KERNEL (kernels are listed by `monitor gpu`)".into()),
-                }
-            }
+                        .map_err(|e| e.to_string()),
+                    None => gpu
+                        .borrow_mut()
+                        .break_kernel(a)
+                        .map(|r| match r {
+                            Some(addr) => format!("GPU breakpoint at {addr:#x} ({a})\n"),
+                            None => format!(
+                                "GPU breakpoint {a} pending until a code object defines it\n"
+                            ),
+                        })
+                        .map_err(|e| e.to_string()),
+                },
+                None => Err(
+                    "usage: monitor gpu break ADDR|KERNEL (kernels are listed by `monitor gpu`)"
+                        .into(),
+                ),
+            },
             "breaks" | "breakpoints" => {
-                let list = gpu.borrow().gpu_breakpoints();
-                Ok(if list.is_empty() {
-                    "no GPU breakpoints\n".into()
-                } else {
-                    list.iter()
-                        .map(|a| format!("GPU breakpoint at {a:#x}\n"))
-                        .collect()
-                })
+                let g = gpu.borrow();
+                let list = g.gpu_breakpoints();
+                let pending = g.pending_breakpoints().to_vec();
+                let cos = g.code_objects().to_vec();
+                drop(g);
+                let mut s = String::new();
+                for a in list {
+                    let _ = match self.symbolizer.describe(&cos, a) {
+                        Some(k) => writeln!(s, "GPU breakpoint at {a:#x} ({k})"),
+                        None => writeln!(s, "GPU breakpoint at {a:#x}"),
+                    };
+                }
+                for p in pending {
+                    let _ = writeln!(s, "GPU breakpoint {p} (pending until a code object defines it)");
+                }
+                if s.is_empty() {
+                    s.push_str("no GPU breakpoints\n");
+                }
+                Ok(s)
             }
             "delete" | "d" => match args.get(1).and_then(|a| num(a)) {
+                None if args.get(1).is_some_and(|a| gpu.borrow_mut().remove_pending(a)) => {
+                    Ok(format!("deleted pending GPU breakpoint {}\n", args[1]))
+                }
                 Some(addr) => gpu
                     .borrow_mut()
                     .remove_gpu_breakpoint(addr)
                     .map(|()| format!("deleted GPU breakpoint at {addr:#x}\n"))
                     .map_err(|e| e.to_string()),
-                None => Err("usage: monitor gpu delete ADDR".into()),
+                None => Err("usage: monitor gpu delete ADDR|PENDING-KERNEL".into()),
             },
             "step" | "s" => Self::wave_arg(&gpu, args.get(1)).and_then(|(w, tid)| {
                 gpu.borrow_mut()

@@ -32,6 +32,13 @@ ex("set confirm off")
 ex(f"target remote 127.0.0.1:{PORT}")
 mon = ex("monitor gpu")
 check(re.search(r"GPU state: ProcessAttached", mon) is not None, "monitor gpu shows the state before the runtime")
+# A breakpoint on the kernel by name before any code object is loaded is
+# pending, and resolves when the code object loads.
+out = ex("monitor gpu break vector_add")
+check("GPU breakpoint vector_add pending until a code object defines it" in out,
+      "monitor gpu break KERNEL before the code object loads is pending")
+out = ex("monitor gpu breaks")
+check("vector_add (pending" in out, "monitor gpu breaks lists the pending breakpoint")
 ex("break simgpu_launch")
 ex("continue")
 mon = ex("monitor gpu")
@@ -39,8 +46,12 @@ check("GPU state: RuntimeLoaded" in mon, "runtime loaded at simgpu_launch")
 m = re.search(r"code object \d+: \S*vector_add\S* \(load address (0x[0-9a-f]+)\)", mon)
 check(m is not None, "monitor gpu lists the vector_add code object with its load address")
 entry = int(m.group(1), 16) + SYM_OFF
+check(f"kernel vector_add at {entry:#x}" in mon, "monitor gpu lists the kernel with its address")
+out = ex("monitor gpu breaks")
+check(f"GPU breakpoint at {entry:#x} (vector_add)" in out and "pending" not in out,
+      f"the pending breakpoint resolved to the kernel entry {entry:#x} when the code object loaded")
 out = ex(f"monitor gpu break {entry:#x}")
-check(f"GPU breakpoint at {entry:#x}" in out, f"GPU breakpoint at the kernel entry {entry:#x}")
+check(f"GPU breakpoint at {entry:#x}" in out, f"GPU breakpoint at the kernel entry {entry:#x} (by address)")
 ex("frame 1")
 a_ptr = int(gdb.parse_and_eval("a"))
 check(a_ptr != 0, f"CPU variable a = {a_ptr:#x}")
