@@ -522,6 +522,16 @@ pub trait GpuBackend {
         addr: u64,
         buf: &mut [u8],
     ) -> Result<usize, GpuError>;
+    /// Reads memory as one lane of `wave` sees it (what the private_lane
+    /// address space needs); returns the bytes read.
+    fn read_lane_memory(
+        &mut self,
+        space: AddressSpace,
+        wave: WaveId,
+        lane: u32,
+        addr: u64,
+        buf: &mut [u8],
+    ) -> Result<usize, GpuError>;
     /// Writes memory; returns the bytes written.
     fn write_memory(
         &mut self,

@@ -726,6 +726,27 @@ fn gdb_monitor_gpu_breakpoint() {
     server.wait_log("vector_add: PASS", 20);
 }
 
+/// Stock gdb 13 as a new user: `monitor gpu break KERNEL` before the code
+/// object loads is pending; one `continue` stops a wave there; `monitor
+/// gpu mem private` takes a wave and lane; `monitor gpu continue` steps the
+/// waves off the (still inserted) breakpoint until the program exits.
+#[test]
+fn gdb_monitor_gpu_pending_break() {
+    let env = GpuEnv::get();
+    let server = env.serve(&["vector_add"]);
+    let out = run_gdb(
+        &env.root.join("stub/tests/gpu/gdb_pending.py"),
+        &env.sample("vector_add"),
+        &[("PORT", server.port.to_string())],
+    );
+    assert!(
+        out.contains("ALL CHECKS PASSED") && !out.contains("CHECK FAILED"),
+        "gdb pending-breakpoint session failed:\n{out}\n--- gdbmux log ---\n{}",
+        server.log()
+    );
+    server.wait_log("vector_add: PASS", 20);
+}
+
 /// Length of the first instruction at `off` in `lib` (from `objdump -d`).
 fn first_insn_len(lib: &Path, off: u64) -> u64 {
     let out = Command::new("objdump")

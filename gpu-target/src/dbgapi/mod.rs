@@ -486,6 +486,20 @@ impl GpuBackend for DbgApiBackend {
             .map_err(|_| GpuError::MemoryAccess { addr })
     }
 
+    fn read_lane_memory(
+        &mut self,
+        space: AddressSpace,
+        wave: WaveId,
+        lane: u32,
+        addr: u64,
+        buf: &mut [u8],
+    ) -> Result<usize, GpuError> {
+        let s = self.space(space, Some(wave))?;
+        self.process
+            .read_lane_memory(wave.0, lane, s, addr, buf)
+            .map_err(|_| GpuError::MemoryAccess { addr })
+    }
+
     fn write_memory(
         &mut self,
         space: AddressSpace,

@@ -1074,10 +1074,23 @@ impl Process {
         addr: u64,
         out: &mut [u8],
     ) -> Result<usize, DbgApiError> {
+        self.read_lane_memory(wave, abi::LANE_NONE, aspace, addr, out)
+    }
+
+    /// Reads memory as seen by one lane of `wave` (the private_lane address
+    /// space needs a lane; `abi::LANE_NONE` for the others).
+    pub fn read_lane_memory(
+        &self,
+        wave: u64,
+        lane: u32,
+        aspace: u64,
+        addr: u64,
+        out: &mut [u8],
+    ) -> Result<usize, DbgApiError> {
         self.xfer_memory(
             "amd_dbgapi_read_memory",
             self.fns().read_memory,
-            wave,
+            (wave, lane),
             aspace,
             addr,
             out,
@@ -1095,7 +1108,7 @@ impl Process {
         self.xfer_memory(
             "amd_dbgapi_write_memory",
             self.fns().write_memory,
-            wave,
+            (wave, abi::LANE_NONE),
             aspace,
             addr,
             data,
@@ -1108,7 +1121,7 @@ impl Process {
         &self,
         call: &'static str,
         f: unsafe extern "C" fn(Handle, Handle, u32, Handle, u64, *mut u64, B::Ptr) -> abi::Status,
-        wave: u64,
+        (wave, lane): (u64, u32),
         aspace: u64,
         addr: u64,
         buf: B,
@@ -1120,7 +1133,7 @@ impl Process {
             f(
                 self.handle,
                 Handle::new(wave),
-                abi::LANE_NONE,
+                lane,
                 Handle::new(aspace),
                 addr,
                 &mut n,

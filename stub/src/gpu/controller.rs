@@ -925,6 +925,24 @@ impl GpuController {
         self.backend()?.write_register(wave, wi, data).map_err(gerr)
     }
 
+    /// Read `len` bytes of lane `lane`'s private memory of `wave` (the
+    /// private_lane address space: offsets from the lane's own scratch).
+    pub fn read_private_lane(
+        &mut self,
+        wave: WaveId,
+        lane: u32,
+        addr: u64,
+        len: usize,
+    ) -> GpuResult<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        let n = self
+            .backend()?
+            .read_lane_memory(AddressSpace::PrivateLane, wave, lane, addr, &mut buf)
+            .map_err(gerr)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
     /// Read memory in an address space; GPU breakpoints are masked.
     pub fn read_memory(
         &mut self,

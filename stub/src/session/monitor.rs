@@ -16,7 +16,8 @@ const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   gpu               GPU state, agents, code objects, kernels with addresses, the offer, how to reach the GPU\n\
   gpu waves         waves (id, pc, exec, stop reason, workgroup, wave number)\n\
   gpu regs W [R..]  registers of wave W (all, or the named ones)\n\
-  gpu mem [global|local|private] ADDR LEN [W]   memory of an address space\n\
+  gpu mem [global|local] ADDR LEN [W]   memory of an address space\n\
+  gpu mem private ADDR LEN W [LANE]   a lane's private memory (private-wave: the wave's)\n\
   gpu break ADDR|KERNEL  set a GPU breakpoint (a KERNEL not loaded yet is pending until\n\
                     a code object defines it);  gpu breaks: list;  gpu delete ADDR|KERNEL\n\
   gpu step W        single-step wave W;  gpu continue [W]: resume one or all waves\n\

@@ -167,27 +167,45 @@ impl Session {
                     Some("global") => (AddressSpace::Global, &args[2..]),
                     Some("local") => (AddressSpace::Local, &args[2..]),
                     Some("private") => (AddressSpace::PrivateLane, &args[2..]),
+                    Some("private-wave") => (AddressSpace::PrivateWave, &args[2..]),
                     _ => (AddressSpace::Global, &args[1..]),
                 };
+                const USAGE: &str = "usage: monitor gpu mem [global|local] ADDR LEN [WAVE], \
+                     monitor gpu mem private ADDR LEN WAVE [LANE], monitor gpu mem private-wave ADDR LEN WAVE";
                 match (
                     rest.first().and_then(|a| num(a)),
                     rest.get(1).and_then(|a| num(a)),
                 ) {
                     (Some(addr), Some(len)) => {
+                        let len = (len as usize).min(4096);
                         let wave = match rest.get(2) {
                             Some(_) => Self::wave_arg(&gpu, rest.get(2)).map(|(w, _)| Some(w)),
                             None => Ok(None),
                         };
-                        wave.and_then(|w| {
-                            gpu.borrow_mut()
-                                .read_memory(space, w, addr, (len as usize).min(4096))
+                        wave.and_then(|w| match (space, w) {
+                            (AddressSpace::PrivateLane, Some(w)) => {
+                                let lane = match rest.get(3) {
+                                    Some(l) => num(l)
+                                        .and_then(|l| u32::try_from(l).ok())
+                                        .ok_or_else(|| format!("bad lane {l}"))?,
+                                    None => 0,
+                                };
+                                gpu.borrow_mut()
+                                    .read_private_lane(w, lane, addr, len)
+                                    .map(|d| format!("lane {lane}:\n{}", hexdump(addr, &d)))
+                                    .map_err(|e| e.to_string())
+                            }
+                            (AddressSpace::PrivateLane | AddressSpace::PrivateWave, None) => {
+                                Err(format!("private memory belongs to a wave: {USAGE}"))
+                            }
+                            _ => gpu
+                                .borrow_mut()
+                                .read_memory(space, w, addr, len)
                                 .map(|d| hexdump(addr, &d))
-                                .map_err(|e| e.to_string())
+                                .map_err(|e| e.to_string()),
                         })
                     }
-                    _ => {
-                        Err("usage: monitor gpu mem [global|local|private] ADDR LEN [WAVE]".into())
-                    }
+                    _ => Err(USAGE.into()),
                 }
             }
             "break" | "b" => match args.get(1) {
