@@ -747,6 +747,75 @@ fn gdb_monitor_gpu_pending_break() {
     server.wait_log("vector_add: PASS", 20);
 }
 
+/// `monitor gpu mem private ADDR LEN WAVE LANE` from stock gdb 13 on the
+/// corpus kernel private_array (O0 keeps its array in scratch): after the
+/// kernel's first scratch store, each lane's private bytes are that lane's
+/// stored register. The host program is compiled here, at test time.
+#[test]
+fn gdb_monitor_gpu_private() {
+    let env = GpuEnv::get();
+    let exe = env.samples.join("private_array_host");
+    let st = Command::new("cc")
+        .args(["-g", "-O1", "-Wall"])
+        .arg(format!("-I{}", env.root.join("samples/include").display()))
+        .arg(format!("-I{}", env.root.join("samples").display()))
+        .arg(format!(
+            "-DKERNEL_DIR=\"{}\"",
+            env.root.join("samples/corpus/bin").display()
+        ))
+        .arg(env.root.join("stub/tests/gpu/private_array_host.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-L{}", env.bin_dir.display()))
+        .arg("-lsimgpu_rt")
+        .arg(format!("-Wl,-rpath,{}", env.bin_dir.display()))
+        .status()
+        .expect("cc");
+    assert!(st.success(), "building private_array_host");
+    let hsaco = env.root.join("samples/corpus/bin/private_array.O0.hsaco");
+    let dis = Command::new("llvm-objdump-19")
+        .arg("-d")
+        .arg(&hsaco)
+        .output()
+        .expect("llvm-objdump-19");
+    let text = String::from_utf8_lossy(&dis.stdout);
+    // `// 0000000000003954: …` → 0x3954
+    let addr_of = |l: &str| {
+        l.rsplit("// ")
+            .next()
+            .and_then(|t| t.split(':').next())
+            .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+    };
+    let kernel = kernel_symbol(&hsaco, "private_array");
+    let body: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.ends_with("<private_array>:"))
+        .collect();
+    let store = body
+        .iter()
+        .position(|l| l.contains("buffer_store_dword v1, off, s[0:3], s33 offset:4 "))
+        .unwrap_or_else(|| panic!("no first scratch store in:\n{text}"));
+    let after = addr_of(body[store + 1]).expect("address after the store");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+    cmd.args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"]);
+    cmd.arg(&exe);
+    let server = Server::start(cmd);
+    let out = run_gdb(
+        &env.root.join("stub/tests/gpu/gdb_private.py"),
+        &exe,
+        &[
+            ("PORT", server.port.to_string()),
+            ("DELTA", format!("{:#x}", after - kernel)),
+        ],
+    );
+    assert!(
+        out.contains("ALL CHECKS PASSED") && !out.contains("CHECK FAILED"),
+        "gdb private-memory session failed:\n{out}\n--- gdbmux log ---\n{}",
+        server.log()
+    );
+    server.wait_log("private_array: DONE", 20);
+}
+
 /// Length of the first instruction at `off` in `lib` (from `objdump -d`).
 fn first_insn_len(lib: &Path, off: u64) -> u64 {
     let out = Command::new("objdump")
