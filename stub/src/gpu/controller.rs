@@ -1059,8 +1059,10 @@ impl GpuController {
     /// A GPU breakpoint on a kernel by name: inserted now when a loaded
     /// code object defines it (`Some(address)`), else kept pending until
     /// one does (`None`).
+    /// `name` is a kernel, or `FILE:LINE` (the line's first statement in a
+    /// code object's DWARF line table).
     pub fn break_kernel(&mut self, name: &str) -> GpuResult<Option<u64>> {
-        if let Some(addr) = self.symbolizer.lookup(&self.code_objects, name) {
+        if let Some(addr) = self.resolve(name) {
             self.insert_gpu_breakpoint(addr)?;
             return Ok(Some(addr));
         }
@@ -1071,6 +1073,17 @@ impl GpuController {
             self.pending_bps.push(name.to_string());
         }
         Ok(None)
+    }
+
+    /// The address a breakpoint spec (KERNEL or FILE:LINE) names in the
+    /// loaded code objects.
+    fn resolve(&mut self, spec: &str) -> Option<u64> {
+        if let Some((file, line)) = spec.rsplit_once(':') {
+            if let Ok(line) = line.parse::<u64>() {
+                return self.symbolizer.line_address(&self.code_objects, file, line);
+            }
+        }
+        self.symbolizer.lookup(&self.code_objects, spec)
     }
 
     /// Kernel names of the pending GPU breakpoints.
@@ -1090,7 +1103,7 @@ impl GpuController {
     /// runtime cannot dispatch the kernel first).
     fn resolve_pending(&mut self, news: &mut GpuNews) {
         for name in std::mem::take(&mut self.pending_bps) {
-            match self.symbolizer.lookup(&self.code_objects, &name) {
+            match self.resolve(&name) {
                 Some(addr) => match self.insert_gpu_breakpoint(addr) {
                     Ok(()) => {
                         tracing::info!(target: "dbgapi", kernel = %name, addr = format_args!("{addr:#x}"), "pending GPU breakpoint resolved");

@@ -329,9 +329,17 @@ impl Session {
                 _ => reasons.description(),
             };
             let c = stop.info.workgroup_coord.unwrap_or_default();
+            let line = self
+                .symbolizer
+                .source_line(&cos, pc)
+                .map(|(f, l)| {
+                    let f = f.rsplit('/').next().unwrap_or(&f).to_string();
+                    format!(", {f}:{l}")
+                })
+                .unwrap_or_default();
             (
                 format!(
-                    "gdbmux: GPU wave {} stopped at {why} in kernel {kernel} at {pc:#x} (dispatch {}, workgroup ({},{},{}), wave {} in group). \
+                    "gdbmux: GPU wave {} stopped at {why} in kernel {kernel} at {pc:#x}{line} (dispatch {}, workgroup ({},{},{}), wave {} in group). \
                      See `monitor gpu waves`; resume it with `monitor gpu continue`.\n",
                     stop.tid,
                     stop.info.dispatch.0,

@@ -18,8 +18,8 @@ const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   gpu regs W [R..]  registers of wave W (all, or the named ones)\n\
   gpu mem [global|local] ADDR LEN [W]   memory of an address space\n\
   gpu mem private ADDR LEN W [LANE]   a lane's private memory (private-wave: the wave's)\n\
-  gpu break ADDR|KERNEL  set a GPU breakpoint (a KERNEL not loaded yet is pending until\n\
-                    a code object defines it);  gpu breaks: list;  gpu delete ADDR|KERNEL\n\
+  gpu break ADDR|KERNEL|FILE:LINE  set a GPU breakpoint (one not loaded yet is pending\n\
+                    until a code object defines it);  gpu breaks: list;  gpu delete ADDR|SPEC\n\
   gpu step W        single-step wave W;  gpu continue [W]: resume one or all waves\n\
                     (a wave on a GPU breakpoint steps off it first)\n\
   gpu stops report|log   report GPU stops to this session, or only log them\n";

@@ -227,7 +227,7 @@ impl Session {
                         .map_err(|e| e.to_string()),
                 },
                 None => Err(
-                    "usage: monitor gpu break ADDR|KERNEL (kernels are listed by `monitor gpu`)"
+                    "usage: monitor gpu break ADDR|KERNEL|FILE:LINE (kernels are listed by `monitor gpu`)"
                         .into(),
                 ),
             },

@@ -31,12 +31,22 @@ ex("set confirm off")
 ex(f"target remote 127.0.0.1:{PORT}")
 out = ex("monitor gpu break vector_add")
 check("pending" in out, "the kernel breakpoint is pending before the code object loads")
-out = ex("continue")
-m = re.search(r"GPU wave (\d+) stopped at a breakpoint in kernel vector_add at (0x[0-9a-f]+)", out)
-check(m is not None, "one continue stops a wave at the pending kernel breakpoint")
-wave, entry = m.group(1), int(m.group(2), 16)
+# And one on a source line of the kernel (from the code object's DWARF
+# line table): `c[i] = a[i] + b[i];`.
+out = ex("monitor gpu break vector_add.cl:8")
+check("GPU breakpoint vector_add.cl:8 pending" in out, "monitor gpu break FILE:LINE before the code object loads is pending")
 out = ex("monitor gpu breaks")
-check(f"GPU breakpoint at {entry:#x} (vector_add)" in out, "the breakpoint resolved to the kernel entry")
+check("vector_add (pending" in out and "vector_add.cl:8 (pending" in out, "monitor gpu breaks lists both pending breakpoints")
+out = ex("continue")
+m = re.search(r"GPU wave (\d+) stopped at a breakpoint in kernel vector_add at (0x[0-9a-f]+), (\S+\.[ch]l?):(\d+) ", out)
+check(m is not None, "one continue stops a wave at the pending kernel breakpoint; the stop names the wave, kernel and source line")
+wave, entry = m.group(1), int(m.group(2), 16)
+print(f"MARK: the kernel entry is {m.group(3)}:{m.group(4)} in the line table", flush=True)
+out = ex("monitor gpu breaks")
+check(f"GPU breakpoint at {entry:#x} (vector_add)" in out and "pending" not in out,
+      "both breakpoints resolved when the code object loaded")
+line8 = re.search(r"GPU breakpoint at (0x[0-9a-f]+) \(vector_add\+0x[0-9a-f]+\)", out)
+check(line8 is not None, "the FILE:LINE breakpoint resolved to an address inside the kernel")
 # Private memory: per lane (private_lane) needs a wave; vector_add has no
 # scratch, so the library answers with an error, not a usage message.
 out = ex("monitor gpu mem private 0 8")
@@ -45,6 +55,7 @@ out = ex(f"monitor gpu mem private 0 4 {wave} 1")
 check("usage" not in out and (out.startswith("lane 1:") or out.startswith("error: ")),
       "monitor gpu mem private ADDR LEN WAVE LANE reaches the library for that lane")
 stops = 0
+at_line8 = 0
 for _ in range(256):
     ex("monitor gpu continue")
     out = ex("continue")
@@ -52,7 +63,10 @@ for _ in range(256):
         break
     stops += 1
     check(re.search(r"GPU wave \d+ stopped at a breakpoint in kernel vector_add", out) is not None,
-          "each later GPU stop is a wave reaching the still-inserted breakpoint")
+          "each later GPU stop is a wave reaching a still-inserted breakpoint")
+    if f"at {line8.group(1)}, vector_add.cl:8 " in out:
+        at_line8 += 1
 print(f"MARK: {stops} later breakpoint stops before the exit", flush=True)
+check(at_line8 > 0, f"continue stopped waves at vector_add.cl:8 ({at_line8} stops)")
 check(EXITS == [0], f"the program exited with status 0 (exits seen: {EXITS})")
 print("ALL CHECKS PASSED", flush=True)
