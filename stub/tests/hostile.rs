@@ -772,3 +772,46 @@ fn write_across_the_end_of_a_mapping_changes_nothing() {
     assert!(is_error(&r), "{}", String::from_utf8_lossy(&r));
     assert_same(&before, &snapshot(&mut c, pid), "X wrote the mapped part");
 }
+
+/// Issue 15: the largest mapping of the inferior read with binary `x` in
+/// packets of up to 1 MiB (escaped, checksummed in one pass by the encoder,
+/// written out as the socket accepts it) is byte-exact against
+/// `/proc/PID/mem`.
+#[test]
+fn large_binary_reads_match_proc_mem() {
+    let _one = serial();
+    let (_g, mut c, pid, tick) = stopped_session();
+    let (start, end, name) = mappings(pid)
+        .into_iter()
+        .filter(|(a, b, _)| !(*a..*b).contains(&tick))
+        .max_by_key(|(a, b, _)| b - a)
+        .expect("a mapping");
+    let mut want = vec![0u8; (end - start) as usize];
+    let mut f = std::fs::File::open(format!("/proc/{pid}/mem")).expect("open mem");
+    f.seek(std::io::SeekFrom::Start(start)).unwrap();
+    f.read_exact(&mut want).expect("read the mapping");
+    let mut got = Vec::with_capacity(want.len());
+    let mut packets = 0;
+    while got.len() < want.len() {
+        let addr = start + got.len() as u64;
+        let len = (want.len() - got.len()).min(1 << 20);
+        let raw = c.request(format!("x{addr:x},{len:x}").as_bytes()).unwrap();
+        let data = protocol_tests::framing::unescape(&raw).unwrap();
+        assert!(
+            !data.is_empty() && !is_error(&raw),
+            "x{addr:x},{len:x} of {name}"
+        );
+        got.extend_from_slice(&data);
+        packets += 1;
+    }
+    assert!(
+        want.len() > 64 * 1024,
+        "{name} is only {} bytes",
+        want.len()
+    );
+    assert!(
+        got == want,
+        "x of {name} ({} bytes, {packets} packets) differs from /proc/PID/mem",
+        want.len()
+    );
+}

@@ -392,6 +392,12 @@ struct Client {
     conn: Conn,
     kind: ClientKind,
     writable: bool,
+    /// Bytes at the front of the pending output already written. The
+    /// written prefix is dropped once it is at least half the buffer (or
+    /// all of it), so a 1 MiB reply that the socket takes in 64 KiB pieces
+    /// is moved O(1) times rather than once per piece; the buffer stays
+    /// bounded by twice the unwritten output.
+    sent: usize,
 }
 
 enum ClientKind {
@@ -906,6 +912,7 @@ impl Server {
                 conn,
                 kind,
                 writable: false,
+                sent: 0,
             },
         );
         Ok(())
@@ -997,7 +1004,9 @@ impl Server {
             ClientKind::Session(s) => s.pending_output(),
             ClientKind::Refused(r) => r.out(),
         };
-        let mut written = 0;
+        // The session only appends to its output (a reconnect replaces it
+        // together with the Client), but never trust a stale offset.
+        let mut written = if c.sent > out.len() { 0 } else { c.sent };
         let mut failed = false;
         while written < out.len() {
             match c.conn.write(out.get(written..).unwrap_or_default()) {
@@ -1015,8 +1024,15 @@ impl Server {
                 }
             }
         }
-        out.drain(..written);
-        if out.len()
+        if written == out.len() {
+            out.clear();
+            written = 0;
+        } else if written * 2 >= out.len() {
+            out.drain(..written);
+            written = 0;
+        }
+        c.sent = written;
+        if out.len() - written
             > self
                 .cfg
                 .max_pending_output
@@ -1024,7 +1040,7 @@ impl Server {
         {
             tracing::error!(
                 target: "mux",
-                pending = out.len(),
+                pending = out.len() - written,
                 limit = self.cfg.max_pending_output,
                 "the client does not read its replies: output queue limit exceeded, closing the connection"
             );
@@ -1061,8 +1077,8 @@ impl Server {
             ClientKind::Session(s) => std::mem::take(s.pending_output()),
             ClientKind::Refused(r) => std::mem::take(r.out()),
         };
-        if !out.is_empty() {
-            let _ = c.conn.write(&out);
+        if let Some(rest) = out.get(c.sent..).filter(|r| !r.is_empty()) {
+            let _ = c.conn.write(rest);
         }
         let fd = c.conn.read_fd();
         let _ = self.poll.registry().deregister(&mut SourceFd(&fd));

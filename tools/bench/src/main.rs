@@ -336,6 +336,12 @@ struct Figures {
     qc_cpu_us: f64,
     mread_mibs: f64,
     mread_how: String,
+    /// The physical limits, measured in the same round: 16 MiB of the
+    /// inferior's buffer through `process_vm_readv` alone (1 MiB a call),
+    /// and 16 MiB through a loopback TCP connection alone (1 MiB writes,
+    /// the client's 1 MiB reads).
+    vm_readv_mibs: f64,
+    loopback_mibs: f64,
     steps_s: f64,
     bp_s: f64,
 }
@@ -505,6 +511,65 @@ fn server_cpu_ns(pid: u32) -> u64 {
         .sum()
 }
 
+/// MiB/s of `process_vm_readv` alone: `total` bytes at `addr` of `pid`,
+/// 1 MiB a call (the size of one `x` packet).
+fn vm_readv_limit(pid: i32, addr: u64, total: usize) -> Result<f64> {
+    use nix::sys::uio::process_vm_readv;
+    use nix::sys::uio::RemoteIoVec;
+    const CHUNK: usize = 1 << 20;
+    let mut buf = vec![0u8; CHUNK];
+    let t = Instant::now();
+    let mut off = 0;
+    while off < total {
+        let n = CHUNK.min(total - off);
+        let remote = RemoteIoVec {
+            base: addr as usize + off,
+            len: n,
+        };
+        let mut local = [std::io::IoSliceMut::new(&mut buf[..n])];
+        let got = process_vm_readv(nix::unistd::Pid::from_raw(pid), &mut local, &[remote])?;
+        if got == 0 {
+            bail!("process_vm_readv read nothing at offset {off}");
+        }
+        off += got;
+    }
+    Ok(total as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64())
+}
+
+/// MiB/s of loopback TCP alone: a thread writes `total` bytes in 1 MiB
+/// writes, this thread reads them with the bench client's 1 MiB reads.
+fn loopback_limit(total: usize) -> Result<f64> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = l.local_addr()?.port();
+    let writer = std::thread::spawn(move || -> std::io::Result<()> {
+        let (mut s, _) = l.accept()?;
+        let chunk = vec![0x5au8; 1 << 20];
+        let mut off = 0;
+        while off < total {
+            let n = chunk.len().min(total - off);
+            s.write_all(&chunk[..n])?;
+            off += n;
+        }
+        Ok(())
+    });
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    let mut tmp = vec![0u8; 1 << 20];
+    let t = Instant::now();
+    let mut got = 0;
+    while got < total {
+        let n = s.read(&mut tmp)?;
+        if n == 0 {
+            bail!("loopback closed after {got} bytes");
+        }
+        got += n;
+    }
+    let mibs = total as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("loopback writer panicked"))??;
+    Ok(mibs)
+}
+
 fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figures> {
     let mut c = Rsp::connect(port)?;
     let (sup, stop) = c.handshake()?;
@@ -567,6 +632,16 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
         }
     }
 
+    // The physical limits of the same read, measured now (same load).
+    let inferior = c.ask_s("qC")?;
+    let vm_readv_mibs = inferior
+        .strip_prefix("QC")
+        .map(|r| r.strip_prefix('p').unwrap_or(r))
+        .and_then(|r| r.split('.').next())
+        .and_then(|p| i32::from_str_radix(p, 16).ok())
+        .map_or(Ok(f64::NAN), |pid| vm_readv_limit(pid, big, TOTAL))?;
+    let loopback_mibs = loopback_limit(TOTAL)?;
+
     // Single steps.
     c.ask_s(&format!("z0,{func:x},1"))?;
     let t = Instant::now();
@@ -623,6 +698,8 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
         qc_cpu_us,
         mread_mibs: best.0,
         mread_how: best.1,
+        vm_readv_mibs,
+        loopback_mibs,
         steps_s,
         bp_s,
     })
@@ -694,6 +771,8 @@ fn main() -> Result<()> {
                     qc_cpu_us: pick(|f| f.qc_cpu_us),
                     mread_mibs: pick(|f| f.mread_mibs),
                     mread_how: how,
+                    vm_readv_mibs: pick(|f| f.vm_readv_mibs),
+                    loopback_mibs: pick(|f| f.loopback_mibs),
                     steps_s: pick(|f| f.steps_s),
                     bp_s: pick(|f| f.bp_s),
                 },
@@ -767,7 +846,16 @@ fn main() -> Result<()> {
         println!("| {name} | {} | {ratio} | {target} |", vals.join(" | "));
     }
     for (n, f) in &results {
-        println!("- {n}: memory read used {}", f.mread_how);
+        println!(
+            "- {n}: memory read used {}; in the same rounds process_vm_readv alone \
+             {:.0} MiB/s, loopback TCP alone {:.0} MiB/s: the read ran at {:.0}% \
+             and {:.0}% of them",
+            f.mread_how,
+            f.vm_readv_mibs,
+            f.loopback_mibs,
+            100.0 * f.mread_mibs / f.vm_readv_mibs,
+            100.0 * f.mread_mibs / f.loopback_mibs
+        );
     }
     if !floor.is_empty() {
         let same = median(floor.iter().map(|f| f.0).collect());
