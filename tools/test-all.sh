@@ -31,6 +31,11 @@ export GDBMUX_BIN="$target_dir/debug/gdbmux" RSP_REQUIRE_STUB=1
 # so and return: cargo reports them "ok", so each also appends a line to the
 # skip log (GDBMUX_SKIP_LOG: gpu-target/stub, RSP_SKIP_LOG: protocol-tests),
 # and the skips are counted and named here, never as passes.
+# AMD's real amd-dbgapi builds (0.76.0/, 0.77.0/): the project keeps a copy beside
+# the checkout; GDBMUX_REAL_DBGAPI_DIR names it for the tests.
+if [ -z "${GDBMUX_REAL_DBGAPI_DIR:-}" ] && [ -d ../shared/real-amd-dbgapi ]; then
+  export GDBMUX_REAL_DBGAPI_DIR="$(cd ../shared/real-amd-dbgapi && pwd)"
+fi
 skips="$target_dir/skips.log"; : >"$skips"
 export GDBMUX_SKIP_LOG="$skips" RSP_SKIP_LOG="$skips"
 echo "== tests"; cargo test --workspace -- --test-threads=2

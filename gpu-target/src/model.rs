@@ -178,7 +178,7 @@ impl StopReasons {
 
     /// Every reason amd-dbgapi 0.77 defines, most severe first, with the
     /// Linux signal a debugger reports for it and its description
-    /// (`amd_dbgapi_wave_stop_reasons_t`; the header documents each bit).
+    /// (the library's wave stop reasons type; its header documents each bit).
     pub const TABLE: &'static [(StopReasons, i32, &'static str)] = &[
         (Self::FATAL_HALT, libc::SIGABRT, "hardware fatal halt"),
         (Self::ECC_ERROR, libc::SIGBUS, "uncorrectable ECC error"),

@@ -3,7 +3,7 @@
 //! library initializes, attaches to a process with its null driver, reports
 //! 0 agents and answers architecture queries.
 //!
-//! The libraries live outside the repository, in `../shared/real-amd-dbgapi`;
+//! The libraries live outside the repository, in `$GDBMUX_REAL_DBGAPI_DIR`;
 //! without them each test prints a `SKIPPED` line and returns
 //! ([`gpu_target::dbgapi::testing`]).
 

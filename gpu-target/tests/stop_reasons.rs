@@ -1,6 +1,6 @@
 //! The stop-reason table against AMD's real 0.77 header: every
 //! `AMD_DBGAPI_WAVE_STOP_REASON_*` bit has a signal and a description, with
-//! the header's value (a `SKIPPED` line without ../shared).
+//! the header's value (a `SKIPPED` line without $GDBMUX_REAL_DBGAPI_DIR).
 
 use gpu_target::dbgapi::testing;
 use gpu_target::model::StopReasons;

@@ -11,6 +11,7 @@
 //! `warn` or `FAIL` with the fix; the exit status is 1 when debugging would
 //! fail, 0 otherwise, 2 on a usage error.
 
+use gpu_target::dbgapi::abi::SYMBOL_PREFIX as P;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::path::PathBuf;
@@ -230,7 +231,7 @@ fn library_checks(r: &mut Report, path: &Path, how: &str) -> bool {
     }
     let missing: Vec<String> = report
         .missing()
-        .map(|s| format!("amd_dbgapi_{}@AMD_DBGAPI_{}", s.function, s.tried.join("|")))
+        .map(|s| format!("{P}{}@AMD_DBGAPI_{}", s.function, s.tried.join("|")))
         .collect();
     if missing.is_empty() {
         r.ok(format!(
@@ -253,7 +254,7 @@ fn agent_checks(r: &mut Report, path: &Path) -> bool {
         Ok(a) => a,
         Err(e) => {
             r.fail(
-                format!("amd_dbgapi_initialize: {e}"),
+                format!("{P}initialize: {e}"),
                 "see the library's message above",
             );
             return false;
@@ -274,7 +275,7 @@ fn agent_checks(r: &mut Report, path: &Path) -> bool {
         Ok(b) => b,
         Err(e) => {
             r.fail(
-                format!("amd_dbgapi_process_attach to a child process: {e}"),
+                format!("{P}process_attach to a child process: {e}"),
                 "run `gdbmux --log-channels dbgapi` for the library's messages",
             );
             return simulated;

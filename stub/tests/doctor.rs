@@ -1,5 +1,5 @@
 //! `gdbmux doctor` against AMD's real amd-dbgapi 0.76.0 and 0.77.0 (from
-//! `../shared/real-amd-dbgapi`; a `SKIPPED` line without them), the
+//! `$GDBMUX_REAL_DBGAPI_DIR`; a `SKIPPED` line without them), the
 //! simulated library, and a path with no library. This machine has no AMD
 //! GPU: with a real library the doctor must say so (no agent, no
 //! /dev/kfd) and exit 1 with the fix; with the simulated one it is ready.

@@ -1,5 +1,5 @@
 //! gdbmux with AMD's real amd-dbgapi (0.76.0 and 0.77.0, from
-//! `../shared/real-amd-dbgapi`) on a machine without a GPU: stock gdb 13 and
+//! `$GDBMUX_REAL_DBGAPI_DIR`) on a machine without a GPU: stock gdb 13 and
 //! stock lldb 23.1 debug a CPU program to its exit through it, and
 //! `monitor gpu` names the library and says there is no agent. The GPU
 //! target description is built from the real gfx90a register list.

@@ -487,3 +487,7 @@ pub fn version_script() -> String {
     }
     s
 }
+
+/// The prefix of every exported function name (`amd_dbgapi_initialize`):
+/// for messages that name a function, e.g. `gdbmux doctor`'s.
+pub const SYMBOL_PREFIX: &str = "amd_dbgapi_";

@@ -1,9 +1,10 @@
 //! For tests: where AMD's real amd-dbgapi libraries are, and the skip line
 //! printed when they are not.
 //!
-//! The libraries live next to the repository, in
-//! `../shared/real-amd-dbgapi/<version>/librocm-dbgapi.so.0` (or under
-//! `$GDBMUX_REAL_DBGAPI_DIR`). A test that needs one and does not find it
+//! The libraries are AMD's builds, outside the repository, in
+//! `$GDBMUX_REAL_DBGAPI_DIR/<version>/librocm-dbgapi.so.0` (with the
+//! headers in `<version>/include/`); `tools/test-all.sh` sets the variable
+//! when the project's copy is at hand. A test that needs one and does not find it
 //! prints `SKIPPED <crate>::<test>: <why>` straight to stderr (past the test
 //! harness's capture), appends the line to `$GDBMUX_SKIP_LOG` when set, and
 //! returns; `tools/test-all.sh` counts and names those lines, so a skip is
@@ -14,16 +15,15 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
 
-/// The versions of AMD's library kept in `../shared/real-amd-dbgapi`.
+/// The versions of AMD's library the tests load.
 pub const REAL_VERSIONS: &[&str] = &["0.76.0", "0.77.0"];
 
-/// The directory holding the real libraries.
+/// The directory holding the real libraries (`$GDBMUX_REAL_DBGAPI_DIR`;
+/// unset: a path that does not exist, so every such test is skipped by name).
 pub fn real_dir() -> PathBuf {
     std::env::var_os("GDBMUX_REAL_DBGAPI_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/real-amd-dbgapi")
-        })
+        .unwrap_or_else(|| PathBuf::from("$GDBMUX_REAL_DBGAPI_DIR (unset)"))
 }
 
 /// The real libraries of `versions`, or `None` after printing one skip line

@@ -1195,7 +1195,7 @@ impl Inst {
         }
     }
 
-    /// The text amd-dbgapi's `amd_dbgapi_disassemble_instruction` gives for
+    /// The text amd-dbgapi's disassemble-instruction call gives for
     /// this instruction at `pc`: LLVM's text, and for a branch two spaces,
     /// `# ` and the target (`symbol`, or the address in hex).
     pub fn dbgapi_text(&self, pc: u64, symbol: Option<&str>) -> String {

@@ -3,8 +3,8 @@
 //! AMD's real amd-dbgapi 0.77 (LLVM's text plus `  # <target>` on branches)
 //! (the library runs without a GPU; it disassembles through comgr, which
 //! needs the Debian package libamd-comgr2). The library is taken from
-//! `$REAL_AMD_DBGAPI` or `../shared/real-amd-dbgapi/0.77.0/` beside the
-//! checkout; without it the test fails.
+//! `$REAL_AMD_DBGAPI` or `$GDBMUX_REAL_DBGAPI_DIR/0.77.0/`; without it the
+//! test prints a named skip line (`gpu_target::dbgapi::testing`).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -146,7 +146,7 @@ mod real {
 }
 
 /// AMD's real 0.77 library: `$REAL_AMD_DBGAPI`, else the one in
-/// `../shared/real-amd-dbgapi` (or `$GDBMUX_REAL_DBGAPI_DIR`); `None` after a
+/// `$GDBMUX_REAL_DBGAPI_DIR/0.77.0/`; `None` after a
 /// named skip line when it is not there.
 fn library() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("REAL_AMD_DBGAPI") {
