@@ -5,31 +5,17 @@ Prints CHECK lines; raises (gdb then exits non-zero) on the first failed
 expectation; ALL CHECKS PASSED at the end.
 """
 import os
+import sys
 import re
 
 import gdb
 
-PORT = os.environ["PORT"]
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gdb_common import EXITS, check, connect, ex  # noqa: E402
+
 SYM_OFF = int(os.environ["SYM_OFF"], 0)
-
-
-def check(cond, what):
-    print(("CHECK ok: " if cond else "CHECK FAILED: ") + what, flush=True)
-    if not cond:
-        raise gdb.GdbError("CHECK FAILED: " + what)
-
-
-def ex(line):
-    out = gdb.execute(line, to_string=True)
-    print(f"(gdb) {line}\n{out}", flush=True)
-    return out
-
-
-EXITS = []
-gdb.events.exited.connect(lambda ev: EXITS.append(getattr(ev, "exit_code", None)))
-ex("set pagination off")
-ex("set confirm off")
-ex(f"target remote 127.0.0.1:{PORT}")
+connect()
 mon = ex("monitor gpu")
 check(re.search(r"GPU state: ProcessAttached", mon) is not None, "monitor gpu shows the state before the runtime")
 # A breakpoint on the kernel by name before any code object is loaded is

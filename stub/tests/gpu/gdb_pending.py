@@ -5,30 +5,16 @@ the program to its exit with the breakpoint still inserted. Run as:
 PORT=.. gdb -batch -nx -x gdb_pending.py EXE
 """
 import os
+import sys
 import re
 
 import gdb
 
-PORT = os.environ["PORT"]
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gdb_common import EXITS, check, connect, ex  # noqa: E402
 
-
-def check(cond, what):
-    print(("CHECK ok: " if cond else "CHECK FAILED: ") + what, flush=True)
-    if not cond:
-        raise gdb.GdbError("CHECK FAILED: " + what)
-
-
-def ex(line):
-    out = gdb.execute(line, to_string=True)
-    print(f"(gdb) {line}\n{out}", flush=True)
-    return out
-
-
-EXITS = []
-gdb.events.exited.connect(lambda ev: EXITS.append(getattr(ev, "exit_code", None)))
-ex("set pagination off")
-ex("set confirm off")
-ex(f"target remote 127.0.0.1:{PORT}")
+connect()
 out = ex("monitor gpu break vector_add")
 check("pending" in out, "the kernel breakpoint is pending before the code object loads")
 # And one on a source line of the kernel (from the code object's DWARF

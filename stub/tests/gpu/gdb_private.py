@@ -8,31 +8,17 @@ offset:4`, s33 = 0): at a breakpoint there, bytes 4..8 of each lane's
 private memory hold that lane's v1.
 """
 import os
+import sys
 import re
 
 import gdb
 
-PORT = os.environ["PORT"]
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gdb_common import EXITS, check, connect, ex  # noqa: E402
+
 DELTA = int(os.environ["DELTA"], 0)
-
-
-def check(cond, what):
-    print(("CHECK ok: " if cond else "CHECK FAILED: ") + what, flush=True)
-    if not cond:
-        raise gdb.GdbError("CHECK FAILED: " + what)
-
-
-def ex(line):
-    out = gdb.execute(line, to_string=True)
-    print(f"(gdb) {line}\n{out}", flush=True)
-    return out
-
-
-EXITS = []
-gdb.events.exited.connect(lambda ev: EXITS.append(getattr(ev, "exit_code", None)))
-ex("set pagination off")
-ex("set confirm off")
-ex(f"target remote 127.0.0.1:{PORT}")
+connect()
 out = ex("monitor gpu break private_array")
 check("pending" in out, "the kernel breakpoint is pending before the code object loads")
 out = ex("continue")
