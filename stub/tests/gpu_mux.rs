@@ -371,12 +371,49 @@ fn duplicates_are_refused_and_sessions_continue() {
     };
     let (q, v) = caps(&mut gpu);
     assert_eq!(v, "vCont;c;C;s;S;t", "GPU vCont?");
-    for absent in ["qXfer:auxv", "qXfer:libraries-svr4", "qXfer:siginfo"] {
+    for absent in [
+        "qXfer:auxv",
+        "qXfer:libraries-svr4",
+        "qXfer:siginfo",
+        "QCatchSyscalls",
+        "qXfer:osdata",
+        "accelerator-plugins",
+    ] {
         assert!(!q.contains(absent), "GPU qSupported offers {absent}: {q}");
     }
+    // The CPU role's packets are not served by the GPU session (session/
+    // role.rs): unsupported (empty reply), never carried out; the session
+    // goes on with the same stop.
+    for p in [
+        "vRun;2f62696e2f74727565",
+        "vAttach;1",
+        "R00",
+        "QCatchSyscalls:1",
+        "qXfer:osdata:read::0,fff",
+        "jAcceleratorPluginInitialize",
+    ] {
+        let r = gpu.request(p.as_bytes()).expect(p);
+        assert!(
+            r.is_empty(),
+            "GPU session answered {p}: {:?}",
+            String::from_utf8_lossy(&r)
+        );
+    }
+    assert_eq!(
+        query_stop(&mut gpu).1,
+        gpu_stop,
+        "GPU session after CPU-only packets"
+    );
     let (q, v) = caps(&mut flow.cpu);
     assert_eq!(v, "vCont;c;C;s;S;t;r", "CPU vCont?");
-    for present in ["qXfer:auxv", "qXfer:libraries-svr4", "qXfer:siginfo"] {
+    for present in [
+        "qXfer:auxv",
+        "qXfer:libraries-svr4",
+        "qXfer:siginfo",
+        "QCatchSyscalls+",
+        "qXfer:osdata:read+",
+        "accelerator-plugins+",
+    ] {
         assert!(q.contains(present), "CPU qSupported lacks {present}: {q}");
     }
 

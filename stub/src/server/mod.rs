@@ -782,10 +782,7 @@ impl Server {
                 ..
             }) = self.clients.get_mut(&t)
             {
-                match s.role() {
-                    Role::Cpu => s.gpu_on_news(&news),
-                    Role::Gpu => s.on_target_event(),
-                }
+                s.on_gpu_notifier(&news);
             }
             self.flush(t);
         }

@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use gpu_target::model::BreakpointAction;
 use gpu_target::model::BreakpointId;
 
-use super::Role;
 use super::Session;
 use super::SessionControl;
 use crate::gpu::controller::GpuNews;
@@ -46,7 +45,7 @@ pub(super) enum Internal {
 impl Session {
     /// After a CPU process was adopted: attach the GPU library to it.
     pub(super) fn gpu_attach(&mut self, pid: Pid) {
-        if self.role != Role::Cpu {
+        if !self.role.is_cpu() {
             return;
         }
         let Some(mux) = self.mux.clone() else { return };
@@ -91,11 +90,11 @@ impl Session {
     /// breakpoint (and not also a client breakpoint), handle it here and
     /// return `true` (the client sees nothing).
     pub(super) fn gpu_intercept(&mut self, stop: &StopEvent) -> bool {
-        if self.role != Role::Cpu {
+        let Some(cpu) = self.role.cpu_mut() else {
             return false;
-        }
-        if let Some(Internal::ClientStepping { pid, addr }) = self.internal.clone() {
-            self.internal = None;
+        };
+        if let Some(Internal::ClientStepping { pid, addr }) = cpu.internal.clone() {
+            cpu.internal = None;
             if let Some(tg) = self.procs.get_mut(&pid) {
                 if let Err(e) = tg.insert_internal_breakpoint(addr) {
                     tracing::warn!(target: "dbgapi", "re-inserting host breakpoint: {e}");
@@ -104,7 +103,7 @@ impl Session {
             return false;
         }
         // Finishing a step-over of an internal breakpoint.
-        if let Some(Internal::SteppingOver { pid, tid, addr }) = self.internal.clone() {
+        if let Some(Internal::SteppingOver { pid, tid, addr }) = cpu.internal.clone() {
             if let StopEvent::Stopped {
                 pid: p,
                 tid: t,
@@ -113,7 +112,7 @@ impl Session {
             } = stop
             {
                 if *p == pid && *t == tid {
-                    self.internal = None;
+                    self.set_internal(None);
                     if let Some(tg) = self.procs.get_mut(&pid) {
                         if let Err(e) = tg.insert_internal_breakpoint(addr) {
                             tracing::warn!(target: "dbgapi", "re-inserting host breakpoint: {e}");
@@ -125,7 +124,7 @@ impl Session {
             }
             // Something else happened during the step: put the breakpoint
             // back and report it.
-            self.internal = None;
+            self.set_internal(None);
             if let Some(tg) = self.procs.get_mut(&pid) {
                 let _ = tg.insert_internal_breakpoint(addr);
             }
@@ -162,12 +161,12 @@ impl Session {
         }
         match action {
             Ok(BreakpointAction::Halt) if !news.resumed.contains(&id) => {
-                self.internal = Some(Internal::Held {
+                self.set_internal(Some(Internal::Held {
                     pid: *pid,
                     tid: *tid,
                     addr: pc,
                     id,
-                });
+                }));
             }
             Ok(_) => self.step_over_internal(*pid, *tid, pc),
             Err(e) => {
@@ -185,7 +184,7 @@ impl Session {
     /// steps over it internally, then resumes the client's plan. Returns
     /// `true` when it started the resume itself.
     pub(super) fn gpu_prepare_resume(&mut self, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
-        if self.role != Role::Cpu || self.internal.is_some() {
+        if self.role.cpu().is_none_or(|c| c.internal.is_some()) {
             return false;
         }
         let Some(crate::stop::StopEvent::Stopped { pid, tid, .. }) = self.journal.event().cloned()
@@ -215,13 +214,20 @@ impl Session {
                     tracing::warn!(target: "dbgapi", "lifting host breakpoint for a client step: {e}");
                     return false;
                 }
-                self.internal = Some(Internal::ClientStepping { pid, addr: pc });
+                self.set_internal(Some(Internal::ClientStepping { pid, addr: pc }));
                 false
             }
             Some(ResumeAction::Continue(_)) => {
                 self.step_over_internal(pid, tid, pc);
                 true
             }
+        }
+    }
+
+    /// The CPU role's internal-breakpoint state (no-op on a GPU session).
+    fn set_internal(&mut self, v: Option<Internal>) {
+        if let Some(cpu) = self.role.cpu_mut() {
+            cpu.internal = v;
         }
     }
 
@@ -237,7 +243,7 @@ impl Session {
             default: None,
         };
         match t.resume(&plan) {
-            Ok(()) => self.internal = Some(Internal::SteppingOver { pid, tid, addr }),
+            Ok(()) => self.set_internal(Some(Internal::SteppingOver { pid, tid, addr })),
             Err(e) => {
                 tracing::warn!(target: "dbgapi", "step over host breakpoint: {e}");
                 let _ = t.insert_internal_breakpoint(addr);
@@ -257,9 +263,20 @@ impl Session {
         }
     }
 
+    /// The GPU notifier was readable and the multiplexer took in `news`:
+    /// a CPU session carries out what they mean for its process, a GPU
+    /// session collects its target's events (wave stops).
+    pub fn on_gpu_notifier(&mut self, news: &GpuNews) {
+        if self.role.is_cpu() {
+            self.gpu_on_news(news);
+        } else {
+            self.on_target_event();
+        }
+    }
+
     /// GPU events arrived (notifier readable).
     pub fn gpu_on_news(&mut self, news: &GpuNews) {
-        if self.role != Role::Cpu {
+        if !self.role.is_cpu() {
             return;
         }
         if news.runtime_loaded && self.is_running() {
@@ -277,9 +294,10 @@ impl Session {
                 self.send(&reply::console(line));
             }
         }
-        if let Some(Internal::Held { pid, tid, addr, id }) = self.internal.clone() {
+        let held = self.role.cpu().and_then(|c| c.internal.clone());
+        if let Some(Internal::Held { pid, tid, addr, id }) = held {
             if news.resumed.contains(&id) {
-                self.internal = None;
+                self.set_internal(None);
                 self.step_over_internal(pid, tid, addr);
             }
         }
@@ -292,7 +310,7 @@ impl Session {
     /// connected, stop the CPU process and report that stop with a console
     /// line naming the wave, kernel and address.
     pub(super) fn gpu_report_stop(&mut self) {
-        if self.role != Role::Cpu || !self.is_running() || self.gpu_report.is_some() {
+        if !self.is_running() || self.role.cpu().is_none_or(|c| c.gpu_report.is_some()) {
             return;
         }
         let Some(mux) = self.mux.clone() else { return };
@@ -352,7 +370,9 @@ impl Session {
             )
         };
         tracing::info!(target: "mux", wave = stop.tid, %kernel, "GPU stop reported to the CPU session");
-        self.gpu_report = Some(text);
+        if let Some(cpu) = self.role.cpu_mut() {
+            cpu.gpu_report = Some(text);
+        }
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
                 tracing::warn!(target: "ptrace", "interrupt for a GPU stop: {e}");
@@ -363,7 +383,7 @@ impl Session {
     /// If a GPU stop is being reported, turn the CPU interrupt into that
     /// report (console line + SIGTRAP stop).
     pub(super) fn gpu_decorate_stop(&mut self, stop: StopEvent) -> StopEvent {
-        let Some(text) = self.gpu_report.take() else {
+        let Some(text) = self.role.cpu_mut().and_then(|c| c.gpu_report.take()) else {
             return stop;
         };
         self.send(&reply::console(&text));
@@ -385,7 +405,7 @@ impl Session {
 
     /// The CPU process of this server ended; a GPU session reports it.
     pub fn on_peer_exit(&mut self, ev: &StopEvent) {
-        if self.role != Role::Gpu {
+        if self.role.is_cpu() {
             return;
         }
         let was_running = self.is_running();
@@ -430,18 +450,18 @@ impl Session {
 
     /// `jAcceleratorPluginInitialize`
     pub(super) fn handle_accel_initialize(&mut self) {
-        let r = match (&self.role, &self.mux) {
-            (Role::Cpu, Some(m)) => m.borrow_mut().initialize(),
-            _ => b"[]".to_vec(),
+        let r = match &self.mux {
+            Some(m) => m.borrow_mut().initialize(),
+            None => b"[]".to_vec(),
         };
         self.send(&r);
     }
 
     /// `jAcceleratorPluginBreakpointHit:`
     pub(super) fn handle_accel_hit(&mut self, json: &[u8]) {
-        let r = match (&self.role, &self.mux) {
-            (Role::Cpu, Some(m)) => m.borrow_mut().breakpoint_hit(json),
-            _ => Err("no accelerator plugin on this connection".to_string()),
+        let r = match &self.mux {
+            Some(m) => m.borrow_mut().breakpoint_hit(json),
+            None => Err("no accelerator plugin on this connection".to_string()),
         };
         match r {
             Ok(j) => self.send(&j),

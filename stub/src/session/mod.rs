@@ -23,6 +23,7 @@ mod handlers;
 #[cfg(test)]
 mod held_input_tests;
 mod journal;
+mod role;
 
 use std::collections::BTreeMap;
 
@@ -133,7 +134,8 @@ pub fn expedited_registers(regs: &[crate::target::RegisterInfo]) -> Vec<u32> {
     v
 }
 
-/// Which side of the multiplexer a session serves.
+/// Which side of the multiplexer a session serves. The state only one
+/// role has, and the packets only the CPU role serves, are in `role.rs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Role {
     /// The CPU process (first connection).
@@ -196,10 +198,9 @@ pub struct Session {
     xfer_cache: crate::bounds::XferCache,
     pass_signals: Vec<i32>,
     unknown_logged: crate::bounds::UnknownLog,
-    role: Role,
+    /// The role, with what only that role has (`role.rs`).
+    role: role::RoleState,
     mux: Option<crate::mux::MuxHandle>,
-    internal: Option<gpu::Internal>,
-    gpu_report: Option<String>,
     symbolizer: crate::gpu::symbols::Symbolizer,
     last_plans: BTreeMap<Pid, crate::target::ResumePlan>,
     /// What the client inserted with `Z`, taken out when it vanishes.
@@ -235,10 +236,8 @@ impl Session {
             xfer_cache: Default::default(),
             pass_signals: Vec::new(),
             unknown_logged: Default::default(),
-            role: Role::Cpu,
+            role: role::RoleState::new(Role::Cpu),
             mux: None,
-            internal: None,
-            gpu_report: None,
             symbolizer: Default::default(),
             last_plans: BTreeMap::new(),
             client_bps: Default::default(),
@@ -260,13 +259,13 @@ impl Session {
     /// Attach the session to the multiplexer in a role.
     pub fn with_mux(mut self, mux: crate::mux::MuxHandle, role: Role) -> Self {
         self.mux = Some(mux);
-        self.role = role;
+        self.role = role::RoleState::new(role);
         self
     }
 
     /// This session's role.
     pub fn role(&self) -> Role {
-        self.role
+        self.role.tag()
     }
 
     /// Whether the session asked to be closed (e.g. after reporting the
@@ -445,7 +444,7 @@ impl Session {
         // Only a wake-up that brought no event, from a SIGCHLD that was not
         // a mere ptrace stop, can be a stopped process dying (the check
         // reads /proc).
-        if maybe_death && !got_event && !self.is_running() && self.role == Role::Cpu {
+        if maybe_death && !got_event && !self.is_running() && self.role.is_cpu() {
             self.reap_killed();
         }
         if self.run == RunState::StoppedWithHeldInput {
@@ -554,7 +553,7 @@ impl Session {
             } else {
                 tracing::info!(target: "ptrace", session = self.id, pid, attached = t.attached(), "released process after disconnect");
             }
-            if self.role == Role::Cpu {
+            if self.role.is_cpu() {
                 released.push((pid, how));
             }
         }

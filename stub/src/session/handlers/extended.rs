@@ -68,7 +68,7 @@ impl Session {
                 self.release_process(pid);
                 self.send(&reply::ok());
                 tracing::info!(target: "ptrace", session = self.id, pid, "detached");
-                if self.role == crate::session::Role::Cpu {
+                if self.role.is_cpu() {
                     self.mux_event(crate::mux::MuxEvent::CpuProcessReleased {
                         pid,
                         how: crate::mux::Release::Detached,
@@ -105,7 +105,7 @@ impl Session {
             if let Err(e) = t.kill() {
                 tracing::warn!(target: "ptrace", pid, "kill: {e}");
             }
-            if self.role == crate::session::Role::Cpu {
+            if self.role.is_cpu() {
                 self.mux_event(crate::mux::MuxEvent::CpuProcessReleased {
                     pid,
                     how: crate::mux::Release::Killed,

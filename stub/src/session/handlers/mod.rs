@@ -57,6 +57,13 @@ impl Session {
             self.send_error(crate::error::ErrorCode::Busy, "target is running");
             return;
         }
+        if !self.role.serves(&cmd) {
+            // A packet of the other role (`role.rs`): answered as an
+            // unsupported one, never carried out.
+            tracing::debug!(target: "packets", session = self.id, role = ?self.role.tag(), "packet of the other role: not served");
+            self.send(&reply::empty());
+            return;
+        }
         match cmd {
             // --- negotiation, general queries (query.rs) ---
             Command::QSupported(f) => self.handle_qsupported(&f),

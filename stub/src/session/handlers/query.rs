@@ -78,11 +78,9 @@ impl Session {
     /// target's; before a CPU session has a process (extended mode), those
     /// of the native Linux target its `vRun`/`vAttach` will create.
     pub(in crate::session) fn capabilities(&mut self) -> crate::target::Capabilities {
-        let cpu = self.role == crate::session::Role::Cpu;
         match self.current_target() {
             Ok(t) => crate::target::Capabilities::of(t.as_mut()),
-            Err(_) if cpu => crate::native::CAPABILITIES,
-            Err(_) => crate::target::Capabilities::NONE,
+            Err(_) => self.role.idle_capabilities(),
         }
     }
 
@@ -123,15 +121,17 @@ impl Session {
             (caps.libraries_svr4, "qXfer:libraries-svr4:read+"),
             (caps.siginfo, "qXfer:siginfo:read+"),
             (caps.siginfo, "qXfer:siginfo:write+"),
-            // ptrace's syscall stops and the host's /proc tables: the CPU
-            // session's native targets only.
-            (self.role == crate::session::Role::Cpu, "QCatchSyscalls+"),
-            (self.role == crate::session::Role::Cpu, "qXfer:osdata:read+"),
         ] {
             if flag {
                 r.push(';');
                 r.push_str(name);
             }
+        }
+        // What the role adds (`role.rs`): syscall stops and osdata on the
+        // CPU session.
+        for name in self.role.qsupported_features() {
+            r.push(';');
+            r.push_str(name);
         }
         for (flag, name) in [
             (self.features.multiprocess, "multiprocess+"),
@@ -155,7 +155,7 @@ impl Session {
             .mux
             .as_ref()
             .is_some_and(|m| m.borrow().gpu().is_some());
-        if self.role == crate::session::Role::Cpu && gpu {
+        if self.role.is_cpu() && gpu {
             r.push_str(";accelerator-plugins+");
         }
         self.send(r.as_bytes());

@@ -8,7 +8,6 @@ use crate::packet::IdSel;
 use crate::packet::ThreadId;
 use crate::packet::VContAction;
 use crate::packet::VContKind;
-use crate::session::Role;
 use crate::session::Session;
 use crate::stop::StopEvent;
 use crate::target::Pid;
@@ -275,7 +274,7 @@ impl Session {
         // but it has no fd that would wake the loop: poll it now (lldb
         // interrupts the GPU process to insert breakpoints while it runs;
         // without this the client waits out its packet timeout).
-        if self.role == Role::Gpu {
+        if !self.role.is_cpu() {
             self.on_target_wakeup(false);
         }
     }

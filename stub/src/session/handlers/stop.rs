@@ -62,7 +62,7 @@ impl Session {
             stop,
             StopEvent::Exited { .. } | StopEvent::Terminated { .. }
         );
-        if ended && self.role == crate::session::Role::Cpu {
+        if ended && self.role.is_cpu() {
             self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(&stop));
         }
         self.record_stop(stop);
