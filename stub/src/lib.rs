@@ -45,5 +45,6 @@ pub mod refusal;
 pub mod server;
 pub mod session;
 pub mod stop;
+pub mod swbreak;
 pub mod target;
 pub mod wire;

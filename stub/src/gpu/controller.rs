@@ -246,7 +246,7 @@ pub struct GpuController {
     arch: Option<Architecture>,
     regs: Vec<RegisterInfo>,
     code_objects: Vec<CodeObject>,
-    gpu_bps: BTreeMap<u64, Vec<u8>>,
+    gpu_bps: crate::swbreak::Patches,
     /// Waves single-stepping off a GPU breakpoint whose `s_trap` was lifted
     /// for them: the breakpoint's address, and whether the wave runs on
     /// (`true`) or reports the step (`false`) once it is past. The trap goes
@@ -367,7 +367,7 @@ impl GpuController {
             arch: None,
             regs: Vec::new(),
             code_objects: Vec::new(),
-            gpu_bps: BTreeMap::new(),
+            gpu_bps: Default::default(),
             stepping_over: BTreeMap::new(),
             run_on: Vec::new(),
             pending_bps: Vec::new(),
@@ -958,16 +958,7 @@ impl GpuController {
             .map_err(gerr)?;
         buf.truncate(n);
         if space == AddressSpace::Global || space == AddressSpace::Generic {
-            for (bp, orig) in &self.gpu_bps {
-                for (i, b) in orig.iter().enumerate() {
-                    let a = bp + i as u64;
-                    if a >= addr && a < addr + buf.len() as u64 {
-                        if let Some(slot) = buf.get_mut((a - addr) as usize) {
-                            *slot = *b;
-                        }
-                    }
-                }
-            }
+            self.gpu_bps.mask(addr, &mut buf);
         }
         Ok(buf)
     }
@@ -983,31 +974,11 @@ impl GpuController {
         addr: u64,
         data: &[u8],
     ) -> GpuResult<usize> {
-        let mut filtered: Option<Vec<u8>> = None;
-        if space == AddressSpace::Global || space == AddressSpace::Generic {
-            let trap = self
-                .arch
-                .as_ref()
-                .map(|a| a.breakpoint_instruction.clone())
-                .unwrap_or_default();
-            let end = addr.saturating_add(data.len() as u64);
-            for (bp, orig) in self.gpu_bps.iter_mut() {
-                for (i, saved) in orig.iter_mut().enumerate() {
-                    let a = bp.wrapping_add(i as u64);
-                    if a < addr || a >= end {
-                        continue;
-                    }
-                    let k = (a - addr) as usize;
-                    if let (Some(new), Some(t)) = (data.get(k), trap.get(i)) {
-                        *saved = *new;
-                        if let Some(slot) = filtered.get_or_insert_with(|| data.to_vec()).get_mut(k)
-                        {
-                            *slot = *t;
-                        }
-                    }
-                }
-            }
-        }
+        let filtered = if space == AddressSpace::Global || space == AddressSpace::Generic {
+            self.gpu_bps.filter_write(addr, data)
+        } else {
+            None
+        };
         let data = filtered.as_deref().unwrap_or(data);
         self.backend()?
             .write_memory(space, wave, addr, data)
@@ -1017,7 +988,7 @@ impl GpuController {
     /// Insert a GPU breakpoint (`s_trap` written through the library;
     /// original bytes kept, masked in reads). Idempotent.
     pub fn insert_gpu_breakpoint(&mut self, addr: u64) -> GpuResult<()> {
-        if self.gpu_bps.contains_key(&addr) {
+        if self.gpu_bps.contains(addr) {
             return Ok(());
         }
         let trap = self
@@ -1039,7 +1010,8 @@ impl GpuController {
         if w != trap.len() {
             return Err(GpuFault::BreakpointWrite(addr));
         }
-        self.gpu_bps.insert(addr, orig);
+        self.gpu_bps
+            .planted(addr, orig, trap, crate::swbreak::Owner::Client);
         tracing::info!(target: "dbgapi", addr = format_args!("{addr:#x}"), "GPU breakpoint inserted");
         Ok(())
     }
@@ -1047,11 +1019,11 @@ impl GpuController {
     /// Remove a GPU breakpoint (restoring the original bytes). Removing one
     /// that is not there is OK.
     pub fn remove_gpu_breakpoint(&mut self, addr: u64) -> GpuResult<()> {
-        let Some(orig) = self.gpu_bps.remove(&addr) else {
+        let Some(patch) = self.gpu_bps.release(addr, crate::swbreak::Owner::Client) else {
             return Ok(());
         };
         self.backend()?
-            .write_memory(AddressSpace::Global, None, addr, &orig)
+            .write_memory(AddressSpace::Global, None, addr, &patch.orig)
             .map_err(gerr)?;
         Ok(())
     }
@@ -1124,7 +1096,7 @@ impl GpuController {
 
     /// GPU breakpoints.
     pub fn gpu_breakpoints(&self) -> Vec<u64> {
-        self.gpu_bps.keys().copied().collect()
+        self.gpu_bps.addresses().collect()
     }
 
     /// Stop every running wave (completions arrive as WaveStop events).
@@ -1174,7 +1146,8 @@ impl GpuController {
     /// gdb has on a CPU without displaced stepping).
     pub fn resume_wave_over(&mut self, wave: WaveId, step: bool) -> GpuResult<()> {
         let pc = self.wave_info(wave)?.pc;
-        let Some((addr, orig)) = pc.and_then(|pc| self.gpu_bps.get(&pc).map(|o| (pc, o.clone())))
+        let Some((addr, orig)) =
+            pc.and_then(|pc| self.gpu_bps.get(pc).map(|o| (pc, o.orig.clone())))
         else {
             return self.resume_wave(wave, step);
         };
@@ -1199,7 +1172,7 @@ impl GpuController {
     fn finish_step_over(&mut self, wave: WaveId) -> Option<bool> {
         let (addr, run_on) = self.stepping_over.remove(&wave)?;
         let still_lifted = self.stepping_over.values().any(|(a, _)| *a == addr);
-        if !still_lifted && self.gpu_bps.contains_key(&addr) {
+        if !still_lifted && self.gpu_bps.contains(addr) {
             let trap = self.arch.as_ref().map(|a| a.breakpoint_instruction.clone());
             let r = match (trap, self.backend()) {
                 (Some(t), Ok(b)) => b
