@@ -20,47 +20,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// `Variant: parser` or `Variant: transcript`, for what has no test yet.
-const KNOWN_GAPS: &[&str] = &[
-    "DisableRandomization: transcript",
-    "Echo: transcript",
-    "EnableErrorStrings: parser",
-    "GetWorkingDir: parser",
-    "GetWorkingDir: transcript",
-    "ListThreadsInStopReply: parser",
-    "LldbTraceSupported: parser",
-    "LldbTraceSupported: transcript",
-    "NonStop: parser",
-    "Offsets: parser",
-    "Offsets: transcript",
-    "ProgramSignals: parser",
-    "ProgramSignals: transcript",
-    "ResetEnv: parser",
-    "ResetEnv: transcript",
-    "ServerVersion: parser",
-    "ServerVersion: transcript",
-    "SetDetachOnError: parser",
-    "SetDetachOnError: transcript",
-    "SetWorkingDir: transcript",
-    "ShlibInfoAddr: parser",
-    "ShlibInfoAddr: transcript",
-    "StartupWithShell: parser",
-    "StartupWithShell: transcript",
-    "StructuredDataPlugins: parser",
-    "StructuredDataPlugins: transcript",
-    "Symbol: parser",
-    "Symbol: transcript",
-    "ThreadExtendedInfo: parser",
-    "ThreadExtendedInfo: transcript",
-    "ThreadExtraInfo: parser",
-    "ThreadSuffixSupported: parser",
-    "UnsetEnv: parser",
-    "UnsetEnv: transcript",
-    "VAttachOrWaitSupported: parser",
-    "VFile: parser",
-    "VMustReplyEmpty: parser",
-    "WatchpointSupportInfo: parser",
-    "WatchpointSupportInfo: transcript",
-];
+const KNOWN_GAPS: &[&str] = &[];
 
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))

@@ -513,6 +513,74 @@ mod tests {
         assert_eq!(parse(b"qHostInfo").unwrap(), Command::HostInfo);
     }
 
+    /// The settings, lldb queries and fixed-answer packets: each form
+    /// parses to its command, and a malformed argument is refused.
+    #[test]
+    fn settings_and_lldb_queries() {
+        let ok = |p: &[u8], want: Command| assert_eq!(parse(p).unwrap(), want, "{p:?}");
+        ok(b"vMustReplyEmpty", Command::VMustReplyEmpty);
+        ok(b"qOffsets", Command::Offsets);
+        ok(b"qSymbol::", Command::Symbol);
+        ok(b"qSymbol:401000:6d61696e", Command::Symbol);
+        ok(b"QNonStop:0", Command::NonStop(false));
+        ok(b"QNonStop:1", Command::NonStop(true));
+        assert!(parse(b"QNonStop:2").is_err());
+        ok(
+            b"QProgramSignals:e;1f;",
+            Command::ProgramSignals(vec![14, 31]),
+        );
+        ok(b"QProgramSignals:", Command::ProgramSignals(vec![]));
+        assert!(parse(b"QProgramSignals:100").is_err());
+        ok(b"QEnvironmentReset", Command::ResetEnv);
+        assert!(parse(b"QEnvironmentReset:x").is_err());
+        ok(
+            b"QEnvironmentUnset:464f4f",
+            Command::UnsetEnv(b"FOO".to_vec()),
+        );
+        assert!(parse(b"QEnvironmentUnset:4g").is_err());
+        ok(b"QStartupWithShell:0", Command::StartupWithShell(false));
+        ok(b"QStartupWithShell:1", Command::StartupWithShell(true));
+        assert!(parse(b"QStartupWithShell:").is_err());
+        ok(
+            b"qThreadExtraInfo,p1f.20",
+            Command::ThreadExtraInfo(ThreadId {
+                pid: Some(IdSel::Id(0x1f)),
+                tid: IdSel::Id(0x20),
+            }),
+        );
+        assert!(parse(b"qThreadExtraInfo,zz").is_err());
+        ok(
+            b"vFile:open:2f,0,0",
+            Command::VFile(b"open:2f,0,0".to_vec()),
+        );
+        ok(b"QThreadSuffixSupported", Command::ThreadSuffixSupported);
+        ok(b"QListThreadsInStopReply", Command::ListThreadsInStopReply);
+        ok(b"QEnableErrorStrings", Command::EnableErrorStrings);
+        ok(b"qGetWorkingDir", Command::GetWorkingDir);
+        ok(b"jLLDBTraceSupported", Command::LldbTraceSupported);
+        ok(b"qGDBServerVersion", Command::ServerVersion);
+        ok(b"QSetDetachOnError:1", Command::SetDetachOnError(true));
+        ok(b"QSetDetachOnError:0", Command::SetDetachOnError(false));
+        ok(b"qShlibInfoAddr", Command::ShlibInfoAddr);
+        ok(b"qStructuredDataPlugins", Command::StructuredDataPlugins);
+        ok(b"qVAttachOrWaitSupported", Command::VAttachOrWaitSupported);
+        ok(b"qWatchpointSupportInfo", Command::WatchpointSupportInfo);
+        ok(b"qWatchpointSupportInfo:", Command::WatchpointSupportInfo);
+        ok(
+            b"jThreadExtendedInfo:{\"thread\":1}",
+            Command::ThreadExtendedInfo,
+        );
+        // Exact packets take no arguments.
+        for p in [
+            &b"qOffsets:1"[..],
+            b"QThreadSuffixSupported:1",
+            b"qGDBServerVersion:x",
+            b"vMustReplyEmptyX",
+        ] {
+            assert!(parse(p).is_err(), "{p:?}");
+        }
+    }
+
     #[test]
     fn garbage_never_panics() {
         for p in [
