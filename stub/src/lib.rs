@@ -8,9 +8,12 @@
 //! for X"):
 //! - [`wire`]: I/O-free framing (acks, checksums, escapes, RLE, interrupts).
 //! - [`packet`]: typed commands, one module per packet family; typed replies.
-//! - [`session`]: one per connection; negotiated features, stop journal.
+//! - [`session`]: one per connection; negotiated features, stop journal, the
+//!   two roles (CPU, GPU) over one engine, one handler module per packet
+//!   family.
 //! - [`target`]: the contract a debuggable thing implements.
 //! - [`native`]: the Linux ptrace target (x86-64).
+//! - [`swbreak`]: the breakpoint-patch table the native and GPU targets share.
 //! - [`hostio`]: gdb's host I/O (`vFile:`) so clients can read files.
 //! - [`mux`]: several sessions on one listener: the accept policy, offers,
 //!   ledger, the GPU state machine; the one writer of cross-session facts.

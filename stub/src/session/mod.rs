@@ -4,7 +4,9 @@
 //! negotiated, the selected threads (`Hg`/`Hc`), the stop journal, and the
 //! CPU processes it debugs. Protocol-only packets (qSupported, no-ack,
 //! thread-list paging, qXfer windows, `?` replay) are answered here; real
-//! work goes to the [`Target`].
+//! work goes to the [`Target`]. `handlers/` holds the dispatch and one
+//! handler module per packet family; `role.rs` the two roles (CPU, GPU)
+//! and what only one of them has.
 //!
 //! ## State
 //! ```text
