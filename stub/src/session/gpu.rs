@@ -441,6 +441,22 @@ impl Session {
             .unwrap_or_default()
     }
 
+    /// A CPU session's process was detached or killed: the multiplexer
+    /// ends the GPU session that depends on it. (A GPU session's process
+    /// is no fact for the multiplexer.)
+    pub(super) fn cpu_process_released(&self, pid: Pid, how: crate::mux::Release) {
+        if self.role.is_cpu() {
+            self.mux_event(crate::mux::MuxEvent::CpuProcessReleased { pid, how });
+        }
+    }
+
+    /// A CPU session's process exited or was killed by a signal.
+    pub(super) fn cpu_process_ended(&self, stop: &StopEvent) {
+        if self.role.is_cpu() {
+            self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(stop));
+        }
+    }
+
     /// Tell the multiplexer something (no-op without one).
     pub(super) fn mux_event(&self, ev: crate::mux::MuxEvent<'_>) {
         if let Some(m) = &self.mux {

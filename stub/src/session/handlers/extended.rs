@@ -68,12 +68,7 @@ impl Session {
                 self.release_process(pid);
                 self.send(&reply::ok());
                 tracing::info!(target: "ptrace", session = self.id, pid, "detached");
-                if self.role.is_cpu() {
-                    self.mux_event(crate::mux::MuxEvent::CpuProcessReleased {
-                        pid,
-                        how: crate::mux::Release::Detached,
-                    });
-                }
+                self.cpu_process_released(pid, crate::mux::Release::Detached);
                 self.journal_forget(pid);
                 if self.procs.is_empty() {
                     self.journal.clear();
@@ -105,12 +100,7 @@ impl Session {
             if let Err(e) = t.kill() {
                 tracing::warn!(target: "ptrace", pid, "kill: {e}");
             }
-            if self.role.is_cpu() {
-                self.mux_event(crate::mux::MuxEvent::CpuProcessReleased {
-                    pid,
-                    how: crate::mux::Release::Killed,
-                });
-            }
+            self.cpu_process_released(pid, crate::mux::Release::Killed);
         }
         let stop = StopEvent::Terminated {
             pid,

@@ -62,8 +62,8 @@ impl Session {
             stop,
             StopEvent::Exited { .. } | StopEvent::Terminated { .. }
         );
-        if ended && self.role.is_cpu() {
-            self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(&stop));
+        if ended {
+            self.cpu_process_ended(&stop);
         }
         self.record_stop(stop);
         if self.is_running() {
