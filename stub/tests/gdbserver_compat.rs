@@ -19,6 +19,11 @@ use std::time::Instant;
 
 const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
 const GDBSERVER: &str = "gdbserver";
+/// Prefix of every stdio-mode server command: gdbserver 13.1 in stdio mode
+/// can outlive a gdb that timed out (it spins on the closed pipe), and gdb
+/// starts it in a session of its own, out of reach of the test; `timeout`
+/// ends it after the longest a session here may take.
+const STDIO_GUARD: &str = "timeout -s KILL 90";
 const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
 
 const FIXTURES: [&str; 7] = [
@@ -333,7 +338,7 @@ fn stdio_mode_keeps_program_off_the_protocol() {
         let out = gdb(
             &[
                 format!(
-                    "target remote | {server}{extra} - {} '$W00#b7' 'a b'",
+                    "target remote | {STDIO_GUARD} {server}{extra} - {} '$W00#b7' 'a b'",
                     exe.display()
                 ),
                 "continue".into(),
@@ -520,7 +525,7 @@ fn same_script(prog: &str, args: &str, script: &[&str]) -> [Vec<String>; 2] {
     let run = |server: &str| {
         let extra = if server == GDBMUX { " --no-gpu" } else { "" };
         let mut cmds = vec![format!(
-            "target remote | {server}{extra} - {} {args}",
+            "target remote | {STDIO_GUARD} {server}{extra} - {} {args}",
             exe.display()
         )];
         cmds.extend(script.iter().map(|c| c.to_string()));
