@@ -29,7 +29,6 @@ const KNOWN_GAPS: &[&str] = &[
     "ListThreadsInStopReply: parser",
     "LldbTraceSupported: parser",
     "LldbTraceSupported: transcript",
-    "NonStop: parser",
     "Offsets: parser",
     "Offsets: transcript",
     "ProgramSignals: parser",

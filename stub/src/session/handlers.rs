@@ -41,6 +41,9 @@ impl Session {
             self.send_error(crate::error::ErrorCode::Busy, "target is running");
             return;
         }
+        let Some(cmd) = self.nonstop_dispatch(cmd) else {
+            return;
+        };
         match cmd {
             Command::QSupported(f) => self.handle_qsupported(&f),
             Command::QStartNoAckMode => {
@@ -251,7 +254,8 @@ impl Session {
             }
             Command::Rcmd(cmd) => self.handle_monitor(&cmd),
             Command::Offsets => self.send(&reply::empty()),
-            Command::NonStop(false) => self.send(&reply::ok()),
+            Command::NonStop(on) => self.handle_nonstop(on),
+            Command::VStopped => self.handle_vstopped(),
             Command::CatchSyscalls(set) => {
                 let mut ok = !self.procs.is_empty();
                 for t in self.procs.values_mut() {
@@ -266,10 +270,6 @@ impl Session {
                     );
                 }
             }
-            Command::NonStop(true) => self.send_error(
-                crate::error::ErrorCode::NotSupported,
-                "non-stop mode is not supported",
-            ),
             Command::HostInfo => self.handle_host_info(),
             Command::ProcessInfo => self.handle_process_info(),
             Command::ThreadSuffixSupported => {
@@ -391,6 +391,7 @@ impl Session {
             // session's native targets only.
             (self.role == super::Role::Cpu, "QCatchSyscalls+"),
             (self.role == super::Role::Cpu, "qXfer:osdata:read+"),
+            (self.role == super::Role::Cpu, "QNonStop+"),
         ] {
             if flag {
                 r.push(';');
