@@ -438,3 +438,40 @@ fn gdb_non_stop_remote_matches_gdbserver() {
 fn gdb_non_stop_extended_remote_matches_gdbserver() {
     compare(true);
 }
+
+/// A non-stop client that vanishes while threads run (`--multi` keeps the
+/// process): the process goes back to all-stop, is stopped, and the next
+/// client's `?` answers that stop.
+#[test]
+fn vanished_non_stop_client_leaves_a_stopped_process() {
+    let (_, prog) = fixtures();
+    let mut g = Gdbmux::start(&[
+        "--no-gpu",
+        "--multi",
+        "127.0.0.1:0",
+        "--",
+        prog.to_str().unwrap(),
+    ]);
+    {
+        let mut c = g.connect();
+        c.request_str("qSupported:multiprocess+;swbreak+;vContSupported+")
+            .unwrap();
+        assert_eq!(c.request_str("QNonStop:1").unwrap(), "OK");
+        assert_eq!(c.request_str("vCont;c").unwrap(), "OK");
+        assert_eq!(c.request_str("vCont;c").unwrap(), "OK");
+    }
+    g.wait_line("stop journaled for the next client");
+    let mut c = g.connect();
+    c.request_str("qSupported:multiprocess+;swbreak+;vContSupported+")
+        .unwrap();
+    let stop = c.request_str("?").unwrap();
+    assert!(stop.starts_with('T'), "{stop}");
+    // All-stop again: `c` waits for a stop; the interrupt ends it.
+    c.send_packet(b"vCont;c").unwrap();
+    c.send_raw(b"\x03").unwrap();
+    let (reply, _) = c.wait_stop("vCont;c").unwrap();
+    assert!(
+        matches!(reply, harden_support::StopReply::Signal(_)),
+        "{reply:?}"
+    );
+}

@@ -1,4 +1,5 @@
-//! [`LinuxProcess`]: one traced Linux process, all-stop.
+//! [`LinuxProcess`]: one traced Linux process, all-stop (non-stop mode,
+//! where threads stop and resume one by one, is in `process/nonstop.rs`).
 //!
 //! # Event model
 //!
