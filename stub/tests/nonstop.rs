@@ -475,3 +475,34 @@ fn vanished_non_stop_client_leaves_a_stopped_process() {
         "{reply:?}"
     );
 }
+
+/// `vAttach` in non-stop mode is answered `OK` (gdb refuses a stop reply
+/// there) and the attached thread's stop follows as a notification, as
+/// gdbserver does (gdb.server/ext-attach.exp's `target-non-stop=on` half).
+#[test]
+fn non_stop_attach_answers_ok_then_notifies() {
+    let mut sleeper = Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("spawn sleep");
+    let g = Gdbmux::start(&["--no-gpu", "--once", "--multi", "127.0.0.1:0"]);
+    let mut c = g.connect();
+    c.request_str("qSupported:multiprocess+;swbreak+;vContSupported+")
+        .unwrap();
+    assert_eq!(c.request_str("!").unwrap(), "OK");
+    assert_eq!(c.request_str("QNonStop:1").unwrap(), "OK");
+    // No process: `?` has no stopped thread to report.
+    assert_eq!(c.request_str("?").unwrap(), "OK");
+    let pid = sleeper.id();
+    assert_eq!(c.request_str(&format!("vAttach;{pid:x}")).unwrap(), "OK");
+    let stop = notification(&mut c);
+    assert!(stop.starts_with("Stop:T"), "{stop}");
+    assert!(
+        thread_of(&stop).starts_with(&format!("p{pid:x}.")),
+        "{stop}"
+    );
+    assert_eq!(c.request_str("vStopped").unwrap(), "OK");
+    assert_eq!(c.request_str(&format!("D;{pid:x}")).unwrap(), "OK");
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}

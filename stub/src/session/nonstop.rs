@@ -13,6 +13,8 @@
 //!   One notification is outstanding at a time: the rest wait in
 //!   [`StopQueue`] until the client acknowledges with `vStopped`, which is
 //!   answered with the next queued stop (as a plain packet) or `OK`.
+//! - `vAttach` is answered `OK`; the attached thread's stop follows as a
+//!   notification.
 //! - `?` answers every stopped thread's last stop (a thread that stopped
 //!   without an event of its own: signal 0): the first as its reply, the
 //!   rest through the `vStopped` sequence; `OK` when no thread is stopped.
@@ -172,9 +174,33 @@ impl Session {
                     thread,
                 }])
             }
+            Command::VAttach(pid) => self.nonstop_vattach(pid),
             other => return Some(other),
         }
         None
+    }
+
+    /// `vAttach` in non-stop: answered `OK` (gdb refuses a stop reply
+    /// there); the attached thread's stop follows as a notification, as
+    /// gdbserver sends it.
+    fn nonstop_vattach(&mut self, pid: u64) {
+        let Ok(pid) = Pid::try_from(pid) else {
+            self.send_error(crate::error::ErrorCode::Invalid, "bad pid");
+            return;
+        };
+        match crate::native::LinuxProcess::attach(pid) {
+            Ok((proc_, stop)) => {
+                tracing::info!(target: "ptrace", session = self.id, pid, "attached (non-stop)");
+                self.adopt_launched(Box::new(proc_), stop.clone());
+                self.nonstop_sync_targets();
+                self.send(&reply::ok());
+                self.nonstop_event(stop);
+            }
+            Err(e) => {
+                tracing::warn!(target: "ptrace", session = self.id, pid, "attach failed: {e}");
+                self.send_error(crate::error::ErrorCode::NotPermitted, &e.to_string());
+            }
+        }
     }
 
     /// Processes created since the switch (vRun, vAttach, fork children)
