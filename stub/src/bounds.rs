@@ -12,6 +12,7 @@
 //!   ends (`--multi`);
 //! - [`ConnBudget`]: what a refused connection may make the loop do per
 //!   turn and in all.
+//! - [`stop_queue_limit`]: stops queued for the client in non-stop mode.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -222,6 +223,16 @@ impl ConnBudget {
     pub fn deadline(&self) -> Instant {
         self.deadline
     }
+}
+
+/// Most stops the non-stop queue (`session/nonstop.rs`) can hold for
+/// `live` = live threads plus processes: one unsent stop per thread (a
+/// stopped thread stays stopped until the client resumes it; a second
+/// stop of a thread replaces its unsent one), one exit per process, plus
+/// the one sent and not yet acknowledged with `vStopped`. The bound holds
+/// by construction; the queue logs an error should it ever be passed.
+pub fn stop_queue_limit(live: usize) -> usize {
+    live + 1
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ pub enum ErrorCode {
     NoSpace,
     /// `ENOSYS`: the target does not implement the operation.
     NotImplemented,
-    /// `ENOTSUP`: a protocol mode gdbmux does not offer (non-stop).
+    /// `ENOTSUP`: a protocol mode gdbmux does not offer here (non-stop on the GPU connection).
     NotSupported,
     /// Another errno from a system call, passed through.
     Errno(nix::errno::Errno),

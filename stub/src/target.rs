@@ -415,6 +415,29 @@ pub trait Target {
     fn hw_watchpoint_slots(&self) -> u32 {
         0
     }
+    /// Non-stop mode (gdb's `QNonStop`): threads stop and resume one by
+    /// one. On, [`Target::resume`] starts only the stopped threads its
+    /// plan covers and leaves every other thread as it is, each stop
+    /// stops its own thread only and comes from
+    /// [`Target::process_events`] as one event per thread (the caller
+    /// drains it until `None`). Switched only while every thread is
+    /// stopped.
+    fn set_non_stop(&mut self, on: bool) -> TargetResult<()> {
+        if on {
+            Err(TargetError::Unsupported("non-stop mode"))
+        } else {
+            Ok(())
+        }
+    }
+    /// Non-stop: stop these running threads (all for `None`); each is
+    /// reported with signal 0 once stopped. Stopped threads are left alone.
+    fn stop_threads(&mut self, _tids: Option<&[Tid]>) -> TargetResult<()> {
+        Err(TargetError::Unsupported("non-stop mode"))
+    }
+    /// Non-stop: whether the thread runs (resumed, no stop collected).
+    fn thread_running(&self, _tid: Tid) -> bool {
+        false
+    }
     /// Whether fork/vfork children are followed (the session enables
     /// this when the client negotiated fork-events).
     fn set_report_forks(&mut self, _on: bool) {}

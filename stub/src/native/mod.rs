@@ -1,7 +1,8 @@
 //! Linux ptrace CPU target (x86-64).
 //!
 //! - [`LinuxProcess`] implements [`crate::target::Target`] for one traced
-//!   process (all-stop). See `process` for the event model.
+//!   process (all-stop; non-stop, gdb's `QNonStop:1`, in
+//!   `process/nonstop.rs`). See `process` for the event model.
 //! - [`SigchldFd`] is the process-wide SIGCHLD signalfd the loop watches;
 //!   [`block_sigchld`] must run at program start before any thread exists.
 //! - Raw ptrace calls live only in `ptrace` (logged on the `ptrace` tracing

@@ -1,4 +1,5 @@
-//! [`LinuxProcess`]: one traced Linux process, all-stop.
+//! [`LinuxProcess`]: one traced Linux process, all-stop (non-stop mode,
+//! where threads stop and resume one by one, is in `process/nonstop.rs`).
 //!
 //! # Event model
 //!
@@ -58,6 +59,8 @@ use crate::target::TargetError;
 use crate::target::TargetResult;
 use crate::target::Tid;
 
+mod nonstop;
+
 const SIGTRAP: i32 = libc::SIGTRAP;
 const SIGSTOP: i32 = libc::SIGSTOP;
 /// `si_code` of an `int3` trap.
@@ -112,6 +115,9 @@ pub struct LinuxProcess {
     vfork_suspends: u32,
     seq: u64,
     exe: Option<String>,
+    /// Non-stop mode (`QNonStop:1`): threads stop and resume one by one
+    /// (`process/nonstop.rs`).
+    nonstop: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -137,6 +143,7 @@ impl LinuxProcess {
             vfork_suspends: 0,
             seq: 0,
             exe: procfs::exe(pid as Pid),
+            nonstop: false,
             _not_send: PhantomData,
         }
     }
@@ -206,12 +213,16 @@ impl LinuxProcess {
     /// A non-reportable stop was handled: keep the thread going if the
     /// process is running.
     fn quiet(&mut self, i: usize) {
-        if self.state == State::Running {
+        if self.keeps_running(i) {
             self.run_thread(i);
         }
     }
 
     fn set_pending(&mut self, i: usize, signal: i32, kind: StopKind) {
+        if self.nonstop {
+            self.ns_report(i, signal, kind);
+            return;
+        }
         let seq = self.next_seq();
         tracing::debug!(target: "native", "thread {} stop pending: {kind:?} sig {signal}", self.threads[i].tid);
         self.threads[i].pending = Some(PendingStop { signal, kind, seq });
@@ -334,7 +345,7 @@ impl LinuxProcess {
                     return None;
                 }
                 if self.pass.get(sig as usize).copied().unwrap_or(false) {
-                    if self.state == State::Running {
+                    if self.keeps_running(i) {
                         let t = &mut self.threads[i];
                         t.deliver = Some(sig);
                         self.run_thread(i);
@@ -409,7 +420,7 @@ impl LinuxProcess {
         );
         if code == TRAP_TRACE || (stepping && (code > 0 || dr6 & hwdebug::DR6_BS != 0)) {
             if let ResumeAction::RangeStep { start, end } = self.threads[i].action {
-                if start <= pc && pc < end && self.state == State::Running {
+                if start <= pc && pc < end && self.keeps_running(i) {
                     self.run_thread(i);
                     return;
                 }
@@ -601,6 +612,8 @@ impl LinuxProcess {
 
     /// Stop every thread synchronously (for detach while running).
     fn stop_all_blocking(&mut self) -> Option<StopEvent> {
+        // Detach and abandon stop every thread for good.
+        self.nonstop = false;
         if self.state == State::Running {
             self.begin_stop();
         }
@@ -824,10 +837,16 @@ impl Target for LinuxProcess {
                     what: format!("insert breakpoint at {addr:#x}"),
                     errno: e,
                 }),
-            _ => self.hw.insert(kind, addr, len).map_err(|e| match e {
-                HwError::Full => TargetError::NoHwSlot,
-                HwError::Invalid(m) => TargetError::Invalid(m),
-            }),
+            _ => {
+                self.hw.insert(kind, addr, len).map_err(|e| match e {
+                    HwError::Full => TargetError::NoHwSlot,
+                    HwError::Invalid(m) => TargetError::Invalid(m),
+                })?;
+                if self.nonstop {
+                    self.ns_refresh_debug_registers();
+                }
+                Ok(())
+            }
         }
     }
 
@@ -845,12 +864,18 @@ impl Target for LinuxProcess {
                 }),
             _ => {
                 self.hw.remove(kind, addr, len);
+                if self.nonstop {
+                    self.ns_refresh_debug_registers();
+                }
                 Ok(())
             }
         }
     }
 
     fn resume(&mut self, plan: &ResumePlan) -> TargetResult<()> {
+        if self.nonstop {
+            return self.ns_resume(plan);
+        }
         match self.state {
             State::Gone => return Err(TargetError::Gone(self.pid as Tid)),
             State::Running | State::Stopping => return Err(TargetError::Running),
@@ -939,6 +964,9 @@ impl Target for LinuxProcess {
     }
 
     fn interrupt(&mut self) -> TargetResult<()> {
+        if self.nonstop {
+            return self.ns_stop(None);
+        }
         match self.state {
             State::Gone => return Err(TargetError::Gone(self.pid as Tid)),
             State::Stopped | State::Stopping => return Ok(()),
@@ -961,6 +989,9 @@ impl Target for LinuxProcess {
     }
 
     fn process_events(&mut self) -> TargetResult<Option<StopEvent>> {
+        if self.nonstop {
+            return self.ns_process_events();
+        }
         if let Some(ev) = self.ready.pop_front() {
             return Ok(Some(ev));
         }
@@ -1171,6 +1202,24 @@ impl Target for LinuxProcess {
 
     fn set_report_forks(&mut self, on: bool) {
         self.report_forks = on;
+    }
+
+    fn set_non_stop(&mut self, on: bool) -> TargetResult<()> {
+        self.ns_set(on)
+    }
+
+    fn stop_threads(&mut self, tids: Option<&[Tid]>) -> TargetResult<()> {
+        if !self.nonstop {
+            return Err(TargetError::Invalid(
+                "stopping single threads needs non-stop mode".into(),
+            ));
+        }
+        self.ns_stop(tids)
+    }
+
+    fn thread_running(&self, tid: Tid) -> bool {
+        self.idx(tid as RawTid)
+            .is_some_and(|i| self.threads[i].running)
     }
 
     fn attached(&self) -> bool {

@@ -99,6 +99,9 @@ pub enum Command {
     QStartNoAckMode,
     /// `vMustReplyEmpty`
     VMustReplyEmpty,
+    /// `vStopped`: non-stop mode, the client took the last stop
+    /// notification; the reply is the next queued stop or `OK`.
+    VStopped,
     /// `!`
     ExtendedMode,
     // --- stops ---
@@ -350,6 +353,7 @@ pub const TABLE: &[(&str, Parser)] = &[
     ("qSupported", query::parse_qsupported),
     ("QStartNoAckMode", exact!(Command::QStartNoAckMode)),
     ("vMustReplyEmpty", exact!(Command::VMustReplyEmpty)),
+    ("vStopped", exact!(Command::VStopped)),
     ("qfThreadInfo", exact!(Command::ThreadInfoFirst)),
     ("qsThreadInfo", exact!(Command::ThreadInfoNext)),
     ("qAttached", query::parse_attached),

@@ -203,6 +203,15 @@ mod tests {
     }
 
     #[test]
+    fn nonstop_packets() {
+        assert_eq!(parse(b"QNonStop:1").unwrap(), Command::NonStop(true));
+        assert_eq!(parse(b"QNonStop:0").unwrap(), Command::NonStop(false));
+        assert!(parse(b"QNonStop:2").is_err());
+        assert_eq!(parse(b"vStopped").unwrap(), Command::VStopped);
+        assert!(parse(b"vStoppedx").is_err());
+    }
+
+    #[test]
     fn gdbserver_parity_packets() {
         assert_eq!(
             parse(b"QCatchSyscalls:1;3c;e7").unwrap(),

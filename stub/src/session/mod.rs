@@ -25,6 +25,7 @@ mod handlers;
 #[cfg(test)]
 mod held_input_tests;
 mod journal;
+mod nonstop;
 mod role;
 
 use std::collections::BTreeMap;
@@ -209,6 +210,8 @@ pub struct Session {
     client_bps: breakpoints::ClientBreakpoints,
     /// Bound on `out` (see [`MAX_PENDING_OUTPUT`]).
     output_limit: usize,
+    /// Non-stop mode (`QNonStop:1`, `nonstop.rs`).
+    nonstop: nonstop::NonStop,
 }
 
 impl Session {
@@ -244,6 +247,7 @@ impl Session {
             last_plans: BTreeMap::new(),
             client_bps: Default::default(),
             output_limit: MAX_PENDING_OUTPUT,
+            nonstop: Default::default(),
         }
     }
 
@@ -425,6 +429,10 @@ impl Session {
     /// [`crate::native::SigchldFd::drain`] found to be ptrace stops: then
     /// no stopped process can have been killed from outside.
     pub fn on_target_wakeup(&mut self, maybe_death: bool) {
+        if self.nonstop.on {
+            self.nonstop_wakeup(maybe_death);
+            return;
+        }
         let pids: Vec<Pid> = self.procs.keys().copied().collect();
         let mut got_event = false;
         for pid in pids {
@@ -486,6 +494,9 @@ impl Session {
     /// processes are stopped, else once that stop is journaled (memory is
     /// patched while they are stopped).
     pub fn on_client_vanished(&mut self) {
+        if self.nonstop_client_gone() {
+            self.run = RunState::Running;
+        }
         self.reset_connection();
         if self.is_running() {
             self.run = RunState::Orphaned { input_held: false };

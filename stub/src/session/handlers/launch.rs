@@ -234,7 +234,11 @@ impl Session {
     }
 
     /// Adopt a fresh process with the session's settings (no reply).
-    fn adopt_launched(&mut self, mut t: Box<dyn Target>, stop: crate::stop::StopEvent) {
+    pub(in crate::session) fn adopt_launched(
+        &mut self,
+        mut t: Box<dyn Target>,
+        stop: crate::stop::StopEvent,
+    ) {
         let forks = self.features.fork_events || self.features.vfork_events;
         t.set_report_forks(forks);
         t.set_report_exec(self.features.report_exec());

@@ -64,6 +64,11 @@ impl Session {
             self.send(&reply::empty());
             return;
         }
+        // Non-stop mode's own meaning of `?`, `vCont`, `c` and `s`
+        // (session/nonstop.rs).
+        let Some(cmd) = self.nonstop_dispatch(cmd) else {
+            return;
+        };
         match cmd {
             // --- negotiation, general queries (query.rs) ---
             Command::QSupported(f) => self.handle_qsupported(&f),
@@ -75,6 +80,7 @@ impl Session {
             Command::Symbol => self.handle_symbol(),
             Command::Offsets => self.handle_offsets(),
             Command::NonStop(on) => self.handle_nonstop(on),
+            Command::VStopped => self.handle_vstopped(),
             Command::CatchSyscalls(set) => self.handle_catch_syscalls(set),
             // --- threads (thread.rs) ---
             Command::SetThread(op, id) => self.handle_set_thread(op, id),

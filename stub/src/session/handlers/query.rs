@@ -1,5 +1,5 @@
 //! Negotiation and general queries: `qSupported`, `QStartNoAckMode`,
-//! `vMustReplyEmpty`, `!`, `qSymbol`, `qOffsets`, `QNonStop`,
+//! `vMustReplyEmpty`, `!`, `qSymbol`, `qOffsets` (`QNonStop` and `vStopped`: `../nonstop.rs`),
 //! `QPassSignals`, `QProgramSignals`, `QCatchSyscalls`
 //! (packets: `packet/query.rs`).
 
@@ -46,17 +46,6 @@ impl Session {
 
     pub(in crate::session) fn handle_offsets(&mut self) {
         self.send(&reply::empty());
-    }
-
-    pub(in crate::session) fn handle_nonstop(&mut self, on: bool) {
-        if on {
-            self.send_error(
-                crate::error::ErrorCode::NotSupported,
-                "non-stop mode is not supported",
-            );
-        } else {
-            self.send(&reply::ok());
-        }
     }
 
     pub(in crate::session) fn handle_catch_syscalls(&mut self, set: Option<Vec<u64>>) {
