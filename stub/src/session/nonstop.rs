@@ -101,7 +101,7 @@ pub(super) struct NonStop {
 impl Session {
     /// `QNonStop:0|1`.
     pub(super) fn handle_nonstop(&mut self, on: bool) {
-        if on && self.role != super::Role::Cpu {
+        if on && !self.role.is_cpu() {
             self.send_error(
                 crate::error::ErrorCode::NotSupported,
                 "non-stop mode is served on the CPU connection only",
@@ -376,7 +376,7 @@ impl Session {
                 }
             }
         }
-        if maybe_death && !got_event && self.role == super::Role::Cpu {
+        if maybe_death && !got_event && self.role.is_cpu() {
             let dead: Vec<Pid> = self
                 .procs
                 .iter()
@@ -430,7 +430,7 @@ impl Session {
                 let pid = other.pid();
                 self.nonstop.last.retain(|(p, _), _| *p != pid);
                 self.nonstop.queue.forget_threads_of(pid);
-                if self.role == super::Role::Cpu {
+                if self.role.is_cpu() {
                     self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(other));
                 }
                 (pid, None)
