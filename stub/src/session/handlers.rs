@@ -887,6 +887,7 @@ impl Session {
             tracing::debug!(target: "packets", session = self.id, "interrupt while stopped: ignored");
             return;
         }
+        self.interrupt_wanted = true;
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
                 tracing::warn!(target: "ptrace", "interrupt failed: {e}");
@@ -929,6 +930,7 @@ impl Session {
         if self.is_running() && self.gpu_intercept(&stop) {
             return;
         }
+        self.interrupt_wanted = false;
         let stop = if self.is_running() {
             self.gpu_decorate_stop(stop)
         } else {

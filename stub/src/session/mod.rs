@@ -204,6 +204,11 @@ pub struct Session {
     role: Role,
     mux: Option<crate::mux::MuxHandle>,
     internal: Option<gpu::Internal>,
+    /// The client interrupted while the target was running; cleared when a
+    /// stop reaches the client. An internal stop (the runtime's hook) that
+    /// gdbmux resumes by itself interrupts again (`gpu::resume_last_plans`):
+    /// an interrupt that arrived during it is not lost.
+    interrupt_wanted: bool,
     gpu_report: Option<String>,
     symbolizer: crate::gpu::symbols::Symbolizer,
     last_plans: BTreeMap<Pid, crate::target::ResumePlan>,
@@ -243,6 +248,7 @@ impl Session {
             role: Role::Cpu,
             mux: None,
             internal: None,
+            interrupt_wanted: false,
             gpu_report: None,
             symbolizer: Default::default(),
             last_plans: BTreeMap::new(),
