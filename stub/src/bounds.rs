@@ -11,7 +11,9 @@
 //! - [`HELD_INPUT_LIMIT`]: input held while a vanished client's resume
 //!   ends (`--multi`);
 //! - [`ConnBudget`]: what a refused connection may make the loop do per
-//!   turn and in all.
+//!   turn and in all;
+//! - `vFile` requests off the loop: `crate::hostio::offload::MAX_OUTSTANDING`
+//!   (input sent meanwhile is held up to [`HELD_INPUT_LIMIT`]).
 
 use std::collections::VecDeque;
 use std::time::Duration;
