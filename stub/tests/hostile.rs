@@ -824,7 +824,8 @@ fn large_binary_reads_match_proc_mem() {
 }
 
 /// Round trips of `n` refused connections, one after the other: connect,
-/// send a packet, read the `E.` refusal (the loop answers it in its turn).
+/// send `qHostInfo`, read the `E.` refusal (the loop answers it in its
+/// turn).
 fn refused_round_trips(g: &Gdbmux, n: usize) -> Vec<Duration> {
     let mut times: Vec<Duration> = (0..n)
         .map(|_| {
@@ -832,7 +833,7 @@ fn refused_round_trips(g: &Gdbmux, n: usize) -> Vec<Duration> {
             r.set_timeout(WAIT);
             let t = Instant::now();
             r.send_ack().unwrap();
-            let reply = r.request(b"qC").unwrap();
+            let reply = r.request(b"qHostInfo").unwrap();
             let took = t.elapsed();
             assert!(
                 reply.starts_with(b"E."),
