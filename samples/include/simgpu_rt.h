@@ -21,6 +21,8 @@ enum {
   SIMGPU_ERROR_MEMORY_VIOLATION = 5,
   SIMGPU_ERROR_ABORTED = 6,
   SIMGPU_ERROR_DEBUGGER_LOST = 7,
+  /* The watchdog abandoned a kernel that did not finish in time. */
+  SIMGPU_ERROR_TIMEOUT = 8,
 };
 
 int simgpu_init(void);
@@ -46,6 +48,12 @@ int simgpu_launch_ex(const simgpu_module *module, const char *kernel,
 /* The calling thread's last launch error ("" after a success): for an
  * aborted dispatch the reason, the pc and the instruction bytes there. */
 const char *simgpu_last_error(void);
+/* The launch watchdog (no debugger attached): a kernel still running after
+ * `ms` milliseconds (default 10000, environment SIMGPU_WATCHDOG_MS) is
+ * abandoned and its launch returns SIMGPU_ERROR_TIMEOUT, simgpu_last_error()
+ * naming the kernel, a wave's pc and the reason. 0 turns it off. With a
+ * debugger attached it is off: the debugger stops and inspects the wave. */
+int simgpu_set_watchdog_ms(uint64_t ms);
 
 #ifdef __cplusplus
 }

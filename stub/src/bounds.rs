@@ -11,8 +11,10 @@
 //! - [`HELD_INPUT_LIMIT`]: input held while a vanished client's resume
 //!   ends (`--multi`);
 //! - [`ConnBudget`]: what a refused connection may make the loop do per
-//!   turn and in all.
-//! - [`stop_queue_limit`]: stops queued for the client in non-stop mode.
+//!   turn and in all;
+//! - [`stop_queue_limit`]: stops queued for the client in non-stop mode;
+//! - `vFile` requests off the loop: `crate::hostio::offload::MAX_OUTSTANDING`
+//!   (input sent meanwhile is held up to [`HELD_INPUT_LIMIT`]).
 
 use std::collections::VecDeque;
 use std::time::Duration;

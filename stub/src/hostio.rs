@@ -363,6 +363,11 @@ impl HostIo {
         self.files.len()
     }
 
+    /// Whether `fd` is one of the client's open files.
+    pub fn is_open(&self, fd: i32) -> bool {
+        self.files.contains_key(&fd)
+    }
+
     /// Handles the bytes after `vFile:` and returns the reply payload:
     /// `F<result>[;<attachment>]`, `F-1,<errno>`, or empty for an operation
     /// we do not implement. Malformed arguments give `F-1,16` (`EINVAL`).
@@ -628,6 +633,8 @@ fn md5_file(path: &std::path::Path) -> io::Result<[u8; 16]> {
         }
     }
 }
+
+pub mod offload;
 
 #[cfg(test)]
 mod tests;

@@ -48,6 +48,40 @@ pub fn refusal_frames(reason: &str) -> Vec<u8> {
     out
 }
 
+/// lldb 23.1 prints no error text while it connects (every failure of
+/// its connect sequence ends in its own message), but it prints a stop's
+/// `description`: it shows "Process 1 stopped / * thread #1, stop reason =
+/// REASON" (`ProcessGDBRemote::SetThreadStopInfo` takes the hex
+/// `description` key of a `T` reply as the stop's text). So the refusal
+/// answers `?` with a stop of a placeholder thread 1 that carries the
+/// reason, `qC` and the thread list name that thread, and `qRegisterInfo`
+/// ends lldb's register scan with `E45` (any other reply makes lldb ask for
+/// the next register number for ever). lldb then prints the reason and,
+/// with nothing else to do, ends (`-b`) or waits at its prompt; gdb 13
+/// sends `qSupported` first, gets `E.REASON` and ends there, as before.
+pub fn lldb_answer(packet: &[u8], reason: &str) -> Option<Vec<u8>> {
+    let p = packet;
+    if p == b"?" {
+        let mut t = b"T13thread:1;reason:exception;description:".to_vec();
+        crate::wire::hex::encode(reason.as_bytes(), &mut t);
+        t.push(b';');
+        return Some(t);
+    }
+    if p == b"qC" {
+        return Some(b"QC1".to_vec());
+    }
+    if p.starts_with(b"qfThreadInfo") {
+        return Some(b"m1".to_vec());
+    }
+    if p.starts_with(b"qsThreadInfo") {
+        return Some(b"l".to_vec());
+    }
+    if p.starts_with(b"qRegisterInfo") {
+        return Some(b"E45".to_vec());
+    }
+    None
+}
+
 /// Where a refused connection is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -149,16 +183,12 @@ impl Refusal {
         }
     }
 
-    /// The answer to one packet: the reason, except for the thread list,
-    /// which is empty (lldb asks `qsThreadInfo` again and again after an
-    /// error there, and ends its connect promptly on an empty list).
+    /// The answer to one packet: the reason as an error (gdb prints it),
+    /// except for the packets lldb's connect sequence needs to show it
+    /// ([`lldb_answer`]).
     fn answer(&mut self, packet: &[u8], now: Instant) {
-        let payload = if packet.starts_with(b"qfThreadInfo") || packet.starts_with(b"qsThreadInfo")
-        {
-            b"l".to_vec()
-        } else {
-            refusal_payload(&self.reason)
-        };
+        let payload =
+            lldb_answer(packet, &self.reason).unwrap_or_else(|| refusal_payload(&self.reason));
         Encoder::new().packet(&payload, &mut self.out);
         self.phase = Phase::Lingering(now + REFUSED_LINGER);
     }
@@ -186,7 +216,7 @@ mod tests {
         assert!(!r.on_input(1, now, b"orted#37"));
         assert_eq!(std::mem::take(r.out()), b"+$E.busy#36");
         assert!(!r.on_input(1, now, b"+$qfThreadInfo#bb"));
-        assert_eq!(std::mem::take(r.out()), b"+$l#6c");
+        assert_eq!(std::mem::take(r.out()), b"+$m1#9e");
         assert_eq!(r.deadline(), Some(now + REFUSED_LINGER));
         assert!(!r.on_tick(now));
         assert!(r.on_tick(now + REFUSED_LINGER), "closed after the linger");

@@ -418,7 +418,25 @@ fn duplicates_are_refused_and_sessions_continue() {
     }
 
     // A second claim of the same offer, lldb-style and gdb-style.
-    for first in [LLDB_QSUPPORTED, "QStartNoAckMode", "?"] {
+    // `?` is answered with a placeholder stop whose description is the
+    // reason (what lldb prints while it connects: refusal::lldb_answer).
+    {
+        let mut c = RspClient::connect(("127.0.0.1", port)).expect("connect extra");
+        c.send_ack().expect("ack");
+        let raw = c.request(b"?").expect("refusal reply to ?");
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let desc = text
+            .strip_prefix("T13thread:1;reason:exception;description:")
+            .and_then(|d| d.strip_suffix(';'))
+            .and_then(|d| protocol_tests::reply::decode_hex(d.as_bytes()))
+            .map(|d| String::from_utf8_lossy(&d).into_owned())
+            .unwrap_or_else(|| panic!("refusal reply to ?: {text}"));
+        assert!(
+            desc.contains(&format!("offer {} was already claimed", flow.offer_id)),
+            "{desc}"
+        );
+    }
+    for first in [LLDB_QSUPPORTED, "QStartNoAckMode", "qHostInfo"] {
         let why = refused(port, first);
         assert!(
             why.contains("connection refused")

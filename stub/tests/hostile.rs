@@ -724,8 +724,10 @@ fn run_client(mut cmd: std::process::Command) -> (String, Duration) {
 }
 
 /// A refused stock gdb 13 prints the reason and ends at once; a refused
-/// stock lldb 23.1 ends at once too (it shows no server text while it
-/// connects: see the README), and the live session is untouched.
+/// stock lldb 23.1 prints it too, as the stop reason of the placeholder
+/// stop the refusal reports (the one text lldb shows while it connects:
+/// `refusal::lldb_answer`), and ends at once; the live session is
+/// untouched.
 #[test]
 fn refusal_is_readable_in_gdb_and_ends_lldb_promptly() {
     let _one = serial();
@@ -748,7 +750,12 @@ fn refusal_is_readable_in_gdb_and_ends_lldb_promptly() {
         .arg(format!("gdb-remote {}", g.addr));
     let (text, took) = run_client(lldb);
     eprintln!("lldb ({took:?}):\n{text}");
-    assert!(text.contains("error:"), "{text}");
+    assert!(
+        text.contains(
+            "stop reason = gdbmux: connection refused: a debugger session is already active"
+        ),
+        "{text}"
+    );
     assert!(took < Duration::from_secs(10), "{took:?}");
     assert!(c.request(b"qC").unwrap().starts_with(b"QC"));
 }
@@ -814,4 +821,89 @@ fn large_binary_reads_match_proc_mem() {
         "x of {name} ({} bytes, {packets} packets) differs from /proc/PID/mem",
         want.len()
     );
+}
+
+/// Round trips of `n` refused connections, one after the other: connect,
+/// send `qHostInfo`, read the `E.` refusal (the loop answers it in its
+/// turn).
+fn refused_round_trips(g: &Gdbmux, n: usize) -> Vec<Duration> {
+    let mut times: Vec<Duration> = (0..n)
+        .map(|_| {
+            let mut r = protocol_tests::client::RspClient::connect(g.addr.as_str()).unwrap();
+            r.set_timeout(WAIT);
+            let t = Instant::now();
+            r.send_ack().unwrap();
+            let reply = r.request(b"qHostInfo").unwrap();
+            let took = t.elapsed();
+            assert!(
+                reply.starts_with(b"E."),
+                "{}",
+                String::from_utf8_lossy(&reply)
+            );
+            took
+        })
+        .collect();
+    times.sort();
+    times
+}
+
+/// A `vFile:pread` of a regular file that does not answer (a stalled
+/// network file system; here the test hook `GDBMUX_TEST_HOSTIO_GATE` holds
+/// the read on its worker until the test writes to a FIFO) runs off the
+/// loop: meanwhile connections are answered as fast as without it, a
+/// packet the client sent after the `pread` waits its turn, and once the
+/// file answers the data arrives, then the next reply, in order.
+#[test]
+fn slow_vfile_pread_does_not_stall_the_loop() {
+    let _one = serial();
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let gate = dir.join(format!("hostile-gate-{}", std::process::id()));
+    let slow = dir.join(format!("hostile-{}.gdbmux-slow", std::process::id()));
+    let _ = std::fs::remove_file(&gate);
+    let cpath = std::ffi::CString::new(gate.display().to_string()).unwrap();
+    // SAFETY: a valid C string and a mode.
+    assert_eq!(unsafe { libc::mkfifo(cpath.as_ptr(), 0o600) }, 0);
+    let content: Vec<u8> = (0..5000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    std::fs::write(&slow, &content).unwrap();
+    let spin = helper("spin");
+    let mut cmd = std::process::Command::new(gdbmux_bin());
+    cmd.args(["--no-gpu", "127.0.0.1:0", "--"])
+        .arg(&spin)
+        .env("GDBMUX_TEST_HOSTIO_GATE", &gate);
+    let mut g = Gdbmux::spawn(cmd);
+    let mut c = g.connect();
+    c.handshake_gdb().unwrap();
+    let quiet = refused_round_trips(&g, 50);
+    report("refused connections, no vFile pending", &quiet);
+    let name = hex(slow.display().to_string().as_bytes());
+    let r = c.request_str(&format!("vFile:open:{name},0,0")).unwrap();
+    assert!(r.starts_with('F') && !r.starts_with("F-1"), "{r}");
+    let fd = r.trim_start_matches('F').to_string();
+    c.send_packet(format!("vFile:pread:{fd},3e8,10").as_bytes())
+        .unwrap();
+    c.send_packet(b"qC").unwrap();
+    g.wait_line("test hook: pread waits for the gate");
+    let stalled = refused_round_trips(&g, 50);
+    report("refused connections, a pread stalled", &stalled);
+    assert_fair(&quiet, &stalled);
+    // The file answers.
+    std::io::Write::write_all(
+        &mut std::fs::OpenOptions::new().write(true).open(&gate).unwrap(),
+        b"x",
+    )
+    .unwrap();
+    let data = c.recv_packet().unwrap();
+    let mut want = b"F3e8;".to_vec();
+    want.extend_from_slice(&content[0x10..0x10 + 0x3e8]);
+    assert!(
+        data == want,
+        "pread reply: {}",
+        String::from_utf8_lossy(&data)
+    );
+    let qc = c.recv_packet().unwrap();
+    assert!(qc.starts_with(b"QC"), "{}", String::from_utf8_lossy(&qc));
+    c.request_str(&format!("vFile:close:{fd}")).unwrap();
+    assert!(g.alive());
+    let _ = std::fs::remove_file(&gate);
+    let _ = std::fs::remove_file(&slow);
 }

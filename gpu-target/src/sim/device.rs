@@ -779,6 +779,30 @@ impl Device {
             }
             Ok((wg.dispatch.id, w.regs.pc))
         })?;
+        self.end_dispatch(did, reason, pc);
+        Ok(did)
+    }
+
+    /// Abandons a dispatch whose waves may still be running (the runtime's
+    /// watchdog): every wave of it ends and [`Device::wait`] reports
+    /// `reason`. Returns the oldest live wave and its PC at that moment
+    /// (`None` when no wave of it was resident).
+    pub fn abort_dispatch(&self, did: DispatchId, reason: StopReasons) -> Option<(WaveId, u64)> {
+        let first = {
+            let s = lock(&self.shared.sched);
+            s.waves
+                .iter()
+                .find(|(_, wg)| wg.dispatch.id == did)
+                .map(|(w, _)| *w)
+        };
+        let at = first.and_then(|w| self.wave_info(w).ok().map(|i| (w, i.pc)));
+        self.end_dispatch(did, reason, at.map(|(_, pc)| pc).unwrap_or(0));
+        at
+    }
+
+    /// Ends every wave of dispatch `did` and records `reason` at `pc` as
+    /// its outcome (unless it already has one).
+    fn end_dispatch(&self, did: DispatchId, reason: StopReasons, pc: u64) {
         let wgs: Vec<Arc<Workgroup>> = {
             let s = lock(&self.shared.sched);
             if let Some(d) = s.dispatches.get(&did) {
@@ -821,7 +845,6 @@ impl Device {
         drop(s);
         self.shared.work_cv.notify_all();
         self.shared.done_cv.notify_all();
-        Ok(did)
     }
 
     /// Events caused by the consumer's own requests (a stop request): they

@@ -76,6 +76,8 @@ const LISTENER: Token = Token(0);
 const SIGCHLD: Token = Token(1);
 const GPU_NOTIFIER: Token = Token(2);
 const TARGET_FD: Token = Token(3);
+/// A vFile reply is ready (`crate::hostio::offload`).
+const HOSTIO_DONE: Token = Token(4);
 const FIRST_CONN: usize = 16;
 const READ_CHUNK: usize = 256 * 1024;
 
@@ -433,6 +435,8 @@ pub struct Server {
     /// Refused connections that used their budget of this turn with input
     /// left: read again next turn (edge-triggered: no new event comes).
     refused_backlog: Vec<Token>,
+    /// vFile operations run here, off the loop.
+    hostio: crate::hostio::offload::Offload,
 }
 
 impl Server {
@@ -506,7 +510,11 @@ impl Server {
             cfg.gpu.report_stops,
         );
         let mux = std::rc::Rc::new(std::cell::RefCell::new(mux));
+        let hostio = mio::Waker::new(poll.registry(), HOSTIO_DONE)
+            .and_then(crate::hostio::offload::Offload::start)
+            .map_err(io_err("starting the vFile workers"))?;
         let mut s = Server {
+            hostio,
             cfg,
             mux,
             session_tokens: HashMap::new(),
@@ -600,6 +608,7 @@ impl Server {
                     LISTENER => self.accept_all()?,
                     GPU_NOTIFIER => self.on_gpu_notifier(),
                     TARGET_FD => self.on_target_events(true),
+                    HOSTIO_DONE => self.on_hostio_done(),
                     SIGCHLD => {
                         let maybe_death = self.sigchld.drain();
                         self.on_target_events(maybe_death);
@@ -788,6 +797,32 @@ impl Server {
         }
     }
 
+    /// vFile replies are ready: deliver each to its session (a session
+    /// that is gone, or kept without a client, drops it).
+    fn on_hostio_done(&mut self) {
+        for done in self.hostio.take_done() {
+            let Some(&token) = self.session_tokens.get(&done.session) else {
+                continue;
+            };
+            let control = match self.clients.get_mut(&token) {
+                Some(Client {
+                    kind: ClientKind::Session(s),
+                    ..
+                }) if s.id() == done.session => s.on_vfile_done(done.seq, &done.reply),
+                _ => continue,
+            };
+            self.flush(token);
+            match control {
+                SessionControl::Continue => {}
+                SessionControl::Close => self.close(token),
+                SessionControl::ExitServer => {
+                    self.exit_requested = true;
+                    self.close(token);
+                }
+            }
+        }
+    }
+
     fn accept_all(&mut self) -> Result<(), ServerError> {
         loop {
             let Some(l) = self.listener.as_ref() else {
@@ -898,6 +933,10 @@ impl Server {
                 refused(reason)
             }
         };
+        let mut kind = kind;
+        if let ClientKind::Session(s) = &mut kind {
+            s.set_hostio_offload(self.hostio.handle());
+        }
         let fd = conn.read_fd();
         self.poll
             .registry()

@@ -259,6 +259,13 @@ impl Session {
                 if let Err(e) = t.resume(&plan) {
                     tracing::warn!(target: "ptrace", pid, "re-resume after host breakpoint: {e}");
                 }
+                // The client's interrupt came while the hook stop was
+                // being handled (the target was not running then).
+                if self.interrupt_wanted {
+                    if let Err(e) = t.interrupt() {
+                        tracing::warn!(target: "ptrace", pid, "interrupt after host breakpoint: {e}");
+                    }
+                }
             }
         }
     }

@@ -36,7 +36,6 @@ pub use handlers::set_log_control;
 pub use handlers::LogControl;
 pub use journal::Journal;
 
-use crate::hostio::HostIo;
 use crate::packet;
 use crate::packet::reply;
 use crate::packet::stop_reply::StopReplyOptions;
@@ -197,13 +196,25 @@ pub struct Session {
     run: RunState,
     control: SessionControl,
     launch: LaunchDefaults,
-    hostio: HostIo,
+    hostio: crate::hostio::offload::SharedHostIo,
+    /// vFile off the loop (`handlers/hostio.rs`); `None`: run inline.
+    hostio_offload: Option<crate::hostio::offload::Handle>,
+    /// The vFile request whose reply is awaited (input is held meanwhile).
+    vfile_pending: Option<u64>,
+    /// Numbers vFile requests, so that a late reply for a reset
+    /// connection is dropped.
+    vfile_seq: u64,
     xfer_cache: crate::bounds::XferCache,
     pass_signals: Vec<i32>,
     unknown_logged: crate::bounds::UnknownLog,
     /// The role, with what only that role has (`role.rs`).
     role: role::RoleState,
     mux: Option<crate::mux::MuxHandle>,
+    /// The client interrupted while the target was running; cleared when a
+    /// stop reaches the client. An internal stop (the runtime's hook) that
+    /// gdbmux resumes by itself interrupts again (`gpu::resume_last_plans`):
+    /// an interrupt that arrived during it is not lost.
+    interrupt_wanted: bool,
     symbolizer: crate::gpu::symbols::Symbolizer,
     last_plans: BTreeMap<Pid, crate::target::ResumePlan>,
     /// What the client inserted with `Z`, taken out when it vanishes.
@@ -237,12 +248,16 @@ impl Session {
             run: RunState::Stopped,
             control: SessionControl::Continue,
             launch,
-            hostio: HostIo::new(),
+            hostio: Default::default(),
+            hostio_offload: None,
+            vfile_pending: None,
+            vfile_seq: 0,
             xfer_cache: Default::default(),
             pass_signals: Vec::new(),
             unknown_logged: Default::default(),
             role: role::RoleState::new(Role::Cpu),
             mux: None,
+            interrupt_wanted: false,
             symbolizer: Default::default(),
             last_plans: BTreeMap::new(),
             client_bps: Default::default(),
@@ -331,6 +346,9 @@ impl Session {
             }
             return self.control;
         }
+        if self.hold_for_vfile(data) {
+            return self.control;
+        }
         self.framer.push(data);
         while let Some(ev) = self.framer.next_event() {
             if let Some(r) = self.framer.take_replies() {
@@ -366,7 +384,7 @@ impl Session {
                     );
                 }
             }
-            if self.control != SessionControl::Continue {
+            if self.control != SessionControl::Continue || self.vfile_pending.is_some() {
                 break;
             }
             if self.out.len() > self.output_limit {
@@ -531,7 +549,8 @@ impl Session {
         };
         self.thread_cursor = false;
         self.control = SessionControl::Continue;
-        self.hostio = HostIo::new();
+        self.hostio = Default::default();
+        self.vfile_pending = None;
         self.xfer_cache.clear();
         self.unknown_logged.clear();
     }

@@ -39,10 +39,10 @@ err2 = lldb.SBError()
 p2 = t2.ConnectRemote(dbg2.GetListener(), f"connect://127.0.0.1:{PORT}", "gdb-remote", err2)
 state2 = p2.GetState() if p2.IsValid() else lldb.eStateInvalid
 print(f"second lldb: {err2}; process state {state2}")
-# lldb 23.1 reports the refusal inconsistently (a failed connect, or, when
-# the close races its handshake, even a "stopped" process with nothing
-# behind it), so the refusal itself is checked in gdbmux's log by the Rust
-# side (gpu_mux.rs); here: the first debugger is untouched.
+# The refused lldb sees a placeholder stop whose stop reason is gdbmux's
+# reason (refusal::lldb_answer; checked with `lldb -b` in hostile.rs); the
+# refusal itself is checked by the Rust side (gpu_mux.rs); here: the first
+# debugger is untouched.
 check(dbg.GetNumTargets() == 2, "still 2 targets after the refusal")
 mon = cmd(dbg, "target select 0") + cmd(dbg, "process plugin packet monitor gpu")
 check(mon.count("offer ") == 1 and "GPU state: Connected" in mon, "still exactly one offer, claimed, after the refusal")

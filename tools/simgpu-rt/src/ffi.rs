@@ -57,6 +57,7 @@ pub extern "C" fn simgpu_status_string(status: c_int) -> *const c_char {
         5 => c"memory violation in a kernel",
         6 => c"kernel aborted (trap or illegal instruction)",
         7 => c"lost the debugger's GPU library",
+        8 => c"kernel timed out (watchdog)",
         _ => c"unknown status",
     };
     debug_assert_eq!(s.to_str().ok(), Some(Status::text(status)));
@@ -171,4 +172,12 @@ pub unsafe extern "C" fn simgpu_launch_ex(
 #[no_mangle]
 pub extern "C" fn simgpu_last_error() -> *const c_char {
     runtime::with_last_error(|s| s.as_ptr())
+}
+
+/// Sets the launch watchdog's timeout in milliseconds for this process
+/// (`0` turns it off); overrides `SIMGPU_WATCHDOG_MS`.
+#[no_mangle]
+pub extern "C" fn simgpu_set_watchdog_ms(ms: u64) -> c_int {
+    crate::watchdog::set_timeout_ms(ms);
+    Status::Success as c_int
 }

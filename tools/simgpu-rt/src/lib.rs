@@ -26,5 +26,6 @@
 
 mod ffi;
 pub mod runtime;
+pub mod watchdog;
 
 pub use runtime::Status;

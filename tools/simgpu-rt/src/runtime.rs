@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::OnceLock;
 
+use gpu_target::model::DispatchId;
 use gpu_target::model::StopReasons;
 use gpu_target::sim::device::encode_dispatch_packet;
 use gpu_target::sim::device::Device;
@@ -83,6 +84,9 @@ pub enum Status {
     Aborted = 6,
     /// The debugger's GPU library went away mid-dispatch.
     DebuggerLost = 7,
+    /// The watchdog abandoned a dispatch that did not finish in time
+    /// ([`crate::watchdog`]).
+    Timeout = 8,
 }
 
 impl Status {
@@ -97,6 +101,7 @@ impl Status {
             5 => "memory violation in a kernel",
             6 => "kernel aborted (trap or illegal instruction)",
             7 => "lost the debugger's GPU library",
+            8 => "kernel timed out (watchdog)",
             _ => "unknown status",
         }
     }
@@ -462,7 +467,12 @@ fn launch_inner(
     // `wait` returns once every work-group of the dispatch has retired, also
     // after an abort, so the kernarg, the packet and the caller's buffers
     // are no longer in use.
-    let out = dev.wait(id, None);
+    let (out, timed_out) = wait_watched(dev, id, kernel);
+    if let Some(msg) = timed_out {
+        drop(kernarg);
+        drop(packet);
+        return (Status::Timeout, msg);
+    }
     let msg = match out {
         Some(DispatchOutcome::Aborted {
             reason,
@@ -479,7 +489,8 @@ fn launch_inner(
                 .map(|a| format!(", address {a:#x}"))
                 .unwrap_or_default();
             format!(
-                "{kernel}: dispatch aborted: {reason:?} at pc {pc:#x}{fault}: {text} (bytes {})",
+                "{kernel}: dispatch aborted: {} at pc {pc:#x}{fault}: {text} (bytes {})",
+                reason.description(),
                 bytes.join(" ")
             )
         }
@@ -489,6 +500,24 @@ fn launch_inner(
     drop(kernarg);
     drop(packet);
     (outcome_status(out), msg)
+}
+
+/// Waits for dispatch `id` under the watchdog; on a timeout the dispatch is
+/// abandoned (every wave ends before this returns) and the error text comes
+/// back as well.
+fn wait_watched(
+    dev: &Device,
+    id: DispatchId,
+    kernel: &str,
+) -> (Option<DispatchOutcome>, Option<String>) {
+    let Some(limit) = crate::watchdog::timeout() else {
+        return (dev.wait(id, None), None);
+    };
+    if let Some(out) = dev.wait(id, Some(limit)) {
+        return (Some(out), None);
+    }
+    let msg = crate::watchdog::fire(dev, id, kernel, limit);
+    (dev.wait(id, None), Some(msg))
 }
 
 /// LDS per work-group on gfx90a.

@@ -28,6 +28,8 @@ use clap::Parser;
 use protocol_tests::client::RspClient;
 use protocol_tests::reply::StopReply;
 
+mod gpu;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "soak",
@@ -55,6 +57,10 @@ struct Cli {
     /// Allowed RSS growth in KiB.
     #[arg(long, default_value_t = 16 * 1024)]
     max_rss_growth_kib: i64,
+    /// GPU sessions instead: serve this program (`samples/reload_loop.c`
+    /// built) with the simulated GPU, and drive its GPU as gdb does.
+    #[arg(long)]
+    gpu: Option<PathBuf>,
 }
 
 /// xorshift64*: enough randomness for picking operations.
@@ -316,9 +322,9 @@ impl Drop for Server {
     }
 }
 
-fn start_gdbmux(bin: &PathBuf) -> Result<(Server, String)> {
+fn start_gdbmux(bin: &PathBuf, args: &[&std::ffi::OsStr]) -> Result<(Server, String)> {
     let mut child = Command::new(bin)
-        .args(["--multi", "--no-gpu", "127.0.0.1:0"])
+        .args(args)
         .env("GDBMUX_LOG", "error")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -352,8 +358,6 @@ fn main() -> Result<()> {
             .context("no parent dir")?
             .join("gdbmux"),
     };
-    let (server, addr) = start_gdbmux(&bin)?;
-    let pid = server.0.id();
     let seed = cli.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -361,6 +365,14 @@ fn main() -> Result<()> {
             .unwrap_or(1)
             | 1
     });
+    if let Some(program) = &cli.gpu {
+        return run_gpu(&cli, &bin, program, seed);
+    }
+    let (server, addr) = start_gdbmux(
+        &bin,
+        &["--multi", "--no-gpu", "127.0.0.1:0"].map(std::ffi::OsStr::new),
+    )?;
+    let pid = server.0.id();
     println!(
         "soak: gdbmux pid {pid} on {addr}, {} s, seed {seed}",
         cli.secs
@@ -429,4 +441,105 @@ fn main() -> Result<()> {
         drop(server);
         bail!("leak or session errors (see the figures above)")
     }
+}
+
+/// Pass or fail on the growth of fds and RSS and on session errors.
+fn verdict(cli: &Cli, (fd0, rss0): (i64, i64), (fd1, rss1): (i64, i64), errors: u64) -> Result<()> {
+    let fd_ok = fd1 - fd0 <= cli.max_fd_growth;
+    let rss_ok = rss1 - rss0 <= cli.max_rss_growth_kib;
+    println!("errors:     {errors}");
+    println!(
+        "fds:        start {fd0}, end {fd1} (allowed growth {}) {}",
+        cli.max_fd_growth,
+        if fd_ok { "ok" } else { "LEAK" }
+    );
+    println!(
+        "RSS KiB:    start {rss0}, end {rss1} (allowed growth {}) {}",
+        cli.max_rss_growth_kib,
+        if rss_ok { "ok" } else { "LEAK" }
+    );
+    if fd_ok && rss_ok && errors == 0 {
+        println!("result:     PASS");
+        Ok(())
+    } else {
+        println!("result:     FAIL");
+        bail!("leak or session errors (see the figures above)")
+    }
+}
+
+/// `--gpu PROGRAM`: GPU sessions (see `gpu`), then the same leak check.
+fn run_gpu(cli: &Cli, bin: &PathBuf, program: &std::path::Path, seed: u64) -> Result<()> {
+    let (server, addr) = start_gdbmux(
+        bin,
+        &[
+            std::ffi::OsStr::new("127.0.0.1:0"),
+            std::ffi::OsStr::new("--"),
+            program.as_os_str(),
+        ],
+    )?;
+    let pid = server.0.id();
+    println!(
+        "soak --gpu: gdbmux pid {pid} on {addr} serving {}, {} s, seed {seed}",
+        program.display(),
+        cli.secs
+    );
+    let mut rng = Rng(seed);
+    let mut stats = gpu::GpuStats::default();
+    let mut errors = 0u64;
+    let connect = || -> Result<RspClient> {
+        let mut c = RspClient::connect(addr.as_str()).context("connecting to gdbmux")?;
+        c.set_timeout(Duration::from_secs(30));
+        Ok(c)
+    };
+    let one = |rng: &mut Rng, stats: &mut gpu::GpuStats| -> Result<()> {
+        let mut c = connect()?;
+        gpu::session(&mut c, rng, stats)
+    };
+    for _ in 0..3 {
+        if let Err(e) = one(&mut rng, &mut stats) {
+            errors += 1;
+            eprintln!("soak --gpu: warm-up session failed: {e:#}");
+        }
+    }
+    let sample = || -> Result<(i64, i64)> {
+        let mut c = connect()?;
+        gpu::settle(&mut c)?;
+        Ok((fd_count(pid)?, rss_kib(pid)?))
+    };
+    let first = sample()?;
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(cli.secs);
+    let mut last_report = start;
+    while Instant::now() < deadline {
+        if let Err(e) = one(&mut rng, &mut stats) {
+            errors += 1;
+            eprintln!("soak --gpu: session {} failed: {e:#}", stats.sessions);
+            if errors > 10 {
+                break;
+            }
+        }
+        if last_report.elapsed() >= Duration::from_secs(60) {
+            last_report = Instant::now();
+            println!(
+                "soak --gpu: {:>4} s: {} sessions, {} code-object updates, {} fds, RSS {} KiB",
+                start.elapsed().as_secs(),
+                stats.sessions,
+                stats.code_object_updates,
+                fd_count(pid)?,
+                rss_kib(pid)?
+            );
+        }
+    }
+    let last = sample()?;
+    println!("sessions:   {}", stats.sessions);
+    println!("packets:    {}", stats.packets);
+    println!("GPU breakpoint stops: {}", stats.breakpoint_stops);
+    println!("GPU single steps:     {}", stats.steps);
+    println!(
+        "code-object updates (loads + unloads): {}",
+        stats.code_object_updates
+    );
+    let r = verdict(cli, first, last, errors);
+    drop(server);
+    r
 }

@@ -1,10 +1,69 @@
-//! Host I/O: `vFile:*` (the operations themselves: `crate::hostio`).
+//! Host I/O: `vFile:*` (the operations themselves: `crate::hostio`; off
+//! the loop: `crate::hostio::offload`).
 
+use crate::hostio::offload::Handle;
 use crate::session::Session;
+use crate::session::SessionControl;
 
 impl Session {
     pub(in crate::session) fn handle_vfile(&mut self, args: &[u8]) {
-        let r = self.hostio.handle(args);
-        self.send(&r);
+        let Some(pool) = self.hostio_offload.clone() else {
+            // No pool (a session outside a server): run it here.
+            let r = self
+                .hostio
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .handle(args);
+            self.send(&r);
+            return;
+        };
+        self.vfile_seq += 1;
+        let seq = self.vfile_seq;
+        match pool.submit(self.id, seq, self.hostio.clone(), args.to_vec()) {
+            Ok(()) => self.vfile_pending = Some(seq),
+            Err(_) => {
+                tracing::warn!(target: "session", session = self.id, "vFile pool full: answered EBUSY");
+                self.send(b"F-1,10");
+            }
+        }
+    }
+
+    /// Runs vFile operations on `pool`'s workers from now on.
+    pub fn set_hostio_offload(&mut self, pool: Handle) {
+        self.hostio_offload = Some(pool);
+    }
+
+    /// While a vFile reply is awaited, the client's input waits in the
+    /// framer (bounded as held input). `true`: `data` was held.
+    pub(in crate::session) fn hold_for_vfile(&mut self, data: &[u8]) -> bool {
+        if self.vfile_pending.is_none() {
+            return false;
+        }
+        self.framer.push(data);
+        let held = self.framer.pending_input();
+        if held > crate::bounds::HELD_INPUT_LIMIT {
+            tracing::error!(
+                target: "session",
+                session = self.id,
+                held,
+                limit = crate::bounds::HELD_INPUT_LIMIT,
+                "the client sent too much while a vFile reply was pending: held input limit exceeded, closing the connection"
+            );
+            self.control = SessionControl::Close;
+        }
+        true
+    }
+
+    /// The reply of vFile request `seq` is ready: send it and go on with
+    /// the held input. A reply for a request the session no longer waits
+    /// for (the connection was reset meanwhile) is dropped.
+    pub fn on_vfile_done(&mut self, seq: u64, reply: &[u8]) -> SessionControl {
+        if self.vfile_pending != Some(seq) {
+            tracing::debug!(target: "session", session = self.id, seq, "stale vFile reply dropped");
+            return self.control;
+        }
+        self.vfile_pending = None;
+        self.send(reply);
+        self.on_input(&[])
     }
 }

@@ -22,6 +22,7 @@ const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
                     until a code object defines it);  gpu breaks: list;  gpu delete ADDR|SPEC\n\
   gpu step W        single-step wave W;  gpu continue [W]: resume one or all waves\n\
                     (a wave on a GPU breakpoint steps off it first)\n\
+  gpu stop          stop every running wave (a hung kernel: then gpu waves / gpu regs)\n\
   gpu stops report|log   report GPU stops to this session, or only log them\n";
 
 /// Changes the log filter at run time: given the channels to add (e.g.

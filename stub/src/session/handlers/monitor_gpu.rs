@@ -282,6 +282,10 @@ impl Session {
                     Ok("all stopped waves resumed\n".into())
                 }
             }
+            "stop" => {
+                let n = gpu.borrow_mut().stop_all_waves();
+                Ok(format!("stop requested for {n} running waves\n"))
+            }
             "stops" => match args.get(1).map(String::as_str) {
                 Some("report") | Some("log") => {
                     let on = args.get(1).map(String::as_str) == Some("report");

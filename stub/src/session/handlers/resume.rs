@@ -265,6 +265,7 @@ impl Session {
             tracing::debug!(target: "packets", session = self.id, "interrupt while stopped: ignored");
             return;
         }
+        self.interrupt_wanted = true;
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
                 tracing::warn!(target: "ptrace", "interrupt failed: {e}");

@@ -53,6 +53,7 @@ impl Session {
         if self.is_running() && self.gpu_intercept(&stop) {
             return;
         }
+        self.interrupt_wanted = false;
         let stop = if self.is_running() {
             self.gpu_decorate_stop(stop)
         } else {
