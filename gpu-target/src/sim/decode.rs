@@ -30,8 +30,25 @@ macro_rules! opcodes {
             pub fn widths(self) -> &'static [u8] {
                 match self { $(Self::$var => &[$($w),*]),* }
             }
+            /// Every opcode, in table order (`ALL[op as usize] == op`).
+            pub const ALL: &'static [Self] = &[$(Self::$var),*];
+            /// Calls `k.run::<I>()` with `I = self as usize`, a constant per
+            /// opcode: the executor gets one copy of its lane loop per
+            /// opcode, with the per-lane `match` on the opcode folded away.
+            #[inline(always)]
+            pub fn dispatch<K: OpKernel>(self, k: &mut K) -> K::Out {
+                match self { $(Self::$var => k.run::<{ $ty::$var as usize }>()),* }
+            }
         }
     };
+}
+
+/// Code monomorphised per opcode by `dispatch` (see [`VAlu::dispatch`]).
+pub trait OpKernel {
+    /// What a run returns.
+    type Out;
+    /// Runs with the opcode `ALL[OP]`.
+    fn run<const OP: usize>(&mut self) -> Self::Out;
 }
 
 opcodes! {
