@@ -3,7 +3,7 @@
 //! the sample kernels, and wave-list latency with 10,000 resident waves.
 //!
 //! ```text
-//! cargo run --release -p gpu-target --example simbench [-- --threads N] [--corpus-only] [--items N]
+//! cargo run --release -p gpu-target --example simbench [-- --threads N] [--corpus-only] [--items N] [--only SUBSTRING]
 //! ```
 //!
 //! Corpus launches are generic: every pointer argument gets its own buffer
@@ -134,19 +134,32 @@ fn cpu_seconds() -> f64 {
     (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
 }
 
+/// Nanoseconds on a CPU of all live threads of this process (the first
+/// field of each /proc/self/task/TID/schedstat).
+fn threads_cpu_ns() -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// Runs every kernel of every corpus code object; returns (instructions,
 /// seconds) summed over the launches that completed.
-fn corpus(threads: usize, items: u32) -> (u64, f64) {
+fn corpus(threads: usize, items: u32, only: Option<&str>) -> (u64, f64) {
     let dir = format!("{}/../samples/corpus/bin", env!("CARGO_MANIFEST_DIR"));
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{dir}: {e}"))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "hsaco"))
+        .filter(|p| only.is_none_or(|o| p.to_string_lossy().contains(o)))
         .collect();
     files.sort();
-    println!("| code object | kernel | waves | wave-insts | ms | M wave-inst/s |");
-    println!("|---|---|---|---|---|---|");
-    let (mut total_i, mut total_t) = (0u64, 0f64);
+    println!("| code object | kernel | waves | wave-insts | ms | M wave-inst/s | M per CPU-s |");
+    println!("|---|---|---|---|---|---|---|");
+    let (mut total_i, mut total_t, mut total_cpu) = (0u64, 0f64, 0f64);
     let mut rates = Vec::new();
     let cpu0 = cpu_seconds();
     for f in &files {
@@ -161,7 +174,7 @@ fn corpus(threads: usize, items: u32) -> (u64, f64) {
                     break;
                 }
             }
-            let Some((insts, dt)) = out else {
+            let Some((insts, dt, cpu)) = out else {
                 println!("| {file} | {} | - | - | - | aborted |", meta.name);
                 continue;
             };
@@ -169,11 +182,13 @@ fn corpus(threads: usize, items: u32) -> (u64, f64) {
             rates.push(rate);
             total_i += insts;
             total_t += dt;
+            total_cpu += cpu;
             println!(
-                "| {file} | {} | {} | {insts} | {:.1} | {rate:.2} |",
+                "| {file} | {} | {} | {insts} | {:.1} | {rate:.2} | {:.2} |",
                 meta.name,
                 items.div_ceil(64),
-                dt * 1e3
+                dt * 1e3,
+                insts as f64 / cpu / 1e6
             );
         }
     }
@@ -183,10 +198,10 @@ fn corpus(threads: usize, items: u32) -> (u64, f64) {
         // On a shared machine wall time includes other processes' turns;
         // the CPU figure (set-up included) is what the simulator costs.
         println!(
-            "\ncorpus CPU: {cpu:.2} CPU-s for {:.1} M wave-instructions: {:.2} M wave-inst per CPU-second ({threads} device threads: {:.2} M/s if each had a core)",
+            "\ncorpus CPU: the launches ran {total_cpu:.2} CPU-s ({cpu:.2} with set-up) for {:.1} M wave-instructions: {:.2} M wave-inst per CPU-second; {threads} device threads, each with a core: {:.2} M wave-inst/s",
             total_i as f64 / 1e6,
-            total_i as f64 / cpu / 1e6,
-            total_i as f64 / cpu / 1e6 * threads as f64
+            total_i as f64 / total_cpu / 1e6,
+            total_i as f64 / total_cpu / 1e6 * threads as f64
         );
         println!(
             "corpus: {} launches, {:.1} M wave-instructions in {:.2} s: {:.2} M wave-inst/s overall; per launch min {:.2}, median {:.2}, max {:.2}",
@@ -202,14 +217,15 @@ fn corpus(threads: usize, items: u32) -> (u64, f64) {
     (total_i, total_t)
 }
 
-/// One generic launch; `None` when it did not complete.
+/// One generic launch: (wave-instructions, wall seconds, CPU seconds of
+/// every thread from submit to completion); `None` when it did not complete.
 fn corpus_launch(
     threads: usize,
     elf: &Elf<'_>,
     meta: &KernelMeta,
     items: u32,
     block: u16,
-) -> Option<(u64, f64)> {
+) -> Option<(u64, f64, f64)> {
     let mut a = Alloc::new(true);
     let base = a.put(elf.load_image().ok()?);
     let kd = base + elf.symbol(&format!("{}.kd", meta.name)).ok()?.value;
@@ -257,11 +273,13 @@ fn corpus_launch(
             ..Default::default()
         },
     );
+    let c = threads_cpu_ns();
     let t = Instant::now();
     let id = dev.submit(pk).ok()?;
     let out = dev.wait(id, Some(Duration::from_secs(600)));
     let dt = t.elapsed().as_secs_f64();
-    (out == Some(DispatchOutcome::Completed)).then(|| (dev.instructions_executed(), dt))
+    let cpu = threads_cpu_ns().saturating_sub(c) as f64 / 1e9;
+    (out == Some(DispatchOutcome::Completed)).then(|| (dev.instructions_executed(), dt, cpu))
 }
 
 fn main() {
@@ -282,7 +300,11 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1u32 << 16);
     println!("simgpu benchmark ({threads} device threads)\n");
-    corpus(threads, items);
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1));
+    corpus(threads, items, only.map(String::as_str));
     if args.iter().any(|a| a == "--corpus-only") {
         return;
     }

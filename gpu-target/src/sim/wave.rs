@@ -848,6 +848,60 @@ pub fn f64_to_f16(x: f64) -> u16 {
     sign | (((e + 15) as u16) << 10) | (q as u16 & 0x3ff)
 }
 
+/// The compare of every lane, as a mask: one lane loop per operand type and
+/// condition, so that the type and condition `match` of [`cmp`] folds away.
+fn cmp_lanes(c: VCmp, a: &[u64; LANES], b: &[u64; LANES], abs: u8, neg: u8) -> u64 {
+    #[inline(always)]
+    fn lanes<const TY: usize, const COND: u8>(
+        a: &[u64; LANES],
+        b: &[u64; LANES],
+        abs: u8,
+        neg: u8,
+    ) -> u64 {
+        let c = VCmp {
+            ty: CMP_TYPES[TY],
+            cond: COND,
+            x: false,
+        };
+        let mut mask = 0u64;
+        for lane in 0..LANES {
+            mask |= (cmp(c, a[lane], b[lane], abs, neg) as u64) << lane;
+        }
+        mask
+    }
+    macro_rules! conds {
+        ($ty:expr; $($cond:literal)*) => {
+            match c.cond {
+                $($cond => lanes::<{ $ty as usize }, $cond>(a, b, abs, neg),)*
+                _ => lanes::<{ $ty as usize }, 15>(a, b, abs, neg),
+            }
+        };
+    }
+    macro_rules! types {
+        ($($ty:ident)*) => {
+            match c.ty {
+                $(CmpTy::$ty => conds!(CmpTy::$ty; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),)*
+            }
+        };
+    }
+    types!(I16 U16 I32 U32 I64 U64 F32 F64 ClassF32 ClassF64)
+}
+
+/// [`CmpTy`] by discriminant.
+const CMP_TYPES: [CmpTy; 10] = [
+    CmpTy::I16,
+    CmpTy::U16,
+    CmpTy::I32,
+    CmpTy::U32,
+    CmpTy::I64,
+    CmpTy::U64,
+    CmpTy::F32,
+    CmpTy::F64,
+    CmpTy::ClassF32,
+    CmpTy::ClassF64,
+];
+
+#[inline(always)]
 fn cmp(c: VCmp, a: u64, b: u64, abs: u8, neg: u8) -> bool {
     use std::cmp::Ordering;
     let ord = match c.ty {
@@ -934,11 +988,7 @@ fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
             let mask = VALU_LANES.with_borrow_mut(|k| {
                 gather(r, a, &mut k.a);
                 gather(r, b, &mut k.b);
-                let mut mask = 0u64;
-                for lane in 0..LANES {
-                    mask |= (cmp(*c, k.a[lane], k.b[lane], *abs, *neg) as u64) << lane;
-                }
-                mask & exec
+                cmp_lanes(*c, &k.a, &k.b, *abs, *neg) & exec
             });
             let d = if e64 { *dst as u16 } else { 106 };
             r.sset(d, 2, mask);
@@ -1013,9 +1063,16 @@ fn valu_alu(
     // instruction.
     let carry = VALU_LANES.with_borrow_mut(|k| {
         k.x = x;
+        // Only the operands the opcode has (its widths, and the carry/mask
+        // input); the others keep stale values no lane function reads.
+        let nsrc = w.len() - 1;
         gather(r, s0, &mut k.a);
-        gather(r, s1, &mut k.b);
-        gather(r, s2, &mut k.c);
+        if nsrc >= 2 {
+            gather(r, s1, &mut k.b);
+        }
+        if nsrc >= 3 || op.has_mask_in() {
+            gather(r, s2, &mut k.c);
+        }
         if matches!(
             op,
             VAlu::FmacF32 | VAlu::FmacF64 | VAlu::MacF32 | VAlu::SwapB32
@@ -1064,27 +1121,28 @@ fn gather(r: &WaveRegs, s: VSrc, out: &mut [u64; LANES]) {
 }
 
 /// Writes the EXEC lanes of `vals` to VGPR `reg` (and `reg + 1` when 64-bit).
+/// Branch-free (a blend with a lane mask), so the loops vectorise.
 #[inline]
 fn scatter(r: &mut WaveRegs, reg: usize, width: u8, exec: u64, vals: &[u64; LANES]) {
+    let mut m = [0u32; LANES];
+    for (lane, x) in m.iter_mut().enumerate() {
+        *x = 0u32.wrapping_sub((exec >> lane) as u32 & 1);
+    }
     if let Some(lo) = r.vgpr.get_mut(reg) {
         if exec == u64::MAX {
             for (d, &v) in lo.iter_mut().zip(vals.iter()) {
                 *d = v as u32;
             }
         } else {
-            for (lane, (d, &v)) in lo.iter_mut().zip(vals.iter()).enumerate() {
-                if exec >> lane & 1 != 0 {
-                    *d = v as u32;
-                }
+            for ((d, &v), &m) in lo.iter_mut().zip(vals.iter()).zip(m.iter()) {
+                *d = (*d & !m) | (v as u32 & m);
             }
         }
     }
     if width == 2 {
         if let Some(hi) = r.vgpr.get_mut(reg + 1) {
-            for (lane, (d, &v)) in hi.iter_mut().zip(vals.iter()).enumerate() {
-                if exec >> lane & 1 != 0 {
-                    *d = (v >> 32) as u32;
-                }
+            for ((d, &v), &m) in hi.iter_mut().zip(vals.iter()).zip(m.iter()) {
+                *d = (*d & !m) | ((v >> 32) as u32 & m);
             }
         }
     }
