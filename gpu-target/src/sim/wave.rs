@@ -1851,10 +1851,10 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     else {
         return Step::IllegalInstruction;
     };
-    if *seg == FlatSeg::Scratch {
-        return Step::IllegalInstruction;
-    }
     let exec = r.exec;
+    if *seg == FlatSeg::Scratch {
+        return scratch(r, ctx, inst);
+    }
     let base = saddr.map(|s| r.sget(s as u16, 2, None));
     let mut addrs = [0u64; LANES];
     for (lane, a) in addrs.iter_mut().enumerate() {
@@ -2285,6 +2285,35 @@ fn flat_apertures(
     Step::Continue
 }
 
+/// `scratch_*` (FLAT scratch): each lane's address is an offset into its own
+/// private memory, SGPR `saddr` (when not `off`) or VGPR `vaddr`, plus the
+/// instruction offset; the hardware swizzles it as it swizzles FLAT accesses
+/// to the private aperture, so the access is one to
+/// `PRIVATE_APERTURE + offset`. Out of range is a memory violation at that
+/// aperture address.
+fn scratch(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Flat {
+        op,
+        vdst,
+        addr,
+        data,
+        saddr,
+        offset,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let base = saddr.map(|s| r.sget(s as u16, 1, None) as u32);
+    let va = r.vgpr.get(*addr as usize).copied().unwrap_or([0; LANES]);
+    let mut addrs = [0u64; LANES];
+    for (lane, a) in addrs.iter_mut().enumerate() {
+        let off = base.unwrap_or(va[lane]).wrapping_add(*offset as u32);
+        *a = PRIVATE_APERTURE + off as u64;
+    }
+    flat_apertures(r, ctx, op, *vdst, *data, &addrs)
+}
+
 /// Sign-extends a sub-dword load.
 fn sext(v: u32, bytes: usize, signed: bool) -> u32 {
     match (bytes, signed) {
@@ -2709,6 +2738,80 @@ mod tests {
         let mut r = WaveRegs::new(8);
         assert_eq!(run(&[0xffff_ffff], &mut r, &mem), Step::IllegalInstruction);
         assert_eq!(r.pc, 0x1000);
+    }
+
+    #[test]
+    fn scratch_instructions_address_private_memory_per_lane() {
+        let mem = BufferMemory::new();
+        let mut r = WaveRegs::new(16);
+        r.exec = !(1u64 << 3);
+        for lane in 0..LANES {
+            r.vgpr[0][lane] = 16; // per-lane offset
+            r.vgpr[1][lane] = 0x1000 + lane as u32;
+            r.vgpr[4][lane] = 0xaaaa_0000 + lane as u32;
+            r.vgpr[5][lane] = 0xbbbb_0000 + lane as u32;
+            r.vgpr[1][lane] |= 0x8000; // the short store keeps 0x80xx
+        }
+        r.sgpr[2] = 12;
+        let words: Vec<u32> = [
+            // scratch_store_dword v0, v1, off offset:4
+            [0x04, 0x40, 0x70, 0xdc, 0x00, 0x01, 0x7f, 0x00],
+            // scratch_load_dword v2, off, s2 offset:8  (lane offset 20)
+            [0x08, 0x40, 0x50, 0xdc, 0x00, 0x00, 0x02, 0x02],
+            // scratch_load_dword v3, v0, off offset:4
+            [0x04, 0x40, 0x50, 0xdc, 0x00, 0x00, 0x7f, 0x03],
+            // scratch_store_dwordx2 v0, v[4:5], off offset:-8
+            [0xf8, 0x5f, 0x74, 0xdc, 0x00, 0x04, 0x7f, 0x00],
+            // scratch_load_dwordx2 v[6:7], v0, off offset:-8
+            [0xf8, 0x5f, 0x54, 0xdc, 0x00, 0x00, 0x7f, 0x06],
+            // scratch_store_short v0, v1, off offset:64
+            [0x40, 0x40, 0x68, 0xdc, 0x00, 0x01, 0x7f, 0x00],
+            // scratch_load_sshort v8, v0, off offset:64
+            [0x40, 0x40, 0x4c, 0xdc, 0x00, 0x00, 0x7f, 0x08],
+            // s_endpgm
+            [0x00, 0x00, 0x81, 0xbf, 0, 0, 0, 0],
+        ]
+        .iter()
+        .flat_map(|b| {
+            b.chunks(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        })
+        .collect();
+        let code: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        mem.map(0x1000, code);
+        r.pc = 0x1000;
+        let mut lds = vec![0u8; 64];
+        let mut private = vec![0u8; 128 * LANES]; // 128 bytes per lane
+        let mut ctx = Ctx {
+            mem: &mem,
+            lds: &mut lds,
+            scratch: &mut private,
+            code: None,
+        };
+        while step(&mut r, &mut ctx) == Step::Continue {}
+        for lane in [0usize, 5, 63] {
+            let at = swizzle_private(lane, 20) as usize;
+            let stored = u32::from_le_bytes(ctx.scratch[at..at + 4].try_into().unwrap());
+            assert_eq!(stored, 0x9000 + lane as u32, "lane {lane} dword at 20");
+            assert_eq!(r.vgpr[2][lane], stored);
+            assert_eq!(r.vgpr[3][lane], stored);
+            assert_eq!(r.vgpr[6][lane], 0xaaaa_0000 + lane as u32);
+            assert_eq!(r.vgpr[7][lane], 0xbbbb_0000 + lane as u32);
+            assert_eq!(r.vgpr[8][lane], (0x9000 + lane as u32) | 0xffff_0000);
+        }
+        assert_eq!(r.vgpr[2][3], 0, "an inactive lane is untouched");
+        // Past the private segment: a memory violation at the aperture
+        // address, the pc at the instruction.
+        r.vgpr[0][0] = 200;
+        mem.map(0x2000, vec![0x04, 0x40, 0x50, 0xdc, 0x00, 0x00, 0x7f, 0x03]);
+        r.pc = 0x2000;
+        assert_eq!(
+            step(&mut r, &mut ctx),
+            Step::MemoryViolation {
+                addr: PRIVATE_APERTURE + 204
+            }
+        );
+        assert_eq!(r.pc, 0x2000);
     }
 
     #[test]
