@@ -1,9 +1,16 @@
-//! Simulator speed: instructions/s and waves/s on the sample kernels, and
-//! wave-list latency with 10,000 resident waves.
+//! Simulator speed: wave-instructions/s over every kernel of the corpus
+//! (samples/corpus/bin, each at -O0 -g to -O3), instructions/s and waves/s on
+//! the sample kernels, and wave-list latency with 10,000 resident waves.
 //!
 //! ```text
-//! cargo run --release -p gpu-target --example simbench [-- --threads N]
+//! cargo run --release -p gpu-target --example simbench [-- --threads N] [--corpus-only] [--items N] [--only SUBSTRING]
 //! ```
+//!
+//! Corpus launches are generic: every pointer argument gets its own buffer
+//! of small integers (64 bytes per work-item), every by-value argument the
+//! work-item count, a dynamic `__local` argument 4 KiB; memory is local
+//! buffers ([`BufferMemory`]), so the figure is the interpreter's, not
+//! `process_vm_readv`'s.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +21,10 @@ use gpu_target::sim::device::Device;
 use gpu_target::sim::device::DeviceConfig;
 use gpu_target::sim::device::DispatchOutcome;
 use gpu_target::sim::elf::Elf;
+use gpu_target::sim::launch::build_kernarg;
+use gpu_target::sim::launch::kernel_metadata;
+use gpu_target::sim::launch::KernelMeta;
+use gpu_target::sim::launch::LaunchDims;
 use gpu_target::sim::memory::BufferMemory;
 use gpu_target::sim::memory::GlobalMemory;
 use gpu_target::sim::memory::ProcessMemory;
@@ -110,6 +121,167 @@ fn run_kernel(
     );
 }
 
+/// CPU seconds this process has used (all threads, also exited ones), from
+/// /proc/self/stat (`utime` + `stime`, in USER_HZ = 100 ticks per second).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<u64> = after
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // Fields 14 and 15 of the line; `after` starts at field 3.
+    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
+}
+
+/// Nanoseconds on a CPU of all live threads of this process (the first
+/// field of each /proc/self/task/TID/schedstat).
+fn threads_cpu_ns() -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Runs every kernel of every corpus code object; returns (instructions,
+/// seconds) summed over the launches that completed.
+fn corpus(threads: usize, items: u32, only: Option<&str>) -> (u64, f64) {
+    let dir = format!("{}/../samples/corpus/bin", env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "hsaco"))
+        .filter(|p| only.is_none_or(|o| p.to_string_lossy().contains(o)))
+        .collect();
+    files.sort();
+    println!("| code object | kernel | waves | wave-insts | ms | M wave-inst/s | M per CPU-s |");
+    println!("|---|---|---|---|---|---|---|");
+    let (mut total_i, mut total_t, mut total_cpu) = (0u64, 0f64, 0f64);
+    let mut rates = Vec::new();
+    let cpu0 = cpu_seconds();
+    for f in &files {
+        let bytes = std::fs::read(f).expect("code object");
+        let elf = Elf::parse_code_object(&bytes).expect("code object");
+        let file = f.file_name().unwrap_or_default().to_string_lossy();
+        for meta in kernel_metadata(&elf) {
+            let mut out = None;
+            for block in [256u16, 64] {
+                out = corpus_launch(threads, &elf, &meta, items, block);
+                if out.is_some() {
+                    break;
+                }
+            }
+            let Some((insts, dt, cpu)) = out else {
+                println!("| {file} | {} | - | - | - | aborted |", meta.name);
+                continue;
+            };
+            let rate = insts as f64 / dt / 1e6;
+            rates.push(rate);
+            total_i += insts;
+            total_t += dt;
+            total_cpu += cpu;
+            println!(
+                "| {file} | {} | {} | {insts} | {:.1} | {rate:.2} | {:.2} |",
+                meta.name,
+                items.div_ceil(64),
+                dt * 1e3,
+                insts as f64 / cpu / 1e6
+            );
+        }
+    }
+    let cpu = cpu_seconds() - cpu0;
+    rates.sort_by(|a, b| a.total_cmp(b));
+    if !rates.is_empty() {
+        // On a shared machine wall time includes other processes' turns;
+        // the CPU figure (set-up included) is what the simulator costs.
+        println!(
+            "\ncorpus CPU: the launches ran {total_cpu:.2} CPU-s ({cpu:.2} with set-up) for {:.1} M wave-instructions: {:.2} M wave-inst per CPU-second; {threads} device threads, each with a core: {:.2} M wave-inst/s",
+            total_i as f64 / 1e6,
+            total_i as f64 / total_cpu / 1e6,
+            total_i as f64 / total_cpu / 1e6 * threads as f64
+        );
+        println!(
+            "corpus: {} launches, {:.1} M wave-instructions in {:.2} s: {:.2} M wave-inst/s overall; per launch min {:.2}, median {:.2}, max {:.2}",
+            rates.len(),
+            total_i as f64 / 1e6,
+            total_t,
+            total_i as f64 / total_t / 1e6,
+            rates[0],
+            rates[rates.len() / 2],
+            rates[rates.len() - 1]
+        );
+    }
+    (total_i, total_t)
+}
+
+/// One generic launch: (wave-instructions, wall seconds, CPU seconds of
+/// every thread from submit to completion); `None` when it did not complete.
+fn corpus_launch(
+    threads: usize,
+    elf: &Elf<'_>,
+    meta: &KernelMeta,
+    items: u32,
+    block: u16,
+) -> Option<(u64, f64, f64)> {
+    let mut a = Alloc::new(true);
+    let base = a.put(elf.load_image().ok()?);
+    let kd = base + elf.symbol(&format!("{}.kd", meta.name)).ok()?.value;
+    let mut user = Vec::new();
+    let mut dynamic = 0;
+    for arg in meta
+        .args
+        .iter()
+        .filter(|x| !x.value_kind.starts_with("hidden_"))
+    {
+        let end = (arg.offset + arg.size) as usize;
+        if user.len() < end {
+            user.resize(end, 0);
+        }
+        let v: u64 = match arg.value_kind.as_str() {
+            "global_buffer" => {
+                let words = items as usize * 16;
+                a.put(
+                    (0..words as u32)
+                        .flat_map(|i| (i * 7 % 61).to_le_bytes())
+                        .collect(),
+                )
+            }
+            "dynamic_shared_pointer" => {
+                dynamic = 4096;
+                0
+            }
+            _ => items as u64,
+        };
+        let n = (arg.size as usize).min(8);
+        user[arg.offset as usize..arg.offset as usize + n].copy_from_slice(&v.to_le_bytes()[..n]);
+    }
+    let dims = LaunchDims {
+        grid: [items, 1, 1],
+        block: [block, 1, 1],
+        dynamic_lds: dynamic,
+    };
+    let (kernarg, group) = build_kernarg(meta, &user, dims).ok()?;
+    let ka = a.put(kernarg);
+    let pk = a.put(encode_dispatch_packet(kd, ka, dims.grid, dims.block, group).to_vec());
+    let dev = Device::new(
+        a.mem(),
+        DeviceConfig {
+            threads,
+            ..Default::default()
+        },
+    );
+    let c = threads_cpu_ns();
+    let t = Instant::now();
+    let id = dev.submit(pk).ok()?;
+    let out = dev.wait(id, Some(Duration::from_secs(600)));
+    let dt = t.elapsed().as_secs_f64();
+    let cpu = threads_cpu_ns().saturating_sub(c) as f64 / 1e9;
+    (out == Some(DispatchOutcome::Completed)).then(|| (dev.instructions_executed(), dt, cpu))
+}
+
 fn main() {
     let mut threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -121,7 +293,22 @@ fn main() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(threads);
     }
+    let items = args
+        .iter()
+        .position(|a| a == "--items")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1u32 << 16);
     println!("simgpu benchmark ({threads} device threads)\n");
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1));
+    corpus(threads, items, only.map(String::as_str));
+    if args.iter().any(|a| a == "--corpus-only") {
+        return;
+    }
+    println!();
     println!("| kernel     | memory  | items     | waves   | ms       | Minst/s   | waves/s  |");
     println!("|---|---|---|---|---|---|---|");
     for local in [true, false] {

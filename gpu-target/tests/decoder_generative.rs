@@ -110,6 +110,13 @@ fn samples(class: &str, op: u32, r: &mut Rng) -> Vec<Vec<u32>> {
                     | (r.next() % 256) << 8
                     | r.next() % 256,
             ],
+            "scratch" => vec![
+                0xDC00_4000 | op << 18 | (r.next() & 0x3_1fff),
+                (r.next() % 256) << 24
+                    | [0x7f, r.next() % 102][r.next() as usize % 2] << 16
+                    | (r.next() % 256) << 8
+                    | r.next() % 256,
+            ],
             "flat" => vec![
                 0xDC00_0000 | op << 18 | (r.next() & 0x3_0fff),
                 (r.next() % 256) << 24 | (r.next() % 256) << 8 | r.next() % 256,
@@ -169,6 +176,7 @@ const CLASSES: &[(&str, std::ops::RangeInclusive<u32>)] = &[
     ("ds", 0..=0xff),
     ("global", 0..=0x7f),
     ("flat", 0..=0x7f),
+    ("scratch", 0..=0x7f),
     ("mubuf", 0..=0x1f),
     ("sdwa", 0..=0x13f),
     ("dpp", 0..=0x13f),

@@ -71,48 +71,73 @@ pub mod status {
     pub const ERROR_REGISTER_NOT_AVAILABLE: i32 = -44;
     pub const ERROR_INVALID_WORKGROUP_ID: i32 = -45;
     pub const ERROR_INCOMPATIBLE_PROCESS_STATE: i32 = -46;
+    pub const ERROR_INVALID_DISPLACED_STEPPING_ID: i32 = -26;
+    pub const ERROR_DISPLACED_STEPPING_BUFFER_NOT_AVAILABLE: i32 = -27;
+    pub const ERROR_DISPLACED_STEPPING_ACTIVE: i32 = -28;
+    pub const ERROR_RESUME_DISPLACED_STEPPING: i32 = -29;
+    pub const ERROR_INVALID_WATCHPOINT_ID: i32 = -30;
+    pub const ERROR_NO_WATCHPOINT_AVAILABLE: i32 = -31;
+    pub const ERROR_INVALID_REGISTER_CLASS_ID: i32 = -32;
+    pub const ERROR_INVALID_ADDRESS_CLASS_ID: i32 = -35;
+    pub const ERROR_INVALID_ADDRESS_SPACE_CONVERSION: i32 = -38;
+    pub const ERROR_PROCESS_FROZEN: i32 = -47;
+    pub const ERROR_PROCESS_ALREADY_FROZEN: i32 = -48;
+    pub const ERROR_PROCESS_NOT_FROZEN: i32 = -49;
 
-    /// English text for a status (what `get_status_string` returns).
+    /// English text for a status (what `get_status_string` returns): AMD's
+    /// library 0.77's texts, word for word (clients may show them).
     pub fn text(s: i32) -> &'static str {
         match s {
-            SUCCESS => "success",
-            ERROR => "generic error",
-            FATAL => "fatal error",
-            ERROR_NOT_IMPLEMENTED => "operation not implemented",
-            ERROR_NOT_AVAILABLE => "information not available",
-            ERROR_NOT_SUPPORTED => "operation not supported",
-            ERROR_INVALID_ARGUMENT => "invalid argument",
-            ERROR_INVALID_ARGUMENT_COMPATIBILITY => "invalid argument compatibility",
-            ERROR_ALREADY_INITIALIZED => "library already initialized",
-            ERROR_NOT_INITIALIZED => "library not initialized",
-            ERROR_RESTRICTION => "restriction error",
-            ERROR_ALREADY_ATTACHED => "process already attached",
-            ERROR_INVALID_ARCHITECTURE_ID => "invalid architecture",
-            ERROR_ILLEGAL_INSTRUCTION => "illegal instruction",
-            ERROR_INVALID_CODE_OBJECT_ID => "invalid code object",
-            ERROR_INVALID_ELF_AMDGPU_MACHINE => "invalid ELF AMDGPU machine",
-            ERROR_INVALID_PROCESS_ID => "invalid process",
-            ERROR_PROCESS_EXITED => "process exited",
-            ERROR_INVALID_AGENT_ID => "invalid agent",
-            ERROR_INVALID_QUEUE_ID => "invalid queue",
-            ERROR_INVALID_DISPATCH_ID => "invalid dispatch",
-            ERROR_INVALID_WAVE_ID => "invalid wave",
-            ERROR_WAVE_NOT_STOPPED => "wave not stopped",
-            ERROR_WAVE_STOPPED => "wave stopped",
-            ERROR_WAVE_OUTSTANDING_STOP => "wave has an outstanding stop request",
-            ERROR_WAVE_NOT_RESUMABLE => "wave cannot be resumed",
-            ERROR_INVALID_REGISTER_ID => "invalid register",
-            ERROR_INVALID_LANE_ID => "invalid lane",
-            ERROR_INVALID_ADDRESS_SPACE_ID => "invalid address space",
-            ERROR_MEMORY_ACCESS => "memory access error",
-            ERROR_INVALID_EVENT_ID => "invalid event",
-            ERROR_INVALID_BREAKPOINT_ID => "invalid breakpoint",
-            ERROR_CLIENT_CALLBACK => "client callback error",
-            ERROR_INVALID_CLIENT_PROCESS_ID => "invalid client process",
-            ERROR_SYMBOL_NOT_FOUND => "symbol not found",
-            ERROR_REGISTER_NOT_AVAILABLE => "register not available",
-            ERROR_INVALID_WORKGROUP_ID => "invalid workgroup",
-            ERROR_INCOMPATIBLE_PROCESS_STATE => "incompatible process state",
+            SUCCESS => "The function has executed successfully",
+            ERROR => "A generic error has occurred",
+            FATAL => "A fatal error has occurred",
+            ERROR_NOT_IMPLEMENTED => "The operation is not currently implemented",
+            ERROR_NOT_AVAILABLE => "The requested information is not available",
+            ERROR_NOT_SUPPORTED => "The operation is not supported",
+            ERROR_INVALID_ARGUMENT => "An invalid argument was given to the function",
+            ERROR_INVALID_ARGUMENT_COMPATIBILITY => "An invalid combination of arguments was given to the function",
+            ERROR_ALREADY_INITIALIZED => "The library is already initialized",
+            ERROR_NOT_INITIALIZED => "The library is not initialized",
+            ERROR_RESTRICTION => "There is a restriction that prevents debugging",
+            ERROR_ALREADY_ATTACHED => "The process is already attached to the given inferior process",
+            ERROR_INVALID_ARCHITECTURE_ID => "The architecture handle is invalid",
+            ERROR_ILLEGAL_INSTRUCTION => "The bytes being disassembled are not a legal instruction",
+            ERROR_INVALID_CODE_OBJECT_ID => "The code object handle is invalid",
+            ERROR_INVALID_ELF_AMDGPU_MACHINE => "The ELF AMD GPU machine value is invalid or unsupported",
+            ERROR_INVALID_PROCESS_ID => "The process handle is invalid",
+            ERROR_PROCESS_EXITED => "The native operating system process associated with a client process has exited",
+            ERROR_INVALID_AGENT_ID => "The agent handle is invalid",
+            ERROR_INVALID_QUEUE_ID => "The queue handle is invalid",
+            ERROR_INVALID_DISPATCH_ID => "The dispatch handle is invalid",
+            ERROR_INVALID_WAVE_ID => "The wave handle is invalid",
+            ERROR_WAVE_NOT_STOPPED => "The wave is not stopped",
+            ERROR_WAVE_STOPPED => "The wave is stopped",
+            ERROR_WAVE_OUTSTANDING_STOP => "The wave has an outstanding stop request",
+            ERROR_WAVE_NOT_RESUMABLE => "The wave cannot be resumed",
+            ERROR_INVALID_DISPLACED_STEPPING_ID => "The displaced stepping handle is invalid",
+            ERROR_DISPLACED_STEPPING_BUFFER_NOT_AVAILABLE => "No more displaced stepping buffers are available that are suitable for the requested wave",
+            ERROR_DISPLACED_STEPPING_ACTIVE => "The wave has an active displaced stepping buffer",
+            ERROR_RESUME_DISPLACED_STEPPING => "The wave cannot be resumed in the manner requested due to displaced stepping restrictions.",
+            ERROR_INVALID_WATCHPOINT_ID => "The watchpoint handle is invalid",
+            ERROR_NO_WATCHPOINT_AVAILABLE => "No more watchpoints available",
+            ERROR_INVALID_REGISTER_CLASS_ID => "The register class handle is invalid",
+            ERROR_INVALID_REGISTER_ID => "The register handle is invalid",
+            ERROR_INVALID_LANE_ID => "The lane handle is invalid",
+            ERROR_INVALID_ADDRESS_CLASS_ID => "The address class handle is invalid",
+            ERROR_INVALID_ADDRESS_SPACE_ID => "The address space handle is invalid",
+            ERROR_MEMORY_ACCESS => "An error occurred while trying to access memory in the inferior",
+            ERROR_INVALID_ADDRESS_SPACE_CONVERSION => "The segment address cannot be converted to the requested address space",
+            ERROR_INVALID_EVENT_ID => "The event handle is invalid",
+            ERROR_INVALID_BREAKPOINT_ID => "The breakpoint handle is invalid",
+            ERROR_CLIENT_CALLBACK => "A callback to the client reported an error",
+            ERROR_INVALID_CLIENT_PROCESS_ID => "The client process handle is invalid",
+            ERROR_SYMBOL_NOT_FOUND => "The symbol was not found",
+            ERROR_REGISTER_NOT_AVAILABLE => "The register handle is valid, but specifies a register that is not allocated in the associated wave",
+            ERROR_INVALID_WORKGROUP_ID => "The workgroup handle is invalid",
+            ERROR_INCOMPATIBLE_PROCESS_STATE => "The process is in a state incompatible with the requested operation",
+            ERROR_PROCESS_FROZEN => "The process is in the frozen state",
+            ERROR_PROCESS_ALREADY_FROZEN => "The process is already in the frozen state",
+            ERROR_PROCESS_NOT_FROZEN => "The process is not in the frozen state",
             _ => "unknown status",
         }
     }
@@ -289,6 +314,15 @@ pub mod info {
         pub const CLIENT_THREAD: i32 = 5;
         pub const RUNTIME_STATE: i32 = 6;
         pub const QUEUE: i32 = 7;
+    }
+    pub mod address_space {
+        pub const NAME: i32 = 1;
+        pub const ADDRESS_SIZE: i32 = 2;
+        pub const NULL_ADDRESS: i32 = 3;
+        pub const ACCESS: i32 = 4;
+        pub const DWARF: i32 = 5;
+        /// `AMD_DBGAPI_ADDRESS_SPACE_ACCESS_ALL`.
+        pub const ACCESS_ALL: i32 = 1;
     }
     pub mod register {
         pub const ARCHITECTURE: i32 = 1;

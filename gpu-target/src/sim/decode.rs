@@ -30,8 +30,25 @@ macro_rules! opcodes {
             pub fn widths(self) -> &'static [u8] {
                 match self { $(Self::$var => &[$($w),*]),* }
             }
+            /// Every opcode, in table order (`ALL[op as usize] == op`).
+            pub const ALL: &'static [Self] = &[$(Self::$var),*];
+            /// Calls `k.run::<I>()` with `I = self as usize`, a constant per
+            /// opcode: the executor gets one copy of its lane loop per
+            /// opcode, with the per-lane `match` on the opcode folded away.
+            #[inline(always)]
+            pub fn dispatch<K: OpKernel>(self, k: &mut K) -> K::Out {
+                match self { $(Self::$var => k.run::<{ $ty::$var as usize }>()),* }
+            }
         }
     };
+}
+
+/// Code monomorphised per opcode by `dispatch` (see [`VAlu::dispatch`]).
+pub trait OpKernel {
+    /// What a run returns.
+    type Out;
+    /// Runs with the opcode `ALL[OP]`.
+    fn run<const OP: usize>(&mut self) -> Self::Out;
 }
 
 opcodes! {
@@ -1051,9 +1068,13 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             FlatSeg::Flat => (w0 & 0xfff) as i32,
             _ => (((w0 & 0x1fff) << 19) as i32) >> 19,
         };
+        let op = FlatOp::from_code((w0 >> 18) & 0x7f)?;
+        if seg == FlatSeg::Scratch && matches!(op, FlatOp::Atomic(_) | FlatOp::Atomic64(_)) {
+            return None; // scratch has no atomics
+        }
         Kind::Flat {
             seg,
-            op: FlatOp::from_code((w0 >> 18) & 0x7f)?,
+            op,
             vdst: (w1 >> 24) as u8,
             addr: (w1 & 0xff) as u8,
             data: ((w1 >> 8) & 0xff) as u8,
@@ -1677,6 +1698,12 @@ impl Inst {
         };
         write!(f, "{prefix}_{}", op.name())?;
         let addr_w = if saddr.is_some() { 1 } else { 2 };
+        // The address operand: scratch takes one VGPR, or `off` with an SGPR.
+        let addr_text = match (seg, saddr) {
+            (FlatSeg::Scratch, Some(_)) => "off".to_string(),
+            (FlatSeg::Scratch, None) => vreg(*addr, 1).to_string(),
+            _ => vreg(*addr, addr_w).to_string(),
+        };
         let bytes = match op {
             FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } => *bytes,
             FlatOp::Atomic(_) => 4,
@@ -1684,14 +1711,14 @@ impl Inst {
         };
         let w = bytes.div_ceil(4);
         match op {
-            FlatOp::Load { .. } => write!(f, " {}, {}", v(*vdst, w), vreg(*addr, addr_w))?,
-            FlatOp::Store { .. } => write!(f, " {}, {}", vreg(*addr, addr_w), v(*data, w))?,
+            FlatOp::Load { .. } => write!(f, " {}, {addr_text}", v(*vdst, w))?,
+            FlatOp::Store { .. } => write!(f, " {addr_text}, {}", v(*data, w))?,
             FlatOp::Atomic(i) | FlatOp::Atomic64(i) => {
                 let dw = if *i == 1 { 2 * w } else { w };
                 if *glc {
                     write!(f, " {},", v(*vdst, w))?;
                 }
-                write!(f, " {}, {}", vreg(*addr, addr_w), v(*data, dw))?;
+                write!(f, " {addr_text}, {}", v(*data, dw))?;
             }
         }
         if *seg != FlatSeg::Flat {
@@ -1701,7 +1728,7 @@ impl Inst {
                     ", {}",
                     Src {
                         code: *s as u16,
-                        width: 2,
+                        width: if *seg == FlatSeg::Scratch { 1 } else { 2 },
                         literal: None
                     }
                 )?,

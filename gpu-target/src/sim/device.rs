@@ -22,7 +22,6 @@
 //! a push finds the consumer armed (it saw the queue empty).
 
 use std::collections::BTreeMap;
-use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicU64;
@@ -43,11 +42,11 @@ use super::elf::KERNEL_DESCRIPTOR_SIZE;
 use super::handoff::Handoff;
 use super::handoff::HandoffStats;
 use super::handoff::Wake;
+use super::icache::ICache;
 use super::memory::GlobalMemory;
 use super::memory::MemFault;
 use super::storm::StormEvent;
-use super::wave::step;
-use super::wave::CodeFetch;
+use super::wave::execute;
 use super::wave::Ctx;
 use super::wave::Step;
 use super::wave::WaveRegs;
@@ -294,7 +293,7 @@ pub type EventHook = Box<dyn Fn() + Send + Sync>;
 
 struct Shared {
     mem: Arc<dyn GlobalMemory>,
-    code: CodeCache,
+    code: ICache,
     sched: Mutex<Sched>,
     work_cv: Condvar,
     done_cv: Condvar,
@@ -315,74 +314,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Page cache for instruction fetch; writes through [`Device::write_memory`]
-/// keep it coherent.
-struct CodeCache {
-    mem: Arc<dyn GlobalMemory>,
-    pages: RwLock<HashMap<u64, Arc<Vec<u8>>>>,
-}
-
-const PAGE: u64 = 4096;
-
-impl CodeCache {
-    fn page(&self, base: u64) -> Arc<Vec<u8>> {
-        if let Some(p) = self.pages.read().ok().and_then(|p| p.get(&base).cloned()) {
-            return p;
-        }
-        let mut buf = vec![0u8; PAGE as usize];
-        let n = self.mem.read_partial(base, &mut buf);
-        buf.truncate(n);
-        let p = Arc::new(buf);
-        if let Ok(mut pages) = self.pages.write() {
-            pages.insert(base, p.clone());
-        }
-        p
-    }
-
-    fn invalidate(&self, addr: u64, len: usize) {
-        if let Ok(mut pages) = self.pages.write() {
-            let first = addr & !(PAGE - 1);
-            let mut a = first;
-            while a < addr.saturating_add(len as u64) {
-                pages.remove(&a);
-                a += PAGE;
-            }
-        }
-    }
-
-    fn clear(&self) {
-        if let Ok(mut pages) = self.pages.write() {
-            pages.clear();
-        }
-    }
-}
-
-impl CodeFetch for CodeCache {
-    fn fetch(&self, pc: u64, buf: &mut [u8; 8]) -> usize {
-        let base = pc & !(PAGE - 1);
-        let off = (pc - base) as usize;
-        let p = self.page(base);
-        let avail = p.get(off..).unwrap_or(&[]);
-        let n = avail.len().min(8);
-        buf[..n].copy_from_slice(&avail[..n]);
-        if n == 8 || p.len() < PAGE as usize {
-            return n;
-        }
-        let q = self.page(base + PAGE);
-        let m = q.len().min(8 - n);
-        buf[n..n + m].copy_from_slice(&q[..m]);
-        n + m
-    }
-}
-
 impl Device {
     /// Starts a device over `mem` with `cfg.threads` device threads.
     pub fn new(mem: Arc<dyn GlobalMemory>, cfg: DeviceConfig) -> Self {
         let shared = Arc::new(Shared {
-            code: CodeCache {
-                mem: mem.clone(),
-                pages: RwLock::new(HashMap::new()),
-            },
+            code: ICache::new(mem.clone()),
             mem,
             sched: Mutex::new(Sched::default()),
             work_cv: Condvar::new(),
@@ -1072,13 +1008,25 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                 mem: &*shared.mem,
                 lds: &mut inner.lds,
                 scratch: &mut scratch,
-                code: Some(&shared.code),
+                code: None,
             };
             let mut n = 0;
+            let mut page = shared.code.page(w.regs.pc);
             while n < shared.cfg.quantum && !wg.preempt.load(Ordering::Relaxed) {
                 n += 1;
                 let pc = w.regs.pc;
-                let out = step(&mut w.regs, &mut ctx);
+                let generation = shared.code.generation();
+                let inst = match page.get(pc, generation) {
+                    Some(i) => i,
+                    None => {
+                        page = shared.code.page(pc);
+                        page.at(pc)
+                    }
+                };
+                let out = match inst {
+                    Some(inst) => execute(&mut w.regs, &mut ctx, inst),
+                    None => Step::IllegalInstruction,
+                };
                 let stop = |w: &mut SimWave, reasons: StopReasons, at: Option<u64>| {
                     if let Some(pc) = at {
                         w.regs.pc = pc;

@@ -173,7 +173,19 @@ impl BufferMemory {
 
 impl GlobalMemory for BufferMemory {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
-        self.with_region(addr, buf.len(), |s| buf.copy_from_slice(s))
+        // Shared lock: device threads read concurrently.
+        let fault = MemFault {
+            addr,
+            len: buf.len(),
+        };
+        let regions = self.regions.read().map_err(|_| fault)?;
+        let (&base, bytes) = regions.range(..=addr).next_back().ok_or(fault)?;
+        let off = usize::try_from(addr - base).map_err(|_| fault)?;
+        let s = bytes
+            .get(off..off.checked_add(buf.len()).ok_or(fault)?)
+            .ok_or(fault)?;
+        buf.copy_from_slice(s);
+        Ok(())
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemFault> {

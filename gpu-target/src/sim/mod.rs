@@ -5,6 +5,7 @@ pub mod decode;
 pub mod device;
 pub mod elf;
 pub mod handoff;
+pub mod icache;
 pub mod launch;
 pub mod memory;
 pub mod regs;

@@ -9,6 +9,7 @@ use super::decode::FlatOp;
 use super::decode::FlatSeg;
 use super::decode::Inst;
 use super::decode::Kind;
+use super::decode::OpKernel;
 use super::decode::Sop1;
 use super::decode::Sop2;
 use super::decode::Sopc;
@@ -847,6 +848,60 @@ pub fn f64_to_f16(x: f64) -> u16 {
     sign | (((e + 15) as u16) << 10) | (q as u16 & 0x3ff)
 }
 
+/// The compare of every lane, as a mask: one lane loop per operand type and
+/// condition, so that the type and condition `match` of [`cmp`] folds away.
+fn cmp_lanes(c: VCmp, a: &[u64; LANES], b: &[u64; LANES], abs: u8, neg: u8) -> u64 {
+    #[inline(always)]
+    fn lanes<const TY: usize, const COND: u8>(
+        a: &[u64; LANES],
+        b: &[u64; LANES],
+        abs: u8,
+        neg: u8,
+    ) -> u64 {
+        let c = VCmp {
+            ty: CMP_TYPES[TY],
+            cond: COND,
+            x: false,
+        };
+        let mut mask = 0u64;
+        for lane in 0..LANES {
+            mask |= (cmp(c, a[lane], b[lane], abs, neg) as u64) << lane;
+        }
+        mask
+    }
+    macro_rules! conds {
+        ($ty:expr; $($cond:literal)*) => {
+            match c.cond {
+                $($cond => lanes::<{ $ty as usize }, $cond>(a, b, abs, neg),)*
+                _ => lanes::<{ $ty as usize }, 15>(a, b, abs, neg),
+            }
+        };
+    }
+    macro_rules! types {
+        ($($ty:ident)*) => {
+            match c.ty {
+                $(CmpTy::$ty => conds!(CmpTy::$ty; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),)*
+            }
+        };
+    }
+    types!(I16 U16 I32 U32 I64 U64 F32 F64 ClassF32 ClassF64)
+}
+
+/// [`CmpTy`] by discriminant.
+const CMP_TYPES: [CmpTy; 10] = [
+    CmpTy::I16,
+    CmpTy::U16,
+    CmpTy::I32,
+    CmpTy::U32,
+    CmpTy::I64,
+    CmpTy::U64,
+    CmpTy::F32,
+    CmpTy::F64,
+    CmpTy::ClassF32,
+    CmpTy::ClassF64,
+];
+
+#[inline(always)]
 fn cmp(c: VCmp, a: u64, b: u64, abs: u8, neg: u8) -> bool {
     use std::cmp::Ordering;
     let ord = match c.ty {
@@ -930,12 +985,11 @@ fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
             let (w0, w1) = c.src_widths();
             let a = r.vsrc(src[0], w0, lit);
             let b = r.vsrc(src[1], w1, lit);
-            let mut mask = 0u64;
-            for lane in 0..LANES {
-                if exec >> lane & 1 != 0 && cmp(*c, r.vget(a, lane), r.vget(b, lane), *abs, *neg) {
-                    mask |= 1 << lane;
-                }
-            }
+            let mask = VALU_LANES.with_borrow_mut(|k| {
+                gather(r, a, &mut k.a);
+                gather(r, b, &mut k.b);
+                cmp_lanes(*c, &k.a, &k.b, *abs, *neg) & exec
+            });
             let d = if e64 { *dst as u16 } else { 106 };
             r.sset(d, 2, mask);
             if c.x {
@@ -995,363 +1049,502 @@ fn valu_alu(
         r.vset(dst as usize, 1, lane, v);
         return Step::Continue;
     }
-    let mut carry_mask = 0u64;
-    let vcc_in = r.vcc;
-    let mut swaps: Vec<(usize, u32)> = Vec::new();
+    if matches!(op, VAlu::Nop | VAlu::ReadlaneB32 | VAlu::WritelaneB32) {
+        return Step::Continue;
+    }
+    let x = LaneIn {
+        abs,
+        neg,
+        lit,
+        e64,
+        vcc_in: r.vcc,
+    };
+    // The lane arrays live in a per-thread buffer: no 2.5 KiB to zero per
+    // instruction.
+    let carry = VALU_LANES.with_borrow_mut(|k| {
+        k.x = x;
+        // Only the operands the opcode has (its widths, and the carry/mask
+        // input); the others keep stale values no lane function reads.
+        let nsrc = w.len() - 1;
+        gather(r, s0, &mut k.a);
+        if nsrc >= 2 {
+            gather(r, s1, &mut k.b);
+        }
+        if nsrc >= 3 || op.has_mask_in() {
+            gather(r, s2, &mut k.c);
+        }
+        if matches!(
+            op,
+            VAlu::FmacF32 | VAlu::FmacF64 | VAlu::MacF32 | VAlu::SwapB32
+        ) {
+            gather(r, VSrc::Vgpr(dst as usize, w[0]), &mut k.d);
+        }
+        op.dispatch(k);
+        if clamp {
+            for lane in 0..LANES {
+                k.out[lane] = int_clamp(op, k.a[lane] as u32, k.b[lane] as u32, k.out[lane]);
+            }
+        }
+        scatter(r, dst as usize, w[0], exec, &k.out);
+        if op == VAlu::SwapB32 {
+            scatter(r, src[0] as usize - 256, 1, exec, &k.d);
+        }
+        k.carry
+    });
+    if op.has_carry_out() {
+        let d = if e64 { sdst as u16 } else { 106 };
+        r.sset(d, 2, carry & exec);
+    }
+    Step::Continue
+}
+
+/// Reads a vector operand for all 64 lanes.
+#[inline]
+fn gather(r: &WaveRegs, s: VSrc, out: &mut [u64; LANES]) {
+    match s {
+        VSrc::Uniform(v) => *out = [v; LANES],
+        VSrc::Vgpr(reg, w) => {
+            if let Some(lo) = r.vgpr.get(reg) {
+                for (o, &v) in out.iter_mut().zip(lo.iter()) {
+                    *o = v as u64;
+                }
+            }
+            if w == 2 {
+                if let Some(hi) = r.vgpr.get(reg + 1) {
+                    for (o, &v) in out.iter_mut().zip(hi.iter()) {
+                        *o |= (v as u64) << 32;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Writes the EXEC lanes of `vals` to VGPR `reg` (and `reg + 1` when 64-bit).
+/// Branch-free (a blend with a lane mask), so the loops vectorise.
+#[inline]
+fn scatter(r: &mut WaveRegs, reg: usize, width: u8, exec: u64, vals: &[u64; LANES]) {
+    let mut m = [0u32; LANES];
+    for (lane, x) in m.iter_mut().enumerate() {
+        *x = 0u32.wrapping_sub((exec >> lane) as u32 & 1);
+    }
+    if let Some(lo) = r.vgpr.get_mut(reg) {
+        if exec == u64::MAX {
+            for (d, &v) in lo.iter_mut().zip(vals.iter()) {
+                *d = v as u32;
+            }
+        } else {
+            for ((d, &v), &m) in lo.iter_mut().zip(vals.iter()).zip(m.iter()) {
+                *d = (*d & !m) | (v as u32 & m);
+            }
+        }
+    }
+    if width == 2 {
+        if let Some(hi) = r.vgpr.get_mut(reg + 1) {
+            for ((d, &v), &m) in hi.iter_mut().zip(vals.iter()).zip(m.iter()) {
+                *d = (*d & !m) | ((v >> 32) as u32 & m);
+            }
+        }
+    }
+}
+
+thread_local! {
+    static VALU_LANES: std::cell::RefCell<ValuLanes> = const {
+        std::cell::RefCell::new(ValuLanes {
+            x: LaneIn {
+                abs: 0,
+                neg: 0,
+                lit: None,
+                e64: false,
+                vcc_in: 0,
+            },
+            a: [0; LANES],
+            b: [0; LANES],
+            c: [0; LANES],
+            d: [0; LANES],
+            out: [0; LANES],
+            carry: 0,
+        })
+    };
+}
+
+/// The per-instruction inputs of [`lane_value`] besides the lane's operands.
+#[derive(Clone, Copy)]
+struct LaneIn {
+    abs: u8,
+    neg: u8,
+    lit: Option<u32>,
+    e64: bool,
+    vcc_in: u64,
+}
+
+/// One VALU instruction over 64 lanes: operands in, results out. Every lane
+/// is computed (the operations are pure); only EXEC lanes are written back.
+struct ValuLanes {
+    x: LaneIn,
+    a: [u64; LANES],
+    b: [u64; LANES],
+    c: [u64; LANES],
+    /// The destination's old value (for the accumulating and swap ops).
+    d: [u64; LANES],
+    out: [u64; LANES],
+    carry: u64,
+}
+
+impl OpKernel for ValuLanes {
+    type Out = ();
+    #[inline(always)]
+    fn run<const OP: usize>(&mut self) {
+        let op = VAlu::ALL[OP];
+        let x = self.x;
+        let mut carry = 0u64;
+        for lane in 0..LANES {
+            let (v, c) = lane_value(
+                op,
+                x,
+                self.a[lane],
+                self.b[lane],
+                self.c[lane],
+                self.d[lane],
+                lane,
+            );
+            self.out[lane] = v;
+            carry |= (c as u64) << lane;
+        }
+        self.carry = carry;
+    }
+}
+
+/// The value (and carry out) of lane `lane` of VALU `op`; `d` is the
+/// destination's old value.
+#[inline(always)]
+fn lane_value(op: VAlu, x: LaneIn, a: u64, b: u64, c: u64, d: u64, lane: usize) -> (u64, bool) {
+    let LaneIn {
+        abs,
+        neg,
+        lit,
+        e64,
+        vcc_in,
+    } = x;
     let fd = |v: u64, i: usize| f64m(v, i, abs, neg);
     let db = |x: f64| x.to_bits();
     let h = |v: u64| f16_to_f32(v as u16) as f64;
     let hb = |x: f64| f64_to_f16(x) as u64;
     let f = |v: u64, i: usize| f32m(v, i, abs, neg);
     let fb = |x: f32| x.to_bits() as u64;
-    for lane in 0..LANES {
-        if exec >> lane & 1 == 0 {
-            continue;
+    let (a32, b32, c32) = (a as u32, b as u32, c as u32);
+    let (ai, bi, ci) = (a32 as i32, b32 as i32, c32 as i32);
+    let cin = (c >> lane) & 1;
+    let mut carry = false;
+    let v: u64 = match op {
+        VAlu::CndmaskB32 => {
+            // Float modifiers act on the sign bit of the chosen value.
+            let m = |v: u32, i: usize| {
+                let v = if (abs >> i) & 1 != 0 {
+                    v & 0x7fff_ffff
+                } else {
+                    v
+                };
+                if (neg >> i) & 1 != 0 {
+                    v ^ 0x8000_0000
+                } else {
+                    v
+                }
+            };
+            if cin != 0 {
+                m(b32, 1) as u64
+            } else {
+                m(a32, 0) as u64
+            }
         }
-        let a = r.vget(s0, lane);
-        let b = r.vget(s1, lane);
-        let c = r.vget(s2, lane);
-        let (a32, b32, c32) = (a as u32, b as u32, c as u32);
-        let (ai, bi, ci) = (a32 as i32, b32 as i32, c32 as i32);
-        let cin = (c >> lane) & 1;
-        let mut carry = false;
-        let v: u64 = match op {
-            VAlu::CndmaskB32 => {
-                // Float modifiers act on the sign bit of the chosen value.
-                let m = |v: u32, i: usize| {
-                    let v = if (abs >> i) & 1 != 0 {
-                        v & 0x7fff_ffff
-                    } else {
-                        v
-                    };
-                    if (neg >> i) & 1 != 0 {
-                        v ^ 0x8000_0000
-                    } else {
-                        v
-                    }
-                };
-                if cin != 0 {
-                    m(b32, 1) as u64
-                } else {
-                    m(a32, 0) as u64
-                }
+        VAlu::AddF32 => fb(f(a, 0) + f(b, 1)),
+        VAlu::SubF32 => fb(f(a, 0) - f(b, 1)),
+        VAlu::SubrevF32 => fb(f(b, 1) - f(a, 0)),
+        VAlu::MulF32 => fb(f(a, 0) * f(b, 1)),
+        VAlu::MinF32 => fb(f(a, 0).min(f(b, 1))),
+        VAlu::MaxF32 => fb(f(a, 0).max(f(b, 1))),
+        VAlu::FmacF32 => fb(f(a, 0).mul_add(f(b, 1), f32::from_bits(d as u32))),
+        VAlu::FmaF32 => fb(f(a, 0).mul_add(f(b, 1), f(c, 2))),
+        VAlu::MulI32I24 => ((ai << 8 >> 8) as i64 * (bi << 8 >> 8) as i64) as u32 as u64,
+        VAlu::MulHiI32I24 => {
+            ((((ai << 8 >> 8) as i64 * (bi << 8 >> 8) as i64) >> 32) as u32) as u64
+        }
+        VAlu::MulU32U24 => ((a32 & 0xff_ffff) as u64 * (b32 & 0xff_ffff) as u64) as u32 as u64,
+        VAlu::MulHiU32U24 => ((a32 & 0xff_ffff) as u64 * (b32 & 0xff_ffff) as u64) >> 32,
+        VAlu::MinI32 => ai.min(bi) as u32 as u64,
+        VAlu::MaxI32 => ai.max(bi) as u32 as u64,
+        VAlu::MinU32 => a32.min(b32) as u64,
+        VAlu::MaxU32 => a32.max(b32) as u64,
+        VAlu::LshrrevB32 => (b32 >> (a32 & 31)) as u64,
+        VAlu::AshrrevI32 => (bi >> (a32 & 31)) as u32 as u64,
+        VAlu::LshlrevB32 => (b32 << (a32 & 31)) as u64,
+        VAlu::AndB32 => (a32 & b32) as u64,
+        VAlu::OrB32 => (a32 | b32) as u64,
+        VAlu::XorB32 => (a32 ^ b32) as u64,
+        VAlu::XnorB32 => (!(a32 ^ b32)) as u64,
+        VAlu::AddCoU32 => {
+            let s = a32 as u64 + b32 as u64;
+            carry = s >> 32 != 0;
+            s as u32 as u64
+        }
+        VAlu::SubCoU32 => {
+            carry = b32 > a32;
+            a32.wrapping_sub(b32) as u64
+        }
+        VAlu::SubrevCoU32 => {
+            carry = a32 > b32;
+            b32.wrapping_sub(a32) as u64
+        }
+        VAlu::AddcCoU32 => {
+            let s = a32 as u64 + b32 as u64 + cin;
+            carry = s >> 32 != 0;
+            s as u32 as u64
+        }
+        VAlu::SubbCoU32 => {
+            carry = b32 as u64 + cin > a32 as u64;
+            a32.wrapping_sub(b32).wrapping_sub(cin as u32) as u64
+        }
+        VAlu::SubbrevCoU32 => {
+            carry = a32 as u64 + cin > b32 as u64;
+            b32.wrapping_sub(a32).wrapping_sub(cin as u32) as u64
+        }
+        VAlu::AddU32 => a32.wrapping_add(b32) as u64,
+        VAlu::SubU32 => a32.wrapping_sub(b32) as u64,
+        VAlu::SubrevU32 => b32.wrapping_sub(a32) as u64,
+        VAlu::Nop => return (0, false),
+        VAlu::MovB32 => a32 as u64,
+        VAlu::ReadfirstlaneB32 => a32 as u64,
+        VAlu::CvtF32I32 => fb(ai as f32),
+        VAlu::CvtF32U32 => fb(a32 as f32),
+        VAlu::CvtU32F32 => (f(a, 0) as u32) as u64,
+        VAlu::CvtI32F32 => (f(a, 0) as i32) as u32 as u64,
+        VAlu::RcpF32 => fb(1.0 / f(a, 0)),
+        VAlu::NotB32 => (!a32) as u64,
+        VAlu::BfrevB32 => a32.reverse_bits() as u64,
+        VAlu::FfbhU32 => {
+            if a32 == 0 {
+                u32::MAX as u64
+            } else {
+                a32.leading_zeros() as u64
             }
-            VAlu::AddF32 => fb(f(a, 0) + f(b, 1)),
-            VAlu::SubF32 => fb(f(a, 0) - f(b, 1)),
-            VAlu::SubrevF32 => fb(f(b, 1) - f(a, 0)),
-            VAlu::MulF32 => fb(f(a, 0) * f(b, 1)),
-            VAlu::MinF32 => fb(f(a, 0).min(f(b, 1))),
-            VAlu::MaxF32 => fb(f(a, 0).max(f(b, 1))),
-            VAlu::FmacF32 => {
-                let d = r.vget(VSrc::Vgpr(dst as usize, 1), lane);
-                fb(f(a, 0).mul_add(f(b, 1), f32::from_bits(d as u32)))
+        }
+        VAlu::FfblB32 => {
+            if a32 == 0 {
+                u32::MAX as u64
+            } else {
+                a32.trailing_zeros() as u64
             }
-            VAlu::FmaF32 => fb(f(a, 0).mul_add(f(b, 1), f(c, 2))),
-            VAlu::MulI32I24 => ((ai << 8 >> 8) as i64 * (bi << 8 >> 8) as i64) as u32 as u64,
-            VAlu::MulHiI32I24 => {
-                ((((ai << 8 >> 8) as i64 * (bi << 8 >> 8) as i64) >> 32) as u32) as u64
+        }
+        VAlu::MadI32I24 => {
+            ((ai << 8 >> 8).wrapping_mul(bi << 8 >> 8)).wrapping_add(ci) as u32 as u64
+        }
+        VAlu::MadU32U24 => {
+            ((a32 & 0xff_ffff)
+                .wrapping_mul(b32 & 0xff_ffff)
+                .wrapping_add(c32)) as u64
+        }
+        VAlu::BfeU32 => bfe(a32 as u64, b32 & 31, c32 & 31, false, 32),
+        VAlu::BfeI32 => bfe(a32 as u64, b32 & 31, c32 & 31, true, 32),
+        VAlu::BfiB32 => ((a32 & b32) | (!a32 & c32)) as u64,
+        VAlu::AlignbitB32 => ((((a32 as u64) << 32 | b32 as u64) >> (c32 & 31)) as u32) as u64,
+        VAlu::Min3I32 => ai.min(bi).min(ci) as u32 as u64,
+        VAlu::Min3U32 => a32.min(b32).min(c32) as u64,
+        VAlu::Max3I32 => ai.max(bi).max(ci) as u32 as u64,
+        VAlu::Max3U32 => a32.max(b32).max(c32) as u64,
+        VAlu::Med3I32 => (ai.max(bi).min(ci).max(ai.min(bi))) as u32 as u64,
+        VAlu::Med3U32 => (a32.max(b32).min(c32).max(a32.min(b32))) as u64,
+        VAlu::MadU64U32 => {
+            let p = (a32 as u128) * (b32 as u128) + c as u128;
+            carry = p >> 64 != 0;
+            p as u64
+        }
+        VAlu::MadI64I32 => {
+            let p = (ai as i128) * (bi as i128) + (c as i64 as i128);
+            carry = p > i64::MAX as i128 || p < i64::MIN as i128;
+            p as u64
+        }
+        VAlu::LshlAddU32 => (a32.wrapping_shl(b32 & 31)).wrapping_add(c32) as u64,
+        VAlu::AddLshlU32 => (a32.wrapping_add(b32)).wrapping_shl(c32 & 31) as u64,
+        VAlu::Add3U32 => a32.wrapping_add(b32).wrapping_add(c32) as u64,
+        VAlu::LshlOrB32 => (a32.wrapping_shl(b32 & 31) | c32) as u64,
+        VAlu::AndOrB32 => ((a32 & b32) | c32) as u64,
+        VAlu::Or3B32 => (a32 | b32 | c32) as u64,
+        VAlu::MulLoU32 => a32.wrapping_mul(b32) as u64,
+        VAlu::MulHiU32 => ((a32 as u64 * b32 as u64) >> 32) as u32 as u64,
+        VAlu::MulHiI32 => (((ai as i64 * bi as i64) >> 32) as u32) as u64,
+        VAlu::BcntU32B32 => (a32.count_ones().wrapping_add(b32)) as u64,
+        VAlu::MbcntLoU32B32 => {
+            let below = if lane >= 32 {
+                u32::MAX
+            } else {
+                (1u32 << lane) - 1
+            };
+            ((a32 & below).count_ones().wrapping_add(b32)) as u64
+        }
+        VAlu::MbcntHiU32B32 => {
+            let below = if lane < 32 {
+                0
+            } else if lane == 63 {
+                u32::MAX >> 1
+            } else {
+                (1u32 << (lane - 32)) - 1
+            };
+            ((a32 & below).count_ones().wrapping_add(b32)) as u64
+        }
+        VAlu::LshlrevB64 => b << (a32 & 63),
+        VAlu::LshrrevB64 => b >> (a32 & 63),
+        VAlu::AshrrevI64 => ((b as i64) >> (a32 & 63)) as u64,
+        VAlu::BfmB32 => ((((1u64 << (a32 & 31)) - 1) as u32).wrapping_shl(b32 & 31)) as u64,
+        VAlu::FmacF64 => db(fd(a, 0).mul_add(fd(b, 1), f64::from_bits(d))),
+        VAlu::MacF32 => fb(f(a, 0) * f(b, 1) + f32::from_bits(d as u32)),
+        VAlu::MadmkF32 | VAlu::MadakF32 if !e64 => {
+            let k = f32::from_bits(lit.unwrap_or(0));
+            if op == VAlu::MadmkF32 {
+                fb(f(a, 0) * k + f(b, 1))
+            } else {
+                fb(f(a, 0) * f(b, 1) + k)
             }
-            VAlu::MulU32U24 => ((a32 & 0xff_ffff) as u64 * (b32 & 0xff_ffff) as u64) as u32 as u64,
-            VAlu::MulHiU32U24 => ((a32 & 0xff_ffff) as u64 * (b32 & 0xff_ffff) as u64) >> 32,
-            VAlu::MinI32 => ai.min(bi) as u32 as u64,
-            VAlu::MaxI32 => ai.max(bi) as u32 as u64,
-            VAlu::MinU32 => a32.min(b32) as u64,
-            VAlu::MaxU32 => a32.max(b32) as u64,
-            VAlu::LshrrevB32 => (b32 >> (a32 & 31)) as u64,
-            VAlu::AshrrevI32 => (bi >> (a32 & 31)) as u32 as u64,
-            VAlu::LshlrevB32 => (b32 << (a32 & 31)) as u64,
-            VAlu::AndB32 => (a32 & b32) as u64,
-            VAlu::OrB32 => (a32 | b32) as u64,
-            VAlu::XorB32 => (a32 ^ b32) as u64,
-            VAlu::XnorB32 => (!(a32 ^ b32)) as u64,
-            VAlu::AddCoU32 => {
-                let s = a32 as u64 + b32 as u64;
-                carry = s >> 32 != 0;
-                s as u32 as u64
+        }
+        VAlu::MadmkF32 | VAlu::MadakF32 | VAlu::MadF32 | VAlu::MadLegacyF32 => {
+            fb(f(a, 0) * f(b, 1) + f(c, 2))
+        }
+        VAlu::AddF16 => hb(h(a) + h(b)),
+        VAlu::SubF16 => hb(h(a) - h(b)),
+        VAlu::SubrevF16 => hb(h(b) - h(a)),
+        VAlu::MulF16 => hb(h(a) * h(b)),
+        VAlu::MaxF16 => hb(h(a).max(h(b))),
+        VAlu::MinF16 => hb(h(a).min(h(b))),
+        VAlu::AddU16 => (a as u16).wrapping_add(b as u16) as u64,
+        VAlu::SubU16 => (a as u16).wrapping_sub(b as u16) as u64,
+        VAlu::SubrevU16 => (b as u16).wrapping_sub(a as u16) as u64,
+        VAlu::MulLoU16 => (a as u16).wrapping_mul(b as u16) as u64,
+        VAlu::LshlrevB16 => ((b as u16) << (a & 15)) as u64,
+        VAlu::LshrrevB16 => ((b as u16) >> (a & 15)) as u64,
+        VAlu::AshrrevI16 => (((b as u16 as i16) >> (a & 15)) as u16) as u64,
+        VAlu::MaxU16 => (a as u16).max(b as u16) as u64,
+        VAlu::MinU16 => (a as u16).min(b as u16) as u64,
+        VAlu::MaxI16 => (a as i16).max(b as i16) as u16 as u64,
+        VAlu::MinI16 => (a as i16).min(b as i16) as u16 as u64,
+        VAlu::CvtI32F64 => (fd(a, 0) as i32) as u32 as u64,
+        VAlu::CvtU32F64 => (fd(a, 0) as u32) as u64,
+        VAlu::CvtF64I32 => db(ai as f64),
+        VAlu::CvtF64U32 => db(a32 as f64),
+        VAlu::CvtF16F32 => hb(f(a, 0) as f64),
+        VAlu::CvtF32F16 => fb(f16_to_f32(a as u16)),
+        VAlu::CvtF32F64 => fb(fd(a, 0) as f32),
+        VAlu::CvtF64F32 => db(f(a, 0) as f64),
+        VAlu::CvtF32Ubyte0 => fb((a32 & 0xff) as f32),
+        VAlu::CvtF32Ubyte1 => fb(((a32 >> 8) & 0xff) as f32),
+        VAlu::CvtF32Ubyte2 => fb(((a32 >> 16) & 0xff) as f32),
+        VAlu::CvtF32Ubyte3 => fb((a32 >> 24) as f32),
+        VAlu::TruncF64 => db(fd(a, 0).trunc()),
+        VAlu::CeilF64 => db(fd(a, 0).ceil()),
+        VAlu::RndneF64 => db(fd(a, 0).round_ties_even()),
+        VAlu::FloorF64 => db(fd(a, 0).floor()),
+        VAlu::FractF32 => {
+            let x = f(a, 0);
+            fb((x - x.floor()).min(f32::from_bits(0x3f7f_ffff)))
+        }
+        VAlu::FractF64 => {
+            let x = fd(a, 0);
+            db((x - x.floor()).min(f64::from_bits(0x3fef_ffff_ffff_ffff)))
+        }
+        VAlu::TruncF32 => fb(f(a, 0).trunc()),
+        VAlu::CeilF32 => fb(f(a, 0).ceil()),
+        VAlu::RndneF32 => fb(f(a, 0).round_ties_even()),
+        VAlu::FloorF32 => fb(f(a, 0).floor()),
+        // Transcendentals: computed in f64 and rounded once (within 1 ulp
+        // of the hardware, whose accuracy is 1 ulp).
+        VAlu::ExpF32 => fb((f(a, 0) as f64).exp2() as f32),
+        VAlu::LogF32 => fb((f(a, 0) as f64).log2() as f32),
+        VAlu::RcpIflagF32 => fb((1.0 / f(a, 0) as f64) as f32),
+        VAlu::RsqF32 => fb((1.0 / (f(a, 0) as f64).sqrt()) as f32),
+        VAlu::RcpF64 => db(1.0 / fd(a, 0)),
+        VAlu::RsqF64 => db(1.0 / fd(a, 0).sqrt()),
+        VAlu::SqrtF32 => fb(f(a, 0).sqrt()),
+        VAlu::SqrtF64 => db(fd(a, 0).sqrt()),
+        VAlu::SinF32 => fb(((f(a, 0) as f64) * std::f64::consts::TAU).sin() as f32),
+        VAlu::CosF32 => fb(((f(a, 0) as f64) * std::f64::consts::TAU).cos() as f32),
+        VAlu::FfbhI32 => {
+            let x = if ai < 0 { !a32 } else { a32 };
+            if x == 0 {
+                u32::MAX as u64
+            } else {
+                x.leading_zeros() as u64
             }
-            VAlu::SubCoU32 => {
-                carry = b32 > a32;
-                a32.wrapping_sub(b32) as u64
-            }
-            VAlu::SubrevCoU32 => {
-                carry = a32 > b32;
-                b32.wrapping_sub(a32) as u64
-            }
-            VAlu::AddcCoU32 => {
-                let s = a32 as u64 + b32 as u64 + cin;
-                carry = s >> 32 != 0;
-                s as u32 as u64
-            }
-            VAlu::SubbCoU32 => {
-                carry = b32 as u64 + cin > a32 as u64;
-                a32.wrapping_sub(b32).wrapping_sub(cin as u32) as u64
-            }
-            VAlu::SubbrevCoU32 => {
-                carry = a32 as u64 + cin > b32 as u64;
-                b32.wrapping_sub(a32).wrapping_sub(cin as u32) as u64
-            }
-            VAlu::AddU32 => a32.wrapping_add(b32) as u64,
-            VAlu::SubU32 => a32.wrapping_sub(b32) as u64,
-            VAlu::SubrevU32 => b32.wrapping_sub(a32) as u64,
-            VAlu::Nop => continue,
-            VAlu::MovB32 => a32 as u64,
-            VAlu::ReadfirstlaneB32 => a32 as u64,
-            VAlu::CvtF32I32 => fb(ai as f32),
-            VAlu::CvtF32U32 => fb(a32 as f32),
-            VAlu::CvtU32F32 => (f(a, 0) as u32) as u64,
-            VAlu::CvtI32F32 => (f(a, 0) as i32) as u32 as u64,
-            VAlu::RcpF32 => fb(1.0 / f(a, 0)),
-            VAlu::NotB32 => (!a32) as u64,
-            VAlu::BfrevB32 => a32.reverse_bits() as u64,
-            VAlu::FfbhU32 => {
-                if a32 == 0 {
-                    u32::MAX as u64
-                } else {
-                    a32.leading_zeros() as u64
-                }
-            }
-            VAlu::FfblB32 => {
-                if a32 == 0 {
-                    u32::MAX as u64
-                } else {
-                    a32.trailing_zeros() as u64
-                }
-            }
-            VAlu::MadI32I24 => {
-                ((ai << 8 >> 8).wrapping_mul(bi << 8 >> 8)).wrapping_add(ci) as u32 as u64
-            }
-            VAlu::MadU32U24 => {
-                ((a32 & 0xff_ffff)
-                    .wrapping_mul(b32 & 0xff_ffff)
-                    .wrapping_add(c32)) as u64
-            }
-            VAlu::BfeU32 => bfe(a32 as u64, b32 & 31, c32 & 31, false, 32),
-            VAlu::BfeI32 => bfe(a32 as u64, b32 & 31, c32 & 31, true, 32),
-            VAlu::BfiB32 => ((a32 & b32) | (!a32 & c32)) as u64,
-            VAlu::AlignbitB32 => ((((a32 as u64) << 32 | b32 as u64) >> (c32 & 31)) as u32) as u64,
-            VAlu::Min3I32 => ai.min(bi).min(ci) as u32 as u64,
-            VAlu::Min3U32 => a32.min(b32).min(c32) as u64,
-            VAlu::Max3I32 => ai.max(bi).max(ci) as u32 as u64,
-            VAlu::Max3U32 => a32.max(b32).max(c32) as u64,
-            VAlu::Med3I32 => (ai.max(bi).min(ci).max(ai.min(bi))) as u32 as u64,
-            VAlu::Med3U32 => (a32.max(b32).min(c32).max(a32.min(b32))) as u64,
-            VAlu::MadU64U32 => {
-                let p = (a32 as u128) * (b32 as u128) + c as u128;
-                carry = p >> 64 != 0;
-                p as u64
-            }
-            VAlu::MadI64I32 => {
-                let p = (ai as i128) * (bi as i128) + (c as i64 as i128);
-                carry = p > i64::MAX as i128 || p < i64::MIN as i128;
-                p as u64
-            }
-            VAlu::LshlAddU32 => (a32.wrapping_shl(b32 & 31)).wrapping_add(c32) as u64,
-            VAlu::AddLshlU32 => (a32.wrapping_add(b32)).wrapping_shl(c32 & 31) as u64,
-            VAlu::Add3U32 => a32.wrapping_add(b32).wrapping_add(c32) as u64,
-            VAlu::LshlOrB32 => (a32.wrapping_shl(b32 & 31) | c32) as u64,
-            VAlu::AndOrB32 => ((a32 & b32) | c32) as u64,
-            VAlu::Or3B32 => (a32 | b32 | c32) as u64,
-            VAlu::MulLoU32 => a32.wrapping_mul(b32) as u64,
-            VAlu::MulHiU32 => ((a32 as u64 * b32 as u64) >> 32) as u32 as u64,
-            VAlu::MulHiI32 => (((ai as i64 * bi as i64) >> 32) as u32) as u64,
-            VAlu::BcntU32B32 => (a32.count_ones().wrapping_add(b32)) as u64,
-            VAlu::MbcntLoU32B32 => {
-                let below = if lane >= 32 {
-                    u32::MAX
-                } else {
-                    (1u32 << lane) - 1
-                };
-                ((a32 & below).count_ones().wrapping_add(b32)) as u64
-            }
-            VAlu::MbcntHiU32B32 => {
-                let below = if lane < 32 {
-                    0
-                } else if lane == 63 {
-                    u32::MAX >> 1
-                } else {
-                    (1u32 << (lane - 32)) - 1
-                };
-                ((a32 & below).count_ones().wrapping_add(b32)) as u64
-            }
-            VAlu::LshlrevB64 => b << (a32 & 63),
-            VAlu::LshrrevB64 => b >> (a32 & 63),
-            VAlu::AshrrevI64 => ((b as i64) >> (a32 & 63)) as u64,
-            VAlu::BfmB32 => ((((1u64 << (a32 & 31)) - 1) as u32).wrapping_shl(b32 & 31)) as u64,
-            VAlu::FmacF64 => {
-                let d = r.vget(VSrc::Vgpr(dst as usize, 2), lane);
-                db(fd(a, 0).mul_add(fd(b, 1), f64::from_bits(d)))
-            }
-            VAlu::MacF32 => {
-                let d = r.vget(VSrc::Vgpr(dst as usize, 1), lane);
-                fb(f(a, 0) * f(b, 1) + f32::from_bits(d as u32))
-            }
-            VAlu::MadmkF32 | VAlu::MadakF32 if !e64 => {
-                let k = f32::from_bits(lit.unwrap_or(0));
-                if op == VAlu::MadmkF32 {
-                    fb(f(a, 0) * k + f(b, 1))
-                } else {
-                    fb(f(a, 0) * f(b, 1) + k)
-                }
-            }
-            VAlu::MadmkF32 | VAlu::MadakF32 | VAlu::MadF32 | VAlu::MadLegacyF32 => {
-                fb(f(a, 0) * f(b, 1) + f(c, 2))
-            }
-            VAlu::AddF16 => hb(h(a) + h(b)),
-            VAlu::SubF16 => hb(h(a) - h(b)),
-            VAlu::SubrevF16 => hb(h(b) - h(a)),
-            VAlu::MulF16 => hb(h(a) * h(b)),
-            VAlu::MaxF16 => hb(h(a).max(h(b))),
-            VAlu::MinF16 => hb(h(a).min(h(b))),
-            VAlu::AddU16 => (a as u16).wrapping_add(b as u16) as u64,
-            VAlu::SubU16 => (a as u16).wrapping_sub(b as u16) as u64,
-            VAlu::SubrevU16 => (b as u16).wrapping_sub(a as u16) as u64,
-            VAlu::MulLoU16 => (a as u16).wrapping_mul(b as u16) as u64,
-            VAlu::LshlrevB16 => ((b as u16) << (a & 15)) as u64,
-            VAlu::LshrrevB16 => ((b as u16) >> (a & 15)) as u64,
-            VAlu::AshrrevI16 => (((b as u16 as i16) >> (a & 15)) as u16) as u64,
-            VAlu::MaxU16 => (a as u16).max(b as u16) as u64,
-            VAlu::MinU16 => (a as u16).min(b as u16) as u64,
-            VAlu::MaxI16 => (a as i16).max(b as i16) as u16 as u64,
-            VAlu::MinI16 => (a as i16).min(b as i16) as u16 as u64,
-            VAlu::CvtI32F64 => (fd(a, 0) as i32) as u32 as u64,
-            VAlu::CvtU32F64 => (fd(a, 0) as u32) as u64,
-            VAlu::CvtF64I32 => db(ai as f64),
-            VAlu::CvtF64U32 => db(a32 as f64),
-            VAlu::CvtF16F32 => hb(f(a, 0) as f64),
-            VAlu::CvtF32F16 => fb(f16_to_f32(a as u16)),
-            VAlu::CvtF32F64 => fb(fd(a, 0) as f32),
-            VAlu::CvtF64F32 => db(f(a, 0) as f64),
-            VAlu::CvtF32Ubyte0 => fb((a32 & 0xff) as f32),
-            VAlu::CvtF32Ubyte1 => fb(((a32 >> 8) & 0xff) as f32),
-            VAlu::CvtF32Ubyte2 => fb(((a32 >> 16) & 0xff) as f32),
-            VAlu::CvtF32Ubyte3 => fb((a32 >> 24) as f32),
-            VAlu::TruncF64 => db(fd(a, 0).trunc()),
-            VAlu::CeilF64 => db(fd(a, 0).ceil()),
-            VAlu::RndneF64 => db(fd(a, 0).round_ties_even()),
-            VAlu::FloorF64 => db(fd(a, 0).floor()),
-            VAlu::FractF32 => {
-                let x = f(a, 0);
-                fb((x - x.floor()).min(f32::from_bits(0x3f7f_ffff)))
-            }
-            VAlu::FractF64 => {
-                let x = fd(a, 0);
-                db((x - x.floor()).min(f64::from_bits(0x3fef_ffff_ffff_ffff)))
-            }
-            VAlu::TruncF32 => fb(f(a, 0).trunc()),
-            VAlu::CeilF32 => fb(f(a, 0).ceil()),
-            VAlu::RndneF32 => fb(f(a, 0).round_ties_even()),
-            VAlu::FloorF32 => fb(f(a, 0).floor()),
-            // Transcendentals: computed in f64 and rounded once (within 1 ulp
-            // of the hardware, whose accuracy is 1 ulp).
-            VAlu::ExpF32 => fb((f(a, 0) as f64).exp2() as f32),
-            VAlu::LogF32 => fb((f(a, 0) as f64).log2() as f32),
-            VAlu::RcpIflagF32 => fb((1.0 / f(a, 0) as f64) as f32),
-            VAlu::RsqF32 => fb((1.0 / (f(a, 0) as f64).sqrt()) as f32),
-            VAlu::RcpF64 => db(1.0 / fd(a, 0)),
-            VAlu::RsqF64 => db(1.0 / fd(a, 0).sqrt()),
-            VAlu::SqrtF32 => fb(f(a, 0).sqrt()),
-            VAlu::SqrtF64 => db(fd(a, 0).sqrt()),
-            VAlu::SinF32 => fb(((f(a, 0) as f64) * std::f64::consts::TAU).sin() as f32),
-            VAlu::CosF32 => fb(((f(a, 0) as f64) * std::f64::consts::TAU).cos() as f32),
-            VAlu::FfbhI32 => {
-                let x = if ai < 0 { !a32 } else { a32 };
-                if x == 0 {
-                    u32::MAX as u64
-                } else {
-                    x.leading_zeros() as u64
-                }
-            }
-            VAlu::FrexpExpI32F32 => frexp(f(a, 0) as f64).1 as u32 as u64,
-            VAlu::FrexpMantF32 => fb(frexp(f(a, 0) as f64).0 as f32),
-            VAlu::FrexpExpI32F64 => frexp(fd(a, 0)).1 as u32 as u64,
-            VAlu::FrexpMantF64 => db(frexp(fd(a, 0)).0),
-            VAlu::SwapB32 => {
-                let d = r.vget(VSrc::Vgpr(dst as usize, 1), lane);
-                swaps.push((lane, d as u32));
-                a32 as u64
-            }
-            VAlu::FmaF64 => db(fd(a, 0).mul_add(fd(b, 1), fd(c, 2))),
-            VAlu::Min3F32 => fb(f(a, 0).min(f(b, 1)).min(f(c, 2))),
-            VAlu::Max3F32 => fb(f(a, 0).max(f(b, 1)).max(f(c, 2))),
-            VAlu::Med3F32 => {
-                let (x, y, z) = (f(a, 0), f(b, 1), f(c, 2));
-                fb(x.max(y).min(z).max(x.min(y)))
-            }
-            VAlu::DivFixupF32 => {
-                fb(div_fixup(f(a, 0) as f64, f(b, 1) as f64, f(c, 2) as f64) as f32)
-            }
-            VAlu::DivFixupF64 => db(div_fixup(fd(a, 0), fd(b, 1), fd(c, 2))),
-            // Exact reciprocals make scaling unnecessary: the scale
-            // instructions pass their operand through and never ask for the
-            // fmas rescale (VCC = 0).
-            VAlu::DivScaleF32 => fb(f(a, 0)),
-            VAlu::DivScaleF64 => db(fd(a, 0)),
-            VAlu::DivFmasF32 => {
-                let v = f(a, 0).mul_add(f(b, 1), f(c, 2));
-                let scale = if (vcc_in >> lane) & 1 != 0 {
-                    2f32.powi(32)
-                } else {
-                    1.0
-                };
-                fb(v * scale)
-            }
-            VAlu::DivFmasF64 => {
-                let v = fd(a, 0).mul_add(fd(b, 1), fd(c, 2));
-                let scale = if (vcc_in >> lane) & 1 != 0 {
-                    2f64.powi(64)
-                } else {
-                    1.0
-                };
-                db(v * scale)
-            }
-            VAlu::MadLegacyU16 => (a as u16).wrapping_mul(b as u16).wrapping_add(c as u16) as u64,
-            VAlu::PermB32 => {
-                let src = (a32 as u64) << 32 | b32 as u64;
-                let mut v = 0u32;
-                for k in 0..4 {
-                    let sel = (c32 >> (8 * k)) & 0xff;
-                    let byte = match sel {
-                        0..=7 => (src >> (8 * sel)) as u8 as u32,
-                        8..=11 => {
-                            let w = (src >> (16 * (sel - 8) + 8)) as u8;
-                            if w & 0x80 != 0 {
-                                0xff
-                            } else {
-                                0
-                            }
+        }
+        VAlu::FrexpExpI32F32 => frexp(f(a, 0) as f64).1 as u32 as u64,
+        VAlu::FrexpMantF32 => fb(frexp(f(a, 0) as f64).0 as f32),
+        VAlu::FrexpExpI32F64 => frexp(fd(a, 0)).1 as u32 as u64,
+        VAlu::FrexpMantF64 => db(frexp(fd(a, 0)).0),
+        VAlu::SwapB32 => a32 as u64,
+        VAlu::FmaF64 => db(fd(a, 0).mul_add(fd(b, 1), fd(c, 2))),
+        VAlu::Min3F32 => fb(f(a, 0).min(f(b, 1)).min(f(c, 2))),
+        VAlu::Max3F32 => fb(f(a, 0).max(f(b, 1)).max(f(c, 2))),
+        VAlu::Med3F32 => {
+            let (x, y, z) = (f(a, 0), f(b, 1), f(c, 2));
+            fb(x.max(y).min(z).max(x.min(y)))
+        }
+        VAlu::DivFixupF32 => fb(div_fixup(f(a, 0) as f64, f(b, 1) as f64, f(c, 2) as f64) as f32),
+        VAlu::DivFixupF64 => db(div_fixup(fd(a, 0), fd(b, 1), fd(c, 2))),
+        // Exact reciprocals make scaling unnecessary: the scale
+        // instructions pass their operand through and never ask for the
+        // fmas rescale (VCC = 0).
+        VAlu::DivScaleF32 => fb(f(a, 0)),
+        VAlu::DivScaleF64 => db(fd(a, 0)),
+        VAlu::DivFmasF32 => {
+            let v = f(a, 0).mul_add(f(b, 1), f(c, 2));
+            let scale = if (vcc_in >> lane) & 1 != 0 {
+                2f32.powi(32)
+            } else {
+                1.0
+            };
+            fb(v * scale)
+        }
+        VAlu::DivFmasF64 => {
+            let v = fd(a, 0).mul_add(fd(b, 1), fd(c, 2));
+            let scale = if (vcc_in >> lane) & 1 != 0 {
+                2f64.powi(64)
+            } else {
+                1.0
+            };
+            db(v * scale)
+        }
+        VAlu::MadLegacyU16 => (a as u16).wrapping_mul(b as u16).wrapping_add(c as u16) as u64,
+        VAlu::PermB32 => {
+            let src = (a32 as u64) << 32 | b32 as u64;
+            let mut v = 0u32;
+            for k in 0..4 {
+                let sel = (c32 >> (8 * k)) & 0xff;
+                let byte = match sel {
+                    0..=7 => (src >> (8 * sel)) as u8 as u32,
+                    8..=11 => {
+                        let w = (src >> (16 * (sel - 8) + 8)) as u8;
+                        if w & 0x80 != 0 {
+                            0xff
+                        } else {
+                            0
                         }
-                        12 => 0,
-                        _ => 0xff,
-                    };
-                    v |= byte << (8 * k);
-                }
-                v as u64
+                    }
+                    12 => 0,
+                    _ => 0xff,
+                };
+                v |= byte << (8 * k);
             }
-            VAlu::XadU32 => (a32 ^ b32).wrapping_add(c32) as u64,
-            VAlu::AddF64 => db(fd(a, 0) + fd(b, 1)),
-            VAlu::MulF64 => db(fd(a, 0) * fd(b, 1)),
-            VAlu::MinF64 => db(fd(a, 0).min(fd(b, 1))),
-            VAlu::MaxF64 => db(fd(a, 0).max(fd(b, 1))),
-            VAlu::LdexpF64 => db(ldexp(fd(a, 0), bi)),
-            VAlu::LdexpF32 => fb(ldexp(f(a, 0) as f64, bi) as f32),
-            VAlu::ReadlaneB32 | VAlu::WritelaneB32 => continue,
-            VAlu::AddI32 => ai.wrapping_add(bi) as u32 as u64,
-            VAlu::SubI32 => ai.wrapping_sub(bi) as u32 as u64,
-        };
-        let v = if clamp { int_clamp(op, a32, b32, v) } else { v };
-        r.vset(dst as usize, w[0], lane, v);
-        if carry {
-            carry_mask |= 1 << lane;
+            v as u64
         }
-    }
-    for (lane, v) in swaps {
-        r.vset(src[0] as usize - 256, 1, lane, v as u64);
-    }
-    if op.has_carry_out() {
-        let d = if e64 { sdst as u16 } else { 106 };
-        r.sset(d, 2, carry_mask);
-    }
-    Step::Continue
+        VAlu::XadU32 => (a32 ^ b32).wrapping_add(c32) as u64,
+        VAlu::AddF64 => db(fd(a, 0) + fd(b, 1)),
+        VAlu::MulF64 => db(fd(a, 0) * fd(b, 1)),
+        VAlu::MinF64 => db(fd(a, 0).min(fd(b, 1))),
+        VAlu::MaxF64 => db(fd(a, 0).max(fd(b, 1))),
+        VAlu::LdexpF64 => db(ldexp(fd(a, 0), bi)),
+        VAlu::LdexpF32 => fb(ldexp(f(a, 0) as f64, bi) as f32),
+        VAlu::ReadlaneB32 | VAlu::WritelaneB32 => return (0, false),
+        VAlu::AddI32 => ai.wrapping_add(bi) as u32 as u64,
+        VAlu::SubI32 => ai.wrapping_sub(bi) as u32 as u64,
+    };
+    (v, carry)
 }
 
 fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
@@ -1658,10 +1851,10 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     else {
         return Step::IllegalInstruction;
     };
-    if *seg == FlatSeg::Scratch {
-        return Step::IllegalInstruction;
-    }
     let exec = r.exec;
+    if *seg == FlatSeg::Scratch {
+        return scratch(r, ctx, inst);
+    }
     let base = saddr.map(|s| r.sget(s as u16, 2, None));
     let mut addrs = [0u64; LANES];
     for (lane, a) in addrs.iter_mut().enumerate() {
@@ -1693,7 +1886,8 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let last = 63 - exec.leading_zeros() as usize;
     match op {
         FlatOp::Load { signed, .. } => {
-            let mut buf = vec![0u8; (last - first + 1) * bytes];
+            let mut stack = [0u8; LANES * 16];
+            let buf = &mut stack[..(last - first + 1) * bytes];
             if let Err(addr) = lanes_xfer(exec, first, last, bytes, &addrs, |a, o| {
                 ctx.mem.read(a, &mut buf[o])
             }) {
@@ -1734,7 +1928,8 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             }
         }
         FlatOp::Store { .. } => {
-            let mut buf = vec![0u8; (last - first + 1) * bytes];
+            let mut stack = [0u8; LANES * 16];
+            let buf = &mut stack[..(last - first + 1) * bytes];
             for lane in first..=last {
                 if exec >> lane & 1 == 0 {
                     continue;
@@ -2090,6 +2285,35 @@ fn flat_apertures(
     Step::Continue
 }
 
+/// `scratch_*` (FLAT scratch): each lane's address is an offset into its own
+/// private memory, SGPR `saddr` (when not `off`) or VGPR `vaddr`, plus the
+/// instruction offset; the hardware swizzles it as it swizzles FLAT accesses
+/// to the private aperture, so the access is one to
+/// `PRIVATE_APERTURE + offset`. Out of range is a memory violation at that
+/// aperture address.
+fn scratch(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Flat {
+        op,
+        vdst,
+        addr,
+        data,
+        saddr,
+        offset,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let base = saddr.map(|s| r.sget(s as u16, 1, None) as u32);
+    let va = r.vgpr.get(*addr as usize).copied().unwrap_or([0; LANES]);
+    let mut addrs = [0u64; LANES];
+    for (lane, a) in addrs.iter_mut().enumerate() {
+        let off = base.unwrap_or(va[lane]).wrapping_add(*offset as u32);
+        *a = PRIVATE_APERTURE + off as u64;
+    }
+    flat_apertures(r, ctx, op, *vdst, *data, &addrs)
+}
+
 /// Sign-extends a sub-dword load.
 fn sext(v: u32, bytes: usize, signed: bool) -> u32 {
     match (bytes, signed) {
@@ -2104,6 +2328,86 @@ fn sext(v: u32, bytes: usize, signed: bool) -> u32 {
 /// of lane `l` is `base(srsrc) + soffset + swizzle(offset (+ vaddr with
 /// offen), l)`, with 4-byte elements and an index stride of 64.
 fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Mubuf {
+        op,
+        vdata,
+        vaddr,
+        srsrc,
+        soffset,
+        offset,
+        offen,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let base = r.sget(*srsrc as u16, 2, None) & 0xffff_ffff_ffff;
+    let soff = r.sget(*soffset as u16, 1, None);
+    let (bytes, load, _) = match op {
+        FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
+        FlatOp::Store { bytes } => (*bytes as usize, false, false),
+        _ => return Step::IllegalInstruction,
+    };
+    let len = ctx.scratch.len() as u64;
+    let wave_base = base.wrapping_add(soff);
+    if bytes.is_multiple_of(4) && offset.is_multiple_of(4) && wave_base.is_multiple_of(4) {
+        // Whole dwords at dword offsets (spills, private arrays): dword `k`
+        // of a lane sits at wave_base + swizzle(lane_off + 4k).
+        let dwords = bytes / 4;
+        let va = r.vgpr.get(*vaddr as usize).copied();
+        let mut at = [0usize; LANES];
+        for lane in 0..LANES {
+            if exec >> lane & 1 == 0 {
+                continue;
+            }
+            let lane_off = *offset as u64
+                + match (*offen, &va) {
+                    (true, Some(v)) => v[lane] as u64,
+                    _ => 0,
+                };
+            if !lane_off.is_multiple_of(4) {
+                return mubuf_bytes(r, ctx, inst);
+            }
+            let first = wave_base.wrapping_add(swizzle_private(lane, lane_off));
+            let last = first.wrapping_add(((dwords - 1) * 4 * LANES) as u64);
+            if first.checked_add(4).is_none_or(|e| e > len)
+                || last.checked_add(4).is_none_or(|e| e > len)
+            {
+                return mubuf_bytes(r, ctx, inst);
+            }
+            at[lane] = first as usize;
+        }
+        for k in 0..dwords {
+            let reg = *vdata as usize + k;
+            if load {
+                let Some(dst) = r.vgpr.get_mut(reg) else {
+                    continue;
+                };
+                for lane in 0..LANES {
+                    if exec >> lane & 1 != 0 {
+                        let a = at[lane] + k * 4 * LANES;
+                        let w = &ctx.scratch[a..a + 4];
+                        dst[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    }
+                }
+            } else {
+                let src = r.vgpr.get(reg).copied().unwrap_or([0; LANES]);
+                for lane in 0..LANES {
+                    if exec >> lane & 1 != 0 {
+                        let a = at[lane] + k * 4 * LANES;
+                        ctx.scratch[a..a + 4].copy_from_slice(&src[lane].to_le_bytes());
+                    }
+                }
+            }
+        }
+        return Step::Continue;
+    }
+    mubuf_bytes(r, ctx, inst)
+}
+
+/// MUBUF scratch accesses byte by byte (sub-dword, unaligned, or faulting).
+fn mubuf_bytes(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Mubuf {
         op,
         vdata,
@@ -2434,6 +2738,80 @@ mod tests {
         let mut r = WaveRegs::new(8);
         assert_eq!(run(&[0xffff_ffff], &mut r, &mem), Step::IllegalInstruction);
         assert_eq!(r.pc, 0x1000);
+    }
+
+    #[test]
+    fn scratch_instructions_address_private_memory_per_lane() {
+        let mem = BufferMemory::new();
+        let mut r = WaveRegs::new(16);
+        r.exec = !(1u64 << 3);
+        for lane in 0..LANES {
+            r.vgpr[0][lane] = 16; // per-lane offset
+            r.vgpr[1][lane] = 0x1000 + lane as u32;
+            r.vgpr[4][lane] = 0xaaaa_0000 + lane as u32;
+            r.vgpr[5][lane] = 0xbbbb_0000 + lane as u32;
+            r.vgpr[1][lane] |= 0x8000; // the short store keeps 0x80xx
+        }
+        r.sgpr[2] = 12;
+        let words: Vec<u32> = [
+            // scratch_store_dword v0, v1, off offset:4
+            [0x04, 0x40, 0x70, 0xdc, 0x00, 0x01, 0x7f, 0x00],
+            // scratch_load_dword v2, off, s2 offset:8  (lane offset 20)
+            [0x08, 0x40, 0x50, 0xdc, 0x00, 0x00, 0x02, 0x02],
+            // scratch_load_dword v3, v0, off offset:4
+            [0x04, 0x40, 0x50, 0xdc, 0x00, 0x00, 0x7f, 0x03],
+            // scratch_store_dwordx2 v0, v[4:5], off offset:-8
+            [0xf8, 0x5f, 0x74, 0xdc, 0x00, 0x04, 0x7f, 0x00],
+            // scratch_load_dwordx2 v[6:7], v0, off offset:-8
+            [0xf8, 0x5f, 0x54, 0xdc, 0x00, 0x00, 0x7f, 0x06],
+            // scratch_store_short v0, v1, off offset:64
+            [0x40, 0x40, 0x68, 0xdc, 0x00, 0x01, 0x7f, 0x00],
+            // scratch_load_sshort v8, v0, off offset:64
+            [0x40, 0x40, 0x4c, 0xdc, 0x00, 0x00, 0x7f, 0x08],
+            // s_endpgm
+            [0x00, 0x00, 0x81, 0xbf, 0, 0, 0, 0],
+        ]
+        .iter()
+        .flat_map(|b| {
+            b.chunks(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        })
+        .collect();
+        let code: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        mem.map(0x1000, code);
+        r.pc = 0x1000;
+        let mut lds = vec![0u8; 64];
+        let mut private = vec![0u8; 128 * LANES]; // 128 bytes per lane
+        let mut ctx = Ctx {
+            mem: &mem,
+            lds: &mut lds,
+            scratch: &mut private,
+            code: None,
+        };
+        while step(&mut r, &mut ctx) == Step::Continue {}
+        for lane in [0usize, 5, 63] {
+            let at = swizzle_private(lane, 20) as usize;
+            let stored = u32::from_le_bytes(ctx.scratch[at..at + 4].try_into().unwrap());
+            assert_eq!(stored, 0x9000 + lane as u32, "lane {lane} dword at 20");
+            assert_eq!(r.vgpr[2][lane], stored);
+            assert_eq!(r.vgpr[3][lane], stored);
+            assert_eq!(r.vgpr[6][lane], 0xaaaa_0000 + lane as u32);
+            assert_eq!(r.vgpr[7][lane], 0xbbbb_0000 + lane as u32);
+            assert_eq!(r.vgpr[8][lane], (0x9000 + lane as u32) | 0xffff_0000);
+        }
+        assert_eq!(r.vgpr[2][3], 0, "an inactive lane is untouched");
+        // Past the private segment: a memory violation at the aperture
+        // address, the pc at the instruction.
+        r.vgpr[0][0] = 200;
+        mem.map(0x2000, vec![0x04, 0x40, 0x50, 0xdc, 0x00, 0x00, 0x7f, 0x03]);
+        r.pc = 0x2000;
+        assert_eq!(
+            step(&mut r, &mut ctx),
+            Step::MemoryViolation {
+                addr: PRIVATE_APERTURE + 204
+            }
+        );
+        assert_eq!(r.pc, 0x2000);
     }
 
     #[test]

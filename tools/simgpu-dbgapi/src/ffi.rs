@@ -539,7 +539,20 @@ pub mod exports {
         event_get_info => event_info,
         architecture_get_info => architecture_info,
         register_get_info => register_info,
+        address_space_get_info => address_space_info,
     );
+
+    pub unsafe extern "C" fn architecture_address_space_list(
+        a: Handle,
+        n: *mut usize,
+        l: *mut *mut Handle,
+    ) -> Status {
+        with_lib(|lib| {
+            let r = lib.architecture_address_space_list(a.handle);
+            // SAFETY: forwarded out-pointer contract.
+            unsafe { write_register_list(lib, r, n, l) }
+        })
+    }
 
     // ---- waves ------------------------------------------------------------------
 
@@ -803,7 +816,6 @@ pub mod exports {
     not_implemented!(
         address_is_in_address_class,
         architecture_address_class_list,
-        architecture_address_space_list,
         architecture_register_class_get_info,
         architecture_register_class_list,
         breakpoint_get_info,
@@ -815,7 +827,6 @@ pub mod exports {
         set_memory_precision,
         classify_instruction,
         address_class_get_info,
-        address_space_get_info,
         convert_address_space,
         prefetch_register,
         watchpoint_get_info,

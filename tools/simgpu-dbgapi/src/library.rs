@@ -69,6 +69,16 @@ pub const ASPACE_LOCAL: u64 = 14;
 pub const ASPACE_PRIVATE_LANE: u64 = 15;
 pub const ASPACE_PRIVATE_WAVE: u64 = 16;
 
+/// (handle, name, address bits, null address, DWARF number) of each address
+/// space, in AMD's list order (measured on the real library 0.77).
+const ADDRESS_SPACES: [(u64, &str, u64, u64, u64); 5] = [
+    (ASPACE_GLOBAL, "global", 64, 0, 0),
+    (ASPACE_GENERIC, "generic", 64, 0, 1),
+    (ASPACE_PRIVATE_WAVE, "private_wave", 32, 0xffff_ffff, 6),
+    (ASPACE_PRIVATE_LANE, "private_lane", 32, 0xffff_ffff, 5),
+    (ASPACE_LOCAL, "local", 32, 0xffff_ffff, 3),
+];
+
 /// The callbacks the client gave, wrapped safely by `ffi`.
 pub trait Client: Send {
     /// A client-owned copy of `data` (allocate_memory + copy).
@@ -1441,6 +1451,32 @@ impl Library {
             q_::TYPE => Info::Str(d.type_name),
             q_::DWARF => Info::U64(d.dwarf.ok_or(st::ERROR_NOT_AVAILABLE)?),
             q_::PROPERTIES => Info::U32(0),
+            _ => return Err(st::ERROR_INVALID_ARGUMENT),
+        })
+    }
+
+    /// The gfx90a address spaces in the order AMD's library 0.77 lists them.
+    pub fn architecture_address_space_list(&self, a: u64) -> Result<Vec<u64>, Status> {
+        if a != ARCH_HANDLE {
+            return Err(st::ERROR_INVALID_ARCHITECTURE_ID);
+        }
+        Ok(ADDRESS_SPACES.iter().map(|s| s.0).collect())
+    }
+
+    /// `amd_dbgapi_address_space_get_info`, answered as AMD's library 0.77
+    /// answers on gfx90a.
+    pub fn address_space_info(&self, h: u64, q: i32) -> Result<Info, Status> {
+        let &(_, name, bits, null, dwarf) = ADDRESS_SPACES
+            .iter()
+            .find(|s| s.0 == h)
+            .ok_or(st::ERROR_INVALID_ADDRESS_SPACE_ID)?;
+        use info::address_space as q_;
+        Ok(match q {
+            q_::NAME => Info::Str(name.into()),
+            q_::ADDRESS_SIZE => Info::U64(bits),
+            q_::NULL_ADDRESS => Info::U64(null),
+            q_::ACCESS => Info::I32(q_::ACCESS_ALL),
+            q_::DWARF => Info::U64(dwarf),
             _ => return Err(st::ERROR_INVALID_ARGUMENT),
         })
     }
