@@ -152,10 +152,7 @@ impl Session {
             }
             Command::ReadMemory { addr, len } => {
                 let len = (len as usize).min((MAX_PACKET - 16) / 2);
-                match self.current_target().and_then(|t| t.read_memory(addr, len)) {
-                    Ok(data) => self.send(&reply::hex_bytes(&data)),
-                    Err(e) => self.send_target_error(&e),
-                }
+                self.reply_memory(addr, len, false);
             }
             Command::ReadMemoryBinary { addr, len } => {
                 if len == 0 {
@@ -164,13 +161,7 @@ impl Session {
                     return;
                 }
                 let len = (len as usize).min(MAX_PACKET - 16);
-                match self.current_target().and_then(|t| t.read_memory(addr, len)) {
-                    // lldb 23 expects raw binary without gdb 16's `b` prefix
-                    // (research/client-traces.md §0.6). gdb 16 only uses `x`
-                    // with `binary-upload+`, which we do not advertise.
-                    Ok(data) => self.send(&data),
-                    Err(e) => self.send_target_error(&e),
-                }
+                self.reply_memory(addr, len, true);
             }
             Command::WriteMemory { addr, data } | Command::WriteMemoryBinary { addr, data } => {
                 let r = if data.is_empty() {

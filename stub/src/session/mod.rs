@@ -25,6 +25,7 @@ mod held_input_tests;
 mod journal;
 mod launch;
 mod lldb;
+mod memread;
 mod monitor;
 mod monitor_gpu;
 mod xfer;
@@ -211,6 +212,9 @@ pub struct Session {
     client_bps: breakpoints::ClientBreakpoints,
     /// Bound on `out` (see [`MAX_PENDING_OUTPUT`]).
     output_limit: usize,
+    /// Target memory for `m`/`x` replies, reused (see `memread`); at most
+    /// [`MAX_PACKET`] bytes.
+    mem_scratch: Vec<u8>,
 }
 
 impl Session {
@@ -248,6 +252,7 @@ impl Session {
             last_plans: BTreeMap::new(),
             client_bps: Default::default(),
             output_limit: MAX_PENDING_OUTPUT,
+            mem_scratch: Vec::new(),
         }
     }
 
