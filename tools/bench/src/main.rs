@@ -64,6 +64,10 @@ struct Args {
     /// Skip the 256 MiB read (a slow peer takes seconds per round on it).
     #[arg(long)]
     no_256: bool,
+    /// A prebuilt fixture (`gcc -g -O0 -no-pie fixtures/bench.c`) instead
+    /// of compiling it (a machine without gcc).
+    #[arg(long)]
+    prog: Option<PathBuf>,
     /// Internal: run the do-nothing floor server on this port.
     #[arg(long, hide = true)]
     echo_server: Option<u16>,
@@ -353,15 +357,16 @@ fn unhex(text: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+/// Address of `sym` in the (non-PIE) fixture, from its ELF symbol table.
 fn nm(bin: &Path, sym: &str) -> Result<u64> {
-    let out = Command::new("nm").arg(bin).output().context("running nm")?;
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() == 3 && f[2] == sym {
-            return Ok(u64::from_str_radix(f[0], 16)?);
-        }
-    }
-    bail!("symbol {sym} not found in {}", bin.display())
+    use object::Object as _;
+    use object::ObjectSymbol as _;
+    let data = std::fs::read(bin).with_context(|| format!("reading {}", bin.display()))?;
+    let file = object::File::parse(&*data).context("parsing the fixture")?;
+    file.symbols()
+        .find(|s| s.name() == Ok(sym))
+        .map(|s| s.address())
+        .with_context(|| format!("symbol {sym} not found in {}", bin.display()))
 }
 
 struct Figures {
@@ -370,6 +375,8 @@ struct Figures {
     qc_split_us: f64,
     qc_py_us: f64,
     qc_cpu_us: f64,
+    /// Syscalls per `qC` (strace), total and by name.
+    syscalls: Option<(f64, String)>,
     /// 16 MiB read, the best of `m` and `x`.
     mread_mibs: f64,
     /// 1 MiB and 256 MiB reads in the same mode (scaling).
@@ -505,6 +512,82 @@ for _ in range(n):
 v.sort(); print(v[len(v) // 2])
 s.send(pkt("k"))
 "##;
+
+/// Syscalls per `qC` of the server `pid` (all its threads): `strace -c -f
+/// -p` attached for `n` round trips, then interrupted. `None` without
+/// strace. Returns the total and the per-syscall counts, per `qC`.
+fn syscalls_per_qc(c: &mut Rsp, pid: u32, n: usize) -> Result<Option<(f64, String)>> {
+    use std::io::BufRead as _;
+    let file = std::env::temp_dir().join(format!("gdbmux-bench-strace-{}", std::process::id()));
+    let Ok(mut st) = Command::new("strace")
+        .args(["-c", "-f", "-p", &pid.to_string(), "-o"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        return Ok(None);
+    };
+    // strace says `Process N attached` once it traces the server.
+    let mut err = std::io::BufReader::new(st.stderr.take().context("strace stderr")?);
+    let mut line = String::new();
+    while err.read_line(&mut line)? > 0 && !line.contains("attached") {
+        line.clear();
+    }
+    for _ in 0..n {
+        c.ask("qC")?;
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(st.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )?;
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    st.wait()?;
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    let mut total = f64::NAN;
+    let mut each = Vec::new();
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // `% time  seconds  usecs/call  calls  [errors]  syscall`
+        let (Some(name), Some(calls)) = (f.last(), f.get(3).and_then(|c| c.parse::<f64>().ok()))
+        else {
+            continue;
+        };
+        if *name == "total" {
+            total = calls / n as f64;
+        } else if calls / n as f64 >= 0.05 {
+            each.push(format!("{name} {:.1}", calls / n as f64));
+        }
+    }
+    Ok(Some((total, each.join(", "))))
+}
+
+/// gdbmux with busy polling off (`--busy-poll-us 0`): `qC` round trip,
+/// server CPU per `qC`, and syscalls per `qC`.
+fn measure_no_poll(
+    gdbmux: &Path,
+    prog: &Path,
+    a: &Args,
+) -> Result<(f64, f64, Option<(f64, String)>)> {
+    let extra = format!("{} --busy-poll-us 0", a.gdbmux_args);
+    let (mut child, port) = start("gdbmux", gdbmux, &extra, prog)?;
+    let r = (|| -> Result<(f64, f64, Option<(f64, String)>)> {
+        let mut c = Rsp::connect(port)?;
+        c.handshake()?;
+        let pid = child.id();
+        let cpu0 = server_cpu_ns(pid);
+        let lat = qc_latency(&mut c, a.latency)?;
+        let cpu = server_cpu_ns(pid).saturating_sub(cpu0) as f64 / 1000.0 / a.latency as f64;
+        let sys = syscalls_per_qc(&mut c, pid, 200)?;
+        let _ = c.send(b"k");
+        let _ = c.recv();
+        Ok((lat, cpu, sys))
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    r
+}
 
 fn measure(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<Figures> {
     let (mut child, port) = start(stub, gdbmux, &a.gdbmux_args, prog)?;
@@ -673,6 +756,7 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
     let qc_us = qc_latency(&mut c, a.latency)?;
     let qc_cpu_us =
         (server_cpu_ns(server_pid).saturating_sub(cpu0)) as f64 / 1000.0 / a.latency as f64;
+    let syscalls = syscalls_per_qc(&mut c, server_pid, 200)?;
 
     // Memory: 16 MiB with m in the largest chunk and with x where offered;
     // then the best of them for the other sizes (how the rate grows with
@@ -699,8 +783,11 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
     } else {
         read_rate(&mut c, mode, chunk, big, 256 << 20)?
     };
-    let mread_cpu_us_per_mib =
-        server_cpu_ns(server_pid).saturating_sub(cpu0) as f64 / 1000.0 / 256.0;
+    let mread_cpu_us_per_mib = if a.no_256 {
+        f64::NAN
+    } else {
+        server_cpu_ns(server_pid).saturating_sub(cpu0) as f64 / 1000.0 / 256.0
+    };
     const TOTAL: usize = 16 << 20;
 
     // The physical limits of the same read, measured now (same load).
@@ -767,6 +854,7 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
         qc_split_us: f64::NAN,
         qc_py_us: f64::NAN,
         qc_cpu_us,
+        syscalls,
         mread_mibs,
         mread_1_mibs,
         mread_256_mibs,
@@ -788,15 +876,22 @@ fn main() -> Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = std::env::temp_dir().join("gdbmux-bench");
     std::fs::create_dir_all(&out)?;
-    let prog = out.join("bench");
-    let st = Command::new("gcc")
-        .args(["-g", "-O0", "-no-pie", "-o"])
-        .arg(&prog)
-        .arg(root.join("fixtures/bench.c"))
-        .status()?;
-    if !st.success() {
-        bail!("gcc failed");
-    }
+    let prog = match &a.prog {
+        Some(p) => p.clone(),
+        None => {
+            let prog = out.join("bench");
+            let st = Command::new("gcc")
+                .args(["-g", "-O0", "-no-pie", "-o"])
+                .arg(&prog)
+                .arg(root.join("fixtures/bench.c"))
+                .status()
+                .context("running gcc (or pass --prog)")?;
+            if !st.success() {
+                bail!("gcc failed");
+            }
+            prog
+        }
+    };
     let gdbmux = a
         .gdbmux
         .clone()
@@ -807,12 +902,20 @@ fn main() -> Result<()> {
         .collect();
     let mut runs: Vec<(&str, Vec<Figures>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
     let mut floor: Vec<(f64, f64)> = Vec::new();
+    let mut no_poll: Vec<(f64, f64, Option<(f64, String)>)> = Vec::new();
     for round in 0..a.rounds.max(1) {
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : measuring {s} …", round + 1);
             match measure(s, &gdbmux, &prog, &a) {
                 Ok(f) => v.push(f),
                 Err(e) => eprintln!("  {s}: {e:#}"),
+            }
+        }
+        if stubs.contains(&"gdbmux") {
+            eprintln!("round {} : measuring gdbmux --busy-poll-us 0 …", round + 1);
+            match measure_no_poll(&gdbmux, &prog, &a) {
+                Ok(r) => no_poll.push(r),
+                Err(e) => eprintln!("  gdbmux --busy-poll-us 0: {e:#}"),
             }
         }
         if two_cpus() {
@@ -835,6 +938,7 @@ fn main() -> Result<()> {
         .map(|(s, v)| {
             let pick = |g: fn(&Figures) -> f64| median(v.iter().map(g).collect());
             let how = v.first().map(|f| f.mread_how.clone()).unwrap_or_default();
+            let syscalls = v.iter().find_map(|f| f.syscalls.clone());
             (
                 s,
                 Figures {
@@ -843,6 +947,7 @@ fn main() -> Result<()> {
                     qc_split_us: pick(|f| f.qc_split_us),
                     qc_py_us: pick(|f| f.qc_py_us),
                     qc_cpu_us: pick(|f| f.qc_cpu_us),
+                    syscalls,
                     mread_mibs: pick(|f| f.mread_mibs),
                     mread_1_mibs: pick(|f| f.mread_1_mibs),
                     mread_256_mibs: pick(|f| f.mread_256_mibs),
@@ -945,6 +1050,57 @@ fn main() -> Result<()> {
             f.loopback_mibs,
             100.0 * f.mread_mibs / f.vm_readv_mibs,
             100.0 * f.mread_mibs / f.loopback_mibs
+        );
+    }
+    let best_peer_cpu = peer_best(&|f: &Figures| f.qc_cpu_us, true);
+    if let (Some((_, g)), false) = (
+        results.iter().find(|(n, _)| *n == "gdbmux"),
+        no_poll.is_empty(),
+    ) {
+        let lat_off = median(no_poll.iter().map(|r| r.0).collect());
+        let cpu_off = median(no_poll.iter().map(|r| r.1).collect());
+        println!(
+            "- busy-poll off (`--busy-poll-us 0`): qC round trip {lat_off:.1} µs, server CPU per qC \
+             {cpu_off:.1} µs = {} × the best peer's (target ≤ 0.7)",
+            best_peer_cpu.map_or("-".into(), |p| format!("{:.2}", cpu_off / p))
+        );
+        let saved = lat_off - g.qc_us;
+        let spent = g.qc_cpu_us - cpu_off;
+        println!(
+            "- busy-poll on (default) vs off: the round trip is {saved:.1} µs shorter for \
+             {spent:.1} µs more server CPU per qC: {} µs of CPU per µs of latency saved",
+            if saved > 0.0 {
+                format!("{:.2}", spent / saved)
+            } else {
+                "- (no latency saved in this run)".into()
+            }
+        );
+        if let Some((total, each)) = no_poll.iter().find_map(|r| r.2.clone()) {
+            println!("- syscalls per qC (strace -c -f), gdbmux busy-poll off: {total:.1} ({each})");
+        }
+    }
+    for (n, f) in &results {
+        if let Some((total, each)) = &f.syscalls {
+            println!("- syscalls per qC (strace -c -f), {n}: {total:.1} ({each})");
+        }
+    }
+    // Scaling: server-side time per MiB from its rate at each length.
+    for (n, f) in &results {
+        let per = |mibs: f64| 1e6 / mibs;
+        let (a1, a16, a256) = (
+            per(f.mread_1_mibs),
+            per(f.mread_mibs),
+            per(f.mread_256_mibs),
+        );
+        let growth = a256 / a16;
+        println!(
+            "- scaling, {n}: memory read µs per MiB at 1 / 16 / 256 MiB: {a1:.0} / {a16:.0} / \
+             {a256:.0}; 16 → 256 MiB ×{growth:.2}{}",
+            if growth > 1.25 {
+                " SUPER-LINEAR"
+            } else {
+                " (linear)"
+            }
         );
     }
     if !floor.is_empty() {
