@@ -376,7 +376,7 @@ struct Figures {
     qc_py_us: f64,
     qc_cpu_us: f64,
     /// Syscalls per `qC` (strace), total and by name.
-    syscalls: Option<(f64, String)>,
+    syscalls: Option<Syscalls>,
     /// 16 MiB read, the best of `m` and `x`.
     mread_mibs: f64,
     /// 1 MiB and 256 MiB reads in the same mode (scaling).
@@ -513,10 +513,16 @@ v.sort(); print(v[len(v) // 2])
 s.send(pkt("k"))
 "##;
 
+/// Syscalls per `qC`: the total, and `name count` by syscall.
+type Syscalls = (f64, String);
+/// gdbmux without busy polling: `qC` round trip (µs), server CPU per `qC`
+/// (µs), syscalls per `qC`.
+type NoPoll = (f64, f64, Option<Syscalls>);
+
 /// Syscalls per `qC` of the server `pid` (all its threads): `strace -c -f
 /// -p` attached for `n` round trips, then interrupted. `None` without
 /// strace. Returns the total and the per-syscall counts, per `qC`.
-fn syscalls_per_qc(c: &mut Rsp, pid: u32, n: usize) -> Result<Option<(f64, String)>> {
+fn syscalls_per_qc(c: &mut Rsp, pid: u32, n: usize) -> Result<Option<Syscalls>> {
     use std::io::BufRead as _;
     let file = std::env::temp_dir().join(format!("gdbmux-bench-strace-{}", std::process::id()));
     let Ok(mut st) = Command::new("strace")
@@ -565,14 +571,10 @@ fn syscalls_per_qc(c: &mut Rsp, pid: u32, n: usize) -> Result<Option<(f64, Strin
 
 /// gdbmux with busy polling off (`--busy-poll-us 0`): `qC` round trip,
 /// server CPU per `qC`, and syscalls per `qC`.
-fn measure_no_poll(
-    gdbmux: &Path,
-    prog: &Path,
-    a: &Args,
-) -> Result<(f64, f64, Option<(f64, String)>)> {
+fn measure_no_poll(gdbmux: &Path, prog: &Path, a: &Args) -> Result<NoPoll> {
     let extra = format!("{} --busy-poll-us 0", a.gdbmux_args);
     let (mut child, port) = start("gdbmux", gdbmux, &extra, prog)?;
-    let r = (|| -> Result<(f64, f64, Option<(f64, String)>)> {
+    let r = (|| -> Result<NoPoll> {
         let mut c = Rsp::connect(port)?;
         c.handshake()?;
         let pid = child.id();
@@ -902,7 +904,7 @@ fn main() -> Result<()> {
         .collect();
     let mut runs: Vec<(&str, Vec<Figures>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
     let mut floor: Vec<(f64, f64)> = Vec::new();
-    let mut no_poll: Vec<(f64, f64, Option<(f64, String)>)> = Vec::new();
+    let mut no_poll: Vec<NoPoll> = Vec::new();
     for round in 0..a.rounds.max(1) {
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : measuring {s} …", round + 1);
