@@ -3,10 +3,17 @@
 //! peer.
 //!
 //! Measured (as in research/client-traces.md §12): `qC` round trip (median
-//! of N), reading 16 MiB of inferior memory in the largest packets each
-//! server allows (`m` and, where offered, binary `x`), single steps per
-//! second (`vCont;s`), and breakpoint cycles per second (hit, `z0`, step,
-//! `Z0`, continue — the client step-over both gdb and lldb do).
+//! of N) and the server's CPU time per `qC`; syscalls per `qC` (`strace -c
+//! -f` attached for 200 round trips, where strace exists); gdbmux again
+//! with busy polling off (`--busy-poll-us 0`), and the CPU-for-latency
+//! figure of the busy-poll default; reading 16 MiB of inferior memory in the
+//! largest packets each server allows (`m` and, where offered, binary `x`),
+//! then 1 MiB and 256 MiB in the better mode (how the rate grows with the
+//! length; a super-linear growth is flagged) with the server's CPU per MiB,
+//! next to the physical limits (`process_vm_readv` alone, loopback TCP
+//! alone) measured in the same round; single steps per second
+//! (`vCont;s`), and breakpoint cycles per second (hit, `z0`, step, `Z0`,
+//! continue — the client step-over both gdb and lldb do).
 //!
 //! The `qC` round trip is measured three ways, because on a VM it depends
 //! mostly on where the scheduler puts the client and the server: wherever
@@ -17,6 +24,7 @@
 //!
 //! ```text
 //! cargo run --release -p bench -- [--gdbmux target/release/gdbmux] [--steps 5000] [--bp 2000]
+//!     [--no-256] [--prog PREBUILT_FIXTURE]
 //! ```
 #![forbid(unsafe_code)]
 
