@@ -76,6 +76,17 @@ struct Args {
     /// of compiling it (a machine without gcc).
     #[arg(long)]
     prog: Option<PathBuf>,
+    /// Real-client mode: stock gdb drives each stub (session set-up to the
+    /// first breakpoint, `stepi` N, breakpoint hits M) instead of the raw
+    /// client figures.
+    #[arg(long)]
+    clients: bool,
+    /// Real-client mode: `stepi` count.
+    #[arg(long, default_value_t = 3000)]
+    client_steps: usize,
+    /// Real-client mode: breakpoint hits.
+    #[arg(long, default_value_t = 1500)]
+    client_hits: usize,
     /// Internal: run the do-nothing floor server on this port.
     #[arg(long, hide = true)]
     echo_server: Option<u16>,
@@ -599,6 +610,133 @@ fn measure_no_poll(gdbmux: &Path, prog: &Path, a: &Args) -> Result<NoPoll> {
     r
 }
 
+/// Stock gdb against one stub: seconds from `target remote` to the first
+/// breakpoint stop, for `stepi N`, and for M breakpoint hits (`ignore`
+/// makes gdb resume M times itself, one stop round trip each).
+fn gdb_session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<[f64; 3]> {
+    let (mut child, port) = start(stub, gdbmux, &a.gdbmux_args, prog)?;
+    let script = format!(
+        "set confirm off\n\
+         set pagination off\n\
+         python import time; t0 = time.perf_counter()\n\
+         target remote 127.0.0.1:{port}\n\
+         break bench_func\n\
+         continue\n\
+         python t1 = time.perf_counter(); print('SETUP', t1 - t0)\n\
+         stepi {steps}\n\
+         python t2 = time.perf_counter(); print('STEPI', t2 - t1)\n\
+         python h0 = gdb.breakpoints()[0].hit_count; t2 = time.perf_counter()\n\
+         ignore 1 {hits}\n\
+         continue\n\
+         python t3 = time.perf_counter(); print('HITS', t3 - t2)\n\
+         python print('HITCOUNT', gdb.breakpoints()[0].hit_count - h0)\n\
+         kill\n",
+        steps = a.client_steps,
+        hits = a.client_hits,
+    );
+    let file = std::env::temp_dir().join(format!("gdbmux-bench-{}.gdb", std::process::id()));
+    std::fs::write(&file, script)?;
+    let out = Command::new("gdb")
+        .args(["-nx", "-batch", "-x"])
+        .arg(&file)
+        .arg(prog)
+        .stdin(Stdio::null())
+        .output();
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(&file);
+    let out = out.context("running gdb")?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let get = |k: &str| -> Result<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k).and_then(|v| v.trim().parse().ok()))
+            .with_context(|| format!("gdb on {stub}: no {k} in its output: {text}"))
+    };
+    let hits = get("HITCOUNT ")?;
+    if hits as usize != a.client_hits + 1 {
+        bail!(
+            "gdb on {stub}: {hits} breakpoint hits, expected {}",
+            a.client_hits + 1
+        );
+    }
+    Ok([get("SETUP ")?, get("STEPI ")?, get("HITS ")?])
+}
+
+/// `--clients`: gdb sessions against every stub, interleaved rounds,
+/// medians, ratios to the best peer (lower is better).
+fn clients_mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<()> {
+    // The stubs pass their environment to the fixture: skip its 256 MiB
+    // fill, which would be most of the set-up time.
+    std::env::set_var("RSP_BENCH_NOFILL", "1");
+    let mut runs: Vec<(&str, Vec<[f64; 3]>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
+    for round in 0..a.rounds.max(1) {
+        for (s, v) in runs.iter_mut() {
+            eprintln!("round {} : gdb against {s} …", round + 1);
+            match gdb_session(s, gdbmux, prog, a) {
+                Ok(f) => v.push(f),
+                Err(e) => eprintln!("  {s}: {e:#}"),
+            }
+        }
+    }
+    let median = |mut v: Vec<f64>| -> f64 {
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        v.sort_by(|x, y| x.total_cmp(y));
+        v[v.len() / 2]
+    };
+    let med: Vec<(&str, [f64; 3])> = runs
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(s, v)| {
+            (
+                *s,
+                [0, 1, 2].map(|i| median(v.iter().map(|f| f[i]).collect())),
+            )
+        })
+        .collect();
+    println!(
+        "stock gdb, medians of {} interleaved rounds (seconds)",
+        a.rounds.max(1)
+    );
+    println!(
+        "| figure | {} | gdbmux ÷ best peer | target |",
+        med.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" | ")
+    );
+    println!("|---|{}---|---|", "---|".repeat(med.len()));
+    let names = [
+        ("session set-up to the first breakpoint", "≤ 0.9"),
+        ("stepi", "≤ 0.7"),
+        ("breakpoint hits", "≤ 0.6"),
+    ];
+    for (i, (name, target)) in names.iter().enumerate() {
+        let label = match i {
+            1 => format!("{} {name}", a.client_steps),
+            2 => format!("{} {name}", a.client_hits),
+            _ => name.to_string(),
+        };
+        let g = med.iter().find(|(n, _)| *n == "gdbmux").map(|(_, f)| f[i]);
+        let best = med
+            .iter()
+            .filter(|(n, _)| *n != "gdbmux")
+            .map(|(_, f)| f[i])
+            .reduce(f64::min);
+        let ratio = match (g, best) {
+            (Some(g), Some(b)) if b > 0.0 => format!("{:.2}", g / b),
+            _ => "-".into(),
+        };
+        println!(
+            "| {label} | {} | {ratio} | {target} |",
+            med.iter()
+                .map(|(_, f)| format!("{:.3}", f[i]))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
+    Ok(())
+}
+
 fn measure(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<Figures> {
     let (mut child, port) = start(stub, gdbmux, &a.gdbmux_args, prog)?;
     let r = measure_on(port, prog, a, child.id());
@@ -910,6 +1048,9 @@ fn main() -> Result<()> {
         .into_iter()
         .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s))
         .collect();
+    if a.clients {
+        return clients_mode(&stubs, &gdbmux, &prog, &a);
+    }
     let mut runs: Vec<(&str, Vec<Figures>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
     let mut floor: Vec<(f64, f64)> = Vec::new();
     let mut no_poll: Vec<NoPoll> = Vec::new();
