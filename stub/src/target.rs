@@ -326,6 +326,18 @@ pub trait Target {
     /// crosses into unmapped memory; an error only when nothing is
     /// readable. Our own internal breakpoints are masked out.
     fn read_memory(&mut self, addr: u64, len: usize) -> TargetResult<Vec<u8>>;
+    /// [`Target::read_memory`] into the caller's buffer (reused between
+    /// packets, so a large read allocates nothing): fills a prefix of
+    /// `buf` and returns its length. The default copies from
+    /// `read_memory`; the native target reads straight into `buf`.
+    fn read_memory_into(&mut self, addr: u64, buf: &mut [u8]) -> TargetResult<usize> {
+        let data = self.read_memory(addr, buf.len())?;
+        let n = data.len().min(buf.len());
+        if let (Some(d), Some(s)) = (buf.get_mut(..n), data.get(..n)) {
+            d.copy_from_slice(s);
+        }
+        Ok(n)
+    }
     /// Write memory (text pages too). Returns bytes written.
     fn write_memory(&mut self, addr: u64, data: &[u8]) -> TargetResult<usize>;
 

@@ -100,14 +100,17 @@ fn pread_is_capped_and_fits_one_packet_after_escaping() {
     let mut framed = Vec::new();
     crate::wire::Encoder::new().packet(&r, &mut framed);
     assert!(framed.len() - 4 <= DEFAULT_MAX_PACKET, "{}", framed.len());
-    assert_eq!(n as usize, (DEFAULT_MAX_PACKET - REPLY_HEADER_ROOM) / 2);
+    assert_eq!(
+        n as usize,
+        (MAX_PREAD as usize).min((DEFAULT_MAX_PACKET - REPLY_HEADER_ROOM) / 2)
+    );
 
     let p = s.file("plain", &vec![b'a'; 0x30000]);
     let fd = open_ro(&mut io, &p);
     let r = io.handle(&req(&format!("pread:{fd:x},fffffff,0")));
     assert_eq!(
         data_reply(&r).0,
-        (DEFAULT_MAX_PACKET - REPLY_HEADER_ROOM) as u64
+        MAX_PREAD.min((DEFAULT_MAX_PACKET - REPLY_HEADER_ROOM) as u64)
     );
     let r = io.handle(&req(&format!("pread:{fd:x},1000,0")));
     assert_eq!(data_reply(&r).0, 0x1000);

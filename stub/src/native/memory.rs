@@ -88,15 +88,27 @@ impl Memory {
         if len == 0 {
             return Ok(out);
         }
-        let first = self.vm_readv(addr, &mut out);
+        let n = self.read_into(addr, &mut out)?;
+        out.truncate(n);
+        Ok(out)
+    }
+
+    /// [`Memory::read`] into `buf`: fills its readable prefix and returns
+    /// the length (at least 1 for a non-empty `buf`).
+    pub fn read_into(&mut self, addr: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        let len = buf.len();
+        if len == 0 {
+            return Ok(0);
+        }
+        let first = self.vm_readv(addr, buf);
         let n = match first {
             Ok(n) if n == len => n,
             Ok(n) => {
                 // Partial: the rest may still be reachable through
                 // /proc/PID/mem (e.g. a PROT_NONE page).
-                n + self.pread_all(addr + n as u64, &mut out[n..]).unwrap_or(0)
+                n + self.pread_all(addr + n as u64, &mut buf[n..]).unwrap_or(0)
             }
-            Err(e) => match self.pread_all(addr, &mut out) {
+            Err(e) => match self.pread_all(addr, buf) {
                 Ok(n) => n,
                 Err(e2) => {
                     tracing::debug!(target: "native", "read {addr:#x}+{len}: vm_readv {e}, /proc/mem {e2}");
@@ -107,8 +119,7 @@ impl Memory {
         if n == 0 {
             return Err(Errno::EIO);
         }
-        out.truncate(n);
-        Ok(out)
+        Ok(n)
     }
 
     /// Write `data` at `addr` (text pages too, via `/proc/PID/mem`).

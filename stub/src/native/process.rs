@@ -813,6 +813,21 @@ impl Target for LinuxProcess {
         Ok(data)
     }
 
+    fn read_memory_into(&mut self, addr: u64, buf: &mut [u8]) -> TargetResult<usize> {
+        if self.state == State::Gone {
+            return Err(TargetError::Gone(self.pid as Tid));
+        }
+        let n = self
+            .mem
+            .read_into(addr, buf)
+            .map_err(|e| TargetError::Errno {
+                what: format!("read memory at {addr:#x}"),
+                errno: e,
+            })?;
+        self.bps.mask(addr, &mut buf[..n]);
+        Ok(n)
+    }
+
     fn write_memory(&mut self, addr: u64, data: &[u8]) -> TargetResult<usize> {
         if self.state == State::Gone {
             return Err(TargetError::Gone(self.pid as Tid));

@@ -223,6 +223,9 @@ pub struct Session {
     output_limit: usize,
     /// Non-stop mode (`QNonStop:1`, `nonstop.rs`).
     nonstop: nonstop::NonStop,
+    /// Target memory for `m`/`x` replies, reused (see `handlers::memory`); at most
+    /// [`MAX_PACKET`] bytes.
+    mem_scratch: Vec<u8>,
 }
 
 impl Session {
@@ -263,6 +266,7 @@ impl Session {
             client_bps: Default::default(),
             output_limit: MAX_PENDING_OUTPUT,
             nonstop: Default::default(),
+            mem_scratch: Vec::new(),
         }
     }
 

@@ -39,11 +39,20 @@ pub fn digit_value(c: u8) -> Option<u8> {
 }
 
 /// Appends two lowercase hex digits per byte of `bytes` to `out`.
+///
+/// The output is sized once and filled in place, two digits per step (a
+/// 512 KiB `m` reply is encoded without a capacity check per digit).
 pub fn encode(bytes: &[u8], out: &mut Vec<u8>) {
-    out.reserve(bytes.len().saturating_mul(2));
-    for &b in bytes {
-        out.push(digit(b >> 4));
-        out.push(digit(b));
+    let start = out.len();
+    out.resize(start + bytes.len().saturating_mul(2), 0);
+    let Some(dst) = out.get_mut(start..) else {
+        return;
+    };
+    for (pair, &b) in dst.chunks_exact_mut(2).zip(bytes) {
+        if let [hi, lo] = pair {
+            *hi = digit(b >> 4);
+            *lo = digit(b);
+        }
     }
 }
 

@@ -3,10 +3,17 @@
 //! peer.
 //!
 //! Measured (as in research/client-traces.md §12): `qC` round trip (median
-//! of N), reading 16 MiB of inferior memory in the largest packets each
-//! server allows (`m` and, where offered, binary `x`), single steps per
-//! second (`vCont;s`), and breakpoint cycles per second (hit, `z0`, step,
-//! `Z0`, continue — the client step-over both gdb and lldb do).
+//! of N) and the server's CPU time per `qC`; syscalls per `qC` (`strace -c
+//! -f` attached for 200 round trips, where strace exists); gdbmux again
+//! with busy polling off (`--busy-poll-us 0`), and the CPU-for-latency
+//! figure of the busy-poll default; reading 16 MiB of inferior memory in the
+//! largest packets each server allows (`m` and, where offered, binary `x`),
+//! then 1 MiB and 256 MiB in the better mode (how the rate grows with the
+//! length; a super-linear growth is flagged) with the server's CPU per MiB,
+//! next to the physical limits (`process_vm_readv` alone, loopback TCP
+//! alone) measured in the same round; single steps per second
+//! (`vCont;s`), and breakpoint cycles per second (hit, `z0`, step, `Z0`,
+//! continue — the client step-over both gdb and lldb do).
 //!
 //! The `qC` round trip is measured three ways, because on a VM it depends
 //! mostly on where the scheduler puts the client and the server: wherever
@@ -17,6 +24,7 @@
 //!
 //! ```text
 //! cargo run --release -p bench -- [--gdbmux target/release/gdbmux] [--steps 5000] [--bp 2000]
+//!     [--no-256] [--prog PREBUILT_FIXTURE]
 //! ```
 #![forbid(unsafe_code)]
 
@@ -61,6 +69,24 @@ struct Args {
     /// Extra gdbmux options (space-separated), e.g. `--busy-poll-us 0`.
     #[arg(long, allow_hyphen_values = true, default_value = "")]
     gdbmux_args: String,
+    /// Skip the 256 MiB read (a slow peer takes seconds per round on it).
+    #[arg(long)]
+    no_256: bool,
+    /// A prebuilt fixture (`gcc -g -O0 -no-pie fixtures/bench.c`) instead
+    /// of compiling it (a machine without gcc).
+    #[arg(long)]
+    prog: Option<PathBuf>,
+    /// Real-client mode: stock gdb drives each stub (session set-up to the
+    /// first breakpoint, `stepi` N, breakpoint hits M) instead of the raw
+    /// client figures.
+    #[arg(long)]
+    clients: bool,
+    /// Real-client mode: `stepi` count.
+    #[arg(long, default_value_t = 3000)]
+    client_steps: usize,
+    /// Real-client mode: breakpoint hits.
+    #[arg(long, default_value_t = 1500)]
+    client_hits: usize,
     /// Internal: run the do-nothing floor server on this port.
     #[arg(long, hide = true)]
     echo_server: Option<u16>,
@@ -183,13 +209,27 @@ fn placed_latency(
 
 /// Minimal no-ack RSP client (the tool measures servers, it does not test
 /// them; protocol-tests has the full client).
+///
+/// A fair client for large replies: the socket is read straight into one
+/// buffer (no copy from a scratch buffer), `$`/`#` are found with `memchr`,
+/// the search for `#` resumes where the last read ended, and the frame is
+/// decoded with `memchr2` into a reused output buffer. The buffer is reset
+/// whenever it has been consumed to its end (a client that waits for each
+/// reply always gets there), so no reply is ever moved.
 struct Rsp {
     s: TcpStream,
+    /// Received bytes are `buf[pos..filled]`.
     buf: Vec<u8>,
-    /// Read buffer, allocated once (1 MiB).
-    tmp: Vec<u8>,
+    pos: usize,
+    filled: usize,
     noack: bool,
 }
+
+/// Initial receive buffer (grows to hold the largest frame).
+const RECV_BUF: usize = 4 << 20;
+/// Read at least this much per `read` call: the client's 1 MiB reads, the
+/// same as the loopback limit's.
+const READ_CHUNK: usize = 1 << 20;
 
 impl Rsp {
     fn connect(port: u16) -> Result<Self> {
@@ -199,8 +239,9 @@ impl Rsp {
         s.set_read_timeout(Some(Duration::from_secs(30)))?;
         Ok(Rsp {
             s,
-            buf: Vec::with_capacity(1 << 21),
-            tmp: vec![0; 1 << 20],
+            buf: vec![0; RECV_BUF],
+            pos: 0,
+            filled: 0,
             noack: false,
         })
     }
@@ -216,34 +257,56 @@ impl Rsp {
     }
 
     fn recv(&mut self) -> Result<Vec<u8>> {
-        // Linear in the reply size: the `#` search resumes where the last
-        // read ended, reads are large, and the frame is decoded in place
-        // (a client that rescans its buffer would measure itself, not the
-        // server, on 1 MiB replies).
+        let mut out = Vec::new();
+        self.recv_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Receive one packet, decoded into `out` (cleared first).
+    fn recv_into(&mut self, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        // Offsets relative to `pos`: where the frame starts, and how far
+        // the search for its `#` got.
         let mut scanned = 0;
         loop {
-            if let Some(start) = self.buf.iter().position(|b| *b == b'$') {
+            let pending = &self.buf[self.pos..self.filled];
+            if let Some(start) = memchr::memchr(b'$', pending) {
                 let from = scanned.max(start + 1);
-                if let Some(h) = self.buf[from..].iter().position(|b| *b == b'#') {
-                    let end = from + h;
-                    if self.buf.len() >= end + 3 {
-                        let out = decode(&self.buf[start + 1..end]);
-                        self.buf.drain(..end + 3);
+                match memchr::memchr(b'#', &pending[from..]) {
+                    Some(h) if pending.len() >= from + h + 3 => {
+                        let end = from + h;
+                        decode_into(&pending[start + 1..end], out);
+                        self.pos += end + 3;
+                        if self.pos == self.filled {
+                            self.pos = 0;
+                            self.filled = 0;
+                        }
                         if !self.noack {
                             self.s.write_all(b"+")?;
                         }
-                        return Ok(out);
+                        return Ok(());
                     }
-                    scanned = end;
-                } else {
-                    scanned = self.buf.len();
+                    Some(h) => scanned = from + h,
+                    None => scanned = pending.len(),
                 }
             }
-            let n = self.s.read(&mut self.tmp)?;
+            if self.buf.len() - self.filled < READ_CHUNK {
+                // Move the partial frame to the front, or grow.
+                if self.pos > 0 {
+                    self.buf.copy_within(self.pos..self.filled, 0);
+                    self.filled -= self.pos;
+                    self.pos = 0;
+                }
+                if self.buf.len() - self.filled < READ_CHUNK {
+                    let n = self.buf.len() * 2;
+                    self.buf.resize(n, 0);
+                }
+            }
+            let n = self.s.read(&mut self.buf[self.filled..])?;
             if n == 0 {
                 bail!("connection closed");
             }
-            self.buf.extend_from_slice(&self.tmp[..n]);
+            self.filled += n;
         }
     }
 
@@ -269,17 +332,14 @@ impl Rsp {
     }
 }
 
-/// Undo `}` escapes and RLE.
-fn decode(raw: &[u8]) -> Vec<u8> {
-    // Copies runs of plain bytes in one go: a byte-at-a-time client would
-    // measure itself on 1 MiB replies.
-    let mut out = Vec::with_capacity(raw.len());
+/// Undo `}` escapes and RLE, appending to `out`: runs of plain bytes are
+/// found with `memchr2` and copied in one go (a byte-at-a-time client
+/// would measure itself on 1 MiB replies).
+fn decode_into(raw: &[u8], out: &mut Vec<u8>) {
+    out.reserve(raw.len());
     let mut rest = raw;
     while !rest.is_empty() {
-        let plain = rest
-            .iter()
-            .position(|b| *b == b'}' || *b == b'*')
-            .unwrap_or(rest.len());
+        let plain = memchr::memchr2(b'}', b'*', rest).unwrap_or(rest.len());
         out.extend_from_slice(&rest[..plain]);
         rest = &rest[plain..];
         match rest {
@@ -299,7 +359,6 @@ fn decode(raw: &[u8]) -> Vec<u8> {
             [] => {}
         }
     }
-    out
 }
 
 /// Hex text to bytes (pairs; a bad digit reads as 0).
@@ -317,15 +376,16 @@ fn unhex(text: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+/// Address of `sym` in the (non-PIE) fixture, from its ELF symbol table.
 fn nm(bin: &Path, sym: &str) -> Result<u64> {
-    let out = Command::new("nm").arg(bin).output().context("running nm")?;
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() == 3 && f[2] == sym {
-            return Ok(u64::from_str_radix(f[0], 16)?);
-        }
-    }
-    bail!("symbol {sym} not found in {}", bin.display())
+    use object::Object as _;
+    use object::ObjectSymbol as _;
+    let data = std::fs::read(bin).with_context(|| format!("reading {}", bin.display()))?;
+    let file = object::File::parse(&*data).context("parsing the fixture")?;
+    file.symbols()
+        .find(|s| s.name() == Ok(sym))
+        .map(|s| s.address())
+        .with_context(|| format!("symbol {sym} not found in {}", bin.display()))
 }
 
 struct Figures {
@@ -334,7 +394,15 @@ struct Figures {
     qc_split_us: f64,
     qc_py_us: f64,
     qc_cpu_us: f64,
+    /// Syscalls per `qC` (strace), total and by name.
+    syscalls: Option<Syscalls>,
+    /// 16 MiB read, the best of `m` and `x`.
     mread_mibs: f64,
+    /// 1 MiB and 256 MiB reads in the same mode (scaling).
+    mread_1_mibs: f64,
+    mread_256_mibs: f64,
+    /// Server CPU per MiB of the 256 MiB read (µs).
+    mread_cpu_us_per_mib: f64,
     mread_how: String,
     /// The physical limits, measured in the same round: 16 MiB of the
     /// inferior's buffer through `process_vm_readv` alone (1 MiB a call),
@@ -464,6 +532,211 @@ v.sort(); print(v[len(v) // 2])
 s.send(pkt("k"))
 "##;
 
+/// Syscalls per `qC`: the total, and `name count` by syscall.
+type Syscalls = (f64, String);
+/// gdbmux without busy polling: `qC` round trip (µs), server CPU per `qC`
+/// (µs), syscalls per `qC`.
+type NoPoll = (f64, f64, Option<Syscalls>);
+
+/// Syscalls per `qC` of the server `pid` (all its threads): `strace -c -f
+/// -p` attached for `n` round trips, then interrupted. `None` without
+/// strace. Returns the total and the per-syscall counts, per `qC`.
+fn syscalls_per_qc(c: &mut Rsp, pid: u32, n: usize) -> Result<Option<Syscalls>> {
+    use std::io::BufRead as _;
+    let file = std::env::temp_dir().join(format!("gdbmux-bench-strace-{}", std::process::id()));
+    let Ok(mut st) = Command::new("strace")
+        .args(["-c", "-f", "-p", &pid.to_string(), "-o"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        return Ok(None);
+    };
+    // strace says `Process N attached` once it traces the server.
+    let mut err = std::io::BufReader::new(st.stderr.take().context("strace stderr")?);
+    let mut line = String::new();
+    while err.read_line(&mut line)? > 0 && !line.contains("attached") {
+        line.clear();
+    }
+    for _ in 0..n {
+        c.ask("qC")?;
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(st.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )?;
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    st.wait()?;
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    let mut total = f64::NAN;
+    let mut each = Vec::new();
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // `% time  seconds  usecs/call  calls  [errors]  syscall`
+        let (Some(name), Some(calls)) = (f.last(), f.get(3).and_then(|c| c.parse::<f64>().ok()))
+        else {
+            continue;
+        };
+        if *name == "total" {
+            total = calls / n as f64;
+        } else if calls / n as f64 >= 0.05 {
+            each.push(format!("{name} {:.1}", calls / n as f64));
+        }
+    }
+    Ok(Some((total, each.join(", "))))
+}
+
+/// gdbmux with busy polling off (`--busy-poll-us 0`): `qC` round trip,
+/// server CPU per `qC`, and syscalls per `qC`.
+fn measure_no_poll(gdbmux: &Path, prog: &Path, a: &Args) -> Result<NoPoll> {
+    let extra = format!("{} --busy-poll-us 0", a.gdbmux_args);
+    let (mut child, port) = start("gdbmux", gdbmux, &extra, prog)?;
+    let r = (|| -> Result<NoPoll> {
+        let mut c = Rsp::connect(port)?;
+        c.handshake()?;
+        let pid = child.id();
+        let cpu0 = server_cpu_ns(pid);
+        let lat = qc_latency(&mut c, a.latency)?;
+        let cpu = server_cpu_ns(pid).saturating_sub(cpu0) as f64 / 1000.0 / a.latency as f64;
+        let sys = syscalls_per_qc(&mut c, pid, 200)?;
+        let _ = c.send(b"k");
+        let _ = c.recv();
+        Ok((lat, cpu, sys))
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    r
+}
+
+/// Stock gdb against one stub: seconds from `target remote` to the first
+/// breakpoint stop, for `stepi N`, and for M breakpoint hits (`ignore`
+/// makes gdb resume M times itself, one stop round trip each).
+fn gdb_session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<[f64; 3]> {
+    let (mut child, port) = start(stub, gdbmux, &a.gdbmux_args, prog)?;
+    let script = format!(
+        "set confirm off\n\
+         set pagination off\n\
+         python import time; t0 = time.perf_counter()\n\
+         target remote 127.0.0.1:{port}\n\
+         break bench_func\n\
+         continue\n\
+         python t1 = time.perf_counter(); print('SETUP', t1 - t0)\n\
+         stepi {steps}\n\
+         python t2 = time.perf_counter(); print('STEPI', t2 - t1)\n\
+         python h0 = gdb.breakpoints()[0].hit_count; t2 = time.perf_counter()\n\
+         ignore 1 {hits}\n\
+         continue\n\
+         python t3 = time.perf_counter(); print('HITS', t3 - t2)\n\
+         python print('HITCOUNT', gdb.breakpoints()[0].hit_count - h0)\n\
+         kill\n",
+        steps = a.client_steps,
+        hits = a.client_hits,
+    );
+    let file = std::env::temp_dir().join(format!("gdbmux-bench-{}.gdb", std::process::id()));
+    std::fs::write(&file, script)?;
+    let out = Command::new("gdb")
+        .args(["-nx", "-batch", "-x"])
+        .arg(&file)
+        .arg(prog)
+        .stdin(Stdio::null())
+        .output();
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(&file);
+    let out = out.context("running gdb")?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let get = |k: &str| -> Result<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k).and_then(|v| v.trim().parse().ok()))
+            .with_context(|| format!("gdb on {stub}: no {k} in its output: {text}"))
+    };
+    let hits = get("HITCOUNT ")?;
+    if hits as usize != a.client_hits + 1 {
+        bail!(
+            "gdb on {stub}: {hits} breakpoint hits, expected {}",
+            a.client_hits + 1
+        );
+    }
+    Ok([get("SETUP ")?, get("STEPI ")?, get("HITS ")?])
+}
+
+/// `--clients`: gdb sessions against every stub, interleaved rounds,
+/// medians, ratios to the best peer (lower is better).
+fn clients_mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<()> {
+    // The stubs pass their environment to the fixture: skip its 256 MiB
+    // fill, which would be most of the set-up time.
+    std::env::set_var("RSP_BENCH_NOFILL", "1");
+    let mut runs: Vec<(&str, Vec<[f64; 3]>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
+    for round in 0..a.rounds.max(1) {
+        for (s, v) in runs.iter_mut() {
+            eprintln!("round {} : gdb against {s} …", round + 1);
+            match gdb_session(s, gdbmux, prog, a) {
+                Ok(f) => v.push(f),
+                Err(e) => eprintln!("  {s}: {e:#}"),
+            }
+        }
+    }
+    let median = |mut v: Vec<f64>| -> f64 {
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        v.sort_by(|x, y| x.total_cmp(y));
+        v[v.len() / 2]
+    };
+    let med: Vec<(&str, [f64; 3])> = runs
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(s, v)| {
+            (
+                *s,
+                [0, 1, 2].map(|i| median(v.iter().map(|f| f[i]).collect())),
+            )
+        })
+        .collect();
+    println!(
+        "stock gdb, medians of {} interleaved rounds (seconds)",
+        a.rounds.max(1)
+    );
+    println!(
+        "| figure | {} | gdbmux ÷ best peer | target |",
+        med.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" | ")
+    );
+    println!("|---|{}---|---|", "---|".repeat(med.len()));
+    let names = [
+        ("session set-up to the first breakpoint", "≤ 0.9"),
+        ("stepi", "≤ 0.7"),
+        ("breakpoint hits", "≤ 0.6"),
+    ];
+    for (i, (name, target)) in names.iter().enumerate() {
+        let label = match i {
+            1 => format!("{} {name}", a.client_steps),
+            2 => format!("{} {name}", a.client_hits),
+            _ => name.to_string(),
+        };
+        let g = med.iter().find(|(n, _)| *n == "gdbmux").map(|(_, f)| f[i]);
+        let best = med
+            .iter()
+            .filter(|(n, _)| *n != "gdbmux")
+            .map(|(_, f)| f[i])
+            .reduce(f64::min);
+        let ratio = match (g, best) {
+            (Some(g), Some(b)) if b > 0.0 => format!("{:.2}", g / b),
+            _ => "-".into(),
+        };
+        println!(
+            "| {label} | {} | {ratio} | {target} |",
+            med.iter()
+                .map(|(_, f)| format!("{:.3}", f[i]))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
+    Ok(())
+}
+
 fn measure(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<Figures> {
     let (mut child, port) = start(stub, gdbmux, &a.gdbmux_args, prog)?;
     let r = measure_on(port, prog, a, child.id());
@@ -570,6 +843,37 @@ fn loopback_limit(total: usize) -> Result<f64> {
     Ok(mibs)
 }
 
+/// MiB/s of reading `total` bytes of the fixture's buffer at `big` with
+/// `mode` (`m` or `x`) in `chunk`-byte requests; every reply's first and
+/// last byte are checked against the fixture's pattern.
+fn read_rate(c: &mut Rsp, mode: &str, chunk: usize, big: u64, total: usize) -> Result<f64> {
+    let expect = |i: usize| (i.wrapping_mul(7).wrapping_add(0x11)) as u8;
+    let mut raw = Vec::with_capacity(chunk + 64);
+    let mut hex = Vec::new();
+    let t = Instant::now();
+    let mut off = 0;
+    while off < total {
+        let n = chunk.min(total - off);
+        c.send(format!("{mode}{:x},{n:x}", big + off as u64).as_bytes())?;
+        c.recv_into(&mut raw)?;
+        let data = if mode == "m" {
+            hex.clear();
+            hex.extend(unhex(&raw));
+            &hex
+        } else {
+            &raw
+        };
+        let (Some(first), Some(last)) = (data.first(), data.last()) else {
+            bail!("{mode} read returned nothing at offset {off}");
+        };
+        if *first != expect(off) || *last != expect(off + data.len() - 1) {
+            bail!("{mode} read: wrong data at offset {off}");
+        }
+        off += data.len();
+    }
+    Ok(total as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64())
+}
+
 fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figures> {
     let mut c = Rsp::connect(port)?;
     let (sup, stop) = c.handshake()?;
@@ -600,37 +904,39 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
     let qc_us = qc_latency(&mut c, a.latency)?;
     let qc_cpu_us =
         (server_cpu_ns(server_pid).saturating_sub(cpu0)) as f64 / 1000.0 / a.latency as f64;
+    let syscalls = syscalls_per_qc(&mut c, server_pid, 200)?;
 
-    // Memory: m in the largest chunk, and x where offered.
-    const TOTAL: usize = 16 << 20;
-    let expect = |i: usize| (i.wrapping_mul(7).wrapping_add(0x11)) as u8;
-    let mut best = (0.0f64, String::new());
+    // Memory: 16 MiB with m in the largest chunk and with x where offered;
+    // then the best of them for the other sizes (how the rate grows with
+    // the length).
     let m_chunk = (psize.saturating_sub(8) / 2).max(1);
     let x_ok = c.ask_s("x0,0")? == "OK";
     let mut modes = vec![("m", m_chunk)];
     if x_ok {
         modes.push(("x", psize.saturating_sub(8).max(1)));
     }
+    let mut best = (0.0f64, "m", m_chunk);
     for (mode, chunk) in modes {
-        let t = Instant::now();
-        let mut off = 0;
-        while off < TOTAL {
-            let n = chunk.min(TOTAL - off);
-            let r = c.ask(&format!("{mode}{:x},{n:x}", big + off as u64))?;
-            let data = if mode == "m" { unhex(&r) } else { r };
-            if data.is_empty() {
-                bail!("{mode} read returned nothing at offset {off}");
-            }
-            if data[0] != expect(off) {
-                bail!("{mode} read: wrong data at offset {off}");
-            }
-            off += data.len();
-        }
-        let mibs = 16.0 / t.elapsed().as_secs_f64();
+        let mibs = read_rate(&mut c, mode, chunk, big, 16 << 20)?;
         if mibs > best.0 {
-            best = (mibs, format!("{mode} {chunk} B"));
+            best = (mibs, mode, chunk);
         }
     }
+    let (mread_mibs, mode, chunk) = best;
+    let mread_how = format!("{mode} {chunk} B");
+    let mread_1_mibs = read_rate(&mut c, mode, chunk, big, 1 << 20)?;
+    let cpu0 = server_cpu_ns(server_pid);
+    let mread_256_mibs = if a.no_256 {
+        f64::NAN
+    } else {
+        read_rate(&mut c, mode, chunk, big, 256 << 20)?
+    };
+    let mread_cpu_us_per_mib = if a.no_256 {
+        f64::NAN
+    } else {
+        server_cpu_ns(server_pid).saturating_sub(cpu0) as f64 / 1000.0 / 256.0
+    };
+    const TOTAL: usize = 16 << 20;
 
     // The physical limits of the same read, measured now (same load).
     let inferior = c.ask_s("qC")?;
@@ -696,8 +1002,12 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
         qc_split_us: f64::NAN,
         qc_py_us: f64::NAN,
         qc_cpu_us,
-        mread_mibs: best.0,
-        mread_how: best.1,
+        syscalls,
+        mread_mibs,
+        mread_1_mibs,
+        mread_256_mibs,
+        mread_cpu_us_per_mib,
+        mread_how,
         vm_readv_mibs,
         loopback_mibs,
         steps_s,
@@ -714,15 +1024,22 @@ fn main() -> Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = std::env::temp_dir().join("gdbmux-bench");
     std::fs::create_dir_all(&out)?;
-    let prog = out.join("bench");
-    let st = Command::new("gcc")
-        .args(["-g", "-O0", "-no-pie", "-o"])
-        .arg(&prog)
-        .arg(root.join("fixtures/bench.c"))
-        .status()?;
-    if !st.success() {
-        bail!("gcc failed");
-    }
+    let prog = match &a.prog {
+        Some(p) => p.clone(),
+        None => {
+            let prog = out.join("bench");
+            let st = Command::new("gcc")
+                .args(["-g", "-O0", "-no-pie", "-o"])
+                .arg(&prog)
+                .arg(root.join("fixtures/bench.c"))
+                .status()
+                .context("running gcc (or pass --prog)")?;
+            if !st.success() {
+                bail!("gcc failed");
+            }
+            prog
+        }
+    };
     let gdbmux = a
         .gdbmux
         .clone()
@@ -731,14 +1048,25 @@ fn main() -> Result<()> {
         .into_iter()
         .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s))
         .collect();
+    if a.clients {
+        return clients_mode(&stubs, &gdbmux, &prog, &a);
+    }
     let mut runs: Vec<(&str, Vec<Figures>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
     let mut floor: Vec<(f64, f64)> = Vec::new();
+    let mut no_poll: Vec<NoPoll> = Vec::new();
     for round in 0..a.rounds.max(1) {
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : measuring {s} …", round + 1);
             match measure(s, &gdbmux, &prog, &a) {
                 Ok(f) => v.push(f),
                 Err(e) => eprintln!("  {s}: {e:#}"),
+            }
+        }
+        if stubs.contains(&"gdbmux") {
+            eprintln!("round {} : measuring gdbmux --busy-poll-us 0 …", round + 1);
+            match measure_no_poll(&gdbmux, &prog, &a) {
+                Ok(r) => no_poll.push(r),
+                Err(e) => eprintln!("  gdbmux --busy-poll-us 0: {e:#}"),
             }
         }
         if two_cpus() {
@@ -761,6 +1089,7 @@ fn main() -> Result<()> {
         .map(|(s, v)| {
             let pick = |g: fn(&Figures) -> f64| median(v.iter().map(g).collect());
             let how = v.first().map(|f| f.mread_how.clone()).unwrap_or_default();
+            let syscalls = v.iter().find_map(|f| f.syscalls.clone());
             (
                 s,
                 Figures {
@@ -769,7 +1098,11 @@ fn main() -> Result<()> {
                     qc_split_us: pick(|f| f.qc_split_us),
                     qc_py_us: pick(|f| f.qc_py_us),
                     qc_cpu_us: pick(|f| f.qc_cpu_us),
+                    syscalls,
                     mread_mibs: pick(|f| f.mread_mibs),
+                    mread_1_mibs: pick(|f| f.mread_1_mibs),
+                    mread_256_mibs: pick(|f| f.mread_256_mibs),
+                    mread_cpu_us_per_mib: pick(|f| f.mread_cpu_us_per_mib),
                     mread_how: how,
                     vm_readv_mibs: pick(|f| f.vm_readv_mibs),
                     loopback_mibs: pick(|f| f.loopback_mibs),
@@ -792,7 +1125,7 @@ fn main() -> Result<()> {
         }
     };
     type Getter = fn(&Figures) -> f64;
-    let rows: [(&str, Getter, bool, &str); 8] = [
+    let rows: Vec<(&str, Getter, bool, &str)> = vec![
         (
             "qC round trip, Rust client, scheduler's placement (µs, median)",
             |f| f.qc_us,
@@ -818,7 +1151,20 @@ fn main() -> Result<()> {
             "≤ 0.8",
         ),
         ("server CPU per qC (µs)", |f| f.qc_cpu_us, true, "-"),
-        ("read 16 MiB (MiB/s)", |f| f.mread_mibs, false, "≥ 2.0"),
+        ("read 1 MiB (MiB/s)", |f| f.mread_1_mibs, false, "-"),
+        ("read 16 MiB (MiB/s)", |f| f.mread_mibs, false, "≥ 1024"),
+        (
+            "read 256 MiB (MiB/s)",
+            |f| f.mread_256_mibs,
+            false,
+            "≥ 1024",
+        ),
+        (
+            "server CPU per MiB read (µs, 256 MiB read)",
+            |f| f.mread_cpu_us_per_mib,
+            true,
+            "-",
+        ),
         ("single steps/s", |f| f.steps_s, false, "≥ 1.2"),
         ("bp hit+step-over cycles/s", |f| f.bp_s, false, "≥ 1.2"),
     ];
@@ -855,6 +1201,57 @@ fn main() -> Result<()> {
             f.loopback_mibs,
             100.0 * f.mread_mibs / f.vm_readv_mibs,
             100.0 * f.mread_mibs / f.loopback_mibs
+        );
+    }
+    let best_peer_cpu = peer_best(&|f: &Figures| f.qc_cpu_us, true);
+    if let (Some((_, g)), false) = (
+        results.iter().find(|(n, _)| *n == "gdbmux"),
+        no_poll.is_empty(),
+    ) {
+        let lat_off = median(no_poll.iter().map(|r| r.0).collect());
+        let cpu_off = median(no_poll.iter().map(|r| r.1).collect());
+        println!(
+            "- busy-poll off (`--busy-poll-us 0`): qC round trip {lat_off:.1} µs, server CPU per qC \
+             {cpu_off:.1} µs = {} × the best peer's (target ≤ 0.7)",
+            best_peer_cpu.map_or("-".into(), |p| format!("{:.2}", cpu_off / p))
+        );
+        let saved = lat_off - g.qc_us;
+        let spent = g.qc_cpu_us - cpu_off;
+        println!(
+            "- busy-poll on (default) vs off: the round trip is {saved:.1} µs shorter for \
+             {spent:.1} µs more server CPU per qC: {} µs of CPU per µs of latency saved",
+            if saved > 0.0 {
+                format!("{:.2}", spent / saved)
+            } else {
+                "- (no latency saved in this run)".into()
+            }
+        );
+        if let Some((total, each)) = no_poll.iter().find_map(|r| r.2.clone()) {
+            println!("- syscalls per qC (strace -c -f), gdbmux busy-poll off: {total:.1} ({each})");
+        }
+    }
+    for (n, f) in &results {
+        if let Some((total, each)) = &f.syscalls {
+            println!("- syscalls per qC (strace -c -f), {n}: {total:.1} ({each})");
+        }
+    }
+    // Scaling: server-side time per MiB from its rate at each length.
+    for (n, f) in &results {
+        let per = |mibs: f64| 1e6 / mibs;
+        let (a1, a16, a256) = (
+            per(f.mread_1_mibs),
+            per(f.mread_mibs),
+            per(f.mread_256_mibs),
+        );
+        let growth = a256 / a16;
+        println!(
+            "- scaling, {n}: memory read µs per MiB at 1 / 16 / 256 MiB: {a1:.0} / {a16:.0} / \
+             {a256:.0}; 16 → 256 MiB ×{growth:.2}{}",
+            if growth > 1.25 {
+                " SUPER-LINEAR"
+            } else {
+                " (linear)"
+            }
         );
     }
     if !floor.is_empty() {
