@@ -34,6 +34,11 @@ pub const DISABLEABLE: &[&str] = &["vCont", "T", "Tthread", "qC", "qfThreadInfo"
 pub struct Cli {
     pub once: bool,
     pub multi: bool,
+    /// `gdbmux demo`: each client gets the program freshly launched
+    /// (`Lifetime::Relaunch`); not a command-line option.
+    pub relaunch: bool,
+    /// `gdbmux demo` with the GPU sample: the banner adds what to type.
+    pub demo_recipe: bool,
     pub attach: Option<u32>,
     pub attach_name: Option<String>,
     pub dbgapi: Option<PathBuf>,
@@ -62,6 +67,8 @@ impl Default for Cli {
         Cli {
             once: false,
             multi: false,
+            relaunch: false,
+            demo_recipe: false,
             attach: None,
             attach_name: None,
             dbgapi: None,
