@@ -352,7 +352,14 @@ impl Session {
             )
         };
         tracing::info!(target: "mux", wave = stop.tid, %kernel, "GPU stop reported to the CPU session");
-        self.gpu_report = Some(text);
+        // Before the interrupt: a stopped thread no longer waits in the
+        // runtime (crate::gpu::launcher).
+        let launcher = self
+            .procs
+            .keys()
+            .next()
+            .and_then(|pid| crate::gpu::launcher::launching_thread(*pid));
+        self.gpu_report = Some((text, launcher));
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
                 tracing::warn!(target: "ptrace", "interrupt for a GPU stop: {e}");
@@ -363,7 +370,7 @@ impl Session {
     /// If a GPU stop is being reported, turn the CPU interrupt into that
     /// report (console line + SIGTRAP stop).
     pub(super) fn gpu_decorate_stop(&mut self, stop: StopEvent) -> StopEvent {
-        let Some(text) = self.gpu_report.take() else {
+        let Some((text, launcher)) = self.gpu_report.take() else {
             return stop;
         };
         self.send(&reply::console(&text));
@@ -375,7 +382,8 @@ impl Session {
                 ..
             } => StopEvent::Stopped {
                 pid,
-                tid,
+                // The thread that launched the dispatch, when found.
+                tid: launcher.map(u64::from).unwrap_or(tid),
                 signal: libc::SIGTRAP,
                 kind: StopKind::Signal,
             },

@@ -199,7 +199,7 @@ pub struct Session {
     role: Role,
     mux: Option<crate::mux::MuxHandle>,
     internal: Option<gpu::Internal>,
-    gpu_report: Option<String>,
+    gpu_report: Option<(String, Option<Pid>)>,
     symbolizer: crate::gpu::symbols::Symbolizer,
     last_plans: BTreeMap<Pid, crate::target::ResumePlan>,
     /// What the client inserted with `Z`, taken out when it vanishes.
