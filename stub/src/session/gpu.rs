@@ -267,9 +267,10 @@ impl Session {
             // supported for subtarget) when it displays a GPU stop
             // without line info; research/lldb-accelerator.md §2.4.8.
             self.send(&reply::console(
-                "gdbmux: GPU runtime loaded. lldb: run `settings set stop-disassembly-display never` \
-                 (stock lldb 23.1 aborts disassembling AMDGPU stops) before the GPU target appears; \
-                 gdb: `monitor gpu` shows the GPU.\n",
+                "gdbmux: GPU runtime loaded. lldb: the GPU target appears by itself (the helper \
+                 gdbmux_lldb.py that gdbmux's lldb line imports sets what stock lldb 23.1 needs; \
+                 without it: `settings set stop-disassembly-display never` and `settings set -g \
+                 target.use-fast-stepping false`); gdb: `monitor gpu` shows the GPU.\n",
             ));
         }
         if self.is_running() {
