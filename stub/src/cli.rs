@@ -98,7 +98,7 @@ pub fn usage() -> String {
      \tgdbmux [OPTIONS] COMM -- PROG [ARGS ...]\n\
      \tgdbmux [OPTIONS] --attach COMM PID\n\
      \tgdbmux [OPTIONS] --multi COMM\n\
-     \tgdbmux demo [--multi] [COMM]\n\
+     \tgdbmux demo [--once|--multi] [COMM]\n\
      \n\
      COMM: HOST:PORT, :PORT (127.0.0.1), [::1]:PORT or ::1:PORT, unix:PATH,\n\
      or '-' / 'stdio' for stdin/stdout. Port 0 picks a free port.\n\
