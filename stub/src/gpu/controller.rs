@@ -1293,5 +1293,13 @@ impl GpuController {
         self.gpu_bps.clear();
         self.stepping_over.clear();
         self.run_on.clear();
+        // GPU breakpoints belong to the process: a later one (the next
+        // client of `gdbmux demo`, a `run` under --multi) starts without
+        // them (set them again), rather than stopping on breakpoints its
+        // client never set.
+        self.pending_bps.clear();
+        self.named_bps.clear();
+        self.located_bps.clear();
+        self.dormant_bps.clear();
     }
 }
