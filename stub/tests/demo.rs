@@ -200,15 +200,27 @@ fn demo_serves_gdb_then_lldb_each_typing_the_banner() {
     );
 
     // lldb -b, the same lines: ends by itself.
-    let mut lldb = Command::new("lldb");
-    lldb.arg("-b");
+    // Through timeout(1), so that a hang still shows what lldb printed and
+    // what the helper decided (GDBMUX_LLDB_TRACE).
+    let trace = env.bin_dir.join("demo-lldb-trace.txt");
+    let _ = std::fs::remove_file(&trace);
+    let mut lldb = Command::new("timeout");
+    lldb.args(["-s", "KILL", "120", "lldb", "-b"])
+        .env("GDBMUX_LLDB_TRACE", &trace);
     let (prog, pre) = args.split_last().expect("args");
     lldb.args(pre);
     for c in &b.lldb_typed {
         lldb.args(["-o", c]);
     }
     lldb.arg(prog);
-    let out = gpu_support::run_with_timeout(&mut lldb, 120);
+    let o = lldb.output().expect("lldb -b");
+    let out = format!(
+        "{}{}\n--- exit: {:?}; helper trace ---\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+        o.status.code(),
+        std::fs::read_to_string(&trace).unwrap_or_default()
+    );
     assert!(
         out.contains("stop reason = one-shot breakpoint")
             && out.contains("stop reason = step over")
