@@ -34,6 +34,11 @@ pub const DISABLEABLE: &[&str] = &["vCont", "T", "Tthread", "qC", "qfThreadInfo"
 pub struct Cli {
     pub once: bool,
     pub multi: bool,
+    /// `gdbmux demo`: each client gets the program freshly launched
+    /// (`Lifetime::Relaunch`); not a command-line option.
+    pub relaunch: bool,
+    /// `gdbmux demo` with the GPU sample: the banner adds what to type.
+    pub demo_recipe: bool,
     pub attach: Option<u32>,
     pub attach_name: Option<String>,
     pub dbgapi: Option<PathBuf>,
@@ -62,6 +67,8 @@ impl Default for Cli {
         Cli {
             once: false,
             multi: false,
+            relaunch: false,
+            demo_recipe: false,
             attach: None,
             attach_name: None,
             dbgapi: None,
@@ -91,7 +98,7 @@ pub fn usage() -> String {
      \tgdbmux [OPTIONS] COMM -- PROG [ARGS ...]\n\
      \tgdbmux [OPTIONS] --attach COMM PID\n\
      \tgdbmux [OPTIONS] --multi COMM\n\
-     \tgdbmux demo [--multi] [COMM]\n\
+     \tgdbmux demo [--once|--multi] [COMM]\n\
      \n\
      COMM: HOST:PORT, :PORT (127.0.0.1), [::1]:PORT or ::1:PORT, unix:PATH,\n\
      or '-' / 'stdio' for stdin/stdout. Port 0 picks a free port.\n\

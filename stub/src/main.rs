@@ -91,10 +91,11 @@ impl Write for SharedFile {
     about = "Serve the bundled sample program (built on the fly with cc)"
 )]
 struct DemoCli {
-    /// Exit after the first session (default).
+    /// Exit after the first session.
     #[arg(long, conflicts_with = "multi")]
     once: bool,
-    /// Keep serving sessions.
+    /// Keep serving sessions without a program (`target extended-remote`,
+    /// `run`).
     #[arg(long)]
     multi: bool,
     /// Where to listen.
@@ -185,9 +186,13 @@ fn demo_cli(args: Vec<String>) -> Result<Cli, String> {
     let mut program = vec![bin.display().to_string()];
     program.extend(args);
     Ok(Cli {
-        // The demo keeps its one-session default (`demo --multi` to keep serving).
-        once: d.once || !d.multi,
+        // By default the demo serves one client after another, each with
+        // the program freshly launched (gdb, then lldb, …): a person pastes
+        // each banner line in turn and reaches the kernel every time.
+        once: d.once,
         multi: d.multi,
+        relaunch: !d.once && !d.multi,
+        demo_recipe: gpu,
         comm: d.comm,
         program,
         ..Cli::default()
@@ -275,7 +280,9 @@ fn startup_error(e: ServerError) -> String {
 }
 
 fn run(cli: Cli) -> Result<(), String> {
-    let lifetime = if cli.once {
+    let lifetime = if cli.relaunch {
+        Lifetime::Relaunch
+    } else if cli.once {
         Lifetime::Once
     } else if cli.multi {
         Lifetime::Multi
@@ -371,7 +378,9 @@ fn run(cli: Cli) -> Result<(), String> {
             err,
             "Connect with:\n  gdb  -ex '{gdb_target}' {prog}\n  lldb -o '{lldb_prelude}' -o '{lldb_cmd}' {prog}"
         );
-        if !cli.no_gpu {
+        if cli.demo_recipe {
+            let _ = write!(err, "{}", demo_recipe());
+        } else if !cli.no_gpu {
             let _ = writeln!(
                 err,
                 "GPU (once the program's GPU runtime is up):\n  \
@@ -386,6 +395,46 @@ fn run(cli: Cli) -> Result<(), String> {
     }
     drop(err);
     server.run().map_err(|e| e.to_string())
+}
+
+/// What `gdbmux demo` tells a person to type after connecting, one
+/// command per line and nothing else on it, so that a pasted block runs
+/// as is: `stub/tests/demo.rs` types exactly these lines (taken from the
+/// banner) into gdb 13 and lldb 23.1, one client after the other.
+fn demo_recipe() -> String {
+    let gdb = [
+        "monitor gpu break vector_add",
+        "continue",
+        "monitor gpu waves",
+        "monitor gpu continue",
+        "continue",
+    ];
+    let lldb = [
+        "breakpoint set -o true -n vector_add",
+        "process continue",
+        "thread step-over",
+        "register read pc exec v0",
+        "process continue",
+    ];
+    let mut out = String::from(
+        "Then type, in gdb: a pending GPU breakpoint on the kernel, a wave stopped there, the \
+         waves, and on to the program's exit:\n",
+    );
+    for c in gdb {
+        out.push_str(&format!("    {c}\n"));
+    }
+    out.push_str(
+        "or in lldb: the same breakpoint, a wave stopped at the kernel's first line, one source \
+         line on, registers, and on to the exit:\n",
+    );
+    for c in lldb {
+        out.push_str(&format!("    {c}\n"));
+    }
+    out.push_str(
+        "The demo serves one client after another, each with the program freshly launched: quit \
+         one client, connect the other. Ctrl-C ends the demo.\n",
+    );
+    out
 }
 
 /// The lldb helper script gdbmux ships (`tools/lldb/gdbmux_lldb.py`):

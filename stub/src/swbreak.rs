@@ -129,6 +129,13 @@ impl Patches {
         self.map.remove(&addr)
     }
 
+    /// Forget the patch at `addr`, whoever holds it, without touching
+    /// memory (the memory it was in is gone, e.g. an unloaded GPU code
+    /// object).
+    pub fn forget(&mut self, addr: u64) -> Option<Patch> {
+        self.map.remove(&addr)
+    }
+
     /// Forget every patch without touching memory (after exec the image is
     /// new; on detach the caller has restored them).
     pub fn clear(&mut self) {

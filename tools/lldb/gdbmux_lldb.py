@@ -43,6 +43,7 @@ _state = {
     "cpu_halted_for_gpu": False,
     "cpu_bg": False,  # the CPU was run on in the background after a GPU stop
     "watching": set(),  # process uids a listener thread watches
+    "gpu_started": False,  # the GPU target was run on after its connection
     "lock": threading.Lock(),
 }
 
@@ -122,6 +123,8 @@ def _cpu_side(dbg):
         if bp.GetID() in _state["copied"] or bp.GetNumLocations() > 0:
             continue
         spec = _bp_spec(bp)
+        if spec is not None and spec[0] and set(spec[0]) <= set(HOOKS):
+            continue  # the helper's own (e.g. ROCr's hook, absent here)
         if spec is not None:
             pending.append((bp, spec, bp.IsOneShot(), bp.GetCondition(), bp.GetIgnoreCount()))
     return cos, pending
@@ -192,6 +195,40 @@ def _async(dbg, fn):
         dbg.SetAsync(was)
 
 
+def _run_on_in_background(dbg, cpu, gpu):
+    """Runs the CPU on (it waits on the dispatch) without touching the
+    debugger's async flag: flipping it here raced with the command the
+    user typed next, which then ran asynchronously and returned before its
+    stop (a `thread step-over` in `lldb -b` left the GPU running). In
+    synchronous lldb the continue blocks this worker thread until the CPU
+    stops; a stop of its own (not our interrupt, not the exit) then
+    interrupts the GPU, as the listener does for events it sees."""
+
+    if dbg.GetAsync():
+        # Interactive lldb: asynchronous already, Continue returns at once
+        # and the listener sees the CPU's events.
+        cpu.Continue()
+        return
+
+    def work():
+        cpu.Continue()
+        st = cpu.GetState()
+        _trace(f"background CPU continue ended in state {st}")
+        with _state["lock"]:
+            _state["cpu_bg"] = False
+        if st == lldb.eStateStopped and not _state["cpu_halted_for_gpu"]:
+            stopped_on_its_own = any(
+                th.GetStopReason() not in (lldb.eStopReasonNone, lldb.eStopReasonInvalid)
+                and not (th.GetStopReason() == lldb.eStopReasonSignal and th.GetStopReasonDataAtIndex(0) in (2, 19))
+                for th in cpu
+            )
+            if stopped_on_its_own and gpu.GetState() == lldb.eStateRunning:
+                _trace("background CPU stopped on its own: interrupting the GPU")
+                gpu.SendAsyncInterrupt()
+
+    threading.Thread(target=work, name="gdbmux-cpu-bg", daemon=True).start()
+
+
 def _is_real_gpu_stop(gpu):
     for th in gpu:
         if th.GetStopReason() not in (lldb.eStopReasonNone, lldb.eStopReasonInvalid, lldb.eStopReasonSignal):
@@ -250,7 +287,7 @@ def _watch(dbg, proc, role):
                         _trace("cpu stopped for the GPU stop: running it on")
                         _state["cpu_halted_for_gpu"] = False
                         _state["cpu_bg"] = True
-                        _async(dbg, cpu.Continue)
+                        _run_on_in_background(dbg, cpu, gpu)
                 elif role == "gpu" and st == lldb.eStateRunning:
                     if _state["cpu_halted_for_gpu"] and cpu.GetState() == lldb.eStateStopped:
                         _trace("gpu running: continuing the CPU")
@@ -263,7 +300,7 @@ def _watch(dbg, proc, role):
                         _trace("cpu stopped after the GPU ran on: continuing the CPU")
                         _state["cpu_halted_for_gpu"] = False
                         _state["cpu_bg"] = True
-                        _async(dbg, cpu.Continue)
+                        _run_on_in_background(dbg, cpu, gpu)
                 elif role == "cpu" and st == lldb.eStateStopped and not lldb.SBProcess.GetInterruptedFromEvent(ev):
                     # A CPU stop of its own (breakpoint, signal) while a
                     # command may wait on the GPU: end that wait.
@@ -288,6 +325,14 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
     side = _cpu_side(dbg)
     if side is None:
         return False
+    cos, pending = side
+    if not pending and all(_state["loaded"].get(p) == a for p, a in cos):
+        # Only unloads (the program's end, a module unload): nothing new
+        # to resolve, so the GPU target is left as it is until the next
+        # change (stale modules are removed then). Updating it now would
+        # interrupt a `process continue` waiting on the GPU for nothing.
+        _trace("loader hook: only unloads, the GPU target's modules are updated later")
+        return False
     done = threading.Event()
     carried = []
 
@@ -299,9 +344,18 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
                 _watch(dbg, cpu_t.GetProcess(), "cpu")
                 _watch(dbg, gpu_t.GetProcess(), "gpu")
                 gpu = gpu_t.GetProcess()
-                if _state["loaded"] and gpu.GetState() == lldb.eStateStopped and not _is_real_gpu_stop(gpu):
+                if (
+                    _state["loaded"]
+                    and not _state["gpu_started"]
+                    and gpu.GetState() == lldb.eStateStopped
+                    and not _is_real_gpu_stop(gpu)
+                ):
                     # The GPU target stops after its connection; run it
-                    # with the CPU once there is code to run.
+                    # with the CPU once there is code to run. Only that
+                    # first time: a GPU stopped later for an update (below)
+                    # waits for the user's `process continue`; continuing
+                    # it here raced with that command ("Process is running").
+                    _state["gpu_started"] = True
                     _async(dbg, gpu.Continue)
         finally:
             done.set()
@@ -340,6 +394,10 @@ def __lldb_init_module(debugger, internal_dict):
     debugger.HandleCommand("settings set stop-disassembly-display never")
     # Fast stepping disassembles the line range to find branches, which
     # aborts stock 23.1 on AMDGPU; stepping by instructions needs none.
+    # `-g`: the global value, which the GPU target (created later) takes;
+    # without it only the selected (CPU) target changed, and a `thread
+    # step-over` on a wave aborted lldb in LLVM's AMDGPU disassembler.
+    debugger.HandleCommand("settings set -g target.use-fast-stepping false")
     debugger.HandleCommand("settings set target.use-fast-stepping false")
     debugger.HandleCommand("command script add -f gdbmux_lldb.gdbmux_sync gdbmux-sync")
     cpu_t, _ = _targets(debugger)

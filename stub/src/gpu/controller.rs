@@ -5,6 +5,8 @@
 //! through [`GpuNews`]. Nothing here runs on another thread: the library's
 //! own device threads hand events over through its notifier fd.
 
+mod rebind;
+
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::collections::VecDeque;
@@ -260,6 +262,14 @@ pub struct GpuController {
     /// and inserted when a code-object list update defines them. Bounded
     /// by [`MAX_PENDING_BREAKPOINTS`].
     pending_bps: Vec<String>,
+    /// Breakpoints set by name that are inserted: name → address (see
+    /// `rebind`: they go back to pending when their code object unloads).
+    named_bps: BTreeMap<String, u64>,
+    /// Inserted breakpoints whose address was in a readable code object.
+    located_bps: BTreeSet<u64>,
+    /// Breakpoints whose code object unloaded, inserted again when one
+    /// covers the address (bounded by [`MAX_PENDING_BREAKPOINTS`]).
+    dormant_bps: BTreeSet<u64>,
     /// Kernel symbols of the code objects (for the pending breakpoints).
     symbolizer: super::symbols::Symbolizer,
     notifier: Option<RawFd>,
@@ -371,6 +381,9 @@ impl GpuController {
             stepping_over: BTreeMap::new(),
             run_on: Vec::new(),
             pending_bps: Vec::new(),
+            named_bps: BTreeMap::new(),
+            located_bps: BTreeSet::new(),
+            dormant_bps: BTreeSet::new(),
             symbolizer: Default::default(),
             notifier: None,
             self_wake: None,
@@ -701,6 +714,7 @@ impl GpuController {
                 if let Ok(list) = self.backend().and_then(|b| b.code_objects().map_err(gerr)) {
                     tracing::info!(target: "dbgapi", count = list.len(), "code objects updated");
                     self.code_objects = list;
+                    self.rebind_breakpoints(news);
                     self.resolve_pending(news);
                 }
             }
@@ -1012,6 +1026,7 @@ impl GpuController {
         }
         self.gpu_bps
             .planted(addr, orig, trap, crate::swbreak::Owner::Client);
+        self.note_inserted(addr, None);
         tracing::info!(target: "dbgapi", addr = format_args!("{addr:#x}"), "GPU breakpoint inserted");
         Ok(())
     }
@@ -1019,6 +1034,7 @@ impl GpuController {
     /// Remove a GPU breakpoint (restoring the original bytes). Removing one
     /// that is not there is OK.
     pub fn remove_gpu_breakpoint(&mut self, addr: u64) -> GpuResult<()> {
+        self.note_removed(addr);
         let Some(patch) = self.gpu_bps.release(addr, crate::swbreak::Owner::Client) else {
             return Ok(());
         };
@@ -1036,6 +1052,7 @@ impl GpuController {
     pub fn break_kernel(&mut self, name: &str) -> GpuResult<Option<u64>> {
         if let Some(addr) = self.resolve(name) {
             self.insert_gpu_breakpoint(addr)?;
+            self.note_inserted(addr, Some(name));
             return Ok(Some(addr));
         }
         if !self.pending_bps.iter().any(|n| n == name) {
@@ -1063,10 +1080,17 @@ impl GpuController {
         &self.pending_bps
     }
 
-    /// Drop a pending GPU breakpoint; `false` when there was none.
+    /// Drop a GPU breakpoint set by name, pending or inserted; `false`
+    /// when there was none.
     pub fn remove_pending(&mut self, name: &str) -> bool {
         let n = self.pending_bps.len();
         self.pending_bps.retain(|p| p != name);
+        if let Some(addr) = self.named_bps.get(name).copied() {
+            if let Err(e) = self.remove_gpu_breakpoint(addr) {
+                tracing::warn!(target: "dbgapi", kernel = %name, "removing GPU breakpoint: {e}");
+            }
+            return true;
+        }
         n != self.pending_bps.len()
     }
 
@@ -1078,6 +1102,7 @@ impl GpuController {
             match self.resolve(&name) {
                 Some(addr) => match self.insert_gpu_breakpoint(addr) {
                     Ok(()) => {
+                        self.note_inserted(addr, Some(&name));
                         tracing::info!(target: "dbgapi", kernel = %name, addr = format_args!("{addr:#x}"), "pending GPU breakpoint resolved");
                         news.console.push(format!(
                             "gdbmux: pending GPU breakpoint {name} resolved at {addr:#x}\n"
@@ -1241,5 +1266,13 @@ impl GpuController {
         self.gpu_bps.clear();
         self.stepping_over.clear();
         self.run_on.clear();
+        // GPU breakpoints belong to the process: a later one (the next
+        // client of `gdbmux demo`, a `run` under --multi) starts without
+        // them (set them again), rather than stopping on breakpoints its
+        // client never set.
+        self.pending_bps.clear();
+        self.named_bps.clear();
+        self.located_bps.clear();
+        self.dormant_bps.clear();
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod controller;
 pub mod host;
+pub mod launcher;
 pub mod regs;
 pub mod symbols;
 pub mod target;

@@ -30,6 +30,7 @@
 
 pub mod busy;
 pub mod peer;
+mod relaunch;
 pub mod transport;
 
 use std::collections::HashMap;
@@ -96,6 +97,9 @@ pub enum Lifetime {
     /// gdbserver without `--once` or `--multi`: after a disconnect, keep
     /// the process and listen again; exit once no process is left.
     Reopen,
+    /// Keep serving, one client after another, each with the program
+    /// freshly launched (`gdbmux demo`; see [`relaunch`]).
+    Relaunch,
 }
 
 /// What to debug when the server starts.
@@ -506,7 +510,7 @@ impl Server {
             hook,
             // Without --multi a vacant CPU slot is not filled again (with
             // Lifetime::Reopen only a kept session is taken over).
-            cfg.lifetime != Lifetime::Multi,
+            !matches!(cfg.lifetime, Lifetime::Multi | Lifetime::Relaunch),
             cfg.gpu.report_stops,
         );
         let mux = std::rc::Rc::new(std::cell::RefCell::new(mux));
@@ -895,6 +899,8 @@ impl Server {
                             .with_output_limit(self.cfg.max_pending_output);
                         if let Some((t, stop)) = self.initial.take() {
                             s.adopt(t, stop);
+                        } else if let Some((t, stop)) = self.relaunch_for_new_client() {
+                            s.adopt(t, stop);
                         }
                         tracing::info!(target: "mux", session, %peer, "accepted CPU session");
                         Box::new(s)
@@ -1122,7 +1128,7 @@ impl Server {
             if self.cpu_session == Some(token) {
                 self.cpu_session = None;
             }
-            let keep = self.cfg.lifetime != Lifetime::Once
+            let keep = matches!(self.cfg.lifetime, Lifetime::Multi | Lifetime::Reopen)
                 && !self.exit_requested
                 && s.role() == Role::Cpu
                 && s.has_process();

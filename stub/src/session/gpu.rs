@@ -291,9 +291,10 @@ impl Session {
             // supported for subtarget) when it displays a GPU stop
             // without line info; research/lldb-accelerator.md §2.4.8.
             self.send(&reply::console(
-                "gdbmux: GPU runtime loaded. lldb: run `settings set stop-disassembly-display never` \
-                 (stock lldb 23.1 aborts disassembling AMDGPU stops) before the GPU target appears; \
-                 gdb: `monitor gpu` shows the GPU.\n",
+                "gdbmux: GPU runtime loaded. lldb: the GPU target appears by itself (the helper \
+                 gdbmux_lldb.py that gdbmux's lldb line imports sets what stock lldb 23.1 needs; \
+                 without it: `settings set stop-disassembly-display never` and `settings set -g \
+                 target.use-fast-stepping false`); gdb: `monitor gpu` shows the GPU.\n",
             ));
         }
         if self.is_running() {
@@ -377,8 +378,15 @@ impl Session {
             )
         };
         tracing::info!(target: "mux", wave = stop.tid, %kernel, "GPU stop reported to the CPU session");
+        // Before the interrupt: a stopped thread no longer waits in the
+        // runtime (crate::gpu::launcher).
+        let launcher = self
+            .procs
+            .keys()
+            .next()
+            .and_then(|pid| crate::gpu::launcher::launching_thread(*pid));
         if let Some(cpu) = self.role.cpu_mut() {
-            cpu.gpu_report = Some(text);
+            cpu.gpu_report = Some((text, launcher));
         }
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
@@ -390,7 +398,7 @@ impl Session {
     /// If a GPU stop is being reported, turn the CPU interrupt into that
     /// report (console line + SIGTRAP stop).
     pub(super) fn gpu_decorate_stop(&mut self, stop: StopEvent) -> StopEvent {
-        let Some(text) = self.role.cpu_mut().and_then(|c| c.gpu_report.take()) else {
+        let Some((text, launcher)) = self.role.cpu_mut().and_then(|c| c.gpu_report.take()) else {
             return stop;
         };
         self.send(&reply::console(&text));
@@ -402,7 +410,8 @@ impl Session {
                 ..
             } => StopEvent::Stopped {
                 pid,
-                tid,
+                // The thread that launched the dispatch, when found.
+                tid: launcher.map(u64::from).unwrap_or(tid),
                 signal: libc::SIGTRAP,
                 kind: StopKind::Signal,
             },

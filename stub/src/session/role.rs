@@ -43,7 +43,7 @@ pub(super) struct CpuRole {
     pub(super) internal: Option<Internal>,
     /// gdb's path to the GPU: the console line of a GPU stop being
     /// reported as the CPU process's stop.
-    pub(super) gpu_report: Option<String>,
+    pub(super) gpu_report: Option<(String, Option<crate::target::Pid>)>,
 }
 
 impl RoleState {

@@ -254,14 +254,14 @@ impl Session {
             }
             "delete" | "d" => match args.get(1).and_then(|a| num(a)) {
                 None if args.get(1).is_some_and(|a| gpu.borrow_mut().remove_pending(a)) => {
-                    Ok(format!("deleted pending GPU breakpoint {}\n", args[1]))
+                    Ok(format!("deleted GPU breakpoint {}\n", args[1]))
                 }
                 Some(addr) => gpu
                     .borrow_mut()
                     .remove_gpu_breakpoint(addr)
                     .map(|()| format!("deleted GPU breakpoint at {addr:#x}\n"))
                     .map_err(|e| e.to_string()),
-                None => Err("usage: monitor gpu delete ADDR|PENDING-KERNEL".into()),
+                None => Err("usage: monitor gpu delete ADDR|KERNEL|FILE:LINE".into()),
             },
             "step" | "s" => Self::wave_arg(&gpu, args.get(1)).and_then(|(w, tid)| {
                 gpu.borrow_mut()
