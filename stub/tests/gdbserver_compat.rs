@@ -21,8 +21,9 @@ const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
 const GDBSERVER: &str = "gdbserver";
 const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
 
-const FIXTURES: [&str; 7] = [
+const FIXTURES: [&str; 8] = [
     "argv",
+    "condloop",
     "execer",
     "forker",
     "sigthreads",
@@ -503,6 +504,14 @@ fn normalise(out: &str) -> Vec<String> {
                 w.push_str(tok);
             }
         }
+        // Pids of any width after "process " (low pids have 3 digits).
+        while let Some(i) = w.find("process ").map(|i| i + "process ".len()) {
+            let n = w[i..].bytes().take_while(u8::is_ascii_digit).count();
+            if n == 0 {
+                break;
+            }
+            w.replace_range(i..i + n, "PID");
+        }
         // The connection column of `info inferiors` names the server.
         if let Some(i) = w.find("(remote |") {
             w.truncate(i);
@@ -931,4 +940,53 @@ fn gdb_monitor_set_debug_matches_gdbserver() {
             assert!(text.contains(line), "{who}: no {line:?} in {text}");
         }
     }
+}
+
+/// Target-side breakpoint conditions (`ConditionalBreakpoints+`, agent
+/// expressions): `break f if x == 1000` with condition-evaluation target
+/// stops once in 2000 calls, and gdb receives as few stop replies as with
+/// gdbserver (the 1999 false hits never reach it); the program's result
+/// shows every call ran.
+#[test]
+fn gdb_target_side_condition_matches_gdbserver() {
+    let [a, b] = same_script(
+        "condloop",
+        "",
+        &[
+            "set breakpoint condition-evaluation target",
+            "break f if x == 1000",
+            "set debug remote 1",
+            "continue",
+            "set debug remote 0",
+            "print x",
+            "info breakpoints",
+            "continue",
+        ],
+    );
+    let stops = |v: &[String]| {
+        v.iter()
+            .filter(|l| l.contains("Packet received: T05"))
+            .count()
+    };
+    let sent_cond = |v: &[String]| {
+        v.iter()
+            .any(|l| l.contains("Sending packet: $Z0,") && l.contains(";X"))
+    };
+    assert!(sent_cond(&b), "gdb sent no condition: {b:?}");
+    assert_eq!(stops(&a), stops(&b), "stop replies: gdbserver vs gdbmux");
+    assert!(stops(&b) < 10, "false hits were reported: {}", stops(&b));
+    let keep = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .filter(|l| !l.starts_with("[remote]") && !l.contains("packet"))
+            .cloned()
+            .collect()
+    };
+    let (a, b) = (keep(&a), keep(&b));
+    let text = b.join("\n");
+    // (normalise writes 4-digit numbers as PID: x=1000, the sum.)
+    assert!(text.contains("Breakpoint 1, f (x=PID)"), "{text}");
+    assert!(text.contains("(target evals)"), "{text}");
+    assert!(text.contains("breakpoint already hit 1 time"), "{text}");
+    assert!(text.contains("sum PID"), "{text}");
+    assert_eq!(a, b, "gdbserver vs gdbmux");
 }

@@ -29,6 +29,7 @@
 //! session with the same processes and journal (docs/decisions.md §6).
 
 pub mod busy;
+mod output;
 pub mod peer;
 pub mod transport;
 
@@ -76,6 +77,7 @@ const LISTENER: Token = Token(0);
 const SIGCHLD: Token = Token(1);
 const GPU_NOTIFIER: Token = Token(2);
 const TARGET_FD: Token = Token(3);
+const PROGRAM_OUTPUT: Token = Token(4);
 const FIRST_CONN: usize = 16;
 const READ_CHUNK: usize = 256 * 1024;
 
@@ -433,6 +435,8 @@ pub struct Server {
     /// Refused connections that used their budget of this turn with input
     /// left: read again next turn (edge-triggered: no new event comes).
     refused_backlog: Vec<Token>,
+    /// The launched programs' output terminal (not in stdio mode).
+    output: Option<native::SharedProgramOutput>,
 }
 
 impl Server {
@@ -441,6 +445,20 @@ impl Server {
         custom: Option<(Box<dyn Target>, StopEvent)>,
     ) -> Result<Self, ServerError> {
         cfg.launch.protocol_on_stdio = cfg.listen == ListenAddr::Stdio;
+        let output = if cfg.launch.protocol_on_stdio {
+            None
+        } else {
+            match native::OutputTerminal::open() {
+                Ok(t) => Some(std::rc::Rc::new(std::cell::RefCell::new(
+                    native::ProgramOutput::new(t),
+                ))),
+                Err(e) => {
+                    tracing::warn!(target: "mux", "no output terminal ({e}): launched programs inherit gdbmux's stdout and stderr");
+                    None
+                }
+            }
+        };
+        cfg.launch.output_fd = output.as_ref().map(|o| o.borrow().term.slave_fd());
         native::block_sigchld()?;
         let poll = Poll::new().map_err(io_err("creating poll"))?;
         let sigchld = native::SigchldFd::new()?;
@@ -480,6 +498,15 @@ impl Server {
             poll.registry()
                 .register(l.source(), LISTENER, Interest::READABLE)
                 .map_err(io_err("registering listener"))?;
+        }
+        if let Some(o) = &output {
+            poll.registry()
+                .register(
+                    &mut SourceFd(&o.borrow().term.master_fd()),
+                    PROGRAM_OUTPUT,
+                    Interest::READABLE,
+                )
+                .map_err(io_err("registering the output terminal"))?;
         }
         let gpu = if cfg.gpu.enabled {
             load_gpu(&cfg.gpu)?
@@ -524,6 +551,7 @@ impl Server {
             read_buf: vec![0; READ_CHUNK],
             turn: 0,
             refused_backlog: Vec::new(),
+            output,
         };
         if stdio {
             nix::fcntl::fcntl(
@@ -600,7 +628,11 @@ impl Server {
                     LISTENER => self.accept_all()?,
                     GPU_NOTIFIER => self.on_gpu_notifier(),
                     TARGET_FD => self.on_target_events(true),
+                    PROGRAM_OUTPUT => self.pump_output(),
                     SIGCHLD => {
+                        // What the program wrote before it stopped goes
+                        // out before the stop reply (server::output).
+                        self.pump_output();
                         let maybe_death = self.sigchld.drain();
                         self.on_target_events(maybe_death);
                     }
@@ -617,6 +649,9 @@ impl Server {
             // Spin only while every target is stopped: the next event is
             // then the client's, and a running inferior (or simulated GPU)
             // needs the CPU more than we do.
+            if self.output_held() {
+                self.pump_output();
+            }
             busy.after_events(Instant::now(), !self.any_running());
             self.sync_mux();
             if self.should_exit() {
@@ -860,6 +895,7 @@ impl Server {
                     _ => {
                         let mut s = Session::new(session, self.cfg.launch.clone())
                             .with_mux(self.mux.clone(), Role::Cpu)
+                            .with_program_output(self.output.clone())
                             .with_output_limit(self.cfg.max_pending_output);
                         if let Some((t, stop)) = self.initial.take() {
                             s.adopt(t, stop);

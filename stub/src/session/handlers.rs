@@ -124,6 +124,31 @@ impl Session {
                     .unwrap_or_default();
                 self.send(&reply::hex_bytes(name.as_bytes()));
             }
+            // lldb's register view (session::lldb_regs) of an x86-64 target.
+            Command::ReadRegisters { thread } if self.lldb_view_for(thread).is_some() => {
+                if let Some(v) = self.lldb_view_for(thread) {
+                    self.lldb_read_all(&v, thread);
+                }
+            }
+            Command::WriteRegisters { data, thread } if self.lldb_view_for(thread).is_some() => {
+                if let Some(v) = self.lldb_view_for(thread) {
+                    self.lldb_write_all(&v, &data, thread);
+                }
+            }
+            Command::ReadRegister { regnum, thread } if self.lldb_view_for(thread).is_some() => {
+                if let Some(v) = self.lldb_view_for(thread) {
+                    self.lldb_read_register(&v, regnum, thread);
+                }
+            }
+            Command::WriteRegister {
+                regnum,
+                value,
+                thread,
+            } if self.lldb_view_for(thread).is_some() => {
+                if let Some(v) = self.lldb_view_for(thread) {
+                    self.lldb_write_register(&v, regnum, &value, thread);
+                }
+            }
             Command::ReadRegisters { thread } => self.handle_g(thread),
             Command::WriteRegisters { data, thread } => {
                 let r = self
@@ -182,6 +207,11 @@ impl Session {
                 self.reply_unit(r);
             }
             Command::InsertBreakpoint { kind, addr, len } => self.handle_z(true, kind, addr, len),
+            Command::InsertConditionalBreakpoint {
+                addr,
+                len,
+                conditions,
+            } => self.handle_z_conditional(addr, len, conditions),
             Command::RemoveBreakpoint { kind, addr, len } => self.handle_z(false, kind, addr, len),
             Command::Continue { signal, addr } => self.handle_c_s(false, signal, addr),
             Command::Step { signal, addr } => self.handle_c_s(true, signal, addr),
@@ -391,6 +421,9 @@ impl Session {
             // session's native targets only.
             (self.role == super::Role::Cpu, "QCatchSyscalls+"),
             (self.role == super::Role::Cpu, "qXfer:osdata:read+"),
+            // Agent-expression conditions on software breakpoints,
+            // evaluated by the native target (crate::agentexpr).
+            (self.role == super::Role::Cpu, "ConditionalBreakpoints+"),
         ] {
             if flag {
                 r.push(';');
@@ -563,7 +596,7 @@ impl Session {
         }
     }
 
-    fn reg_thread(&self, suffix: Option<ThreadId>) -> Result<(Pid, Tid), TargetError> {
+    pub(super) fn reg_thread(&self, suffix: Option<ThreadId>) -> Result<(Pid, Tid), TargetError> {
         if suffix.is_some() {
             return self
                 .resolve_thread(suffix)
@@ -611,6 +644,26 @@ impl Session {
             } else {
                 self.client_bps.removed(pid, kind, addr, len);
             }
+        }
+        self.reply_unit(r.map(|_| ()));
+    }
+
+    /// `Z0` with conditions: inserted as a plain one, then the conditions
+    /// set; an error in either answers the packet.
+    fn handle_z_conditional(&mut self, addr: u64, len: u64, conditions: Vec<Vec<u8>>) {
+        let r = self.current_pid().and_then(|pid| {
+            let t = self.target_mut(pid)?;
+            t.insert_breakpoint(BreakpointKind::Software, addr, len)?;
+            t.set_breakpoint_conditions(addr, conditions)?;
+            Ok(pid)
+        });
+        if let Ok(pid) = r {
+            self.client_bps.inserted(ClientBreakpoint {
+                pid,
+                kind: BreakpointKind::Software,
+                addr,
+                len,
+            });
         }
         self.reply_unit(r.map(|_| ()));
     }
@@ -903,6 +956,7 @@ impl Session {
 
     /// A target reported a stop (or exit).
     pub(super) fn on_stop(&mut self, stop: StopEvent) {
+        self.forward_program_output();
         if let StopEvent::Stopped {
             pid,
             kind: StopKind::Fork { child_pid, .. } | StopKind::VFork { child_pid, .. },
@@ -1004,14 +1058,48 @@ impl Session {
                 .collect()
         };
         let threads = t.threads();
+        // The first stop of an attached process (the session's dialect is
+        // not known yet when it is recorded).
+        let initial = matches!(
+            &stop,
+            StopEvent::Stopped {
+                kind: StopKind::Initial,
+                ..
+            }
+        ) && t.attached();
         let mut snaps = Vec::with_capacity(threads.len());
         let mut others = BTreeMap::new();
         for th in &threads {
             let pc = t.pc(*th).unwrap_or(0);
             snaps.push(ThreadSnapshot { tid: *th, pc });
-            if *th != tid && self.features.list_threads {
+            if *th != tid && (self.features.list_threads || initial) {
                 let ex = expedite(t, *th);
-                others.insert(*th, Journal::quiet(pid, *th, ex, t.thread_name(*th)));
+                let mut snap = Journal::quiet(pid, *th, ex, t.thread_name(*th));
+                if initial {
+                    // lldb-server: after an attach every thread shows the
+                    // SIGSTOP that stopped it.
+                    snap.event = StopEvent::Stopped {
+                        pid,
+                        tid: *th,
+                        signal: 0,
+                        kind: StopKind::Initial,
+                    };
+                }
+                others.insert(*th, snap);
+            }
+        }
+        if self.features.dialect == Dialect::Lldb {
+            // lldb-server's model: every thread that stopped with a reason
+            // shows it in this stop (jThreadsInfo, qThreadStopInfo).
+            for (th, signal, kind) in t.take_other_stops() {
+                let mut snap = Journal::quiet(pid, th, expedite(t, th), t.thread_name(th));
+                snap.event = StopEvent::Stopped {
+                    pid,
+                    tid: th,
+                    signal,
+                    kind,
+                };
+                others.insert(th, snap);
             }
         }
         // The name (lldb's `name:`) costs a /proc read per stop: only for

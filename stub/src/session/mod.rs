@@ -25,6 +25,7 @@ mod held_input_tests;
 mod journal;
 mod launch;
 mod lldb;
+pub mod lldb_regs;
 mod monitor;
 mod monitor_gpu;
 mod xfer;
@@ -211,6 +212,11 @@ pub struct Session {
     client_bps: breakpoints::ClientBreakpoints,
     /// Bound on `out` (see [`MAX_PENDING_OUTPUT`]).
     output_limit: usize,
+    /// lldb's register view of a process (lldb sessions, x86-64 only).
+    lldb_regs: Option<(Pid, std::rc::Rc<lldb_regs::LldbRegView>)>,
+    /// The launched programs' output terminal (lldb: forwarded before a
+    /// stop reply, `server::output`).
+    program_output: Option<crate::native::SharedProgramOutput>,
 }
 
 impl Session {
@@ -248,7 +254,15 @@ impl Session {
             last_plans: BTreeMap::new(),
             client_bps: Default::default(),
             output_limit: MAX_PENDING_OUTPUT,
+            lldb_regs: None,
+            program_output: None,
         }
+    }
+
+    /// The server's output terminal for launched programs.
+    pub fn with_program_output(mut self, o: Option<crate::native::SharedProgramOutput>) -> Self {
+        self.program_output = o;
+        self
     }
 
     /// Bound the client's output queue (default [`MAX_PENDING_OUTPUT`]).
