@@ -23,20 +23,15 @@ mod handlers;
 #[cfg(test)]
 mod held_input_tests;
 mod journal;
-mod launch;
-mod lldb;
 pub mod lldb_regs;
-mod monitor;
-mod monitor_gpu;
-mod xfer;
 
 use std::collections::BTreeMap;
 
+pub use handlers::launch::DisabledPackets;
+pub use handlers::launch::LaunchDefaults;
+pub use handlers::set_log_control;
+pub use handlers::LogControl;
 pub use journal::Journal;
-pub use launch::DisabledPackets;
-pub use launch::LaunchDefaults;
-pub use monitor::set_log_control;
-pub use monitor::LogControl;
 
 use crate::hostio::HostIo;
 use crate::packet;
@@ -97,7 +92,7 @@ pub struct Features {
     /// `!` extended mode
     pub extended: bool,
     /// `--disable-packet=` (from the server's settings).
-    pub disabled: launch::DisabledPackets,
+    pub disabled: handlers::launch::DisabledPackets,
 }
 
 impl Features {

@@ -6,10 +6,10 @@ use std::fmt::Write as _;
 
 use std::rc::Rc;
 
-use super::lldb_regs::LldbRegView;
-use super::Session;
 use crate::packet::reply;
 use crate::packet::thread_id::ThreadId;
+use crate::session::lldb_regs::LldbRegView;
+use crate::session::Session;
 use crate::stop::StopEvent;
 use crate::stop::StopKind;
 use crate::target::Pid;
@@ -23,7 +23,8 @@ impl Session {
     /// Whether this is the CPU session of an lldb client (lldb-server's
     /// output forwarding applies, `server::output`).
     pub fn speaks_lldb(&self) -> bool {
-        self.features.dialect == super::Dialect::Lldb && self.role == super::Role::Cpu
+        self.features.dialect == crate::session::Dialect::Lldb
+            && self.role == crate::session::Role::Cpu
     }
 
     /// The program's output as lldb-server forwards it: `O` packets of
@@ -31,7 +32,7 @@ impl Session {
     /// at most half the packet size.
     pub fn send_program_output(&mut self, bytes: &[u8]) {
         let data = crate::native::onlcr(bytes);
-        for chunk in data.chunks(super::MAX_PACKET / 4) {
+        for chunk in data.chunks(crate::session::MAX_PACKET / 4) {
             let mut p = Vec::with_capacity(1 + chunk.len() * 2);
             p.push(b'O');
             hex::encode(chunk, &mut p);
@@ -42,7 +43,7 @@ impl Session {
     /// lldb's register view of `pid` (an lldb client and an x86-64
     /// target), built once per process.
     pub(super) fn lldb_view(&mut self, pid: Pid) -> Option<Rc<LldbRegView>> {
-        if self.features.dialect != super::Dialect::Lldb {
+        if self.features.dialect != crate::session::Dialect::Lldb {
             return None;
         }
         if let Some((p, v)) = &self.lldb_regs {
@@ -57,7 +58,7 @@ impl Session {
 
     /// The view of the process a register packet for `thread` addresses.
     pub(super) fn lldb_view_for(&mut self, thread: Option<ThreadId>) -> Option<Rc<LldbRegView>> {
-        if self.features.dialect != super::Dialect::Lldb {
+        if self.features.dialect != crate::session::Dialect::Lldb {
             return None;
         }
         let (pid, _) = self.reg_thread(thread).ok()?;
@@ -310,7 +311,7 @@ impl Session {
             self.send_error(crate::error::ErrorCode::NoSuchProcess, "no process");
             return;
         };
-        let regs: Vec<u32> = super::expedited_registers(t.registers());
+        let regs: Vec<u32> = crate::session::expedited_registers(t.registers());
         let threads = match t.try_threads() {
             Ok(v) => v,
             Err(e) => {
@@ -370,5 +371,77 @@ impl Session {
         }
         let out = serde_json::Value::Array(out).to_string();
         self.send(out.as_bytes());
+    }
+}
+
+/// lldb's settings and fixed-answer queries.
+impl Session {
+    pub(in crate::session) fn handle_thread_suffix_supported(&mut self) {
+        self.features.thread_suffix = true;
+        self.send(&reply::ok());
+    }
+
+    pub(in crate::session) fn handle_list_threads_in_stop_reply(&mut self) {
+        self.features.list_threads = true;
+        self.send(&reply::ok());
+    }
+
+    pub(in crate::session) fn handle_thread_stop_info(&mut self, tid: u64) {
+        let opts = self.features.stop_options();
+        match self.journal.thread_reply(tid, &opts) {
+            Some(r) => self.send(&r),
+            None => self.send_error(
+                crate::error::ErrorCode::NoSuchProcess,
+                "no stop recorded for this thread",
+            ),
+        }
+    }
+
+    pub(in crate::session) fn handle_enable_error_strings(&mut self) {
+        self.features.error_strings = true;
+        self.send(&reply::ok());
+    }
+
+    /// lldb's qEcho: reply with the packet itself.
+    pub(in crate::session) fn handle_echo(&mut self, e: &[u8]) {
+        let mut p = b"qEcho:".to_vec();
+        p.extend_from_slice(e);
+        self.send(&p);
+    }
+
+    pub(in crate::session) fn handle_structured_data_plugins(&mut self) {
+        self.send(b"[]");
+    }
+
+    pub(in crate::session) fn handle_trace_supported(&mut self) {
+        self.send(b"E.tracing is not supported by gdbmux");
+    }
+
+    pub(in crate::session) fn handle_shlib_info_addr(&mut self) {
+        self.send(&reply::empty());
+    }
+
+    pub(in crate::session) fn handle_watchpoint_support_info(&mut self) {
+        let n = self
+            .current_target()
+            .map(|t| t.hw_watchpoint_slots())
+            .unwrap_or(4);
+        self.send(format!("num:{n};").as_bytes());
+    }
+
+    pub(in crate::session) fn handle_vattach_or_wait_supported(&mut self) {
+        self.send(&reply::empty());
+    }
+
+    pub(in crate::session) fn handle_thread_extended_info(&mut self) {
+        self.send(&reply::empty());
+    }
+
+    pub(in crate::session) fn handle_set_detach_on_error(&mut self) {
+        self.send(&reply::ok());
+    }
+
+    pub(in crate::session) fn handle_server_version(&mut self) {
+        self.send(format!("name:gdbmux;version:{};", env!("CARGO_PKG_VERSION")).as_bytes());
     }
 }

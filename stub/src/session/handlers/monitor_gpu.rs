@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use gpu_target::model::AddressSpace;
 use gpu_target::model::WaveId;
 
-use super::Session;
 use crate::gpu::GpuShared;
+use crate::session::Session;
 
 fn num(s: &str) -> Option<u64> {
     match s.strip_prefix("0x") {

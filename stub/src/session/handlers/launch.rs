@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use super::Session;
 use crate::native::LaunchOptions;
 use crate::native::LinuxProcess;
 use crate::packet::reply;
+use crate::session::Session;
 use crate::target::Pid;
 use crate::target::Target;
 

@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::Session;
 use crate::packet::reply;
 use crate::packet::XferRead;
+use crate::session::Session;
 use crate::target::ArchInfo;
 use crate::target::RegisterInfo;
 use crate::target::TargetError;
@@ -134,7 +134,11 @@ impl Session {
             .xfer_cache
             .get(&key)
             .map(|doc| {
-                reply::xfer_chunk(doc, x.offset, x.length.min(super::MAX_PACKET as u64 - 16))
+                reply::xfer_chunk(
+                    doc,
+                    x.offset,
+                    x.length.min(crate::session::MAX_PACKET as u64 - 16),
+                )
             })
             .unwrap_or_default();
         self.send(&chunk);
@@ -161,7 +165,7 @@ impl Session {
                     .support_libraries_svr4()
                     .ok_or(TargetError::Unsupported("libraries-svr4"))?
                     .libraries_svr4_xml()?;
-                if self.features.dialect == super::Dialect::Lldb {
+                if self.features.dialect == crate::session::Dialect::Lldb {
                     lldb_svr4(&doc)?.into_bytes()
                 } else {
                     doc.into_bytes()
@@ -228,6 +232,43 @@ impl Session {
         }
         x.push_str("</threads>\n");
         x
+    }
+}
+
+/// `qXfer:*:write`.
+impl Session {
+    /// Only `siginfo` is writable; other objects answer empty (gdbserver).
+    pub(in crate::session) fn handle_xfer_write(&mut self, object: &str, offset: u64, data: &[u8]) {
+        if object == "siginfo" {
+            self.handle_siginfo_write(offset, data);
+        } else {
+            self.send(&reply::empty());
+        }
+    }
+
+    /// `qXfer:siginfo:write` on the general thread (as the read).
+    pub(in crate::session) fn handle_siginfo_write(&mut self, offset: u64, data: &[u8]) {
+        let Some((pid, tid)) = self.g_thread.or_else(|| {
+            self.resolve_thread(Some(crate::packet::ThreadId {
+                pid: None,
+                tid: crate::packet::IdSel::Any,
+            }))
+        }) else {
+            self.send_error(crate::error::ErrorCode::NoSuchProcess, "no thread");
+            return;
+        };
+        self.xfer_cache.clear();
+        let r = match self.procs.get_mut(&pid) {
+            Some(t) => match t.support_siginfo() {
+                Some(s) => s.write_siginfo(tid, offset, data),
+                None => Err(TargetError::Unsupported("siginfo write")),
+            },
+            None => Err(TargetError::Invalid("no such process".into())),
+        };
+        match r {
+            Ok(n) => self.send(format!("{n:x}").as_bytes()),
+            Err(e) => self.send_target_error(&e),
+        }
     }
 }
 

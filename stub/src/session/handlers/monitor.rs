@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::Session;
-use super::SessionControl;
 use crate::packet::reply;
+use crate::session::Session;
+use crate::session::SessionControl;
 
 const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   help              this text\n\

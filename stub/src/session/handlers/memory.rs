@@ -1,0 +1,72 @@
+//! Memory: `m`, `M`, `x`, `X` (packets: `packet/memory.rs`).
+
+use crate::packet::reply;
+use crate::session::Session;
+use crate::session::MAX_PACKET;
+use crate::target::Target;
+use crate::target::TargetError;
+
+impl Session {
+    pub(in crate::session) fn handle_m(&mut self, addr: u64, len: u64) {
+        let len = (len as usize).min((MAX_PACKET - 16) / 2);
+        match self.current_target().and_then(|t| t.read_memory(addr, len)) {
+            Ok(data) => self.send(&reply::hex_bytes(&data)),
+            Err(e) => self.send_target_error(&e),
+        }
+    }
+
+    pub(in crate::session) fn handle_x(&mut self, addr: u64, len: u64) {
+        if len == 0 {
+            // lldb's `x0,0` probe for binary reads.
+            self.send(&reply::ok());
+            return;
+        }
+        let len = (len as usize).min(MAX_PACKET - 16);
+        match self.current_target().and_then(|t| t.read_memory(addr, len)) {
+            // lldb 23 expects raw binary without gdb 16's `b` prefix
+            // (research/client-traces.md §0.6). gdb 16 only uses `x`
+            // with `binary-upload+`, which we do not advertise.
+            Ok(data) => self.send(&data),
+            Err(e) => self.send_target_error(&e),
+        }
+    }
+
+    /// `M` and `X`.
+    pub(in crate::session) fn handle_write_memory(&mut self, addr: u64, data: &[u8]) {
+        let r = if data.is_empty() {
+            Ok(())
+        } else {
+            self.current_target()
+                .and_then(|t| write_memory_whole(t.as_mut(), addr, data))
+        };
+        self.reply_unit(r);
+    }
+}
+
+/// `M`/`X`: all of `data` or nothing. A range that runs off the end of a
+/// mapping is refused before anything is written (the kernel would write
+/// the mapped part and stop); should a write still come up short, what it
+/// wrote is put back.
+fn write_memory_whole(t: &mut dyn Target, addr: u64, data: &[u8]) -> Result<(), TargetError> {
+    let short = |what: &str| TargetError::Errno {
+        what: format!(
+            "{what} at {addr:#x}: {} bytes do not fit the mapping",
+            data.len()
+        ),
+        errno: nix::errno::Errno::EFAULT,
+    };
+    let old = t.read_memory(addr, data.len())?;
+    if old.len() < data.len() {
+        return Err(short("write"));
+    }
+    let n = t.write_memory(addr, data)?;
+    if n == data.len() {
+        return Ok(());
+    }
+    if let Some(put_back) = old.get(..n) {
+        if let Err(e) = t.write_memory(addr, put_back) {
+            tracing::warn!(target: "ptrace", "putting back a short write at {addr:#x}: {e}");
+        }
+    }
+    Err(short("short write"))
+}

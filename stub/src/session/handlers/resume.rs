@@ -1,0 +1,282 @@
+//! Resume: `c`, `C`, `s`, `S`, `vCont`, `vCont?`, and `\x03`
+//! (packets: `packet/resume.rs`).
+
+use std::collections::BTreeMap;
+
+use crate::packet::reply;
+use crate::packet::IdSel;
+use crate::packet::ThreadId;
+use crate::packet::VContAction;
+use crate::packet::VContKind;
+use crate::session::Role;
+use crate::session::Session;
+use crate::stop::StopEvent;
+use crate::target::Pid;
+use crate::target::ResumeAction;
+use crate::target::ResumePlan;
+use crate::target::TargetError;
+
+impl Session {
+    pub(in crate::session) fn handle_vcont_query(&mut self) {
+        if self.features.disabled.vcont {
+            self.send(&reply::empty());
+            return;
+        }
+        let caps = self.capabilities();
+        self.send(caps.vcont_reply());
+    }
+
+    pub(in crate::session) fn handle_c_s(
+        &mut self,
+        step: bool,
+        signal: Option<u8>,
+        addr: Option<u64>,
+    ) {
+        let sig = match signal.map(|s| self.signal_from_wire(s)) {
+            Some(None) => {
+                self.send_error(crate::error::ErrorCode::Invalid, "unknown signal number");
+                return;
+            }
+            Some(s) => s.filter(|s| *s != 0),
+            None => None,
+        };
+        let Some(pid) = self.current.or_else(|| self.procs.keys().next().copied()) else {
+            self.reply_no_process_resume();
+            return;
+        };
+        let tid = self
+            .c_thread
+            .filter(|(p, _)| *p == pid)
+            .map(|(_, t)| t)
+            .or_else(|| {
+                self.resolve_thread(Some(ThreadId {
+                    pid: None,
+                    tid: IdSel::Any,
+                }))
+                .map(|(_, t)| t)
+            });
+        let Some(tid) = tid else {
+            self.reply_no_process_resume();
+            return;
+        };
+        if let Some(addr) = addr {
+            let pc_reg = self.procs.get(&pid).and_then(|t| {
+                t.registers()
+                    .iter()
+                    .find(|r| r.generic == Some("pc"))
+                    .map(|r| r.regnum)
+            });
+            if let Some(regnum) = pc_reg {
+                if let Err(e) = self
+                    .target_mut(pid)
+                    .and_then(|t| t.write_register(tid, regnum, &addr.to_le_bytes()))
+                {
+                    self.send_target_error(&e);
+                    return;
+                }
+            }
+        }
+        let action = if step {
+            ResumeAction::Step(sig)
+        } else {
+            ResumeAction::Continue(sig)
+        };
+        let plan = if step {
+            // `s`: only the selected thread moves (others stay stopped).
+            ResumePlan {
+                threads: vec![(tid, action)],
+                default: None,
+            }
+        } else {
+            ResumePlan {
+                threads: vec![(tid, action)],
+                default: Some(ResumeAction::Continue(None)),
+            }
+        };
+        let mut plans = BTreeMap::new();
+        plans.insert(pid, plan);
+        self.start_resume(plans);
+    }
+
+    pub(in crate::session) fn handle_vcont(&mut self, actions: &[VContAction]) {
+        if self.features.disabled.vcont {
+            self.send(&reply::empty());
+            return;
+        }
+        if self.procs.is_empty() {
+            self.reply_no_process_resume();
+            return;
+        }
+        let ranges = actions
+            .iter()
+            .any(|a| matches!(a.kind, VContKind::Range(..)));
+        if ranges && !self.capabilities().range_step {
+            // Not in our `vCont?` reply: refused, never narrowed to a step.
+            self.send_target_error(&TargetError::Unsupported("range stepping (vCont;r)"));
+            return;
+        }
+        let mut plans: BTreeMap<Pid, ResumePlan> = BTreeMap::new();
+        let mut default: Option<ResumeAction> = None;
+        for a in actions {
+            let action = match a.kind {
+                VContKind::Continue => ResumeAction::Continue(None),
+                VContKind::Step => ResumeAction::Step(None),
+                VContKind::Stop => ResumeAction::Stop,
+                VContKind::Range(start, end) => ResumeAction::RangeStep { start, end },
+                VContKind::ContinueSig(s) | VContKind::StepSig(s) => {
+                    let Some(sig) = self.signal_from_wire(s) else {
+                        self.send_error(crate::error::ErrorCode::Invalid, "unknown signal number");
+                        return;
+                    };
+                    let sig = Some(sig).filter(|s| *s != 0);
+                    if matches!(a.kind, VContKind::ContinueSig(_)) {
+                        ResumeAction::Continue(sig)
+                    } else {
+                        ResumeAction::Step(sig)
+                    }
+                }
+            };
+            match a.thread {
+                None => {
+                    if default.is_none() {
+                        default = Some(action);
+                    }
+                }
+                Some(id) if id.tid == IdSel::All => {
+                    // `p<pid>.-1` or `-1`: default for that process (or all).
+                    match id.pid {
+                        Some(IdSel::Id(p)) => {
+                            let Ok(p) = Pid::try_from(p) else { continue };
+                            let plan = plans.entry(p).or_insert_with(|| ResumePlan {
+                                threads: vec![],
+                                default: None,
+                            });
+                            if plan.default.is_none() {
+                                plan.default = Some(action);
+                            }
+                        }
+                        _ => {
+                            if default.is_none() {
+                                default = Some(action);
+                            }
+                        }
+                    }
+                }
+                Some(id) => {
+                    let Some((pid, tid)) = self.resolve_thread(Some(id)) else {
+                        self.send_error(
+                            crate::error::ErrorCode::NoSuchProcess,
+                            "vCont names an unknown thread",
+                        );
+                        return;
+                    };
+                    let plan = plans.entry(pid).or_insert_with(|| ResumePlan {
+                        threads: vec![],
+                        default: None,
+                    });
+                    // The first action that matches a thread wins.
+                    if !plan.threads.iter().any(|(t, _)| *t == tid) {
+                        plan.threads.push((tid, action));
+                    }
+                }
+            }
+        }
+        for pid in self.procs.keys() {
+            let plan = plans.entry(*pid).or_insert_with(|| ResumePlan {
+                threads: vec![],
+                default: None,
+            });
+            if plan.default.is_none() {
+                plan.default = default;
+            }
+        }
+        plans.retain(|_, p| {
+            !p.threads.iter().all(|(_, a)| *a == ResumeAction::Stop)
+                || matches!(p.default, Some(a) if a != ResumeAction::Stop)
+        });
+        if plans.is_empty() {
+            self.send_error(crate::error::ErrorCode::Invalid, "vCont resumes nothing");
+            return;
+        }
+        self.start_resume(plans);
+    }
+
+    pub(in crate::session) fn reply_no_process_resume(&mut self) {
+        // The process is gone (e.g. killed from outside while stopped):
+        // report its end again, or an error if nothing was ever recorded.
+        let opts = self.features.stop_options();
+        match self.journal.reply(&opts) {
+            Some(r)
+                if matches!(
+                    self.journal.event(),
+                    Some(StopEvent::Exited { .. } | StopEvent::Terminated { .. })
+                ) =>
+            {
+                self.send(&r)
+            }
+            _ => self.send_error(
+                crate::error::ErrorCode::NoSuchProcess,
+                "no process to resume",
+            ),
+        }
+    }
+
+    pub(in crate::session) fn start_resume(&mut self, plans: BTreeMap<Pid, ResumePlan>) {
+        self.xfer_cache.clear();
+        self.last_plans = plans.clone();
+        // A thread sitting on one of the GPU library's own breakpoints must
+        // get off it first, out of the client's sight.
+        if self.gpu_prepare_resume(&plans) {
+            self.run = crate::session::RunState::Running;
+            self.on_target_event();
+            return;
+        }
+        let mut resumed = 0;
+        for (pid, plan) in plans {
+            let r = match self.procs.get_mut(&pid) {
+                Some(t) => t.resume(&plan),
+                None => continue,
+            };
+            match r {
+                Ok(()) => resumed += 1,
+                Err(TargetError::Running) => {}
+                Err(e) => {
+                    self.send_target_error(&e);
+                    return;
+                }
+            }
+        }
+        if resumed == 0 {
+            self.send_error(
+                crate::error::ErrorCode::NoSuchProcess,
+                "nothing was resumed",
+            );
+            return;
+        }
+        self.run = crate::session::RunState::Running;
+        // Events already queued by the target (pending stops of other
+        // threads) are picked up at once, and so are GPU stops that
+        // happened while the CPU was stopped (gdb's GPU path).
+        self.on_target_event();
+        self.gpu_report_stop();
+    }
+
+    pub(in crate::session) fn handle_interrupt(&mut self) {
+        if !self.is_running() {
+            tracing::debug!(target: "packets", session = self.id, "interrupt while stopped: ignored");
+            return;
+        }
+        for t in self.procs.values_mut() {
+            if let Err(e) = t.interrupt() {
+                tracing::warn!(target: "ptrace", "interrupt failed: {e}");
+            }
+        }
+        // A GPU target with no wave to stop reports the interrupt at once,
+        // but it has no fd that would wake the loop: poll it now (lldb
+        // interrupts the GPU process to insert breakpoints while it runs;
+        // without this the client waits out its packet timeout).
+        if self.role == Role::Gpu {
+            self.on_target_wakeup(false);
+        }
+    }
+}
