@@ -83,7 +83,7 @@ impl OutputTerminal {
 }
 
 /// Most program output held for a stopped lldb session (bytes).
-pub const HELD_OUTPUT_LIMIT: usize = 1 << 20;
+pub const HELD_OUTPUT_LIMIT: usize = crate::bounds::HELD_PROGRAM_OUTPUT;
 
 /// The terminal and what is held for a stopped lldb session, shared by
 /// the server (which reads it when the terminal is readable) and the CPU
