@@ -1153,15 +1153,32 @@ impl Target for LinuxProcess {
             .or(t.deliver);
             if t.sigstop_expected {
                 // Flush our SIGSTOP, or the untraced process would stop.
+                let mut flushed = false;
                 for _ in 0..64 {
                     if ptrace::cont(t.tid, deliver.take().unwrap_or(0)).is_err() {
+                        flushed = true;
                         break;
                     }
                     match ptrace::wait(t.tid, false) {
-                        Ok(Some(WaitStatus::Stopped(SIGSTOP))) => break,
+                        Ok(Some(WaitStatus::Stopped(SIGSTOP))) => {
+                            flushed = true;
+                            break;
+                        }
                         Ok(Some(WaitStatus::Stopped(sig))) => deliver = Some(sig),
                         Ok(Some(WaitStatus::Event(_) | WaitStatus::Syscall)) | Ok(None) => {}
-                        Ok(Some(WaitStatus::Exited(_) | WaitStatus::Signaled(_))) | Err(_) => break,
+                        Ok(Some(WaitStatus::Exited(_) | WaitStatus::Signaled(_))) | Err(_) => {
+                            flushed = true;
+                            break;
+                        }
+                    }
+                }
+                if !flushed {
+                    // A signal storm keeps a lower-numbered signal ahead of
+                    // the SIGSTOP: discard the pending SIGSTOP with a
+                    // SIGCONT, as gdbserver's detach does
+                    // (linux_detach_one_lwp).
+                    if let Err(e) = ptrace::tgkill(self.pid, t.tid, libc::SIGCONT) {
+                        tracing::debug!(target: "native", "SIGCONT {}: {e}", t.tid);
                     }
                 }
             }
