@@ -16,6 +16,7 @@
 //! reach gdbmux's stdout unchanged; [`onlcr`] applies the translation a
 //! default terminal (and so lldb-server's wire) has for `O` packets.
 
+use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::fd::OwnedFd;
 use std::os::fd::RawFd;
@@ -125,7 +126,9 @@ impl ProgramOutput {
     }
 
     /// What is held, then what the terminal has (at most `limit` bytes
-    /// read from it).
+    /// read from it). What is read is also copied to gdbmux's stdout at
+    /// once, whoever it is forwarded to: gdbmux's terminal shows the
+    /// program's output as it would show a gdbserver's program's.
     pub fn take_all(&mut self, limit: usize) -> Vec<u8> {
         let mut data = std::mem::take(&mut self.held);
         let mut buf = [0u8; 16 * 1024];
@@ -136,7 +139,12 @@ impl ProgramOutput {
                 break;
             }
             read += n;
-            data.extend_from_slice(buf.get(..n).unwrap_or_default());
+            let chunk = buf.get(..n).unwrap_or_default();
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(chunk).and_then(|_| out.flush()) {
+                tracing::debug!(target: "mux", "copying program output to stdout: {e}");
+            }
+            data.extend_from_slice(chunk);
         }
         data
     }

@@ -11,13 +11,15 @@
 //!   (at most [`crate::native::output::HELD_OUTPUT_LIMIT`] bytes) and sent
 //!   once it runs again, as lldb-server leaves it in its terminal;
 //! - otherwise (a gdb client, as gdbserver whose program writes to its
-//!   terminal, or no client): gdbmux's own stdout.
+//!   terminal, or no client): only gdbmux's own stdout.
+//!
+//! Whatever the route, every byte is also copied to gdbmux's stdout as it
+//! is read (`ProgramOutput::take_all`), so the terminal gdbmux runs in
+//! shows the program's output as it would a gdbserver's program's.
 //!
 //! The CPU session also reads the terminal itself right before it sends a
 //! stop or exit reply to an lldb client (`Session::forward_program_output`),
 //! so what the program wrote before it stopped goes out before the reply.
-
-use std::io::Write as _;
 
 use super::ClientKind;
 use super::Server;
@@ -56,13 +58,8 @@ impl Server {
                 p.hold(&data);
             }
             None => {
-                let data = po.borrow_mut().take_all(TURN_LIMIT);
-                if !data.is_empty() {
-                    let mut out = std::io::stdout().lock();
-                    if let Err(e) = out.write_all(&data).and_then(|_| out.flush()) {
-                        tracing::debug!(target: "mux", "copying program output to stdout: {e}");
-                    }
-                }
+                // take_all has copied it to our stdout.
+                po.borrow_mut().take_all(TURN_LIMIT);
             }
         }
     }
