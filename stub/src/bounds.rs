@@ -20,6 +20,10 @@ use std::collections::VecDeque;
 use std::time::Duration;
 use std::time::Instant;
 
+/// Most bytes of launched programs' output held for a stopped lldb
+/// session ([`crate::native::ProgramOutput`]); the oldest are dropped.
+pub const HELD_PROGRAM_OUTPUT: usize = 1 << 20;
+
 /// Most `qXfer` documents kept at once (one per object and annex).
 pub const XFER_CACHE_ENTRIES: usize = 8;
 /// Most bytes (keys and documents) kept by the `qXfer` cache; the newest

@@ -36,6 +36,7 @@
 
 #[cfg(feature = "gdbstub-adapter")]
 pub mod adapters;
+pub mod agentexpr;
 pub mod bounds;
 pub mod doctor;
 pub mod error;

@@ -484,6 +484,20 @@ pub trait Target {
     }
     /// Whether this process was attached (vs launched by us).
     fn attached(&self) -> bool;
+    /// Conditions (agent expressions, [`crate::agentexpr`]) of the
+    /// client's software breakpoint at `addr`; the hit is reported only
+    /// when one is true. Replaced by the next insert at `addr`.
+    fn set_breakpoint_conditions(&mut self, _addr: u64, _conds: Vec<Vec<u8>>) -> TargetResult<()> {
+        Err(TargetError::Unsupported("breakpoint conditions"))
+    }
+    /// At a stop: take the stops other threads had when every thread was
+    /// stopped (breakpoints, watchpoints, steps, signals), so they are
+    /// reported with this stop and not on later resumes (lldb-server's
+    /// model: every thread that stopped with a reason shows it at once).
+    /// (tid, signal, kind). Targets without per-thread stops have none.
+    fn take_other_stops(&mut self) -> Vec<(Tid, i32, crate::stop::StopKind)> {
+        Vec::new()
+    }
     /// After a [`crate::stop::StopKind::Fork`]/`VFork` stop: hand over the
     /// traced, stopped child as a target of its own.
     fn take_fork_child(&mut self, _child: Pid) -> Option<Box<dyn Target>> {

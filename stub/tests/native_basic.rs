@@ -38,7 +38,12 @@ fn launch_registers_memory_and_exit() {
 
     // Registers: g block = all registers, rip consistent with pc().
     let g = p.read_g_registers(tid).unwrap();
-    let total: u32 = p.registers().iter().map(|r| r.bitsize / 8).sum();
+    let total: u32 = p
+        .registers()
+        .iter()
+        .filter(|r| r.in_g_packet)
+        .map(|r| r.bitsize / 8)
+        .sum();
     assert_eq!(g.len(), total as usize);
     let pc = p.pc(tid).unwrap();
     assert_eq!(reg(&mut p, tid, "rip"), pc);

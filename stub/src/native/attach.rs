@@ -19,7 +19,7 @@ use crate::target::Pid;
 /// Wait for the attach SIGSTOP of `tid`. Other signals that arrive first
 /// are suppressed now and returned for redelivery on the first resume.
 /// `Ok(None)` when the thread died meanwhile.
-fn wait_attach_stop(tid: RawTid) -> Result<Option<Option<i32>>, Errno> {
+fn wait_attach_stop(tid: RawTid, keep_signal_stop: bool) -> Result<Option<Option<i32>>, Errno> {
     let mut deliver = None;
     loop {
         match ptrace::wait(tid, false)? {
@@ -29,6 +29,17 @@ fn wait_attach_stop(tid: RawTid) -> Result<Option<Option<i32>>, Errno> {
             // post-exec SIGTRAP arrives; delivering it later would kill
             // the untraced-by-design process, so drop it.
             Some(WaitStatus::Stopped(libc::SIGTRAP)) => ptrace::cont(tid, 0)?,
+            // Another signal arrived first (a signal storm): a thread
+            // other than the main one stays in that signal's stop, as
+            // gdbserver leaves it (linux-low's attach keeps the status
+            // pending): its siginfo is that signal's (gdb's
+            // `$_siginfo`), and our SIGSTOP, still queued, is swallowed
+            // when it runs again (`sigstop_expected`) or discarded at
+            // detach. The main thread waits on for its SIGSTOP.
+            Some(WaitStatus::Stopped(sig)) if keep_signal_stop => {
+                deliver = Some(sig);
+                return Ok(Some(deliver));
+            }
             Some(WaitStatus::Stopped(sig)) => {
                 deliver = Some(sig);
                 ptrace::cont(tid, 0)?;
@@ -91,13 +102,15 @@ impl LinuxProcess {
                     }
                 }
                 added = true;
-                match wait_attach_stop(tid) {
+                let main = tid == pid as RawTid;
+                match wait_attach_stop(tid, !main) {
                     Ok(Some(deliver)) => {
                         if let Err(e) = ptrace::set_options(tid, BASE_OPTIONS) {
                             tracing::warn!(target: "native", "PTRACE_SETOPTIONS {tid}: {e}");
                         }
                         let mut t = Thread::stopped(tid);
                         t.deliver = deliver;
+                        t.sigstop_expected = deliver.is_some() && !main;
                         threads.push(t);
                     }
                     Ok(None) if tid != pid as RawTid => {}

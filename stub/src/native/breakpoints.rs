@@ -48,6 +48,24 @@ impl SwBreakpoints {
         Ok(())
     }
 
+    /// Put the original byte back at `addr` for a step over it (the
+    /// breakpoint stays in the table; [`Self::relay`] patches it again).
+    pub fn lift(&self, mem: &mut Memory, addr: u64) -> Result<(), Errno> {
+        match self.map.get(addr) {
+            Some(bp) if !self.suspended => mem.write(addr, &bp.orig).map(drop),
+            _ => Ok(()),
+        }
+    }
+
+    /// Patch `int3` at `addr` again after [`Self::lift`], if still held.
+    pub fn relay(&self, mem: &mut Memory, addr: u64) -> Result<(), Errno> {
+        if self.map.contains(addr) && !self.suspended {
+            mem.write(addr, &[INT3]).map(drop)
+        } else {
+            Ok(())
+        }
+    }
+
     /// Drop an owner at `addr`; restores memory when none is left.
     /// Removing an absent breakpoint is fine.
     pub fn remove(&mut self, mem: &mut Memory, addr: u64, owner: Owner) -> Result<(), Errno> {

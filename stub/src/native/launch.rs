@@ -54,6 +54,10 @@ pub struct LaunchOptions {
     pub stdout: Option<PathBuf>,
     /// File for stderr; `None` inherits ours.
     pub stderr: Option<PathBuf>,
+    /// The server's output terminal ([`super::OutputTerminal`]): stdout
+    /// and stderr without a file of their own go there instead of being
+    /// inherited.
+    pub output_fd: Option<std::os::fd::RawFd>,
 }
 
 impl LaunchOptions {
@@ -329,8 +333,15 @@ impl LinuxProcess {
             open_stdio(program, &opts.stdout, true)?,
             open_stdio(program, &opts.stderr, true)?,
         ];
-        let stdio_fds: [i32; 3] =
+        let mut stdio_fds: [i32; 3] =
             [0, 1, 2].map(|i| stdio[i].as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1));
+        if let (Some(t), false) = (opts.output_fd, opts.protocol_on_stdio) {
+            for fd in &mut stdio_fds[1..] {
+                if *fd < 0 {
+                    *fd = t;
+                }
+            }
+        }
         let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| NativeError::sys("pipe2", e))?;
         let disable_aslr = opts.disable_aslr;

@@ -10,11 +10,14 @@
 
 mod attach;
 mod breakpoints;
+mod condbp;
 mod errors;
+mod fault;
 mod hwdebug;
 mod launch;
 mod memory;
 pub mod osdata;
+pub mod output;
 mod process;
 mod procfs;
 mod ptrace;
@@ -29,6 +32,10 @@ pub use launch::construct_inferior_arguments;
 pub use launch::program_path;
 pub use launch::vrun_argument;
 pub use launch::LaunchOptions;
+pub use output::onlcr;
+pub use output::OutputTerminal;
+pub use output::ProgramOutput;
+pub use output::SharedProgramOutput;
 pub use process::LinuxProcess;
 pub use process::CAPABILITIES;
 pub use procfs::pid_by_name;
@@ -37,3 +44,9 @@ pub use procfs::working_dir;
 pub use sigchld::block_sigchld;
 pub use sigchld::SigchldFd;
 pub use tls::tls_address;
+
+/// gdbmux's x86-64 register descriptions (`avx`: with `ymm0h`–`ymm15h`),
+/// as a launched process has them.
+pub fn x86_64_registers(avx: bool) -> Vec<crate::target::RegisterInfo> {
+    x86_64::register_table(avx).infos
+}

@@ -111,6 +111,8 @@ pub struct LinuxProcess {
     /// `QCatchSyscalls`: the numbers to report (empty = all); `None` = off
     /// (threads run with PTRACE_CONT, no syscall-stops at all).
     catch_syscalls: Option<Vec<u64>>,
+    /// Target-side breakpoint conditions ([`super::condbp`]).
+    conds: super::condbp::Conditions,
     fork_children: Vec<LinuxProcess>,
     vfork_suspends: u32,
     seq: u64,
@@ -139,6 +141,7 @@ impl LinuxProcess {
             report_forks: false,
             report_exec: false,
             catch_syscalls: None,
+            conds: Default::default(),
             fork_children: Vec::new(),
             vfork_suspends: 0,
             seq: 0,
@@ -215,6 +218,24 @@ impl LinuxProcess {
     fn quiet(&mut self, i: usize) {
         if self.keeps_running(i) {
             self.run_thread(i);
+        }
+    }
+
+    /// A crash signal's stop carries lldb-server's fault description
+    /// ([`super::fault`]); any other signal is a plain signal stop.
+    fn signal_stop_kind(&self, i: usize, sig: i32) -> StopKind {
+        if !matches!(
+            sig,
+            libc::SIGSEGV | libc::SIGBUS | libc::SIGFPE | libc::SIGILL
+        ) {
+            return StopKind::Signal;
+        }
+        match ptrace::get_siginfo(self.threads[i].tid)
+            .ok()
+            .and_then(|info| super::fault::lldb_description(&info))
+        {
+            Some(description) => StopKind::Fault { description },
+            None => StopKind::Signal,
         }
     }
 
@@ -354,7 +375,8 @@ impl LinuxProcess {
                     }
                     return None;
                 }
-                self.set_pending(i, sig, StopKind::Signal);
+                let kind = self.signal_stop_kind(i, sig);
+                self.set_pending(i, sig, kind);
                 None
             }
             WaitStatus::Event(ev) => {
@@ -377,10 +399,17 @@ impl LinuxProcess {
             .map(|si| ptrace::siginfo_signo_code(&si).1)
             .unwrap_or(0);
         let pc = self.threads[i].regs.pc(tid).unwrap_or(0);
+        // 0. The step over a breakpoint whose condition was false ended.
+        if self.finish_condition_step(i) {
+            return;
+        }
         // 1. One of our int3s: rewind over it.
         if code == SI_KERNEL && pc > 0 && self.bps.contains(pc - 1) {
             if let Err(e) = self.threads[i].regs.set_pc(tid, pc - 1) {
                 tracing::warn!(target: "native", "rewind pc of {tid}: {e}");
+            }
+            if self.condition_false(i, pc - 1) {
+                return;
             }
             self.set_pending(i, SIGTRAP, StopKind::SwBreak);
             return;
@@ -435,6 +464,55 @@ impl LinuxProcess {
             return;
         }
         self.set_pending(i, SIGTRAP, StopKind::Signal);
+    }
+
+    /// A hit of a conditional breakpoint at `addr`: when no condition is
+    /// true, the hit is not reported ([`super::condbp`]): a running
+    /// process steps the thread over it, a stopping one leaves it there.
+    fn condition_false(&mut self, i: usize, addr: u64) -> bool {
+        let Some(conds) = self.conds.at(addr) else {
+            return false;
+        };
+        let tid = self.threads[i].tid;
+        let mut ctx = CondCtx { p: self, tid };
+        if super::condbp::any_true(&conds, &mut ctx) {
+            return false;
+        }
+        if self.state != State::Running {
+            return true;
+        }
+        if let Err(e) = self.bps.lift(&mut self.mem, addr) {
+            tracing::warn!(target: "native", "lift breakpoint at {addr:#x}: {e}; reporting the hit");
+            return false;
+        }
+        self.conds.begin_step_over(tid, addr);
+        self.threads[i].regs.invalidate();
+        if let Err(e) = ptrace::step(tid, 0) {
+            tracing::warn!(target: "native", "step {tid} over {addr:#x}: {e}");
+            self.conds.end_step_over(tid);
+            let _ = self.bps.relay(&mut self.mem, addr);
+            return false;
+        }
+        self.threads[i].running = true;
+        true
+    }
+
+    /// The single step of a condition's step-over trapped: patch the
+    /// breakpoint again and let the thread go on as it was resumed.
+    fn finish_condition_step(&mut self, i: usize) -> bool {
+        let Some(addr) = self.conds.end_step_over(self.threads[i].tid) else {
+            return false;
+        };
+        if let Err(e) = self.bps.relay(&mut self.mem, addr) {
+            tracing::warn!(target: "native", "re-insert breakpoint at {addr:#x}: {e}");
+        }
+        if let ResumeAction::Step(_) = self.threads[i].action {
+            // The client's own step is this instruction.
+            self.set_pending(i, SIGTRAP, StopKind::Step);
+        } else {
+            self.quiet(i);
+        }
+        true
     }
 
     fn handle_event(&mut self, i: usize, ev: i32) -> Option<StopEvent> {
@@ -598,6 +676,7 @@ impl LinuxProcess {
         }
         self.mem.reopen();
         self.bps.clear();
+        self.conds = Default::default();
         self.vfork_suspends = 0;
         self.exe = procfs::exe(self.pid as Pid);
         tracing::debug!(target: "native", "exec: {:?} (from thread {former})", self.exe);
@@ -843,6 +922,11 @@ impl Target for LinuxProcess {
     fn insert_breakpoint(&mut self, kind: BreakpointKind, addr: u64, len: u64) -> TargetResult<()> {
         if self.state == State::Gone {
             return Err(TargetError::Gone(self.pid as Tid));
+        }
+        if kind == BreakpointKind::Software {
+            // A plain Z0 makes the breakpoint unconditional (gdb sends the
+            // conditions again with every insert).
+            self.conds.set(addr, Vec::new());
         }
         match kind {
             BreakpointKind::Software => self
@@ -1115,15 +1199,32 @@ impl Target for LinuxProcess {
             .or(t.deliver);
             if t.sigstop_expected {
                 // Flush our SIGSTOP, or the untraced process would stop.
+                let mut flushed = false;
                 for _ in 0..64 {
                     if ptrace::cont(t.tid, deliver.take().unwrap_or(0)).is_err() {
+                        flushed = true;
                         break;
                     }
                     match ptrace::wait(t.tid, false) {
-                        Ok(Some(WaitStatus::Stopped(SIGSTOP))) => break,
+                        Ok(Some(WaitStatus::Stopped(SIGSTOP))) => {
+                            flushed = true;
+                            break;
+                        }
                         Ok(Some(WaitStatus::Stopped(sig))) => deliver = Some(sig),
                         Ok(Some(WaitStatus::Event(_) | WaitStatus::Syscall)) | Ok(None) => {}
-                        Ok(Some(WaitStatus::Exited(_) | WaitStatus::Signaled(_))) | Err(_) => break,
+                        Ok(Some(WaitStatus::Exited(_) | WaitStatus::Signaled(_))) | Err(_) => {
+                            flushed = true;
+                            break;
+                        }
+                    }
+                }
+                if !flushed {
+                    // A signal storm keeps a lower-numbered signal ahead of
+                    // the SIGSTOP: discard the pending SIGSTOP with a
+                    // SIGCONT, as gdbserver's detach does
+                    // (linux_detach_one_lwp).
+                    if let Err(e) = ptrace::tgkill(self.pid, t.tid, libc::SIGCONT) {
+                        tracing::debug!(target: "native", "SIGCONT {}: {e}", t.tid);
                     }
                 }
             }
@@ -1283,6 +1384,41 @@ impl Target for LinuxProcess {
         self.bps.get(addr).is_some_and(|b| b.client)
     }
 
+    fn set_breakpoint_conditions(&mut self, addr: u64, conds: Vec<Vec<u8>>) -> TargetResult<()> {
+        if !self.bps.get(addr).is_some_and(|b| b.client) {
+            return Err(TargetError::Invalid(format!("no breakpoint at {addr:#x}")));
+        }
+        self.conds.set(addr, conds);
+        Ok(())
+    }
+
+    fn take_other_stops(&mut self) -> Vec<(Tid, i32, StopKind)> {
+        let mut v = Vec::new();
+        for t in &mut self.threads {
+            let reportable = matches!(
+                &t.pending,
+                Some(PendingStop {
+                    kind: StopKind::SwBreak
+                        | StopKind::HwBreak
+                        | StopKind::Watch { .. }
+                        | StopKind::ReadWatch { .. }
+                        | StopKind::AccessWatch { .. }
+                        | StopKind::Step
+                        | StopKind::Fault { .. }
+                        | StopKind::Signal,
+                    signal,
+                    ..
+                }) if *signal != 0
+            );
+            if reportable {
+                if let Some(p) = t.pending.take() {
+                    v.push((t.tid as Tid, p.signal, p.kind));
+                }
+            }
+        }
+        v
+    }
+
     fn take_fork_child(&mut self, child: Pid) -> Option<Box<dyn Target>> {
         let i = self
             .fork_children
@@ -1365,5 +1501,20 @@ impl crate::target::MemoryRegionOps for LinuxProcess {
             }
         })?;
         Ok(procfs::region_for(&procfs::parse_maps(&text), addr))
+    }
+}
+
+/// A stopped thread's registers and memory for a breakpoint condition.
+struct CondCtx<'a> {
+    p: &'a mut LinuxProcess,
+    tid: RawTid,
+}
+
+impl crate::agentexpr::AgentContext for CondCtx<'_> {
+    fn register(&mut self, regnum: u32) -> Option<Vec<u8>> {
+        self.p.read_register(self.tid as Tid, regnum).ok()
+    }
+    fn memory(&mut self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        self.p.read_memory(addr, len).ok()
     }
 }

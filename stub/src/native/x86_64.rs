@@ -103,6 +103,9 @@ const SSE: &str = "org.gnu.gdb.i386.sse";
 const LINUX: &str = "org.gnu.gdb.i386.linux";
 const SEGMENTS: &str = "org.gnu.gdb.i386.segments";
 const AVX: &str = "org.gnu.gdb.i386.avx";
+/// Feature of registers only lldb's register view shows (left out of
+/// gdb's target.xml).
+pub const LLDB_ONLY_FEATURE: &str = "gdbmux.lldb-only";
 
 /// Build the amd64-linux register table. `avx` adds `ymm0h`–`ymm15h`.
 pub fn register_table(avx: bool) -> RegTable {
@@ -312,6 +315,26 @@ pub fn register_table(avx: bool) -> RegTable {
                 Loc::YmmH(i),
             );
         }
+    }
+    // lldb-server's `mxcsrmask` (FXSAVE bytes 28..32): only in lldb's
+    // register view (session::lldb_regs). gdb's target.xml has no such
+    // register: it is last (gdb's numbers are unchanged), out of the `g`
+    // packet and out of gdb's target.xml.
+    push(
+        &mut t,
+        "mxcsrmask",
+        32,
+        None,
+        None,
+        "int",
+        LLDB_ONLY_FEATURE,
+        None,
+        "uint",
+        "hex",
+        Loc::Fx { off: 28, len: 4 },
+    );
+    if let Some(last) = t.infos.last_mut() {
+        last.in_g_packet = false;
     }
     t
 }
@@ -644,7 +667,7 @@ mod tests {
                 order.push(&r.feature);
             }
         }
-        assert_eq!(order, [CORE, SSE, LINUX, SEGMENTS, AVX]);
+        assert_eq!(order, [CORE, SSE, LINUX, SEGMENTS, AVX, LLDB_ONLY_FEATURE]);
         for (r, l) in t.infos.iter().zip(&t.locs) {
             assert_eq!(r.bitsize % 8, 0);
             match l {
@@ -660,7 +683,8 @@ mod tests {
                 "{g}"
             );
         }
-        assert_eq!(register_table(false).infos.len(), 60);
+        // 60 for gdb, and lldb's mxcsrmask.
+        assert_eq!(register_table(false).infos.len(), 61);
         assert_eq!(DEBUGREG_OFFSET, 848);
     }
 

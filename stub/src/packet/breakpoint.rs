@@ -12,8 +12,19 @@ use crate::target::BreakpointKind;
 
 /// `Z`/`z` (after the letter).
 pub fn parse(rest: &[u8], insert: bool) -> Result<Command, ParseError> {
-    // Drop any `;cond…` / `;cmds…` extension; we do not advertise them.
-    let rest = rest.split(|b| *b == b';').next().unwrap_or_default();
+    // `;X…` conditions (ConditionalBreakpoints+); a `;cmds:…` part
+    // (BreakpointCommands, not advertised) is dropped.
+    let (rest, tail) = match rest.iter().position(|b| *b == b';') {
+        Some(i) => (
+            rest.get(..i).unwrap_or_default(),
+            rest.get(i + 1..).unwrap_or_default(),
+        ),
+        None => (rest, &b""[..]),
+    };
+    let conds_part = match tail.windows(5).position(|w| w == b"cmds:") {
+        Some(i) => tail.get(..i).unwrap_or_default(),
+        None => tail,
+    };
     let mut it = rest.split(|b| *b == b',');
     let kind = match it.next() {
         Some(b"0") => BreakpointKind::Software,
@@ -27,6 +38,17 @@ pub fn parse(rest: &[u8], insert: bool) -> Result<Command, ParseError> {
     let len = hex_u64(it.next().unwrap_or_default(), "bad kind/length")?;
     if it.next().is_some() {
         return Err(ParseError::new("trailing breakpoint fields"));
+    }
+    if insert && kind == BreakpointKind::Software && !conds_part.is_empty() {
+        let conditions = crate::agentexpr::parse_conditions(conds_part)
+            .ok_or_else(|| ParseError::new("bad breakpoint condition"))?;
+        if !conditions.is_empty() {
+            return Ok(Command::InsertConditionalBreakpoint {
+                addr,
+                len,
+                conditions,
+            });
+        }
     }
     Ok(if insert {
         Command::InsertBreakpoint { kind, addr, len }
@@ -61,6 +83,15 @@ mod tests {
         assert!(p(b"Z5,1,1").is_err());
         assert!(p(b"Z0,1").is_err());
         assert!(p(b"Z0,1,1,1").is_err());
-        assert!(p(b"Z0,1,1;X1,ab").is_ok());
+        assert_eq!(
+            p(b"Z0,1,1;X2,2227").unwrap(),
+            Command::InsertConditionalBreakpoint {
+                addr: 1,
+                len: 1,
+                conditions: vec![vec![0x22, 0x27]]
+            }
+        );
+        assert!(p(b"Z0,1,1;X1,ab;cmds:0,X1,27").is_ok());
+        assert!(p(b"Z0,1,1;X2,ab").is_err());
     }
 }

@@ -175,6 +175,16 @@ pub enum Command {
         /// Length / kind field.
         len: u64,
     },
+    /// `Z0,addr,kind;X len,bytes…`: a software breakpoint with
+    /// target-side conditions (agent expressions).
+    InsertConditionalBreakpoint {
+        /// Address.
+        addr: u64,
+        /// Kind field.
+        len: u64,
+        /// The conditions' bytecodes.
+        conditions: Vec<Vec<u8>>,
+    },
     /// `z kind,addr,len`
     RemoveBreakpoint {
         /// Kind.

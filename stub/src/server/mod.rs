@@ -29,6 +29,7 @@
 //! session with the same processes and journal (docs/decisions.md §6).
 
 pub mod busy;
+mod output;
 pub mod peer;
 mod relaunch;
 pub mod transport;
@@ -79,6 +80,8 @@ const GPU_NOTIFIER: Token = Token(2);
 const TARGET_FD: Token = Token(3);
 /// A vFile reply is ready (`crate::hostio::offload`).
 const HOSTIO_DONE: Token = Token(4);
+/// The launched programs' output terminal (`server::output`).
+const PROGRAM_OUTPUT: Token = Token(5);
 const FIRST_CONN: usize = 16;
 const READ_CHUNK: usize = 256 * 1024;
 
@@ -441,6 +444,8 @@ pub struct Server {
     refused_backlog: Vec<Token>,
     /// vFile operations run here, off the loop.
     hostio: crate::hostio::offload::Offload,
+    /// The launched programs' output terminal (not in stdio mode).
+    output: Option<native::SharedProgramOutput>,
 }
 
 impl Server {
@@ -449,6 +454,20 @@ impl Server {
         custom: Option<(Box<dyn Target>, StopEvent)>,
     ) -> Result<Self, ServerError> {
         cfg.launch.protocol_on_stdio = cfg.listen == ListenAddr::Stdio;
+        let output = if cfg.launch.protocol_on_stdio {
+            None
+        } else {
+            match native::OutputTerminal::open() {
+                Ok(t) => Some(std::rc::Rc::new(std::cell::RefCell::new(
+                    native::ProgramOutput::new(t),
+                ))),
+                Err(e) => {
+                    tracing::warn!(target: "mux", "no output terminal ({e}): launched programs inherit gdbmux's stdout and stderr");
+                    None
+                }
+            }
+        };
+        cfg.launch.output_fd = output.as_ref().map(|o| o.borrow().term.slave_fd());
         native::block_sigchld()?;
         let poll = Poll::new().map_err(io_err("creating poll"))?;
         let sigchld = native::SigchldFd::new()?;
@@ -488,6 +507,15 @@ impl Server {
             poll.registry()
                 .register(l.source(), LISTENER, Interest::READABLE)
                 .map_err(io_err("registering listener"))?;
+        }
+        if let Some(o) = &output {
+            poll.registry()
+                .register(
+                    &mut SourceFd(&o.borrow().term.master_fd()),
+                    PROGRAM_OUTPUT,
+                    Interest::READABLE,
+                )
+                .map_err(io_err("registering the output terminal"))?;
         }
         let gpu = if cfg.gpu.enabled {
             load_gpu(&cfg.gpu)?
@@ -536,6 +564,7 @@ impl Server {
             read_buf: vec![0; READ_CHUNK],
             turn: 0,
             refused_backlog: Vec::new(),
+            output,
         };
         if stdio {
             nix::fcntl::fcntl(
@@ -613,7 +642,11 @@ impl Server {
                     GPU_NOTIFIER => self.on_gpu_notifier(),
                     TARGET_FD => self.on_target_events(true),
                     HOSTIO_DONE => self.on_hostio_done(),
+                    PROGRAM_OUTPUT => self.pump_output(),
                     SIGCHLD => {
+                        // What the program wrote before it stopped goes
+                        // out before the stop reply (server::output).
+                        self.pump_output();
                         let maybe_death = self.sigchld.drain();
                         self.on_target_events(maybe_death);
                     }
@@ -630,6 +663,9 @@ impl Server {
             // Spin only while every target is stopped: the next event is
             // then the client's, and a running inferior (or simulated GPU)
             // needs the CPU more than we do.
+            if self.output_held() {
+                self.pump_output();
+            }
             busy.after_events(Instant::now(), !self.any_running());
             self.sync_mux();
             if self.should_exit() {
@@ -896,6 +932,7 @@ impl Server {
                     _ => {
                         let mut s = Session::new(session, self.cfg.launch.clone())
                             .with_mux(self.mux.clone(), Role::Cpu)
+                            .with_program_output(self.output.clone())
                             .with_output_limit(self.cfg.max_pending_output);
                         if let Some((t, stop)) = self.initial.take() {
                             s.adopt(t, stop);

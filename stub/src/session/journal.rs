@@ -45,6 +45,22 @@ impl Journal {
         self.primary.as_ref().map(|s| &s.event)
     }
 
+    /// The stops with a reason (a signal) recorded for threads other than
+    /// the reporting one.
+    pub fn other_reasons(&self) -> BTreeMap<Tid, StopEvent> {
+        self.others
+            .iter()
+            .filter(|(_, s)| {
+                matches!(
+                    s.event,
+                    StopEvent::Stopped { signal, ref kind, .. }
+                        if signal != 0 || *kind == StopKind::Initial
+                )
+            })
+            .map(|(t, s)| (*t, s.event.clone()))
+            .collect()
+    }
+
     /// Reply bytes for `?` (rendered once per option set, then replayed).
     pub fn reply(&mut self, opts: &StopReplyOptions) -> Option<Vec<u8>> {
         let snap = self.primary.as_ref()?;

@@ -25,6 +25,7 @@ mod handlers;
 #[cfg(test)]
 mod held_input_tests;
 mod journal;
+pub mod lldb_regs;
 mod nonstop;
 mod role;
 
@@ -226,6 +227,11 @@ pub struct Session {
     /// Target memory for `m`/`x` replies, reused (see `handlers::memory`); at most
     /// [`MAX_PACKET`] bytes.
     mem_scratch: Vec<u8>,
+    /// lldb's register view of a process (lldb sessions, x86-64 only).
+    lldb_regs: Option<(Pid, std::rc::Rc<lldb_regs::LldbRegView>)>,
+    /// The launched programs' output terminal (lldb: forwarded before a
+    /// stop reply, `server::output`).
+    program_output: Option<crate::native::SharedProgramOutput>,
 }
 
 impl Session {
@@ -267,7 +273,15 @@ impl Session {
             output_limit: MAX_PENDING_OUTPUT,
             nonstop: Default::default(),
             mem_scratch: Vec::new(),
+            lldb_regs: None,
+            program_output: None,
         }
+    }
+
+    /// The server's output terminal for launched programs.
+    pub fn with_program_output(mut self, o: Option<crate::native::SharedProgramOutput>) -> Self {
+        self.program_output = o;
+        self
     }
 
     /// Bound the client's output queue (default [`MAX_PENDING_OUTPUT`]).

@@ -101,7 +101,12 @@ impl RoleState {
     /// tables belong to the CPU session's native processes.
     pub(super) fn qsupported_features(&self) -> &'static [&'static str] {
         match self {
-            RoleState::Cpu(_) => &["QCatchSyscalls+", "qXfer:osdata:read+", "QNonStop+"],
+            RoleState::Cpu(_) => &[
+                "QCatchSyscalls+",
+                "qXfer:osdata:read+",
+                "QNonStop+",
+                "ConditionalBreakpoints+",
+            ],
             RoleState::Gpu => &[],
         }
     }

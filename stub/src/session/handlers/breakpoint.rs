@@ -37,4 +37,29 @@ impl Session {
         }
         self.reply_unit(r.map(|_| ()));
     }
+
+    /// `Z0` with conditions: inserted as a plain one, then the conditions
+    /// set; an error in either answers the packet.
+    pub(in crate::session) fn handle_z_conditional(
+        &mut self,
+        addr: u64,
+        len: u64,
+        conditions: Vec<Vec<u8>>,
+    ) {
+        let r = self.current_pid().and_then(|pid| {
+            let t = self.target_mut(pid)?;
+            t.insert_breakpoint(BreakpointKind::Software, addr, len)?;
+            t.set_breakpoint_conditions(addr, conditions)?;
+            Ok(pid)
+        });
+        if let Ok(pid) = r {
+            self.client_bps.inserted(ClientBreakpoint {
+                pid,
+                kind: BreakpointKind::Software,
+                addr,
+                len,
+            });
+        }
+        self.reply_unit(r.map(|_| ()));
+    }
 }

@@ -35,6 +35,9 @@ pub struct LaunchDefaults {
     /// gdbserver's `--disable-packet=…` (server-wide; each connection
     /// starts with it).
     pub disabled: DisabledPackets,
+    /// The server's output terminal, for launched programs' stdout and
+    /// stderr ([`crate::native::OutputTerminal`]); `None` inherits ours.
+    pub output_fd: Option<std::os::fd::RawFd>,
 }
 
 /// Packets turned off with gdbserver's `--disable-packet=` (server.cc:
@@ -120,6 +123,7 @@ impl LaunchDefaults {
             startup_with_shell: self.startup_with_shell,
             wrapper: self.wrapper.clone(),
             protocol_on_stdio: self.protocol_on_stdio,
+            output_fd: self.output_fd,
             ..LaunchOptions::default()
         }
     }

@@ -4,10 +4,15 @@
 
 use std::fmt::Write as _;
 
+use std::rc::Rc;
+
 use crate::packet::reply;
+use crate::packet::thread_id::ThreadId;
+use crate::session::lldb_regs::LldbRegView;
 use crate::session::Session;
 use crate::stop::StopEvent;
 use crate::stop::StopKind;
+use crate::target::Pid;
 use crate::wire::hex;
 
 fn hexs(s: &str) -> String {
@@ -15,6 +20,151 @@ fn hexs(s: &str) -> String {
 }
 
 impl Session {
+    /// Whether this is the CPU session of an lldb client (lldb-server's
+    /// output forwarding applies, `server::output`).
+    pub fn speaks_lldb(&self) -> bool {
+        self.features.dialect == crate::session::Dialect::Lldb && self.role.is_cpu()
+    }
+
+    /// The program's output as lldb-server forwards it: `O` packets of
+    /// the bytes a default terminal would carry (`\n` as `\r\n`), each
+    /// at most half the packet size.
+    pub fn send_program_output(&mut self, bytes: &[u8]) {
+        let data = crate::native::onlcr(bytes);
+        for chunk in data.chunks(crate::session::MAX_PACKET / 4) {
+            let mut p = Vec::with_capacity(1 + chunk.len() * 2);
+            p.push(b'O');
+            hex::encode(chunk, &mut p);
+            self.send(&p);
+        }
+    }
+
+    /// lldb's register view of `pid` (an lldb client and an x86-64
+    /// target), built once per process.
+    pub(super) fn lldb_view(&mut self, pid: Pid) -> Option<Rc<LldbRegView>> {
+        if self.features.dialect != crate::session::Dialect::Lldb {
+            return None;
+        }
+        if let Some((p, v)) = &self.lldb_regs {
+            if *p == pid {
+                return Some(v.clone());
+            }
+        }
+        let v = Rc::new(LldbRegView::for_x86_64(self.procs.get(&pid)?.registers())?);
+        self.lldb_regs = Some((pid, v.clone()));
+        Some(v)
+    }
+
+    /// The view of the process a register packet for `thread` addresses.
+    pub(super) fn lldb_view_for(&mut self, thread: Option<ThreadId>) -> Option<Rc<LldbRegView>> {
+        if self.features.dialect != crate::session::Dialect::Lldb {
+            return None;
+        }
+        let (pid, _) = self.reg_thread(thread).ok()?;
+        self.lldb_view(pid)
+    }
+
+    /// `p` through lldb's view.
+    pub(super) fn lldb_read_register(&mut self, v: &LldbRegView, n: u32, thread: Option<ThreadId>) {
+        let r = self.reg_thread(thread).and_then(|(pid, tid)| {
+            let t = self.target_mut(pid)?;
+            v.read(n, &mut |r| t.read_register(tid, r))
+        });
+        match r {
+            Ok(b) => self.send(&reply::hex_bytes(&b)),
+            Err(e) => self.send_target_error(&e),
+        }
+    }
+
+    /// `P` through lldb's view.
+    pub(super) fn lldb_write_register(
+        &mut self,
+        v: &LldbRegView,
+        n: u32,
+        value: &[u8],
+        thread: Option<ThreadId>,
+    ) {
+        let r = self.lldb_write(v, n, value, thread);
+        self.send_unit(r);
+    }
+
+    fn send_unit(&mut self, r: crate::target::TargetResult<()>) {
+        match r {
+            Ok(()) => self.send(&reply::ok()),
+            Err(e) => self.send_target_error(&e),
+        }
+    }
+
+    fn lldb_write(
+        &mut self,
+        v: &LldbRegView,
+        n: u32,
+        value: &[u8],
+        thread: Option<ThreadId>,
+    ) -> crate::target::TargetResult<()> {
+        let (pid, tid) = self.reg_thread(thread)?;
+        let t = self.target_mut(pid)?;
+        let sizes: Vec<(u32, usize)> = t
+            .registers()
+            .iter()
+            .map(|r| (r.regnum, (r.bitsize / 8) as usize))
+            .collect();
+        let size = |r: u32| sizes.iter().find(|(n, _)| *n == r).map_or(0, |(_, s)| *s);
+        let t = std::cell::RefCell::new(t);
+        v.write(
+            n,
+            value,
+            &size,
+            &mut |r| t.borrow_mut().read_register(tid, r),
+            &mut |r, b| t.borrow_mut().write_register(tid, r, b),
+        )
+    }
+
+    /// `g` through lldb's view.
+    pub(super) fn lldb_read_all(&mut self, v: &LldbRegView, thread: Option<ThreadId>) {
+        let r = self.reg_thread(thread).and_then(|(pid, tid)| {
+            let t = self.target_mut(pid)?;
+            v.read_all(&mut |r| t.read_register(tid, r))
+        });
+        match r {
+            Ok(b) => self.send(&reply::hex_bytes(&b)),
+            Err(e) => self.send_target_error(&e),
+        }
+    }
+
+    /// `G` through lldb's view: the block's size is checked first, then
+    /// the registers are written one by one.
+    pub(super) fn lldb_write_all(
+        &mut self,
+        v: &LldbRegView,
+        data: &[u8],
+        thread: Option<ThreadId>,
+    ) {
+        let r = v.split_all(data).and_then(|parts| {
+            parts
+                .into_iter()
+                .try_for_each(|(n, bytes)| self.lldb_write(v, n, bytes, thread))
+        });
+        self.send_unit(r);
+    }
+
+    /// Before a stop reply to an lldb client whose process ran: what the
+    /// program wrote goes out first (lldb-server's order).
+    pub(super) fn forward_program_output(&mut self) {
+        if !(self.speaks_lldb() && self.is_running()) {
+            return;
+        }
+        let Some(po) = self.program_output.clone() else {
+            return;
+        };
+        let data = po
+            .borrow_mut()
+            .take_all(crate::native::output::HELD_OUTPUT_LIMIT);
+        if !data.is_empty() {
+            self.send_program_output(&data);
+        }
+    }
+
     fn triple(&self) -> String {
         self.procs
             .values()
@@ -106,6 +256,16 @@ impl Session {
     }
 
     pub(super) fn handle_register_info(&mut self, n: u32) {
+        if let Some(v) = self.current.and_then(|pid| self.lldb_view(pid)) {
+            match v.register_info(n) {
+                Some(r) => self.send(r.as_bytes()),
+                None => self.send_error(
+                    crate::error::ErrorCode::LldbNoRegisterInfo,
+                    "no such register",
+                ),
+            }
+            return;
+        }
         let info = self
             .current_target()
             .ok()
@@ -145,6 +305,7 @@ impl Session {
             return;
         };
         let stop = self.journal.event().cloned();
+        let others = self.journal.other_reasons();
         let Ok(t) = self.target_mut(pid) else {
             self.send_error(crate::error::ErrorCode::NoSuchProcess, "no process");
             return;
@@ -164,12 +325,16 @@ impl Session {
             if let Some(name) = t.thread_name(tid) {
                 th.insert("name".into(), name.into());
             }
+            let this = match (&stop, others.get(&tid)) {
+                (Some(StopEvent::Stopped { .. }), Some(o)) => Some(o),
+                _ => stop.as_ref(),
+            };
             if let Some(StopEvent::Stopped {
                 tid: st,
                 signal,
                 kind,
                 ..
-            }) = &stop
+            }) = this
             {
                 if *st == tid {
                     let reason = match kind {
@@ -180,11 +345,14 @@ impl Session {
                         | StopKind::AccessWatch { .. } => "watchpoint",
                         _ => "signal",
                     };
-                    let sig = if matches!(kind, StopKind::Interrupt) {
+                    let sig = if matches!(kind, StopKind::Interrupt | StopKind::Initial) {
                         libc::SIGSTOP
                     } else {
                         *signal
                     };
+                    if let StopKind::Fault { description } = kind {
+                        th.insert("description".into(), description.clone().into());
+                    }
                     th.insert("reason".into(), reason.into());
                     th.insert("signal".into(), sig.into());
                 } else {

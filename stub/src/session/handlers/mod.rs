@@ -94,6 +94,31 @@ impl Session {
             Command::Attached(_) => self.handle_attached(),
             Command::ThreadExtraInfo(id) => self.handle_thread_extra_info(id),
             // --- registers (regs.rs) ---
+            // lldb's register view (session::lldb_regs) of an x86-64 target.
+            Command::ReadRegisters { thread } if self.lldb_view_for(thread).is_some() => {
+                if let Some(v) = self.lldb_view_for(thread) {
+                    self.lldb_read_all(&v, thread);
+                }
+            }
+            Command::WriteRegisters { data, thread } if self.lldb_view_for(thread).is_some() => {
+                if let Some(v) = self.lldb_view_for(thread) {
+                    self.lldb_write_all(&v, &data, thread);
+                }
+            }
+            Command::ReadRegister { regnum, thread } if self.lldb_view_for(thread).is_some() => {
+                if let Some(v) = self.lldb_view_for(thread) {
+                    self.lldb_read_register(&v, regnum, thread);
+                }
+            }
+            Command::WriteRegister {
+                regnum,
+                value,
+                thread,
+            } if self.lldb_view_for(thread).is_some() => {
+                if let Some(v) = self.lldb_view_for(thread) {
+                    self.lldb_write_register(&v, regnum, &value, thread);
+                }
+            }
             Command::ReadRegisters { thread } => self.handle_g(thread),
             Command::WriteRegisters { data, thread } => self.handle_big_g(&data, thread),
             Command::ReadRegister { regnum, thread } => self.handle_p(regnum, thread),
@@ -110,6 +135,11 @@ impl Session {
             }
             // --- breakpoints (breakpoint.rs) ---
             Command::InsertBreakpoint { kind, addr, len } => self.handle_z(true, kind, addr, len),
+            Command::InsertConditionalBreakpoint {
+                addr,
+                len,
+                conditions,
+            } => self.handle_z_conditional(addr, len, conditions),
             Command::RemoveBreakpoint { kind, addr, len } => self.handle_z(false, kind, addr, len),
             // --- resume (resume.rs) ---
             Command::Continue { signal, addr } => self.handle_c_s(false, signal, addr),

@@ -27,6 +27,7 @@ impl Session {
 
     /// A target reported a stop (or exit).
     pub(in crate::session) fn on_stop(&mut self, stop: StopEvent) {
+        self.forward_program_output();
         if let StopEvent::Stopped {
             pid,
             kind: StopKind::Fork { child_pid, .. } | StopKind::VFork { child_pid, .. },
@@ -129,14 +130,48 @@ impl Session {
                 .collect()
         };
         let threads = t.threads();
+        // The first stop of an attached process (the session's dialect is
+        // not known yet when it is recorded).
+        let initial = matches!(
+            &stop,
+            StopEvent::Stopped {
+                kind: StopKind::Initial,
+                ..
+            }
+        ) && t.attached();
         let mut snaps = Vec::with_capacity(threads.len());
         let mut others = BTreeMap::new();
         for th in &threads {
             let pc = t.pc(*th).unwrap_or(0);
             snaps.push(ThreadSnapshot { tid: *th, pc });
-            if *th != tid && self.features.list_threads {
+            if *th != tid && (self.features.list_threads || initial) {
                 let ex = expedite(t, *th);
-                others.insert(*th, Journal::quiet(pid, *th, ex, t.thread_name(*th)));
+                let mut snap = Journal::quiet(pid, *th, ex, t.thread_name(*th));
+                if initial {
+                    // lldb-server: after an attach every thread shows the
+                    // SIGSTOP that stopped it.
+                    snap.event = StopEvent::Stopped {
+                        pid,
+                        tid: *th,
+                        signal: 0,
+                        kind: StopKind::Initial,
+                    };
+                }
+                others.insert(*th, snap);
+            }
+        }
+        if self.features.dialect == crate::session::Dialect::Lldb {
+            // lldb-server's model: every thread that stopped with a reason
+            // shows it in this stop (jThreadsInfo, qThreadStopInfo).
+            for (th, signal, kind) in t.take_other_stops() {
+                let mut snap = Journal::quiet(pid, th, expedite(t, th), t.thread_name(th));
+                snap.event = StopEvent::Stopped {
+                    pid,
+                    tid: th,
+                    signal,
+                    kind,
+                };
+                others.insert(th, snap);
             }
         }
         // The name (lldb's `name:`) costs a /proc read per stop: only for

@@ -45,6 +45,9 @@ pub fn target_xml(arch: &ArchInfo, regs: &[RegisterInfo]) -> String {
     // not be split in two blocks).
     let mut features: Vec<&str> = Vec::new();
     for r in regs {
+        if r.feature.starts_with("gdbmux.") {
+            continue;
+        }
         if !features.contains(&r.feature.as_str()) {
             features.push(r.feature.as_str());
         }
@@ -144,6 +147,9 @@ impl Session {
     fn xfer_document(&mut self, x: &XferRead) -> Result<Option<Vec<u8>>, TargetError> {
         Ok(Some(match (x.object.as_str(), x.annex.as_str()) {
             ("features", "target.xml") => {
+                if let Some(v) = self.current.and_then(|pid| self.lldb_view(pid)) {
+                    return Ok(Some(v.target_xml().into_bytes()));
+                }
                 let t = self.current_target()?;
                 target_xml(t.arch(), t.registers()).into_bytes()
             }
