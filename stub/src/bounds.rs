@@ -13,6 +13,8 @@
 //! - [`ConnBudget`]: what a refused connection may make the loop do per
 //!   turn and in all;
 //! - [`stop_queue_limit`]: stops queued for the client in non-stop mode;
+//! - [`WAVE_REGISTER_MAPS`]: GPU waves' register maps (kept for live
+//!   waves only);
 //! - `vFile` requests off the loop: `crate::hostio::offload::MAX_OUTSTANDING`
 //!   (input sent meanwhile is held up to [`HELD_INPUT_LIMIT`]).
 
@@ -23,6 +25,13 @@ use std::time::Instant;
 /// Most bytes of launched programs' output held for a stopped lldb
 /// session ([`crate::native::ProgramOutput`]); the oldest are dropped.
 pub const HELD_PROGRAM_OUTPUT: usize = 1 << 20;
+
+/// Most GPU waves whose register map (architecture register number →
+/// the wave's own register index) is kept at once. Maps of ended waves are
+/// dropped at each wave listing and code-object list update (a wave that
+/// ends on its own reports no event); past this many live waves with
+/// read registers, every map is dropped and rebuilt on the next read.
+pub const WAVE_REGISTER_MAPS: usize = 4096;
 
 /// Most `qXfer` documents kept at once (one per object and annex).
 pub const XFER_CACHE_ENTRIES: usize = 8;

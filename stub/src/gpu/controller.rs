@@ -715,6 +715,12 @@ impl GpuController {
                     tracing::info!(target: "dbgapi", count = list.len(), "code objects updated");
                     self.code_objects = list;
                     self.rebind_breakpoints(news);
+                    // A wave that ends on its own reports no event (only
+                    // one with a pending command does): forget the waves
+                    // that ended since, once per code-object update.
+                    if let Ok(live) = self.backend().and_then(|b| b.waves().map_err(gerr)) {
+                        self.forget_dead_waves(&live);
+                    }
                     self.resolve_pending(news);
                 }
             }
@@ -841,14 +847,34 @@ impl GpuController {
     /// Refresh the wave list; the library's error as text.
     pub fn try_waves(&mut self) -> GpuResult<Vec<(WaveId, Tid)>> {
         let list = self.backend()?.waves().map_err(gerr)?;
-        let live: std::collections::BTreeSet<WaveId> = list.iter().copied().collect();
-        self.waves.retain(|w, _| live.contains(w));
+        self.forget_dead_waves(&list);
         for w in list {
             self.tid_of(w);
         }
         let mut v: Vec<(WaveId, Tid)> = self.waves.iter().map(|(w, t)| (*w, *t)).collect();
         v.sort_by_key(|(_, t)| *t);
         Ok(v)
+    }
+
+    /// Drop what is kept per wave (thread id, register map) for the waves
+    /// not in `live`. A wave that ends on its own reports no event, so this
+    /// runs on each wave listing and each code-object list update: without
+    /// it, every ended wave whose registers were read kept its register
+    /// map (the `soak --gpu` RSS growth).
+    fn forget_dead_waves(&mut self, live: &[WaveId]) {
+        let live: std::collections::BTreeSet<WaveId> = live.iter().copied().collect();
+        self.waves.retain(|w, _| live.contains(w));
+        self.wave_regs.retain(|w, _| live.contains(w));
+    }
+
+    /// What is kept per wave now: (thread ids, register maps, waves
+    /// stepping off a breakpoint), for `monitor gpu` and the leak tests.
+    pub fn per_wave_counts(&self) -> (usize, usize, usize) {
+        (
+            self.waves.len(),
+            self.wave_regs.len(),
+            self.stepping_over.len(),
+        )
     }
 
     /// Info about one wave.
@@ -903,7 +929,7 @@ impl GpuController {
                     *slot = descs.iter().position(|d| d.name == r.name);
                 }
             }
-            if self.wave_regs.len() > 4096 {
+            if self.wave_regs.len() >= crate::bounds::WAVE_REGISTER_MAPS {
                 self.wave_regs.clear();
             }
             self.wave_regs.insert(wave, map);
