@@ -81,6 +81,58 @@ impl OutputTerminal {
             }
         }
     }
+
+    /// Keep the terminal read after gdbmux exits, for programs that outlive
+    /// it (detached, or left running): a child process takes the master
+    /// side and copies what the programs write to gdbmux's stdout until no
+    /// program holds the slave side any more (the read then fails), as a
+    /// gdbserver's detached program goes on writing to the stdout it
+    /// inherited. The child keeps only fds 0–2 and the master, so no
+    /// listening socket or connection outlives gdbmux.
+    pub fn relay_after_exit(&self) {
+        let master = self.master.as_raw_fd();
+        // SAFETY: after fork the child calls only async-signal-safe raw
+        // syscalls (dup2, close_range, fcntl, read, write, _exit) on a stack
+        // buffer and its own fds, and never returns into Rust code.
+        match unsafe { nix::unistd::fork() } {
+            Ok(nix::unistd::ForkResult::Child) => unsafe {
+                const FD: i32 = 3;
+                if master != FD && libc::dup2(master, FD) < 0 {
+                    libc::_exit(1);
+                }
+                libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
+                let fl = libc::fcntl(FD, libc::F_GETFL);
+                libc::fcntl(FD, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = libc::read(FD, buf.as_mut_ptr().cast(), buf.len());
+                    if n < 0 && *libc::__errno_location() == libc::EINTR {
+                        continue;
+                    }
+                    if n <= 0 {
+                        libc::_exit(0);
+                    }
+                    let mut off = 0isize;
+                    while off < n {
+                        let w = libc::write(1, buf.as_ptr().offset(off).cast(), (n - off) as usize);
+                        if w < 0 && *libc::__errno_location() == libc::EINTR {
+                            continue;
+                        }
+                        if w <= 0 {
+                            libc::_exit(0);
+                        }
+                        off += w;
+                    }
+                }
+            },
+            Ok(nix::unistd::ForkResult::Parent { child }) => {
+                tracing::debug!(target: "ptrace", relay = child.as_raw(), "program output relayed after exit");
+            }
+            Err(e) => {
+                tracing::warn!(target: "ptrace", "cannot keep relaying program output after exit: {e}");
+            }
+        }
+    }
 }
 
 /// Most program output held for a stopped lldb session (bytes).

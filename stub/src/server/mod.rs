@@ -670,6 +670,12 @@ impl Server {
             self.sync_mux();
             if self.should_exit() {
                 tracing::info!(target: "mux", "server exiting");
+                // Programs that outlive gdbmux (detached, left running)
+                // keep their output reaching gdbmux's stdout.
+                if let Some(out) = self.output.clone() {
+                    self.pump_output();
+                    out.borrow().term.relay_after_exit();
+                }
                 return Ok(());
             }
         }
