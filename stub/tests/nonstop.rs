@@ -34,6 +34,10 @@ use std::time::Instant;
 use harden_support::Gdbmux;
 
 const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
+/// Prefix of every stdio-mode server command: gdbserver 13.1 in stdio
+/// `--multi` mode outlives gdb, spinning on the closed pipe, in a session
+/// of its own out of the test's reach; `timeout` ends it.
+const STDIO_GUARD: &str = "timeout -s KILL 120";
 
 /// The fixture, built once: (PIE for gdb, non-PIE for raw addresses).
 fn fixtures() -> (PathBuf, PathBuf) {
@@ -364,7 +368,7 @@ fn non_stop_session(server: &str, extended: bool) -> Vec<Vec<String>> {
     if extended {
         step(
             &mut g,
-            &format!("target extended-remote | {server}{extra} --multi -"),
+            &format!("target extended-remote | {STDIO_GUARD} {server}{extra} --multi -"),
             None,
             0,
         );
@@ -379,7 +383,10 @@ fn non_stop_session(server: &str, extended: bool) -> Vec<Vec<String>> {
     } else {
         step(
             &mut g,
-            &format!("target remote | {server}{extra} - {}", exe.display()),
+            &format!(
+                "target remote | {STDIO_GUARD} {server}{extra} - {}",
+                exe.display()
+            ),
             None,
             0,
         );
