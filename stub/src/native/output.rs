@@ -91,10 +91,14 @@ impl OutputTerminal {
     /// listening socket or connection outlives gdbmux.
     pub fn relay_after_exit(&self) {
         let master = self.master.as_raw_fd();
-        // SAFETY: after fork the child calls only async-signal-safe raw
-        // syscalls (dup2, close_range, fcntl, read, write, _exit) on a stack
-        // buffer and its own fds, and never returns into Rust code.
+        // SAFETY: fork has no memory-safety precondition; the child below
+        // is restricted to async-signal-safe calls (the process may have
+        // other threads).
         match unsafe { nix::unistd::fork() } {
+            // SAFETY: in the child only async-signal-safe raw syscalls
+            // (dup2, close_range, fcntl, read, write, _exit) on a stack buffer
+            // whose bounds every read/write respects, and its own fds; it
+            // never returns into Rust code.
             Ok(nix::unistd::ForkResult::Child) => unsafe {
                 const FD: i32 = 3;
                 if master != FD && libc::dup2(master, FD) < 0 {
