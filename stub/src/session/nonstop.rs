@@ -398,29 +398,7 @@ impl Session {
     /// One stop or exit: bookkeeping as in all-stop, then queue it and
     /// notify the client when nothing else is outstanding.
     fn nonstop_event(&mut self, stop: StopEvent) {
-        if let StopEvent::Stopped {
-            pid,
-            kind: StopKind::Fork { child_pid, .. } | StopKind::VFork { child_pid, .. },
-            ..
-        } = &stop
-        {
-            if let Some(child) = self
-                .procs
-                .get_mut(pid)
-                .and_then(|t| t.take_fork_child(*child_pid))
-            {
-                self.procs.insert(*child_pid, child);
-                self.client_bps.forked(*pid, *child_pid);
-            }
-        }
-        if let StopEvent::Stopped {
-            pid,
-            kind: StopKind::Exec { .. },
-            ..
-        } = &stop
-        {
-            self.client_bps.forget_software(*pid);
-        }
+        self.process_bookkeeping(&stop);
         let key = match &stop {
             StopEvent::Stopped { pid, tid, .. } => {
                 self.nonstop.last.insert((*pid, *tid), stop.clone());

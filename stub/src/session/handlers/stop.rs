@@ -25,14 +25,15 @@ impl Session {
         }
     }
 
-    /// A target reported a stop (or exit).
-    pub(in crate::session) fn on_stop(&mut self, stop: StopEvent) {
-        self.forward_program_output();
+    /// What a stop changes in the session's processes, in all-stop and
+    /// non-stop alike: a fork's child is adopted (with the client's
+    /// breakpoints), an exec forgets the old image's software breakpoints.
+    pub(in crate::session) fn process_bookkeeping(&mut self, stop: &StopEvent) {
         if let StopEvent::Stopped {
             pid,
             kind: StopKind::Fork { child_pid, .. } | StopKind::VFork { child_pid, .. },
             ..
-        } = &stop
+        } = stop
         {
             if let Some(child) = self
                 .procs
@@ -47,10 +48,16 @@ impl Session {
             pid,
             kind: StopKind::Exec { .. },
             ..
-        } = &stop
+        } = stop
         {
             self.client_bps.forget_software(*pid);
         }
+    }
+
+    /// A target reported a stop (or exit).
+    pub(in crate::session) fn on_stop(&mut self, stop: StopEvent) {
+        self.forward_program_output();
+        self.process_bookkeeping(&stop);
         if self.is_running() && self.gpu_intercept(&stop) {
             return;
         }
