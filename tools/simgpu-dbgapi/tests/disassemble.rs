@@ -89,7 +89,24 @@ mod real {
     }
 
     impl Lib {
-        pub fn open(path: &std::path::Path) -> Result<Self, String> {
+        /// The library at `path`, loaded once for the whole test process and
+        /// never unloaded: dlclose of AMD's library unloads comgr's LLVM
+        /// while its command-line options stay registered, and the next load
+        /// in this process aborts with "Option 'disassemble' registered more
+        /// than once" (seen when the two tests here ran one after the other).
+        pub fn open(path: &std::path::Path) -> Result<&'static Self, String> {
+            static LOADED: std::sync::Mutex<Vec<(std::path::PathBuf, &'static Lib)>> =
+                std::sync::Mutex::new(Vec::new());
+            let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, lib)) = loaded.iter().find(|(p, _)| p == path) {
+                return Ok(lib);
+            }
+            let lib: &'static Self = Box::leak(Box::new(Self::load(path)?));
+            loaded.push((path.to_path_buf(), lib));
+            Ok(lib)
+        }
+
+        fn load(path: &std::path::Path) -> Result<Self, String> {
             // SAFETY: loading AMD's library runs its initialisers, which
             // only set up its own state.
             let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
