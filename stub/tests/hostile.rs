@@ -25,17 +25,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     TIMING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn spin_server(extra: &[&str]) -> (Gdbmux, std::path::PathBuf) {
-    let spin = helper("spin");
-    let mut args = vec!["--no-gpu"];
-    args.extend_from_slice(extra);
-    args.push("127.0.0.1:0");
-    args.push("--");
-    let prog = spin.display().to_string();
-    args.push(&prog);
-    (Gdbmux::start(&args), spin)
-}
-
 /// Everything an erroneous packet must leave alone.
 #[derive(Debug, PartialEq, Eq)]
 struct Snapshot {
