@@ -177,6 +177,11 @@ fn demo_serves_gdb_then_lldb_each_typing_the_banner() {
         "gdb reached no kernel breakpoint:\n{out}\n{}",
         g.log()
     );
+    assert!(
+        out.contains("simgpu_rt::wait::wait_for_dispatch")
+            && !out.contains("No such file or directory"),
+        "gdb's frame at the GPU stop is the runtime's wait, with its source:\n{out}"
+    );
     assert!(out.contains("exited normally"), "gdb:\n{out}\n{}", g.log());
 
     // Interactive lldb, on the same demo: a fresh program.

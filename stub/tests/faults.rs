@@ -9,17 +9,6 @@ mod harden_support;
 use harden_support::*;
 use protocol_tests::framing::encode_packet;
 
-fn spin_server(extra: &[&str]) -> (Gdbmux, std::path::PathBuf) {
-    let spin = helper("spin");
-    let mut args = vec!["--no-gpu"];
-    args.extend_from_slice(extra);
-    args.push("127.0.0.1:0");
-    args.push("--");
-    let prog = spin.display().to_string();
-    args.push(&prog);
-    (Gdbmux::start(&args), spin)
-}
-
 fn question(c: &mut RspClient) -> Vec<u8> {
     c.request(b"?").expect("? reply")
 }

@@ -4,6 +4,8 @@
 //!
 //! Needs `gdb` and `gdbserver` (tools/test-all.sh installs them).
 
+mod compare_support;
+
 use std::io::BufRead;
 use std::io::BufReader;
 use std::io::Read;
@@ -42,23 +44,7 @@ const FIXTURES: [&str; 9] = [
 fn fixture_dir() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compat-fixtures");
-            std::fs::create_dir_all(&out).unwrap();
-            let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-            for f in FIXTURES {
-                let tmp = out.join(format!("{f}.{}.tmp", std::process::id()));
-                let st = Command::new("gcc")
-                    .args(["-g", "-O0", "-pthread", "-o"])
-                    .arg(&tmp)
-                    .arg(src.join(format!("{f}.c")))
-                    .status()
-                    .expect("run gcc");
-                assert!(st.success(), "gcc {f}.c failed");
-                std::fs::rename(&tmp, out.join(f)).unwrap();
-            }
-            out
-        })
+        .get_or_init(|| compare_support::build_fixtures("compat-fixtures", &FIXTURES))
         .clone()
 }
 
@@ -582,66 +568,7 @@ fn gdb_vfork_follow_child_matches_gdbserver() {
 
 /// Run lldb in batch mode with `cmds` on `exe`; returns its stdout.
 fn lldb(cmds: &[String], exe: &Path) -> String {
-    let mut cmd = Command::new("lldb");
-    cmd.args(["-b", "-o", "settings set stop-disassembly-display never"]);
-    for c in cmds {
-        cmd.args(["-o", c]);
-    }
-    cmd.arg(exe)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = cmd.spawn().expect("spawn lldb");
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(Ok(o)) => String::from_utf8_lossy(&o.stdout).into_owned(),
-        _ => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("lldb timed out: {cmds:?}");
-        }
-    }
-}
-
-/// `lldb-server gdbserver 127.0.0.1:0 --named-pipe FIFO -- PROG`: the
-/// port it listens on, read from the FIFO (decimal text ending in NUL).
-fn start_lldb_server(dir: &Path, prog: &str) -> (Child, u16) {
-    let fifo = dir.join(format!("lldb-port.{}", std::process::id()));
-    let _ = std::fs::remove_file(&fifo);
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
-    let child = Command::new("lldb-server")
-        .args(["gdbserver", "127.0.0.1:0", "--named-pipe"])
-        .arg(&fifo)
-        .args(["--", prog])
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn lldb-server");
-    let (tx, rx) = mpsc::channel();
-    let f2 = fifo.clone();
-    std::thread::spawn(move || {
-        let _ = tx.send(std::fs::read(&f2));
-    });
-    let text = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("lldb-server did not report its port")
-        .unwrap();
-    let _ = std::fs::remove_file(&fifo);
-    let port = String::from_utf8_lossy(&text)
-        .trim_matches(char::from(0))
-        .trim()
-        .parse()
-        .unwrap();
-    (child, port)
+    compare_support::lldb_batch(cmds, exe)
 }
 
 /// lldb sees an exec as "stop reason = exec" and the new image runs to
@@ -658,7 +585,7 @@ fn lldb_stops_at_exec_as_lldb_server() {
             "continue".to_string(),
         ]
     };
-    let (mut ls, port) = start_lldb_server(&dir, "./execer");
+    let (mut ls, port) = compare_support::start_lldb_server(&dir, &["--", "./execer"]);
     let reference = lldb(&script(port), &exe);
     let _ = ls.kill();
     let _ = ls.wait();

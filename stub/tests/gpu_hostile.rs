@@ -19,28 +19,9 @@ fn build_hostile(env: &GpuEnv) -> (PathBuf, PathBuf) {
     let dir = env.samples.join("hostile");
     std::fs::create_dir_all(&dir).expect("mkdir");
     let src = env.root.join("samples/hostile");
-    let st = Command::new("clang-19")
-        .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O1", "-g"])
-        .args(["-nogpulib", "-cl-std=CL2.0", "-x", "cl"])
-        .arg(src.join("hostile.cl"))
-        .arg("-o")
-        .arg(dir.join("hostile.hsaco"))
-        .status()
-        .expect("clang-19");
-    assert!(st.success(), "clang-19 failed on hostile.cl");
+    env.build_kernel(&src.join("hostile.cl"), &dir.join("hostile.hsaco"));
     let exe = dir.join("hostile");
-    let st = Command::new("cc")
-        .args(["-g", "-O1", "-Wall"])
-        .arg(format!("-I{}", env.root.join("samples/include").display()))
-        .arg(src.join("hostile.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-L{}", env.bin_dir.display()))
-        .arg("-lsimgpu_rt")
-        .arg(format!("-Wl,-rpath,{}", env.bin_dir.display()))
-        .status()
-        .expect("cc");
-    assert!(st.success(), "cc failed for hostile.c");
+    env.build_host(&src.join("hostile.c"), &exe, &["-O1"]);
     (dir, exe)
 }
 

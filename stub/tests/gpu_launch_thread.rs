@@ -2,7 +2,8 @@
 //! dispatch: `threads.c` (compiled here) has two idle threads, a third
 //! that launches the kernel (and prints its thread id first) and a main
 //! thread joining it. Stock gdb 13 stops a wave at `monitor gpu break
-//! negate`; its current thread must be the launcher (crate::gpu::launcher).
+//! negate`; its current thread must be the launcher (crate::gpu::launcher),
+//! shown in the runtime's wait for the dispatch with that source line.
 
 mod gpu_support;
 
@@ -13,37 +14,14 @@ use gpu_support::*;
 #[test]
 fn gdb_gpu_stop_lands_on_the_launching_thread() {
     let env = GpuEnv::get();
-    let src = env.root.join("stub/tests/gpu/typed");
-    let out = env.bin_dir.join("gpu-launch-thread");
-    std::fs::create_dir_all(&out).expect("out dir");
-    let st = Command::new("clang-19")
-        .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O1", "-g"])
-        .args(["-nogpulib", "-cl-std=CL2.0", "-x", "cl"])
-        .arg(format!("-I{}", env.root.join("samples/kernels").display()))
-        .arg(src.join("negate.cl"))
-        .arg("-o")
-        .arg(out.join("negate.hsaco"))
-        .status()
-        .expect("clang-19");
-    assert!(st.success(), "compiling negate.cl");
-    let host = out.join("threads");
-    let st = Command::new("cc")
-        .args(["-g", "-O0", "-Wall", "-pthread"])
-        .arg(format!("-I{}", env.root.join("samples/include").display()))
-        .arg(src.join("threads.c"))
-        .arg("-o")
-        .arg(&host)
-        .arg(format!("-L{}", env.bin_dir.display()))
-        .arg("-lsimgpu_rt")
-        .arg(format!("-Wl,-rpath,{}", env.bin_dir.display()))
-        .status()
-        .expect("cc");
-    assert!(st.success(), "building threads.c");
-
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
-    cmd.args(["--log-channels", "mux", "127.0.0.1:0", "--"]);
-    cmd.arg(&host).arg(&out);
-    let server = Server::start(cmd);
+    let (host, out) = env.build_typed(
+        "gpu-launch-thread",
+        "gdb",
+        "threads.c",
+        &["negate"],
+        &["-O0", "-pthread"],
+    );
+    let server = env.serve_program(&host, &out);
     let mut gdb = Command::new("gdb");
     gdb.args(["-batch", "-nx"])
         .args(["-ex", &format!("target remote 127.0.0.1:{}", server.port)])
@@ -70,6 +48,27 @@ fn gdb_gpu_stop_lands_on_the_launching_thread() {
         text.contains(&format!(".{tid})]")),
         "the stop is on the launching thread {tid}:\n{text}\n--- gdbmux ---\n{log}"
     );
+    // What the person sees at the stop: frame 0 is the runtime's wait for
+    // the dispatch, with its source line, not a libc frame whose source
+    // is missing (`recv.c: No such file or directory`).
+    assert!(
+        text.contains("gdb shows this stop on the CPU thread that launched the dispatch"),
+        "{text}"
+    );
+    let frame0 = text
+        .lines()
+        .skip_while(|l| !l.starts_with("[Switching to Thread"))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        frame0.contains("simgpu_rt::wait::wait_for_dispatch") && frame0.contains("wait.rs:"),
+        "frame 0 at the stop: {frame0:?}\n{text}"
+    );
+    assert!(
+        text.contains("this thread launched a dispatch: wait for its end"),
+        "the source line of frame 0:\n{text}"
+    );
+    assert!(!text.contains("No such file or directory"), "{text}");
     assert!(
         text.contains("launch_thread"),
         "its backtrace reaches the launching function:\n{text}"

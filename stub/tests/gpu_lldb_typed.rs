@@ -17,45 +17,14 @@ use gpu_support::*;
 /// The typed program, built for one test (tests run in parallel):
 /// (host executable, code-object directory).
 fn build(env: &GpuEnv, test: &str) -> (PathBuf, PathBuf) {
-    let src = env.root.join("stub/tests/gpu/typed");
-    let out = env.bin_dir.join("gpu-typed").join(test);
-    std::fs::create_dir_all(&out).expect("out dir");
-    for k in ["saxpy", "negate"] {
-        let st = Command::new("clang-19")
-            .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O1", "-g"])
-            .args(["-nogpulib", "-cl-std=CL2.0", "-x", "cl"])
-            .arg(format!("-I{}", env.root.join("samples/kernels").display()))
-            .arg(src.join(format!("{k}.cl")))
-            .arg("-o")
-            .arg(out.join(format!("{k}.hsaco")))
-            .status()
-            .expect("clang-19");
-        assert!(st.success(), "compiling {k}.cl");
-    }
-    let host = out.join("host");
-    let st = Command::new("cc")
-        .args(["-g", "-O1", "-Wall"])
-        .arg(format!("-I{}", env.root.join("samples/include").display()))
-        .arg(src.join("host.c"))
-        .arg("-o")
-        .arg(&host)
-        .arg(format!("-L{}", env.bin_dir.display()))
-        .arg("-lsimgpu_rt")
-        .arg(format!("-Wl,-rpath,{}", env.bin_dir.display()))
-        .status()
-        .expect("cc");
-    assert!(st.success(), "building host.c");
-    (host, out)
+    env.build_typed("gpu-typed", test, "host.c", &["saxpy", "negate"], &["-O1"])
 }
 
 /// gdbmux serving the typed program, and lldb's arguments from the
 /// connect line it printed (`-o PRELUDE -o 'gdb-remote …' PROGRAM`).
 fn serve(env: &GpuEnv, test: &str) -> (Server, Vec<String>) {
     let (host, dir) = build(env, test);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
-    cmd.args(["--log-channels", "mux", "127.0.0.1:0", "--"]);
-    cmd.arg(&host).arg(&dir);
-    let server = Server::start(cmd);
+    let server = env.serve_program(&host, &dir);
     let log = server.wait_log("  lldb -o", 20);
     let line = log
         .lines()

@@ -13,45 +13,17 @@ use std::process::Command;
 
 use gpu_support::*;
 
-/// (host executable, code-object directory), built for one test.
-fn build(env: &GpuEnv, test: &str) -> (PathBuf, PathBuf) {
-    let src = env.root.join("stub/tests/gpu/typed");
-    let out = env.bin_dir.join("gpu-reload").join(test);
-    std::fs::create_dir_all(&out).expect("out dir");
-    for k in ["saxpy", "negate"] {
-        let st = Command::new("clang-19")
-            .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O1", "-g"])
-            .args(["-nogpulib", "-cl-std=CL2.0", "-x", "cl"])
-            .arg(format!("-I{}", env.root.join("samples/kernels").display()))
-            .arg(src.join(format!("{k}.cl")))
-            .arg("-o")
-            .arg(out.join(format!("{k}.hsaco")))
-            .status()
-            .expect("clang-19");
-        assert!(st.success(), "compiling {k}.cl");
-    }
-    let host = out.join("reload");
-    let st = Command::new("cc")
-        .args(["-g", "-O1", "-Wall"])
-        .arg(format!("-I{}", env.root.join("samples/include").display()))
-        .arg(src.join("reload.c"))
-        .arg("-o")
-        .arg(&host)
-        .arg(format!("-L{}", env.bin_dir.display()))
-        .arg("-lsimgpu_rt")
-        .arg(format!("-Wl,-rpath,{}", env.bin_dir.display()))
-        .status()
-        .expect("cc");
-    assert!(st.success(), "building reload.c");
-    (host, out)
-}
-
+/// gdbmux serving `reload.c` and its kernels, built for one test (tests
+/// run in parallel); and the host executable.
 fn serve(env: &GpuEnv, test: &str) -> (Server, PathBuf) {
-    let (host, dir) = build(env, test);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
-    cmd.args(["--log-channels", "mux", "127.0.0.1:0", "--"]);
-    cmd.arg(&host).arg(&dir);
-    (Server::start(cmd), host)
+    let (host, dir) = env.build_typed(
+        "gpu-reload",
+        test,
+        "reload.c",
+        &["saxpy", "negate"],
+        &["-O1"],
+    );
+    (env.serve_program(&host, &dir), host)
 }
 
 #[test]

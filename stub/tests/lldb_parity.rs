@@ -7,6 +7,8 @@
 //! Needs `lldb` and `lldb-server` (pip `lldb-for-pwndbg`; tools/test-all.sh
 //! installs it) and gcc.
 
+mod compare_support;
+
 use std::io::BufRead;
 use std::io::BufReader;
 use std::path::Path;
@@ -24,55 +26,15 @@ const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
 fn fixture_dir() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lldb-parity");
-            std::fs::create_dir_all(&out).unwrap();
-            let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-            for f in ["lldbparity", "sleepers"] {
-                let tmp = out.join(format!("{f}.{}.tmp", std::process::id()));
-                let st = Command::new("gcc")
-                    .args(["-g", "-O0", "-pthread", "-o"])
-                    .arg(&tmp)
-                    .arg(src.join(format!("{f}.c")))
-                    .status()
-                    .expect("run gcc");
-                assert!(st.success(), "gcc {f}.c failed");
-                std::fs::rename(&tmp, out.join(f)).unwrap();
-            }
-            out
-        })
+        .get_or_init(|| compare_support::build_fixtures("lldb-parity", &["lldbparity", "sleepers"]))
         .clone()
-}
-
-/// Run `child` to its end within 60 s (killed and failed past that).
-fn wait_output(child: Child, what: &str) -> String {
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(Ok(o)) => String::from_utf8_lossy(&o.stdout).into_owned(),
-        _ => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("{what} timed out");
-        }
-    }
 }
 
 /// lldb in batch mode: connect to `port`, run `cmds`.
 fn lldb(port: u16, cmds: &[&str], exe: &Path) -> String {
-    let mut cmd = Command::new("lldb");
-    cmd.args(["-b", "-o", "settings set stop-disassembly-display never"]);
-    cmd.args(["-o", &format!("gdb-remote 127.0.0.1:{port}")]);
-    for c in cmds {
-        cmd.args(["-o", c]);
-    }
-    cmd.arg(exe)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    wait_output(cmd.spawn().expect("spawn lldb"), "lldb")
+    let mut all = vec![format!("gdb-remote 127.0.0.1:{port}")];
+    all.extend(cmds.iter().map(|c| c.to_string()));
+    compare_support::lldb_batch(&all, exe)
 }
 
 /// Which server.
@@ -101,40 +63,7 @@ impl Drop for Started {
 fn start(server: Server, dir: &Path, target: &[&str]) -> Started {
     match server {
         Server::LldbServer => {
-            static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let fifo = dir.join(format!("port.{}.{n}", std::process::id()));
-            let _ = std::fs::remove_file(&fifo);
-            assert!(Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success());
-            let child = Command::new("lldb-server")
-                .args(["gdbserver", "127.0.0.1:0", "--named-pipe"])
-                .arg(&fifo)
-                .args(target)
-                .current_dir(dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn lldb-server");
-            let (tx, rx) = mpsc::channel();
-            let f2 = fifo.clone();
-            std::thread::spawn(move || {
-                let _ = tx.send(std::fs::read(&f2));
-            });
-            let text = rx
-                .recv_timeout(Duration::from_secs(30))
-                .expect("lldb-server did not report its port")
-                .unwrap();
-            let _ = std::fs::remove_file(&fifo);
-            let port = String::from_utf8_lossy(&text)
-                .trim_matches(char::from(0))
-                .trim()
-                .parse()
-                .unwrap();
+            let (child, port) = compare_support::start_lldb_server(dir, target);
             Started { child, port }
         }
         Server::Gdbmux => {

@@ -10,14 +10,7 @@ mod harden_support;
 use harden_support::*;
 
 fn spin_server(extra: &[&str]) -> Gdbmux {
-    let spin = helper("spin");
-    let mut args = vec!["--no-gpu"];
-    args.extend_from_slice(extra);
-    args.push("127.0.0.1:0");
-    args.push("--");
-    let prog = spin.display().to_string();
-    args.push(&prog);
-    Gdbmux::start(&args)
+    harden_support::spin_server(extra).0
 }
 
 /// `QCatchSyscalls:1;NR…` turns catching on, `:0` off; the next

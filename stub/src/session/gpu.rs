@@ -402,6 +402,12 @@ impl Session {
             return stop;
         };
         self.send(&reply::console(&text));
+        if let Some(t) = launcher {
+            self.send(&reply::console(&format!(
+                "gdbmux: gdb shows this stop on the CPU thread that launched the dispatch \
+                 (LWP {t}), waiting for it in the GPU runtime; `bt` reaches the launch.\n"
+            )));
+        }
         match stop {
             StopEvent::Stopped {
                 pid,

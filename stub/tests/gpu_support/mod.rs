@@ -65,29 +65,15 @@ impl GpuEnv {
             }
             let samples = bin_dir.join("gpu-test-samples");
             std::fs::create_dir_all(&samples).expect("samples dir");
-            for name in ["vector_add", "reduce", "divergent", "fault"] {
-                let st = Command::new("cc")
-                    .args(["-g", "-O1", "-Wall"])
-                    .arg(format!("-I{}", root.join("samples/include").display()))
-                    .arg(format!(
-                        "-DKERNEL_DIR=\"{}\"",
-                        root.join("samples/kernels").display()
-                    ))
-                    .arg(root.join(format!("samples/{name}.c")))
-                    .arg("-o")
-                    .arg(samples.join(name))
-                    .arg(format!("-L{}", bin_dir.display()))
-                    .arg("-lsimgpu_rt")
-                    .arg(format!("-Wl,-rpath,{}", bin_dir.display()))
-                    .status()
-                    .expect("cc");
-                assert!(st.success(), "building sample {name}");
-            }
-            GpuEnv {
+            let env = GpuEnv {
                 root,
                 bin_dir,
                 samples,
+            };
+            for name in ["vector_add", "reduce", "divergent", "fault"] {
+                env.build_sample(name);
             }
+            env
         })
     }
 
@@ -95,23 +81,85 @@ impl GpuEnv {
     /// and return its path.
     pub fn build_sample(&self, name: &str) -> PathBuf {
         let out = self.samples.join(name);
+        let kernels = format!(
+            "-DKERNEL_DIR=\"{}\"",
+            self.root.join("samples/kernels").display()
+        );
+        self.build_host(
+            &self.root.join(format!("samples/{name}.c")),
+            &out,
+            &["-O1", &kernels],
+        );
+        out
+    }
+
+    /// Compile the host program `src` (C) to `exe` against the workspace's
+    /// `libsimgpu_rt.so` (rpath set), with `-g -Wall` and `flags`.
+    pub fn build_host(&self, src: &Path, exe: &Path, flags: &[&str]) {
         let st = Command::new("cc")
-            .args(["-g", "-O1", "-Wall"])
+            .args(["-g", "-Wall"])
+            .args(flags)
             .arg(format!("-I{}", self.root.join("samples/include").display()))
-            .arg(format!(
-                "-DKERNEL_DIR=\"{}\"",
-                self.root.join("samples/kernels").display()
-            ))
-            .arg(self.root.join(format!("samples/{name}.c")))
+            .arg(src)
             .arg("-o")
-            .arg(&out)
+            .arg(exe)
             .arg(format!("-L{}", self.bin_dir.display()))
             .arg("-lsimgpu_rt")
             .arg(format!("-Wl,-rpath,{}", self.bin_dir.display()))
             .status()
             .expect("cc");
-        assert!(st.success(), "building sample {name}");
-        out
+        assert!(st.success(), "building {}", src.display());
+    }
+
+    /// Compile the OpenCL kernel file `src` with clang-19 for gfx90a (with
+    /// DWARF) to the code object `hsaco`.
+    pub fn build_kernel(&self, src: &Path, hsaco: &Path) {
+        let st = Command::new("clang-19")
+            .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O1", "-g"])
+            .args(["-nogpulib", "-cl-std=CL2.0", "-x", "cl"])
+            .arg(format!("-I{}", self.root.join("samples/kernels").display()))
+            .arg(src)
+            .arg("-o")
+            .arg(hsaco)
+            .status()
+            .expect("clang-19");
+        assert!(st.success(), "compiling {}", src.display());
+    }
+
+    /// A program of `stub/tests/gpu/typed/` built at test time into its own
+    /// directory `bin_dir/group/test` (tests run in parallel): the host
+    /// `host_c` (built with `flags`) and the kernels `KERNEL.cl` as
+    /// `KERNEL.hsaco` beside it. Returns (host executable, that directory,
+    /// which the typed programs take as their argument).
+    pub fn build_typed(
+        &self,
+        group: &str,
+        test: &str,
+        host_c: &str,
+        kernels: &[&str],
+        flags: &[&str],
+    ) -> (PathBuf, PathBuf) {
+        let src = self.root.join("stub/tests/gpu/typed");
+        let out = self.bin_dir.join(group).join(test);
+        std::fs::create_dir_all(&out).expect("out dir");
+        for k in kernels {
+            self.build_kernel(
+                &src.join(format!("{k}.cl")),
+                &out.join(format!("{k}.hsaco")),
+            );
+        }
+        let host = out.join(host_c.trim_end_matches(".c"));
+        self.build_host(&src.join(host_c), &host, flags);
+        (host, out)
+    }
+
+    /// gdbmux (its `mux` channel logged) serving `host` with the argument
+    /// `arg`, on a free port.
+    pub fn serve_program(&self, host: &Path, arg: &Path) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+        cmd.args(["--log-channels", "mux", "127.0.0.1:0", "--"]);
+        cmd.arg(host).arg(arg);
+        Server::start(cmd)
     }
 
     /// A built sample.

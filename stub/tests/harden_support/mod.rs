@@ -50,6 +50,19 @@ pub fn helper(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// gdbmux (no GPU, `extra` options) on a free port serving the `spin`
+/// helper; and the helper's path.
+pub fn spin_server(extra: &[&str]) -> (Gdbmux, PathBuf) {
+    let spin = helper("spin");
+    let mut args = vec!["--no-gpu"];
+    args.extend_from_slice(extra);
+    args.push("127.0.0.1:0");
+    args.push("--");
+    let prog = spin.display().to_string();
+    args.push(&prog);
+    (Gdbmux::start(&args), spin)
+}
+
 /// Address of a symbol of a non-PIE helper (`nm`). Every test that uses
 /// this module declares `mod gpu_support` too.
 pub fn sym(prog: &Path, symbol: &str) -> u64 {

@@ -26,6 +26,7 @@
 
 mod ffi;
 pub mod runtime;
+mod wait;
 pub mod watchdog;
 
 pub use runtime::Status;

@@ -432,7 +432,7 @@ fn launch_inner(
             kind: MessageKind::Dispatch,
             value: packet.addr(),
         };
-        let reply = send(s, msg).and_then(|_| Message::read_from(s));
+        let reply = send(s, msg).and_then(|_| crate::wait::wait_for_dispatch(s));
         return match reply {
             Ok(Message {
                 kind: MessageKind::Done,
