@@ -126,6 +126,9 @@ pub struct LinuxProcess {
 impl LinuxProcess {
     /// Wrap a process whose threads are all ptrace-stopped.
     pub(crate) fn from_stopped(pid: RawTid, threads: Vec<Thread>, attached: bool) -> Self {
+        // gdbserver describes the registers of the XSAVE components the
+        // kernel enables for the inferior (its XCR0 word).
+        let xfeatures = x86_64::XFeatures::of_thread(threads.first().map_or(pid, |t| t.tid));
         LinuxProcess {
             pid,
             threads,
@@ -134,7 +137,7 @@ impl LinuxProcess {
             mem: Memory::new(pid),
             bps: SwBreakpoints::default(),
             hw: HwDebug::default(),
-            table: x86_64::register_table(x86_64::has_avx()),
+            table: x86_64::register_table(xfeatures),
             arch: x86_64::arch_info(),
             attached,
             pass: [false; 65],
