@@ -26,9 +26,10 @@ const GDBSERVER: &str = "gdbserver";
 const STDIO_GUARD: &str = "timeout -s KILL 90";
 const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
 
-const FIXTURES: [&str; 9] = [
+const FIXTURES: [&str; 10] = [
     "argv",
     "condloop",
+    "condthreads",
     "sigstorm",
     "execer",
     "forker",
@@ -995,6 +996,31 @@ fn gdb_target_side_condition_matches_gdbserver() {
     assert!(text.contains("breakpoint already hit 1 time"), "{text}");
     assert!(text.contains("sum PID"), "{text}");
     assert_eq!(a, b, "gdbserver vs gdbmux");
+}
+
+/// Target-side conditions with four threads hitting the same breakpoint:
+/// in all-stop a false hit's step-over stops the other threads first (as
+/// gdbserver does), so a thread reaching the breakpoint meanwhile still
+/// traps: `break f if x == 2999` stops once per thread, as with gdbserver,
+/// and the program runs to its end.
+#[test]
+fn gdb_target_side_condition_with_threads_matches_gdbserver() {
+    let script = [
+        "set breakpoint condition-evaluation target",
+        "break f if x == 2999",
+        "continue",
+        "continue",
+        "continue",
+        "continue",
+        "continue",
+    ];
+    for (who, out) in SERVERS.iter().zip(same_script("condthreads", "", &script)) {
+        let text = out.join("\n");
+        let hits = text.matches("Breakpoint 1, f (x=").count();
+        assert_eq!(hits, 4, "{who}: breakpoint stops:\n{text}");
+        assert!(text.contains("sum PID"), "{who}: {text}");
+        assert!(text.contains("exited normally"), "{who}: {text}");
+    }
 }
 
 /// Attach under a signal storm (gdb testsuite attach-into-signal): ten

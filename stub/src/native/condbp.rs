@@ -10,9 +10,11 @@
 //! already stopping for another reason, the thread is left stopped at the
 //! breakpoint address instead and re-evaluates the hit when it runs again.
 //!
-//! Known limit: during that one-instruction step the breakpoint is out of
-//! memory, and another thread running through the same address in that
-//! window does not trap (gdbserver stops every thread for the step-over).
+//! In all-stop mode the other threads are stopped for that step and held
+//! until it is done (`StepOverHold` in `process.rs`), as gdbserver does.
+//! Known limit (non-stop mode): during that one-instruction step the
+//! breakpoint is out of memory, and another thread running through the
+//! same address in that window does not trap.
 
 use std::collections::BTreeMap;
 
