@@ -581,6 +581,32 @@ fn gdb_vfork_follow_child_matches_gdbserver() {
     assert_eq!(a, b, "gdbserver vs gdbmux");
 }
 
+/// `next` over vfork with follow-fork-mode child (gdb testsuite
+/// foll-vfork "step over vfork"): gdb takes its step-resume breakpoint out
+/// of the parent and inserts it in the child, which shares the parent's
+/// memory; the child stops on the next line, as with gdbserver, instead of
+/// running on unchecked.
+#[test]
+fn gdb_next_over_vfork_into_child_matches_gdbserver() {
+    let [a, b] = same_script(
+        "forker",
+        "v",
+        &[
+            "break 14",
+            "continue",
+            "set follow-fork-mode child",
+            "next",
+            "info inferiors",
+            "continue",
+        ],
+    );
+    let text = b.join("\n");
+    assert!(text.contains("vfork to child"), "{text}");
+    assert!(text.contains("15\t    if (p == 0) {"), "{text}");
+    assert!(text.contains("is vfork child of inferior 1"), "{text}");
+    assert_eq!(a, b, "gdbserver vs gdbmux");
+}
+
 /// Run lldb in batch mode with `cmds` on `exe`; returns its stdout.
 fn lldb(cmds: &[String], exe: &Path) -> String {
     let mut cmd = Command::new("lldb");

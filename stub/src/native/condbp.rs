@@ -48,6 +48,12 @@ impl Conditions {
         self.stepping.insert(tid, addr);
     }
 
+    /// Whether a thread is stepping over the breakpoint at `addr` now
+    /// (its original byte is in memory).
+    pub fn stepping_over(&self, addr: u64) -> bool {
+        self.stepping.values().any(|a| *a == addr)
+    }
+
     /// The breakpoint `tid` was stepping over, now done.
     pub fn end_step_over(&mut self, tid: RawTid) -> Option<u64> {
         self.stepping.remove(&tid)

@@ -1057,13 +1057,27 @@ impl Target for LinuxProcess {
             self.conds.set(addr, Vec::new());
         }
         match kind {
-            BreakpointKind::Software => self
-                .bps
-                .insert(&mut self.mem, addr, Owner::Client)
-                .map_err(|e| TargetError::Errno {
+            BreakpointKind::Software => {
+                let listed = self.bps.contains(addr);
+                let err = |e| TargetError::Errno {
                     what: format!("insert breakpoint at {addr:#x}"),
                     errno: e,
-                }),
+                };
+                self.bps
+                    .insert(&mut self.mem, addr, Owner::Client)
+                    .map_err(err)?;
+                // A vfork child shares its parent's memory and starts with
+                // the parent's table: the parent's `z0` (gdb takes its
+                // step-resume breakpoint out of the parent, then inserts it
+                // in the followed child) takes the int3 out of memory this
+                // table still lists. Plant it again (one write; a no-op
+                // where it is in place), unless a thread is stepping over
+                // it right now (gdb.base/foll-vfork.exp "step over vfork").
+                if listed && !self.conds.stepping_over(addr) {
+                    self.bps.relay(&mut self.mem, addr).map_err(err)?;
+                }
+                Ok(())
+            }
             _ => {
                 self.hw.insert(kind, addr, len).map_err(|e| match e {
                     HwError::Full => TargetError::NoHwSlot,
