@@ -8,6 +8,8 @@
 #     never reached);
 #   - an .exp that hit the time limit, or left no gdb.sum, with either stub;
 # except the names listed in docs/gdb-testsuite/exceptions.txt (each with its reason).
+# An .exp that differs is run once more with gdbmux alone (some depend on timing); the
+# gate fails when the difference repeats.
 #
 # The runner is ../shared/gdb-testsuite (run.sh: it installs dejagnu & co. and fetches
 # gdb 13.1's source on its first run; needs root, or sudo). Where it is absent, or the
@@ -54,10 +56,13 @@ for stub in gdbserver gdbmux; do
   echo "$stub: $(( $(date +%s) - start ))s ($log)"
 done
 
-python3 - "$out/gdbserver" "$out/gdbmux" "$list" "$exceptions" <<'EOF'
+# compare DIR_A DIR_B LIST: the table and the differences; returns 1 when there are
+# any, with the .exp that differ in $out/differ.txt.
+compare() {
+python3 - "$1" "$2" "$3" "$exceptions" "$out/differ.txt" <<'EOF'
 import os, re, sys
 
-ref_dir, mux_dir, list_path, exc_path = sys.argv[1:]
+ref_dir, mux_dir, list_path, exc_path, differ_path = sys.argv[1:]
 KIND = re.compile(r'^(PASS|FAIL|XFAIL|KFAIL|XPASS|KPASS|UNRESOLVED|UNTESTED|UNSUPPORTED|ERROR): (.*)$')
 # gdb appends a reason to a failing name: "... (timeout)", "... (the program exited)".
 SUFFIX = re.compile(r' \([^()]*\)$')
@@ -88,6 +93,7 @@ exps = [l.split('#')[0].strip() for l in open(list_path)]
 exps = [e for e in exps if e]
 excepted = [l.split('|')[0].strip() for l in open(exc_path) if '|' in l and not l.startswith('#')]
 problems = []
+differ = set()
 totals = {'gdbserver': [0, 0], 'gdbmux': [0, 0]}
 print('%-62s %16s %16s' % ('.exp', 'gdbserver P/F', 'gdbmux P/F'))
 for exp in exps:
@@ -95,8 +101,10 @@ for exp in exps:
     for who, st, r in (('gdbserver', rs, ref), ('gdbmux', ms, mux)):
         if r is None:
             problems.append('%s with %s: no gdb.sum (rc=%s)' % (exp, who, st.get('rc', '?')))
+            differ.add(exp)
         elif st.get('rc') == '124':
             problems.append('%s with %s: hit the time limit (counts partial)' % (exp, who))
+            differ.add(exp)
     if ref is None or mux is None:
         continue
     cell = lambda r: '%d/%d' % (sum(v == 'PASS' for v in r.values()), sum(v in BAD for v in r.values()))
@@ -109,16 +117,38 @@ for exp in exps:
             continue
         if kind in BAD and ref.get(name) not in BAD:
             problems.append('%s: %s (gdbserver: %s)' % (kind, name, ref.get(name, 'never reached')))
+            differ.add(exp)
     for name, kind in sorted(ref.items()):
         if kind == 'PASS' and mux.get(name) != 'PASS' and mux.get(name) not in BAD \
                 and not any(name.startswith(p) for p in excepted):
             problems.append('PASS lost: %s (gdbmux: %s)' % (name, mux.get(name, 'never reached')))
+            differ.add(exp)
 print('%-62s %16s %16s' % ('TOTAL', '%d/%d' % tuple(totals['gdbserver']), '%d/%d' % tuple(totals['gdbmux'])))
+open(differ_path, 'w').write(''.join(e + '\n' for e in sorted(differ)))
 if problems:
-    print('gdb testsuite gate: %d result(s) of gdbmux that gdbserver does not share:' % len(problems))
+    print('%d result(s) of gdbmux that gdbserver does not share:' % len(problems))
     for p in problems:
         print('  ' + p)
     print('logs: %s/<.exp>/gdb.log' % mux_dir)
     sys.exit(1)
-print('gdb testsuite gate: gdbmux has every result gdbserver has (%d .exp)' % len(exps))
+print('gdbmux has every result gdbserver has (%d .exp)' % len(exps))
 EOF
+}
+
+if compare "$out/gdbserver" "$out/gdbmux" "$list"; then
+  echo "gdb testsuite gate: passed"
+  exit 0
+fi
+# Some of these tests depend on timing (gdb.threads/signal-while-stepping-over-bp-other-thread.exp
+# failed one run in four on a loaded 2-core machine, with this gdbmux and with the one before):
+# each .exp that differs is run once more with gdbmux, alone; the gate fails when it differs again.
+cp "$out/differ.txt" "$out/retry-list.txt"
+echo "gdb testsuite gate: running the .exp that differ once more: $(tr '\n' ' ' <"$out/retry-list.txt")"
+"${SUDO[@]}" env GDBMUX="$bin" "$T/run.sh" --stub gdbmux --list "$out/retry-list.txt" --jobs 1 \
+  --timeout 240 --out "$out/gdbmux-retry" >"$out/gdbmux-retry.log" 2>&1 || true
+if compare "$out/gdbserver" "$out/gdbmux-retry" "$out/retry-list.txt"; then
+  echo "gdb testsuite gate: passed (the differences above did not repeat; first run: $out/gdbmux)"
+  exit 0
+fi
+echo "gdb testsuite gate: FAILED"
+exit 1
