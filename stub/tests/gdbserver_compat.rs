@@ -28,9 +28,10 @@ const GDBSERVER: &str = "gdbserver";
 const STDIO_GUARD: &str = "timeout -s KILL 90";
 const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
 
-const FIXTURES: [&str; 9] = [
+const FIXTURES: [&str; 10] = [
     "argv",
     "condloop",
+    "condthreads",
     "sigstorm",
     "execer",
     "forker",
@@ -566,6 +567,32 @@ fn gdb_vfork_follow_child_matches_gdbserver() {
     assert_eq!(a, b, "gdbserver vs gdbmux");
 }
 
+/// `next` over vfork with follow-fork-mode child (gdb testsuite
+/// foll-vfork "step over vfork"): gdb takes its step-resume breakpoint out
+/// of the parent and inserts it in the child, which shares the parent's
+/// memory; the child stops on the next line, as with gdbserver, instead of
+/// running on unchecked.
+#[test]
+fn gdb_next_over_vfork_into_child_matches_gdbserver() {
+    let [a, b] = same_script(
+        "forker",
+        "v",
+        &[
+            "break 14",
+            "continue",
+            "set follow-fork-mode child",
+            "next",
+            "info inferiors",
+            "continue",
+        ],
+    );
+    let text = b.join("\n");
+    assert!(text.contains("vfork to child"), "{text}");
+    assert!(text.contains("15\t    if (p == 0) {"), "{text}");
+    assert!(text.contains("is vfork child of inferior 1"), "{text}");
+    assert_eq!(a, b, "gdbserver vs gdbmux");
+}
+
 /// Run lldb in batch mode with `cmds` on `exe`; returns its stdout.
 fn lldb(cmds: &[String], exe: &Path) -> String {
     compare_support::lldb_batch(cmds, exe)
@@ -922,6 +949,31 @@ fn gdb_target_side_condition_matches_gdbserver() {
     assert!(text.contains("breakpoint already hit 1 time"), "{text}");
     assert!(text.contains("sum PID"), "{text}");
     assert_eq!(a, b, "gdbserver vs gdbmux");
+}
+
+/// Target-side conditions with four threads hitting the same breakpoint:
+/// in all-stop a false hit's step-over stops the other threads first (as
+/// gdbserver does), so a thread reaching the breakpoint meanwhile still
+/// traps: `break f if x == 2999` stops once per thread, as with gdbserver,
+/// and the program runs to its end.
+#[test]
+fn gdb_target_side_condition_with_threads_matches_gdbserver() {
+    let script = [
+        "set breakpoint condition-evaluation target",
+        "break f if x == 2999",
+        "continue",
+        "continue",
+        "continue",
+        "continue",
+        "continue",
+    ];
+    for (who, out) in SERVERS.iter().zip(same_script("condthreads", "", &script)) {
+        let text = out.join("\n");
+        let hits = text.matches("Breakpoint 1, f (x=").count();
+        assert_eq!(hits, 4, "{who}: breakpoint stops:\n{text}");
+        assert!(text.contains("sum PID"), "{who}: {text}");
+        assert!(text.contains("exited normally"), "{who}: {text}");
+    }
 }
 
 /// Attach under a signal storm (gdb testsuite attach-into-signal): ten

@@ -10,9 +10,11 @@
 //! already stopping for another reason, the thread is left stopped at the
 //! breakpoint address instead and re-evaluates the hit when it runs again.
 //!
-//! Known limit: during that one-instruction step the breakpoint is out of
-//! memory, and another thread running through the same address in that
-//! window does not trap (gdbserver stops every thread for the step-over).
+//! In all-stop mode the other threads are stopped for that step and held
+//! until it is done (`StepOverHold` in `process.rs`), as gdbserver does.
+//! Known limit (non-stop mode): during that one-instruction step the
+//! breakpoint is out of memory, and another thread running through the
+//! same address in that window does not trap.
 
 use std::collections::BTreeMap;
 
@@ -44,6 +46,12 @@ impl Conditions {
     /// `tid` steps over the breakpoint at `addr`.
     pub fn begin_step_over(&mut self, tid: RawTid, addr: u64) {
         self.stepping.insert(tid, addr);
+    }
+
+    /// Whether a thread is stepping over the breakpoint at `addr` now
+    /// (its original byte is in memory).
+    pub fn stepping_over(&self, addr: u64) -> bool {
+        self.stepping.values().any(|a| *a == addr)
     }
 
     /// The breakpoint `tid` was stepping over, now done.

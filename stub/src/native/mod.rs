@@ -45,8 +45,12 @@ pub use sigchld::block_sigchld;
 pub use sigchld::SigchldFd;
 pub use tls::tls_address;
 
-/// gdbmux's x86-64 register descriptions (`avx`: with `ymm0h`–`ymm15h`),
-/// as a launched process has them.
+/// gdbmux's x86-64 register descriptions (`avx`: with `ymm0h`–`ymm15h`;
+/// no AVX-512, no `pkru`), as a launched process on such a CPU has them.
 pub fn x86_64_registers(avx: bool) -> Vec<crate::target::RegisterInfo> {
-    x86_64::register_table(avx).infos
+    x86_64::register_table(x86_64::XFeatures {
+        avx,
+        ..Default::default()
+    })
+    .infos
 }

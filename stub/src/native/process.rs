@@ -80,6 +80,22 @@ pub(crate) const BASE_OPTIONS: libc::c_int = libc::PTRACE_O_TRACECLONE
     // told apart from a SIGTRAP.
     | libc::PTRACE_O_TRACESYSGOOD;
 
+/// A step over a breakpoint whose condition was false, in all-stop mode,
+/// done as gdbserver does it (`start_step_over`): the other threads are
+/// stopped first and stay stopped until the stepping thread is past the
+/// breakpoint, so none of them runs through its address while its
+/// original byte is back in memory. Threads that stop meanwhile are
+/// "held": [`LinuxProcess::keeps_running`] is false for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StepOverHold {
+    /// The thread stepping over the breakpoint.
+    tid: RawTid,
+    /// The breakpoint's address.
+    addr: u64,
+    /// The single step is under way (the breakpoint is lifted).
+    stepping: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Every thread is stopped; the last event was reported.
@@ -115,6 +131,9 @@ pub struct LinuxProcess {
     conds: super::condbp::Conditions,
     fork_children: Vec<LinuxProcess>,
     vfork_suspends: u32,
+    /// All-stop step-over of a breakpoint whose condition was false
+    /// ([`StepOverHold`]).
+    hold: Option<StepOverHold>,
     seq: u64,
     exe: Option<String>,
     /// Non-stop mode (`QNonStop:1`): threads stop and resume one by one
@@ -126,6 +145,9 @@ pub struct LinuxProcess {
 impl LinuxProcess {
     /// Wrap a process whose threads are all ptrace-stopped.
     pub(crate) fn from_stopped(pid: RawTid, threads: Vec<Thread>, attached: bool) -> Self {
+        // gdbserver describes the registers of the XSAVE components the
+        // kernel enables for the inferior (its XCR0 word).
+        let xfeatures = x86_64::XFeatures::of_thread(threads.first().map_or(pid, |t| t.tid));
         LinuxProcess {
             pid,
             threads,
@@ -134,7 +156,7 @@ impl LinuxProcess {
             mem: Memory::new(pid),
             bps: SwBreakpoints::default(),
             hw: HwDebug::default(),
-            table: x86_64::register_table(x86_64::has_avx()),
+            table: x86_64::register_table(xfeatures),
             arch: x86_64::arch_info(),
             attached,
             pass: [false; 65],
@@ -144,6 +166,7 @@ impl LinuxProcess {
             conds: Default::default(),
             fork_children: Vec::new(),
             vfork_suspends: 0,
+            hold: None,
             seq: 0,
             exe: procfs::exe(pid as Pid),
             nonstop: false,
@@ -481,6 +504,107 @@ impl LinuxProcess {
         if self.state != State::Running {
             return true;
         }
+        if self.nonstop {
+            return self.start_condition_step(i, addr);
+        }
+        if self.hold.is_some() {
+            // Another thread's step-over is under way: this one stays at
+            // the breakpoint, unreported, and evaluates the hit again when
+            // it is released.
+            return true;
+        }
+        // Stop every other running thread first; the step starts once
+        // they all have (`advance_step_over`; at once if none runs).
+        self.hold = Some(StepOverHold {
+            tid,
+            addr,
+            stepping: false,
+        });
+        self.stop_others(i);
+        self.advance_step_over();
+        true
+    }
+
+    /// SIGSTOP every running thread but `i` (a zombie leader never stops:
+    /// it is left as it is).
+    fn stop_others(&mut self, i: usize) {
+        let pid = self.pid;
+        for (j, t) in self.threads.iter_mut().enumerate() {
+            if j == i || !t.running || t.sigstop_expected {
+                continue;
+            }
+            if t.tid == pid && procfs::is_zombie(pid as Pid, pid as Tid) {
+                continue;
+            }
+            match ptrace::tgkill(pid, t.tid, SIGSTOP) {
+                Ok(()) => t.sigstop_expected = true,
+                Err(e) => tracing::debug!(target: "native", "tgkill {}: {e}", t.tid),
+            }
+        }
+    }
+
+    /// A held step-over whose other threads have all stopped starts its
+    /// single step; one whose process stops for another reason before
+    /// that is dropped (its thread stays at the breakpoint, unreported,
+    /// and evaluates the hit again when it runs).
+    fn advance_step_over(&mut self) {
+        let Some(h) = self.hold else { return };
+        if h.stepping {
+            return;
+        }
+        if self.state != State::Running {
+            self.hold = None;
+            return;
+        }
+        let pid = self.pid;
+        let others_stopped = self.threads.iter().all(|t| {
+            t.tid == h.tid
+                || !t.running
+                || (t.tid == pid && procfs::is_zombie(pid as Pid, pid as Tid))
+        });
+        if !others_stopped {
+            return;
+        }
+        let Some(i) = self.idx(h.tid) else {
+            // The stepping thread is gone: nothing to step over.
+            self.hold = None;
+            self.release_held();
+            return;
+        };
+        self.hold = Some(StepOverHold {
+            stepping: true,
+            ..h
+        });
+        if !self.start_condition_step(i, h.addr) {
+            // The hit could not be stepped over: report it.
+            self.hold = None;
+            self.set_pending(i, SIGTRAP, StopKind::SwBreak);
+            self.release_held();
+        }
+    }
+
+    /// Restart the threads held by a finished step-over (those the client
+    /// resumed, with no stop to report).
+    fn release_held(&mut self) {
+        if self.state != State::Running {
+            return;
+        }
+        for j in 0..self.threads.len() {
+            let t = &self.threads[j];
+            if !t.running
+                && !t.sigstop_expected
+                && t.pending.is_none()
+                && t.action != ResumeAction::Stop
+            {
+                self.run_thread(j);
+            }
+        }
+    }
+
+    /// Lift the breakpoint at `addr` and single-step thread `i` over it.
+    /// False (breakpoint back in place) when that fails.
+    fn start_condition_step(&mut self, i: usize, addr: u64) -> bool {
+        let tid = self.threads[i].tid;
         if let Err(e) = self.bps.lift(&mut self.mem, addr) {
             tracing::warn!(target: "native", "lift breakpoint at {addr:#x}: {e}; reporting the hit");
             return false;
@@ -506,11 +630,15 @@ impl LinuxProcess {
         if let Err(e) = self.bps.relay(&mut self.mem, addr) {
             tracing::warn!(target: "native", "re-insert breakpoint at {addr:#x}: {e}");
         }
+        let held = self.hold.take().is_some();
         if let ResumeAction::Step(_) = self.threads[i].action {
             // The client's own step is this instruction.
             self.set_pending(i, SIGTRAP, StopKind::Step);
         } else {
             self.quiet(i);
+        }
+        if held {
+            self.release_held();
         }
         true
     }
@@ -929,13 +1057,27 @@ impl Target for LinuxProcess {
             self.conds.set(addr, Vec::new());
         }
         match kind {
-            BreakpointKind::Software => self
-                .bps
-                .insert(&mut self.mem, addr, Owner::Client)
-                .map_err(|e| TargetError::Errno {
+            BreakpointKind::Software => {
+                let listed = self.bps.contains(addr);
+                let err = |e| TargetError::Errno {
                     what: format!("insert breakpoint at {addr:#x}"),
                     errno: e,
-                }),
+                };
+                self.bps
+                    .insert(&mut self.mem, addr, Owner::Client)
+                    .map_err(err)?;
+                // A vfork child shares its parent's memory and starts with
+                // the parent's table: the parent's `z0` (gdb takes its
+                // step-resume breakpoint out of the parent, then inserts it
+                // in the followed child) takes the int3 out of memory this
+                // table still lists. Plant it again (one write; a no-op
+                // where it is in place), unless a thread is stepping over
+                // it right now (gdb.base/foll-vfork.exp "step over vfork").
+                if listed && !self.conds.stepping_over(addr) {
+                    self.bps.relay(&mut self.mem, addr).map_err(err)?;
+                }
+                Ok(())
+            }
             _ => {
                 self.hw.insert(kind, addr, len).map_err(|e| match e {
                     HwError::Full => TargetError::NoHwSlot,
@@ -1077,7 +1219,15 @@ impl Target for LinuxProcess {
             .iter()
             .position(|t| t.running && t.tid == pid && !procfs::is_zombie(pid as Pid, pid as Tid))
             .or_else(|| self.threads.iter().position(|t| t.running));
-        let Some(i) = pick else { return Ok(()) };
+        let Some(i) = pick else {
+            // Every thread is held by a condition's step-over: the stop
+            // is the interrupt.
+            if self.hold.is_some() && !self.threads.is_empty() {
+                let i = self.idx(pid).unwrap_or(0);
+                self.set_pending(i, SIGSTOP, StopKind::Interrupt);
+            }
+            return Ok(());
+        };
         let t = &mut self.threads[i];
         t.interrupt = true;
         if !t.sigstop_expected {
@@ -1125,6 +1275,7 @@ impl Target for LinuxProcess {
             if self.state == State::Running && self.threads.iter().any(|t| t.pending.is_some()) {
                 self.begin_stop();
             }
+            self.advance_step_over();
             if self.state == State::Stopping && self.threads.iter().all(|t| !t.running) {
                 return Ok(self.finalize());
             }

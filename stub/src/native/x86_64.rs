@@ -8,7 +8,12 @@
 //! amd64 GNU/Linux: `org.gnu.gdb.i386.core` (0–39), `org.gnu.gdb.i386.sse`
 //! (40–56), `org.gnu.gdb.i386.linux` (`orig_rax` = 57, which gdb writes
 //! with `P39=ffffffffffffffff` on `run`), `org.gnu.gdb.i386.segments`
-//! (58–59) and `org.gnu.gdb.i386.avx` (`ymm0h`… from 60).
+//! (58–59), `org.gnu.gdb.i386.avx` (`ymm0h`… from 60), then, as the
+//! CPU's XCR0 has them, `org.gnu.gdb.i386.avx512` (xmm16–31, ymm16h–31h,
+//! k0–7, zmm0h–31h) and `org.gnu.gdb.i386.pkeys` (`pkru`): gdb 13's
+//! `amd64_create_target_description` order (gdb/arch/amd64.c), which
+//! gdbserver numbers from the XCR0 word of the thread's XSAVE area.
+//! gdbmux's description does not describe MPX (`bnd0`…): no CPU since 2019 has it.
 
 use std::mem::offset_of;
 
@@ -36,16 +41,118 @@ pub enum Loc {
     Fop,
     /// `ftag`: the full 16-bit tag word, rebuilt from the abridged one.
     Ftag,
-    /// Upper 128 bits of `ymmN` from the XSAVE area.
-    YmmH(usize),
+    /// Bytes of an XSAVE state component (`NT_X86_XSTATE`, standard
+    /// format), at this offset inside the component; as many bytes as
+    /// the register has.
+    Xstate {
+        /// The state component.
+        comp: XComp,
+        /// Byte offset inside the component.
+        off: usize,
+    },
+}
+
+/// XSAVE state components gdbmux describes registers of; the value is the
+/// component's bit in XCR0 and in the header's `XSTATE_BV`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XComp {
+    /// Upper halves of ymm0–15 (`ymmNh`), 16 bytes each.
+    Avx = 2,
+    /// AVX-512 opmask registers k0–7, 8 bytes each.
+    Opmask = 5,
+    /// Upper 256 bits of zmm0–15 (`zmmNh`), 32 bytes each.
+    ZmmHi256 = 6,
+    /// zmm16–31 whole, 64 bytes each (xmm16–31, ymm16h–31h and
+    /// zmm16h–31h are the three parts of each).
+    Hi16Zmm = 7,
+    /// The protection-key rights register `pkru` (4 bytes).
+    Pkru = 9,
+}
+
+impl XComp {
+    fn bit(self) -> u64 {
+        1 << (self as u32)
+    }
+
+    /// (offset, size) of the component in the standard-format XSAVE area:
+    /// CPUID leaf 0xD, sub-leaf = the component's number (EBX, EAX).
+    /// AVX is architecturally at 576.
+    fn layout(self) -> (usize, usize) {
+        static LAYOUT: std::sync::OnceLock<[(usize, usize); 10]> = std::sync::OnceLock::new();
+        let l = LAYOUT.get_or_init(|| {
+            let mut l = [(0usize, 0usize); 10];
+            for (i, slot) in l.iter_mut().enumerate().skip(2) {
+                let r = cpuid(0xd, i as u32);
+                *slot = (r.ebx as usize, r.eax as usize);
+            }
+            l
+        });
+        match self {
+            XComp::Avx => (XSAVE_YMMH_OFFSET, 256),
+            c => l[c as usize],
+        }
+    }
+}
+
+#[allow(unused_unsafe)]
+fn cpuid(leaf: u32, sub: u32) -> std::arch::x86_64::CpuidResult {
+    // SAFETY: CPUID exists on every x86-64 CPU and has no side effects; a
+    // sub-leaf the CPU does not know answers zeros. (The intrinsic is safe
+    // from Rust 1.87 on, hence the allow for the project's older minimum.)
+    unsafe { std::arch::x86_64::__cpuid_count(leaf, sub) }
+}
+
+/// The XSAVE state components of the CPU that gdbmux describes registers
+/// of (XCR0's bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct XFeatures {
+    /// AVX: `ymm0h`–`ymm15h`.
+    pub avx: bool,
+    /// AVX-512 (opmask, ZMM_Hi256 and Hi16_ZMM all enabled).
+    pub avx512: bool,
+    /// Protection keys: `pkru`.
+    pub pkru: bool,
+}
+
+impl XFeatures {
+    /// From an XCR0 value.
+    pub fn from_xcr0(xcr0: u64) -> XFeatures {
+        let avx512 = XComp::Opmask.bit() | XComp::ZmmHi256.bit() | XComp::Hi16Zmm.bit();
+        XFeatures {
+            avx: xcr0 & XComp::Avx.bit() != 0,
+            avx512: xcr0 & avx512 == avx512,
+            pkru: xcr0 & XComp::Pkru.bit() != 0,
+        }
+    }
+
+    /// What the kernel enables for a stopped thread: the XCR0 word it
+    /// stores in the software-reserved bytes of the `NT_X86_XSTATE` regset
+    /// (offset 464, as gdbserver's `x86_linux_read_description` reads it).
+    /// Without that regset: AVX as the CPU reports it.
+    pub fn of_thread(tid: RawTid) -> XFeatures {
+        let mut buf = vec![0u8; XSAVE_BUF];
+        match ptrace::get_regset(tid, ptrace::NT_X86_XSTATE, &mut buf) {
+            Ok(n) if n >= XSAVE_XCR0_OFFSET + 8 => {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&buf[XSAVE_XCR0_OFFSET..XSAVE_XCR0_OFFSET + 8]);
+                XFeatures::from_xcr0(u64::from_le_bytes(w))
+            }
+            _ => XFeatures {
+                avx: has_avx(),
+                ..XFeatures::default()
+            },
+        }
+    }
 }
 
 /// Offset of `ymm0h` in the standard-format XSAVE area.
 const XSAVE_YMMH_OFFSET: usize = 576;
 /// Offset of `XSTATE_BV` in the XSAVE header.
 const XSAVE_XSTATE_BV_OFFSET: usize = 512;
-/// `XSTATE_BV` bit for the AVX state component.
-const XSTATE_AVX: u64 = 1 << 2;
+/// Offset of the XCR0 word Linux stores in the FXSAVE area's
+/// software-reserved bytes of `NT_X86_XSTATE` (gdb's
+/// `I386_LINUX_XSAVE_XCR0_OFFSET`).
+const XSAVE_XCR0_OFFSET: usize = 464;
 /// Buffer size for `NT_X86_XSTATE` (large enough for AVX-512 + AMX tiles
 /// headers; the kernel truncates to what it has).
 const XSAVE_BUF: usize = 16384;
@@ -103,12 +210,14 @@ const SSE: &str = "org.gnu.gdb.i386.sse";
 const LINUX: &str = "org.gnu.gdb.i386.linux";
 const SEGMENTS: &str = "org.gnu.gdb.i386.segments";
 const AVX: &str = "org.gnu.gdb.i386.avx";
+const AVX512: &str = "org.gnu.gdb.i386.avx512";
+const PKEYS: &str = "org.gnu.gdb.i386.pkeys";
 /// Feature of registers only lldb's register view shows (left out of
 /// gdb's target.xml).
 pub const LLDB_ONLY_FEATURE: &str = "gdbmux.lldb-only";
 
-/// Build the amd64-linux register table. `avx` adds `ymm0h`–`ymm15h`.
-pub fn register_table(avx: bool) -> RegTable {
+/// Build the amd64-linux register table for the XSAVE components `x`.
+pub fn register_table(x: XFeatures) -> RegTable {
     let mut t = RegTable {
         infos: Vec::new(),
         locs: Vec::new(),
@@ -299,7 +408,7 @@ pub fn register_table(avx: bool) -> RegTable {
         "hex",
         gpr!(gs_base),
     );
-    if avx {
+    if x.avx {
         for i in 0..16 {
             push(
                 &mut t,
@@ -312,9 +421,33 @@ pub fn register_table(avx: bool) -> RegTable {
                 Some("vector"),
                 "vector",
                 "vector-uint8",
-                Loc::YmmH(i),
+                Loc::Xstate {
+                    comp: XComp::Avx,
+                    off: 16 * i,
+                },
             );
         }
+    }
+    if x.avx512 {
+        push_avx512(&mut t);
+    }
+    if x.pkru {
+        push(
+            &mut t,
+            "pkru",
+            32,
+            None,
+            None,
+            "uint32",
+            PKEYS,
+            None,
+            "uint",
+            "hex",
+            Loc::Xstate {
+                comp: XComp::Pkru,
+                off: 0,
+            },
+        );
     }
     // lldb-server's `mxcsrmask` (FXSAVE bytes 28..32): only in lldb's
     // register view (session::lldb_regs). gdb's target.xml has no such
@@ -339,6 +472,87 @@ pub fn register_table(avx: bool) -> RegTable {
     t
 }
 
+/// gdb 13's `org.gnu.gdb.i386.avx512` registers (features/i386/64bit-avx512.xml
+/// order): xmm16–31, ymm16h–31h, k0–7, zmm0h–31h.
+fn push_avx512(t: &mut RegTable) {
+    let hi16 = |i: usize, part: usize| Loc::Xstate {
+        comp: XComp::Hi16Zmm,
+        off: 64 * (i - 16) + part,
+    };
+    for i in 16..32 {
+        push(
+            t,
+            &format!("xmm{i}"),
+            128,
+            // SysV x86-64 psABI DWARF numbers: xmm16–31 are 67–82.
+            Some(67 + i as u32 - 16),
+            None,
+            "vec128",
+            AVX512,
+            Some("vector"),
+            "vector",
+            "vector-uint8",
+            hi16(i, 0),
+        );
+    }
+    for i in 16..32 {
+        push(
+            t,
+            &format!("ymm{i}h"),
+            128,
+            None,
+            None,
+            "uint128",
+            AVX512,
+            Some("vector"),
+            "vector",
+            "vector-uint8",
+            hi16(i, 16),
+        );
+    }
+    for i in 0..8 {
+        push(
+            t,
+            &format!("k{i}"),
+            64,
+            Some(118 + i as u32),
+            None,
+            "uint64",
+            AVX512,
+            Some("vector"),
+            "uint",
+            "hex",
+            Loc::Xstate {
+                comp: XComp::Opmask,
+                off: 8 * i,
+            },
+        );
+    }
+    for i in 0..32 {
+        let loc = if i < 16 {
+            Loc::Xstate {
+                comp: XComp::ZmmHi256,
+                off: 32 * i,
+            }
+        } else {
+            hi16(i, 32)
+        };
+        push(
+            t,
+            &format!("zmm{i}h"),
+            256,
+            None,
+            None,
+            "v2ui128",
+            AVX512,
+            Some("vector"),
+            "vector",
+            "vector-uint8",
+            loc,
+        );
+    }
+}
+
 /// Whether the CPU has AVX state (and therefore `ymmNh` registers).
 pub fn has_avx() -> bool {
     std::arch::is_x86_feature_detected!("avx")
@@ -350,16 +564,18 @@ pub fn has_avx() -> bool {
 /// sse) — repeating it is harmless.
 pub const XML_TYPES: &str = concat!(
     r#"<vector id="v8bf16" type="bfloat16" count="8"/>"#,
+    r#"<vector id="v8h" type="ieee_half" count="8"/>"#,
     r#"<vector id="v4f" type="ieee_single" count="4"/>"#,
     r#"<vector id="v2d" type="ieee_double" count="2"/>"#,
     r#"<vector id="v16i8" type="int8" count="16"/>"#,
     r#"<vector id="v8i16" type="int16" count="8"/>"#,
     r#"<vector id="v4i32" type="int32" count="4"/>"#,
     r#"<vector id="v2i64" type="int64" count="2"/>"#,
-    r#"<union id="vec128"><field name="v8_bfloat16" type="v8bf16"/><field name="v4_float" type="v4f"/>"#,
+    r#"<union id="vec128"><field name="v8_bfloat16" type="v8bf16"/><field name="v8_half" type="v8h"/><field name="v4_float" type="v4f"/>"#,
     r#"<field name="v2_double" type="v2d"/><field name="v16_int8" type="v16i8"/>"#,
     r#"<field name="v8_int16" type="v8i16"/><field name="v4_int32" type="v4i32"/>"#,
     r#"<field name="v2_int64" type="v2i64"/><field name="uint128" type="uint128"/></union>"#,
+    r#"<vector id="v2ui128" type="uint128" count="2"/>"#,
     r#"<flags id="i386_eflags" size="4"><field name="CF" start="0" end="0"/><field name="" start="1" end="1"/>"#,
     r#"<field name="PF" start="2" end="2"/><field name="AF" start="4" end="4"/><field name="ZF" start="6" end="6"/>"#,
     r#"<field name="SF" start="7" end="7"/><field name="TF" start="8" end="8"/><field name="IF" start="9" end="9"/>"#,
@@ -460,6 +676,14 @@ fn abridged_tag(full: u16) -> u8 {
     ab
 }
 
+/// The header's `XSTATE_BV`: which components hold non-initial state.
+fn xstate_bv(xs: &[u8]) -> u64 {
+    xs.get(XSAVE_XSTATE_BV_OFFSET..XSAVE_XSTATE_BV_OFFSET + 8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+        .unwrap_or(0)
+}
+
 impl RegCache {
     /// Forget everything (the thread is about to run).
     pub fn invalidate(&mut self) {
@@ -532,16 +756,14 @@ impl RegCache {
                 let fx = self.fp(tid)?;
                 out.extend_from_slice(&full_tag(fx).to_le_bytes());
             }
-            Loc::YmmH(i) => {
+            Loc::Xstate { comp, off } => {
                 let xs = self.xstate(tid)?;
-                let off = XSAVE_YMMH_OFFSET + 16 * i;
-                let bv = xs
-                    .get(XSAVE_XSTATE_BV_OFFSET..XSAVE_XSTATE_BV_OFFSET + 8)
-                    .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-                    .unwrap_or(0);
-                match xs.get(off..off + 16) {
-                    Some(b) if bv & XSTATE_AVX != 0 => out.extend_from_slice(b),
-                    _ => out.extend_from_slice(&[0u8; 16]),
+                let at = comp.layout().0 + off;
+                // A component whose XSTATE_BV bit is clear is in its
+                // initial state: zeros, whatever the buffer holds there.
+                match xs.get(at..at + size) {
+                    Some(b) if xstate_bv(xs) & comp.bit() != 0 => out.extend_from_slice(b),
+                    _ => out.extend_from_slice(&vec![0u8; size]),
                 }
             }
         }
@@ -592,28 +814,23 @@ impl RegCache {
                 self.xstate = None;
                 ptrace::set_fpregs(tid, &copy)
             }
-            Loc::YmmH(i) => {
+            Loc::Xstate { comp, off } => {
                 let xs = self.xstate(tid)?;
-                let off = XSAVE_YMMH_OFFSET + 16 * i;
-                if xs.len() < off + 16 || xs.len() < XSAVE_XSTATE_BV_OFFSET + 8 {
+                let (base, comp_size) = comp.layout();
+                let size = value.len();
+                if comp_size == 0 || xs.len() < base + comp_size || off + size > comp_size {
                     return Err(Errno::EIO);
                 }
-                let mut bv_bytes = [0u8; 8];
-                bv_bytes.copy_from_slice(&xs[XSAVE_XSTATE_BV_OFFSET..XSAVE_XSTATE_BV_OFFSET + 8]);
-                let bv = u64::from_le_bytes(bv_bytes);
-                if bv & XSTATE_AVX == 0 {
+                let bv = xstate_bv(xs);
+                if bv & comp.bit() == 0 {
                     // The component was in its init state: make it explicit
-                    // so the other halves read back as zero, not stale data.
-                    for j in 0..16 {
-                        let o = XSAVE_YMMH_OFFSET + 16 * j;
-                        xs[o..o + 16].fill(0);
-                    }
+                    // so its other registers read back as zero, not stale
+                    // buffer bytes.
+                    xs[base..base + comp_size].fill(0);
                 }
                 xs[XSAVE_XSTATE_BV_OFFSET..XSAVE_XSTATE_BV_OFFSET + 8]
-                    .copy_from_slice(&(bv | XSTATE_AVX).to_le_bytes());
-                let n = value.len().min(16);
-                xs[off..off + 16].fill(0);
-                xs[off..off + n].copy_from_slice(&value[..n]);
+                    .copy_from_slice(&(bv | comp.bit()).to_le_bytes());
+                xs[base + off..base + off + size].copy_from_slice(value);
                 let r = ptrace::set_regset(tid, ptrace::NT_X86_XSTATE, xs);
                 self.fp = None;
                 r
@@ -630,7 +847,12 @@ mod tests {
 
     #[test]
     fn table_layout_matches_gdb_amd64_linux() {
-        let t = register_table(true);
+        let all = XFeatures {
+            avx: true,
+            avx512: true,
+            pkru: true,
+        };
+        let t = register_table(all);
         assert_eq!(t.infos.len(), t.locs.len());
         let names: Vec<&str> = t.infos.iter().map(|r| r.name.as_str()).collect();
         for (i, r) in t.infos.iter().enumerate() {
@@ -667,7 +889,44 @@ mod tests {
                 order.push(&r.feature);
             }
         }
-        assert_eq!(order, [CORE, SSE, LINUX, SEGMENTS, AVX, LLDB_ONLY_FEATURE]);
+        assert_eq!(
+            order,
+            [
+                CORE,
+                SSE,
+                LINUX,
+                SEGMENTS,
+                AVX,
+                AVX512,
+                PKEYS,
+                LLDB_ONLY_FEATURE
+            ]
+        );
+        // gdbserver 13.1's numbers on an AVX-512 CPU with protection keys
+        // (amd64-avx-avx512-pku-linux, no MPX).
+        assert_eq!(find("xmm16"), 76);
+        assert_eq!(find("xmm31"), 91);
+        assert_eq!(find("ymm16h"), 92);
+        assert_eq!(find("k0"), 108);
+        assert_eq!(find("k7"), 115);
+        assert_eq!(find("zmm0h"), 116);
+        assert_eq!(find("zmm31h"), 147);
+        assert_eq!(find("pkru"), 148);
+        assert_eq!(t.infos[find("zmm0h")].bitsize, 256);
+        assert_eq!(
+            t.locs[find("zmm16h")],
+            Loc::Xstate {
+                comp: XComp::Hi16Zmm,
+                off: 32
+            }
+        );
+        assert_eq!(
+            t.locs[find("ymm17h")],
+            Loc::Xstate {
+                comp: XComp::Hi16Zmm,
+                off: 64 + 16
+            }
+        );
         for (r, l) in t.infos.iter().zip(&t.locs) {
             assert_eq!(r.bitsize % 8, 0);
             match l {
@@ -684,7 +943,24 @@ mod tests {
             );
         }
         // 60 for gdb, and lldb's mxcsrmask.
-        assert_eq!(register_table(false).infos.len(), 61);
+        let plain = XFeatures::default();
+        assert_eq!(register_table(plain).infos.len(), 61);
+        let avx_only = XFeatures { avx: true, ..plain };
+        assert_eq!(register_table(avx_only).infos.len(), 77);
+        // XCR0 of an AVX2 CPU with protection keys, and of an AVX-512 one.
+        assert_eq!(
+            XFeatures::from_xcr0(0x207),
+            XFeatures {
+                avx: true,
+                avx512: false,
+                pkru: true
+            }
+        );
+        assert_eq!(XFeatures::from_xcr0(0x2e7), all);
+        assert!(
+            !XFeatures::from_xcr0(0x27).avx512,
+            "AVX-512 needs all three components"
+        );
         assert_eq!(DEBUGREG_OFFSET, 848);
     }
 

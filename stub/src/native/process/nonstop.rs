@@ -98,7 +98,9 @@ impl LinuxProcess {
                 .get(i)
                 .is_some_and(|t| t.action != ResumeAction::Stop)
         } else {
-            self.state == State::Running
+            // Threads stopped for a condition's step-over stay stopped
+            // until it is done (`StepOverHold`).
+            self.state == State::Running && self.hold.is_none()
         }
     }
 
