@@ -10,7 +10,9 @@
 //! - the wave list (`qfThreadInfo` + `qsThreadInfo` to the end), median and
 //!   p99, while the waves run and once they are stopped;
 //! - stop-all: from the `\x03` that interrupts the GPU session to its stop
-//!   reply, every wave stopped (checked: each wave's pc is readable);
+//!   reply, every wave stopped (checked: each wave's pc is readable), sent
+//!   right after `vCont;c` (resume and stop) and, from running waves, after
+//!   the resume was given time to be served;
 //! - `jThreadsInfo` with the expedited registers (pc, exec…) of every wave.
 //!
 //! Each figure is printed for every wave count asked for (`--gpu-waves
@@ -41,6 +43,11 @@ const LLDB_QSUPPORTED: &str = "qSupported:xmlRegisters=i386,arm,mips,arc;multipr
 const LIST_SAMPLES: usize = 200;
 /// `jThreadsInfo` samples (the median is printed).
 const JTI_SAMPLES: usize = 5;
+/// Resume + interrupt cycles for the stop-all of running waves.
+const STOP_CYCLES: usize = 3;
+/// How long a resume of every wave is given before the interrupt (the
+/// resume has no reply to wait for; a benchmark figure, not a test).
+const RESUME_SETTLE: Duration = Duration::from_millis(300);
 
 /// The fixture: host program and code object.
 pub struct GpuFixture {
@@ -137,8 +144,10 @@ pub struct GpuFigures {
     pub list_running: (f64, f64),
     /// Wave list with every wave stopped: median, p99 (µs).
     pub list_stopped: (f64, f64),
-    /// `\x03` to the stop reply (ms).
+    /// `\x03` to the stop reply, sent right after `vCont;c` (ms).
     pub stop_all_ms: f64,
+    /// `\x03` to the stop reply, the resume served first (ms).
+    pub stop_running_ms: f64,
     /// `jThreadsInfo`, median (ms), and its size (bytes).
     pub jti_ms: f64,
     pub jti_bytes: usize,
@@ -274,6 +283,23 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize) -> Result<GpuFigures> {
     let jti_ms = quantiles(jti).0;
     let list_stopped = timed_list(&mut g, LIST_SAMPLES, waves)?;
 
+    // Stop-all of waves that run: resume every stopped wave, give the
+    // resume time to be served (nothing on the wire says when it was), then
+    // interrupt. Three cycles, the median.
+    let mut stops = Vec::new();
+    for _ in 0..STOP_CYCLES {
+        g.send(b"vCont;c")?;
+        std::thread::sleep(RESUME_SETTLE);
+        let t = Instant::now();
+        g.s.write_all(b"\x03")?;
+        let stop = g.recv_stop()?;
+        stops.push(t.elapsed().as_secs_f64() * 1e3);
+        if !stop.starts_with('T') && !stop.starts_with('S') {
+            bail!("GPU interrupt: {stop}");
+        }
+    }
+    let stop_running_ms = quantiles(stops).0;
+
     // End: stop the CPU and kill the program through the stub.
     cpu.s.write_all(b"\x03")?;
     let _ = cpu.recv_stop();
@@ -284,6 +310,7 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize) -> Result<GpuFigures> {
         list_running,
         list_stopped,
         stop_all_ms,
+        stop_running_ms,
         jti_ms,
         jti_bytes,
     })
@@ -323,6 +350,7 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
                 med(v.iter().map(|f| f.list_stopped.1).collect()),
             ),
             stop_all_ms: med(v.iter().map(|f| f.stop_all_ms).collect()),
+            stop_running_ms: med(v.iter().map(|f| f.stop_running_ms).collect()),
             jti_ms: med(v.iter().map(|f| f.jti_ms).collect()),
             jti_bytes: v[0].jti_bytes,
         })
@@ -339,16 +367,21 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
     });
     println!("|---|{}---|", "---|".repeat(rows.len()));
     type Get = fn(&GpuFigures) -> f64;
-    let table: [(&str, Get, &str); 6] = [
+    let table: [(&str, Get, &str); 7] = [
         (
             "jThreadsInfo, registers expedited (ms)",
             |f| f.jti_ms,
             "< 50",
         ),
         (
-            "stop-all, \\x03 to the stop reply (ms)",
-            |f| f.stop_all_ms,
+            "stop-all of running waves, \\x03 to the stop reply (ms)",
+            |f| f.stop_running_ms,
             "< 10",
+        ),
+        (
+            "resume + stop-all, \\x03 right after vCont;c (ms)",
+            |f| f.stop_all_ms,
+            "-",
         ),
         (
             "wave list (qfThreadInfo…), running, median (µs)",
