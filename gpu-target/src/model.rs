@@ -503,6 +503,13 @@ pub trait GpuBackend {
     fn code_objects(&mut self) -> Result<Vec<CodeObject>, GpuError>;
     /// Registers of a wave (index = position in this list).
     fn registers(&mut self, wave: WaveId) -> Result<Vec<RegisterDesc>, GpuError>;
+    /// A key for the wave's register list: waves with equal keys have
+    /// equal [`Self::registers`] (so a debugger's per-wave register maps
+    /// can be shared); `None` when the backend cannot tell.
+    fn register_list_key(&mut self, wave: WaveId) -> Result<Option<u64>, GpuError> {
+        let _ = wave;
+        Ok(None)
+    }
     /// Every register of the agents' architecture, in the library's order
     /// (the register table a debugger describes to its client; a wave has
     /// a subset of them, [`Self::registers`]).

@@ -2,11 +2,14 @@
 # Builds target/devcarry/: what rsp-bench needs on a machine that has no
 # Rust toolchain, gdbserver, lldb-server or strace (the quiet 16-core
 # device machine). Run from the repository root after
-# `cargo build --release -p stub -p bench`; carry `target/devcarry` and run
+# `cargo build --release -p stub -p bench -p simgpu-dbgapi -p simgpu-rt`; carry `target/devcarry` and run
 #   D=$PWD/target/devcarry; PATH=$D/bin:$PATH LD_LIBRARY_PATH=$D/lib \
 #     $D/bin/rsp-bench --gdbmux $D/bin/gdbmux --prog $D/bench --rounds 5
 # The peers are the same gdbserver and lldb-server binaries as here, with
-# the shared libraries they and strace need beyond glibc.
+# the shared libraries they and strace need beyond glibc. The GPU scale mode
+# (it needs no peer, gdb, lldb or clang there):
+#   $D/bin/rsp-bench --gpu-scale --gdbmux $D/bin/gdbmux \
+#     --gpu-prog $D/gpu_spin --gpu-hsaco $D/gpu_spin.hsaco --rounds 3
 set -eu
 D=target/devcarry
 rm -rf "$D"
@@ -25,4 +28,11 @@ for exe in "$D/bin/gdbserver" "$D/bin/strace"; do
         while read -r lib; do cp -L "$lib" "$D/lib/"; done
 done
 gcc -g -O0 -no-pie -o "$D/bench" tools/bench/fixtures/bench.c
+# The simulated GPU (found next to gdbmux) and the GPU scale fixture.
+cp target/release/libsimgpu_dbgapi.so target/release/libsimgpu_rt.so "$D/bin/"
+clang-19 -target amdgcn-amd-amdhsa -mcpu=gfx90a -O1 -g -nogpulib -cl-std=CL2.0 \
+    -x cl -I samples/kernels tools/bench/fixtures/gpu_spin.cl -o "$D/gpu_spin.hsaco"
+gcc -g -O1 -no-pie -I samples/include tools/bench/fixtures/gpu_spin.c -o "$D/gpu_spin" \
+    -L target/release -lsimgpu_rt -Wl,-rpath,'$ORIGIN/bin'
+gcc -g -O0 -no-pie -pthread -o "$D/threads" tools/bench/fixtures/threads.c
 du -sh "$D"

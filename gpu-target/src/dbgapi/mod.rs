@@ -11,6 +11,7 @@ pub mod testing;
 pub mod versions;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use self::abi::info;
 use self::sys::DbgApi;
@@ -97,12 +98,24 @@ struct WaveRegister {
 pub struct DbgApiBackend {
     process: sys::Process,
     archs: HashMap<u64, ArchEntry>,
-    registers: HashMap<WaveId, Vec<WaveRegister>>,
+    /// Per live wave: its register list's key and the list (shared).
+    registers: HashMap<WaveId, (u64, Arc<Vec<WaveRegister>>)>,
+    /// Register lists by (architecture, the library's register handles):
+    /// the waves of one kernel share theirs, so the library is asked about
+    /// each register once per list, not once per wave (10,000 waves of
+    /// one kernel: one list). Bounded by [`MAX_REGISTER_LISTS`].
+    register_lists: HashMap<Vec<u64>, (u64, Arc<Vec<WaveRegister>>)>,
     waves: Vec<WaveId>,
     /// The first debuggable agent's architecture, for memory accesses that
     /// name no wave (found once: an agent's architecture never changes).
     default_arch: Option<u64>,
+    /// The key the next new register list gets (never reused).
+    next_list_id: u64,
 }
+
+/// Most register lists kept (distinct kernel register allocations); past it
+/// all are dropped and asked for again.
+const MAX_REGISTER_LISTS: usize = 256;
 
 impl std::fmt::Debug for DbgApiBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -133,8 +146,10 @@ impl DbgApiBackend {
             process,
             archs: HashMap::new(),
             registers: HashMap::new(),
+            register_lists: HashMap::new(),
             waves: Vec::new(),
             default_arch: None,
+            next_list_id: 0,
         })
     }
 
@@ -194,34 +209,53 @@ impl DbgApiBackend {
             .map_err(|e| wave_err(wave, e))
     }
 
-    fn reg_facts(&mut self, wave: WaveId) -> Result<&Vec<WaveRegister>, GpuError> {
+    fn reg_facts(&mut self, wave: WaveId) -> Result<&Arc<Vec<WaveRegister>>, GpuError> {
         if !self.registers.contains_key(&wave) {
             let arch = self.wave_architecture(wave)?;
             let ids = self
                 .process
                 .wave_registers(wave.0)
                 .map_err(|e| wave_err(wave, e))?;
-            let mut facts = Vec::with_capacity(ids.len());
-            for r in ids {
-                facts.push(self.process.api().register_info(r)?);
-            }
-            let entry = self.arch_entry(arch)?;
-            let pc = entry.facts.pc_register;
-            let v = facts
-                .into_iter()
-                .map(|f| WaveRegister {
-                    name: entry
-                        .names
-                        .get(&f.handle)
-                        .cloned()
-                        .unwrap_or_else(|| f.name.clone()),
-                    class: registers::class_of(&f, pc),
-                    facts: f,
-                })
-                .collect();
-            self.registers.insert(wave, v);
+            let mut key = Vec::with_capacity(ids.len() + 1);
+            key.push(arch);
+            key.extend_from_slice(&ids);
+            let shared = match self.register_lists.get(&key) {
+                Some(l) => l.clone(),
+                None => {
+                    let mut facts = Vec::with_capacity(ids.len());
+                    for r in ids {
+                        facts.push(self.process.api().register_info(r)?);
+                    }
+                    let entry = self.arch_entry(arch)?;
+                    let pc = entry.facts.pc_register;
+                    let v: Vec<WaveRegister> = facts
+                        .into_iter()
+                        .map(|f| WaveRegister {
+                            name: entry
+                                .names
+                                .get(&f.handle)
+                                .cloned()
+                                .unwrap_or_else(|| f.name.clone()),
+                            class: registers::class_of(&f, pc),
+                            facts: f,
+                        })
+                        .collect();
+                    if self.register_lists.len() >= MAX_REGISTER_LISTS {
+                        self.register_lists.clear();
+                    }
+                    let id = self.next_list_id;
+                    self.next_list_id += 1;
+                    let l = (id, Arc::new(v));
+                    self.register_lists.insert(key, l.clone());
+                    l
+                }
+            };
+            self.registers.insert(wave, shared);
         }
-        self.registers.get(&wave).ok_or(GpuError::InvalidWave(wave))
+        self.registers
+            .get(&wave)
+            .map(|(_, l)| l)
+            .ok_or(GpuError::InvalidWave(wave))
     }
 
     /// The library handle of register `index` of `wave`.
@@ -438,6 +472,11 @@ impl GpuBackend for DbgApiBackend {
             .into_iter()
             .map(|r| r.desc)
             .collect())
+    }
+
+    fn register_list_key(&mut self, wave: WaveId) -> Result<Option<u64>, GpuError> {
+        self.reg_facts(wave)?;
+        Ok(self.registers.get(&wave).map(|(k, _)| *k))
     }
 
     fn registers(&mut self, wave: WaveId) -> Result<Vec<RegisterDesc>, GpuError> {

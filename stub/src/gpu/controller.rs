@@ -6,6 +6,7 @@
 //! own device threads hand events over through its notifier fd.
 
 mod rebind;
+mod wave_tids;
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
@@ -242,7 +243,9 @@ pub struct GpuController {
     cpu_pid: Option<u32>,
     host_bps: BTreeMap<u64, BreakpointId>,
     lifetime: u64,
-    waves: BTreeMap<WaveId, Tid>,
+    waves: wave_tids::WaveTids,
+    /// The library's wave list as `try_waves` last saw it.
+    last_wave_list: Vec<WaveId>,
     next_tid: Tid,
     stops: StopQueue,
     arch: Option<Architecture>,
@@ -281,7 +284,10 @@ pub struct GpuController {
     counts: GpuEventCounts,
     /// Per wave: architecture register number → index in the wave's own
     /// register list (a wave only has the registers its kernel allocated).
-    wave_regs: BTreeMap<WaveId, Vec<Option<usize>>>,
+    wave_regs: BTreeMap<WaveId, std::rc::Rc<Vec<Option<usize>>>>,
+    /// The register maps themselves, one per distinct register list (the
+    /// waves of one kernel share theirs): `wave_regs` holds pointers.
+    reg_maps: wave_tids::RegMaps,
     stop_timer: Option<StopTimer>,
     stop_timeout: std::time::Duration,
     stop_timed_out: bool,
@@ -371,7 +377,8 @@ impl GpuController {
             cpu_pid: None,
             host_bps: BTreeMap::new(),
             lifetime: 0,
-            waves: BTreeMap::new(),
+            waves: Default::default(),
+            last_wave_list: Vec::new(),
             next_tid: SHADOW_TID + 1,
             stops: StopQueue::default(),
             arch: None,
@@ -390,6 +397,7 @@ impl GpuController {
             deferred_acks: Vec::new(),
             counts: GpuEventCounts::default(),
             wave_regs: BTreeMap::new(),
+            reg_maps: Default::default(),
             runtime: None,
             stop_timer: StopTimer::new()
                 .map_err(|e| tracing::warn!(target: "dbgapi", "no stop timer (interrupts wait unbounded): {e}"))
@@ -670,6 +678,7 @@ impl GpuController {
                 news.runtime_unloaded = true;
                 news.runtime_up = Some(false);
                 self.waves.clear();
+                self.last_wave_list.clear();
                 self.stops.clear();
             }
             GpuEvent::WaveStop { wave } => {
@@ -705,6 +714,7 @@ impl GpuController {
                 // under wave churn).
                 let _ = self.finish_step_over(wave);
                 self.waves.remove(&wave);
+                self.last_wave_list.clear();
                 self.wave_regs.remove(&wave);
                 if self.stops.remove(wave) {
                     self.counts.stops_dropped += 1;
@@ -720,6 +730,7 @@ impl GpuController {
                     // that ended since, once per code-object update.
                     if let Ok(live) = self.backend().and_then(|b| b.waves().map_err(gerr)) {
                         self.forget_dead_waves(&live);
+                        self.last_wave_list.clear();
                     }
                     self.resolve_pending(news);
                 }
@@ -832,7 +843,7 @@ impl GpuController {
 
     /// Wave of a thread id.
     pub fn wave_of(&self, tid: Tid) -> Option<WaveId> {
-        self.waves.iter().find(|(_, t)| **t == tid).map(|(w, _)| *w)
+        self.waves.wave_of(tid)
     }
 
     /// Refresh the wave list; returns (wave, tid) pairs in tid order (none
@@ -847,13 +858,17 @@ impl GpuController {
     /// Refresh the wave list; the library's error as text.
     pub fn try_waves(&mut self) -> GpuResult<Vec<(WaveId, Tid)>> {
         let list = self.backend()?.waves().map_err(gerr)?;
-        self.forget_dead_waves(&list);
-        for w in list {
-            self.tid_of(w);
+        // The same waves as last time (a stopped GPU, or a list asked for
+        // again and again): every one has its thread id and no dead wave
+        // is left to forget.
+        if list != self.last_wave_list {
+            self.forget_dead_waves(&list);
+            for w in &list {
+                self.tid_of(*w);
+            }
+            self.last_wave_list = list;
         }
-        let mut v: Vec<(WaveId, Tid)> = self.waves.iter().map(|(w, t)| (*w, *t)).collect();
-        v.sort_by_key(|(_, t)| *t);
-        Ok(v)
+        Ok(self.waves.by_tid().collect())
     }
 
     /// Drop what is kept per wave (thread id, register map) for the waves
@@ -863,7 +878,7 @@ impl GpuController {
     /// map (the `soak --gpu` RSS growth).
     fn forget_dead_waves(&mut self, live: &[WaveId]) {
         let live: std::collections::BTreeSet<WaveId> = live.iter().copied().collect();
-        self.waves.retain(|w, _| live.contains(w));
+        self.waves.retain(|w| live.contains(w));
         self.wave_regs.retain(|w, _| live.contains(w));
     }
 
@@ -875,6 +890,26 @@ impl GpuController {
             self.wave_regs.len(),
             self.stepping_over.len(),
         )
+    }
+
+    /// A wave's thread name, `waveW_wgX.Y.Z_nN` (workgroup and number in
+    /// it): asked of the library once per wave and kept for its life.
+    pub fn wave_name(&mut self, wave: WaveId) -> Option<String> {
+        if let Some(n) = self.waves.name(&wave) {
+            return Some(n.clone());
+        }
+        let info = self.wave_info(wave).ok()?;
+        let c = info.workgroup_coord.unwrap_or_default();
+        let name = format!(
+            "wave{}_wg{}.{}.{}_n{}",
+            wave.0,
+            c[0],
+            c[1],
+            c[2],
+            info.wave_number_in_workgroup.unwrap_or(0)
+        );
+        self.waves.set_name(wave, name.clone());
+        Some(name)
     }
 
     /// Info about one wave.
@@ -915,20 +950,18 @@ impl GpuController {
     /// The wave's own index of architecture register `regnum`.
     fn wave_index(&mut self, wave: WaveId, regnum: usize) -> GpuResult<usize> {
         if !self.wave_regs.contains_key(&wave) {
-            let descs = self.backend()?.registers(wave).map_err(gerr)?;
-            let mut map = vec![
-                None;
-                self.regs
-                    .iter()
-                    .map(|r| r.regnum as usize + 1)
-                    .max()
-                    .unwrap_or(0)
-            ];
-            for r in &self.regs {
-                if let Some(slot) = map.get_mut(r.regnum as usize) {
-                    *slot = descs.iter().position(|d| d.name == r.name);
+            let key = self.backend()?.register_list_key(wave).map_err(gerr)?;
+            let map = match key.and_then(|k| self.reg_maps.by_key(k)) {
+                Some(m) => m,
+                None => {
+                    let descs = self.backend()?.registers(wave).map_err(gerr)?;
+                    let m = self.reg_maps.map_for(&self.regs, &descs);
+                    if let Some(k) = key {
+                        self.reg_maps.remember(k, m.clone());
+                    }
+                    m
                 }
-            }
+            };
             if self.wave_regs.len() >= crate::bounds::WAVE_REGISTER_MAPS {
                 self.wave_regs.clear();
             }
@@ -945,10 +978,12 @@ impl GpuController {
 
     /// Read a register of a wave by register number (the library's index).
     pub fn read_register(&mut self, wave: WaveId, index: usize) -> GpuResult<Vec<u8>> {
+        // The table is in register-number order: index it, scan if not.
         let size = self
             .regs
-            .iter()
-            .find(|r| r.regnum as usize == index)
+            .get(index)
+            .filter(|r| r.regnum as usize == index)
+            .or_else(|| self.regs.iter().find(|r| r.regnum as usize == index))
             .map(|r| (r.bitsize / 8) as usize)
             .ok_or(GpuFault::NoSuchRegister(index))?;
         let mut buf = vec![0u8; size];
@@ -1150,19 +1185,21 @@ impl GpuController {
         self.gpu_bps.addresses().collect()
     }
 
-    /// Stop every running wave (completions arrive as WaveStop events).
+    /// Stop every running wave (completions arrive as WaveStop events);
+    /// returns how many stop requests the library accepted.
+    ///
+    /// No state query first: the library refuses a stop of a stopped wave
+    /// (`WAVE_STOPPED`) or of one already being stopped, which is the same
+    /// answer, and a state query of a running wave can cost as much as the
+    /// stop (the simulator answers it at the wave's next quantum: with
+    /// 10,000 waves the queries took most of a stop-all).
     pub fn stop_all_waves(&mut self) -> usize {
         let mut n = 0;
         for (w, _) in self.waves() {
-            let running = self
-                .wave_info(w)
-                .map(|i| i.state != WaveState::Stopped)
-                .unwrap_or(false);
-            if running
-                && self
-                    .backend()
-                    .and_then(|b| b.stop_wave(w).map_err(gerr))
-                    .is_ok()
+            if self
+                .backend()
+                .and_then(|b| b.stop_wave(w).map_err(gerr))
+                .is_ok()
             {
                 n += 1;
             }
@@ -1287,6 +1324,7 @@ impl GpuController {
         self.self_wake = None;
         self.deferred_acks.clear();
         self.waves.clear();
+        self.last_wave_list.clear();
         self.stops.clear();
         self.host_bps.clear();
         self.gpu_bps.clear();

@@ -12,7 +12,6 @@ use std::rc::Rc;
 
 use gpu_target::model::AddressSpace;
 use gpu_target::model::StopReasons;
-use gpu_target::model::WaveState;
 
 use super::controller::GpuController;
 use super::controller::WaveStop;
@@ -47,6 +46,10 @@ pub struct GpuTarget {
     /// An interrupt is waiting for the waves it stopped (bounded by the
     /// controller's stop timer).
     awaiting_stop: bool,
+    /// While `awaiting_stop`: stop requests not completed yet, and the
+    /// first wave that stopped for them (the interrupt is reported on it).
+    stops_awaited: usize,
+    interrupt_tid: Option<Tid>,
 }
 
 fn terr(e: super::controller::GpuFault) -> TargetError {
@@ -130,6 +133,8 @@ impl GpuTarget {
             exit: None,
             interrupted: false,
             awaiting_stop: false,
+            stops_awaited: 0,
+            interrupt_tid: None,
         }
     }
 
@@ -223,16 +228,7 @@ impl Target for GpuTarget {
         }
         let mut g = self.gpu.borrow_mut();
         let w = g.wave_of(tid)?;
-        let info = g.wave_info(w).ok()?;
-        let c = info.workgroup_coord.unwrap_or_default();
-        Some(format!(
-            "wave{}_wg{}.{}.{}_n{}",
-            w.0,
-            c[0],
-            c[1],
-            c[2],
-            info.wave_number_in_workgroup.unwrap_or(0)
-        ))
+        g.wave_name(w)
     }
 
     fn is_stopped(&self) -> bool {
@@ -240,10 +236,12 @@ impl Target for GpuTarget {
     }
 
     fn read_register(&mut self, tid: Tid, regnum: u32) -> TargetResult<Vec<u8>> {
+        // The table is in register-number order: index it, scan if not.
         let size = self
             .regs
-            .iter()
-            .find(|r| r.regnum == regnum)
+            .get(regnum as usize)
+            .filter(|r| r.regnum == regnum)
+            .or_else(|| self.regs.iter().find(|r| r.regnum == regnum))
             .map(|r| (r.bitsize / 8) as usize)
             .ok_or(TargetError::NoSuchRegister(regnum))?;
         if tid == SHADOW_TID {
@@ -370,13 +368,11 @@ impl Target for GpuTarget {
                 .find(|(t, _)| t == tid)
                 .map(|(_, a)| *a)
                 .or(plan.default);
-            let stopped = g
-                .wave_info(*w)
-                .map(|i| i.state == WaveState::Stopped)
-                .unwrap_or(false);
-            if !stopped {
-                continue;
-            }
+            // No state query first: the library refuses to resume a wave
+            // that is not stopped (logged below), the same answer, and a
+            // query of a running wave waits for it (the simulator answers
+            // at the wave's next quantum: 10,000 running waves made a
+            // resume take seconds).
             let r = match action {
                 Some(ResumeAction::Continue(_)) => g.resume_wave(*w, false),
                 Some(ResumeAction::Step(_)) => g.resume_wave(*w, true),
@@ -405,7 +401,11 @@ impl Target for GpuTarget {
             // Wait for the stops, but not forever (a stalled device never
             // reports them): the loop's timer ends the wait.
             self.awaiting_stop = true;
+            self.stops_awaited = n;
+            self.interrupt_tid = None;
             self.gpu.borrow_mut().arm_stop_timer();
+        } else if self.awaiting_stop {
+            self.stops_awaited += n;
         }
         Ok(())
     }
@@ -457,6 +457,30 @@ impl Target for GpuTarget {
                 return Ok(None);
             };
             let bps = g.gpu_breakpoints();
+            if !reportable(&stop, &bps) && self.awaiting_stop {
+                // A wave stopped for the interrupt: it stays stopped, and
+                // once every requested stop is in the interrupt is reported
+                // (without this the requested stops were resumed here and
+                // the interrupt came after the stop timeout, waves running).
+                if stop.info.stop_reason.unwrap_or_default().0 == 0 {
+                    self.stops_awaited = self.stops_awaited.saturating_sub(1);
+                    self.interrupt_tid.get_or_insert(stop.tid);
+                }
+                if self.stops_awaited == 0 {
+                    self.awaiting_stop = false;
+                    g.disarm_stop_timer();
+                    g.set_wave_creation(true);
+                    drop(g);
+                    self.running = false;
+                    return Ok(Some(StopEvent::Stopped {
+                        pid: self.pid,
+                        tid: self.interrupt_tid.take().unwrap_or(SHADOW_TID),
+                        signal: libc::SIGSTOP,
+                        kind: StopKind::Interrupt,
+                    }));
+                }
+                continue;
+            }
             if !reportable(&stop, &bps) {
                 if let Err(e) = g.resume_wave(stop.wave, false) {
                     tracing::debug!(target: "dbgapi", wave = stop.wave.0, "late resume: {e}");

@@ -28,6 +28,9 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod gpu;
+mod lldb;
+
 use std::io::Read;
 use std::io::Write;
 use std::net::TcpStream;
@@ -87,6 +90,29 @@ struct Args {
     /// Real-client mode: breakpoint hits.
     #[arg(long, default_value_t = 1500)]
     client_hits: usize,
+    /// GPU scale (issue 15 item 4): a simulated-GPU program with N resident
+    /// waves through gdbmux (lldb's wire dialect): wave list, stop-all,
+    /// jThreadsInfo; needs clang-19 and cc unless --gpu-prog/--gpu-hsaco.
+    #[arg(long)]
+    gpu_scale: bool,
+    /// GPU scale: the wave counts (comma list; default 1000,10000).
+    #[arg(long, value_delimiter = ',')]
+    gpu_waves: Vec<usize>,
+    /// GPU scale: a prebuilt `fixtures/gpu_spin.c` (linked against
+    /// libsimgpu_rt.so).
+    #[arg(long)]
+    gpu_prog: Option<PathBuf>,
+    /// GPU scale: a prebuilt `fixtures/gpu_spin.cl` code object.
+    #[arg(long)]
+    gpu_hsaco: Option<PathBuf>,
+    /// lldb mode: stock lldb 23.1 against each stub with programs of these
+    /// many threads (comma list, e.g. 100,1000: `thread list`, stop of all
+    /// threads, and how each grows with the thread count).
+    #[arg(long, value_delimiter = ',')]
+    lldb_threads: Vec<usize>,
+    /// lldb mode: a prebuilt `fixtures/threads.c` (`gcc -pthread`).
+    #[arg(long)]
+    threads_prog: Option<PathBuf>,
     /// Internal: run the do-nothing floor server on this port.
     #[arg(long, hide = true)]
     echo_server: Option<u16>,
@@ -419,6 +445,18 @@ struct Figures {
 /// lldb-server writes the port to a named pipe (`--named-pipe`), the floor
 /// server prints like gdbserver. No connect-and-retry loop.
 fn start(stub: &str, gdbmux: &Path, extra: &str, prog: &Path) -> Result<(Child, u16)> {
+    start_args(stub, gdbmux, extra, prog, &[], &[])
+}
+
+/// [`start`] with arguments and environment for the program.
+fn start_args(
+    stub: &str,
+    gdbmux: &Path,
+    extra: &str,
+    prog: &Path,
+    args: &[String],
+    env: &[(String, String)],
+) -> Result<(Child, u16)> {
     const ADDR: &str = "127.0.0.1:0";
     let fifo = std::env::temp_dir().join(format!("gdbmux-bench-{}.port", std::process::id()));
     let mut cmd = match stub {
@@ -449,6 +487,8 @@ fn start(stub: &str, gdbmux: &Path, extra: &str, prog: &Path) -> Result<(Child, 
             c
         }
     };
+    cmd.args(args);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().with_context(|| format!("starting {stub}"))?;
     let (tx, rx) = std::sync::mpsc::channel::<u16>();
@@ -762,6 +802,21 @@ fn measure(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<Figures> 
     Ok(f)
 }
 
+/// One scaling line: how a figure measured at two sizes grows per unit of
+/// size (`unit`: MiB, thread, wave); above ×1.25 is flagged SUPER-LINEAR.
+fn scaling_line(what: &str, unit: &str, n0: f64, v0: f64, n1: f64, v1: f64) {
+    let (p0, p1) = (v0 / n0, v1 / n1);
+    let growth = p1 / p0;
+    println!(
+        "- scaling, {what}: per {unit} {p0:.4} at {n0} → {p1:.4} at {n1}: ×{growth:.2}{}",
+        if growth > 1.25 {
+            " SUPER-LINEAR"
+        } else {
+            " (linear or better)"
+        }
+    );
+}
+
 fn two_cpus() -> bool {
     let set = START_AFFINITY.get_or_init(start_affinity);
     set.is_set(0).unwrap_or(false) && set.is_set(1).unwrap_or(false)
@@ -1024,6 +1079,21 @@ fn main() -> Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = std::env::temp_dir().join("gdbmux-bench");
     std::fs::create_dir_all(&out)?;
+    let gdbmux = a
+        .gdbmux
+        .clone()
+        .unwrap_or_else(|| root.join("../../target/release/gdbmux"));
+    if a.gpu_scale {
+        return gpu::mode(&a, &root, &out, &gdbmux);
+    }
+    let stubs: Vec<&str> = ["gdbmux", "gdbserver", "lldb-server"]
+        .into_iter()
+        .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s))
+        .collect();
+    if !a.lldb_threads.is_empty() {
+        let prog = lldb::fixture(&a, &root, &out)?;
+        return lldb::mode(&stubs, &gdbmux, &prog, &a);
+    }
     let prog = match &a.prog {
         Some(p) => p.clone(),
         None => {
@@ -1040,17 +1110,10 @@ fn main() -> Result<()> {
             prog
         }
     };
-    let gdbmux = a
-        .gdbmux
-        .clone()
-        .unwrap_or_else(|| root.join("../../target/release/gdbmux"));
-    let stubs: Vec<&str> = ["gdbmux", "gdbserver", "lldb-server"]
-        .into_iter()
-        .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s))
-        .collect();
     if a.clients {
         return clients_mode(&stubs, &gdbmux, &prog, &a);
     }
+
     let mut runs: Vec<(&str, Vec<Figures>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
     let mut floor: Vec<(f64, f64)> = Vec::new();
     let mut no_poll: Vec<NoPoll> = Vec::new();

@@ -1,0 +1,156 @@
+//! An interrupt of the GPU session while a wave runs (issue 15, GPU
+//! stop-all): `samples/hostile/hostile.c --hang` runs one wave that never
+//! ends. The GPU session, claimed as lldb 23.1 does, resumes and is
+//! interrupted: the stop arrives once the wave has stopped, well before
+//! gdbmux's 3 s stop timeout, names the wave (not the shadow thread), and
+//! the wave is stopped (its pc reads). Before, the wave stopped for the
+//! interrupt was resumed at once and the interrupt reported after the
+//! timeout, with the wave running.
+
+mod gpu_support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+use std::time::Instant;
+
+use gpu_support::*;
+use protocol_tests::reply::IdPart;
+
+/// Builds hostile.hsaco and the hostile host program (as gpu_hostile.rs).
+fn build_hostile(env: &GpuEnv) -> (PathBuf, PathBuf) {
+    let dir = env.samples.join("hostile-interrupt");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let src = env.root.join("samples/hostile");
+    let st = Command::new("clang-19")
+        .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O1", "-g"])
+        .args(["-nogpulib", "-cl-std=CL2.0", "-x", "cl"])
+        .arg(src.join("hostile.cl"))
+        .arg("-o")
+        .arg(dir.join("hostile.hsaco"))
+        .status()
+        .expect("clang-19");
+    assert!(st.success(), "clang-19 failed on hostile.cl");
+    let exe = dir.join("hostile");
+    let st = Command::new("cc")
+        .args(["-g", "-O1", "-Wall"])
+        .arg(format!("-I{}", env.root.join("samples/include").display()))
+        .arg(src.join("hostile.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-L{}", env.bin_dir.display()))
+        .arg("-lsimgpu_rt")
+        .arg(format!("-Wl,-rpath,{}", env.bin_dir.display()))
+        .status()
+        .expect("cc");
+    assert!(st.success(), "cc failed for hostile.c");
+    (dir, exe)
+}
+
+#[test]
+fn gpu_interrupt_stops_the_running_wave_without_the_timeout() {
+    let env = GpuEnv::get();
+    let (dir, exe) = build_hostile(env);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+    cmd.args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"])
+        .arg(&exe)
+        .arg("--hang")
+        .env("SIMGPU_KERNEL_DIR", &dir);
+    let server = Server::start(cmd);
+    let (mut cpu, _) = lldb_client(server.port);
+    let stop = signal_stop(cpu.stop_reply("?").expect("?").0, "?");
+    let pid = stop
+        .thread
+        .and_then(|t| t.pid)
+        .and_then(IdPart::id)
+        .expect("multiprocess thread id");
+    // Run to main (the runtime library is mapped), then to the runtime's
+    // hook: the runtime is up and the hook hit carries the offer.
+    let main = load_base(pid, "hostile") + nm(&exe, "main", false);
+    cpu.expect_ok(&format!("Z0,{main:x},1")).expect("Z0 main");
+    cpu.stop_reply("vCont;c").expect("to main");
+    cpu.expect_ok(&format!("z0,{main:x},1")).expect("z0 main");
+    let hook =
+        load_base(pid, "libsimgpu_rt.so") + nm(&env.bin_dir.join("libsimgpu_rt.so"), HOOK, true);
+    cpu.expect_ok(&format!("Z0,{hook:x},1")).expect("Z0 hook");
+    cpu.stop_reply("vCont;c").expect("to the hook");
+    let offer = hit_actions(&breakpoint_hit(&mut cpu, hook))
+        .connect_info
+        .expect("the hook hit offers the GPU");
+    assert!(offer.connect_url.ends_with(&format!(":{}", server.port)));
+    let (mut gpu, _) = lldb_client(server.port);
+    gpu.stop_reply("?").expect("GPU ?");
+    cpu.expect_ok(&format!("z0,{hook:x},1")).expect("z0 hook");
+    cpu.send_packet(b"vCont;c").expect("CPU vCont;c");
+    server.wait_log("launching hang", 30);
+
+    // The hang kernel's wave shows up in the wave list (the launch is
+    // under way): ask until it does, bounded.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let wave_tid = loop {
+        let r = gpu.request(b"qfThreadInfo").expect("qfThreadInfo");
+        let text = String::from_utf8_lossy(&r).into_owned();
+        let ids: Vec<u64> = text
+            .strip_prefix('m')
+            .unwrap_or("")
+            .split(',')
+            .filter_map(|t| u64::from_str_radix(t.rsplit('.').next()?, 16).ok())
+            .collect();
+        // Tid 1 is the shadow thread, listed only while no wave exists.
+        if let Some(t) = ids.iter().copied().find(|t| *t != 1) {
+            break t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no wave within 30 s: {text}\n{}",
+            server.log()
+        );
+    };
+
+    gpu.send_packet(b"vCont;c").expect("GPU vCont;c");
+    let t = Instant::now();
+    gpu.interrupt().expect("GPU interrupt");
+    let (stop, _) = gpu.wait_stop("\\x03").expect("GPU interrupt stop");
+    let took = t.elapsed();
+    let s = signal_stop(stop, "GPU interrupt");
+    assert!(
+        took < Duration::from_secs(2),
+        "the interrupt took {took:?} (the stop timeout is 3 s)\n{}",
+        server.log()
+    );
+    assert_eq!(
+        s.thread.map(|t| t.tid),
+        Some(IdPart::Id(wave_tid)),
+        "the interrupt names the wave it stopped: {s:?}"
+    );
+    assert!(
+        !server.log().contains("GPU stop requests timed out"),
+        "{}",
+        server.log()
+    );
+    // Stopped: its pc reads (a running wave's registers do not).
+    let pc_reg = pc_regnum(&mut gpu);
+    let pc = gpu
+        .request(format!("p{pc_reg:x};thread:{wave_tid:x};").as_bytes())
+        .expect("p pc");
+    assert!(
+        pc.len() == 16 && pc.iter().all(u8::is_ascii_hexdigit),
+        "pc of the stopped wave: {}",
+        String::from_utf8_lossy(&pc)
+    );
+}
+
+/// The GPU pc's register number, from `qRegisterInfo`.
+fn pc_regnum(gpu: &mut protocol_tests::client::RspClient) -> u32 {
+    for n in 0..4096u32 {
+        let r = gpu
+            .request(format!("qRegisterInfo{n:x}").as_bytes())
+            .expect("qRegisterInfo");
+        let text = String::from_utf8_lossy(&r).into_owned();
+        if text.contains("generic:pc;") {
+            return n;
+        }
+        assert!(!text.starts_with('E'), "no pc in the register table");
+    }
+    panic!("no pc in the register table")
+}

@@ -1,0 +1,433 @@
+//! `rsp-bench --gpu-scale`: the GPU end to end through gdbmux (issue 15
+//! item 4). The host program `fixtures/gpu_spin.c` launches the `spin`
+//! kernel of `fixtures/gpu_spin.cl` on the simulated GPU with N waves that
+//! stay resident; the bench drives gdbmux as lldb 23.1 does on the wire:
+//! a CPU session in lldb's dialect stops the program once the runtime is
+//! up, `jAcceleratorPluginInitialize` hands out the GPU offer, a second
+//! connection claims it and becomes the GPU session. Then, with N waves
+//! resident, it measures on the GPU session:
+//!
+//! - the wave list (`qfThreadInfo` + `qsThreadInfo` to the end), median and
+//!   p99, while the waves run and once they are stopped;
+//! - stop-all: from the `\x03` that interrupts the GPU session to its stop
+//!   reply, every wave stopped (checked: each wave's pc is readable), sent
+//!   right after `vCont;c` (resume and stop) and, from running waves, after
+//!   the resume was given time to be served;
+//! - `jThreadsInfo` with the expedited registers (pc, exec…) of every wave.
+//!
+//! Each figure is printed for every wave count asked for (`--gpu-waves
+//! 1000,10000`) with its cost per wave and how that grows from the smallest
+//! to the largest count (above ×1.25 is flagged SUPER-LINEAR).
+
+use std::io::Write as _;
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+use std::time::Instant;
+
+use anyhow::bail;
+use anyhow::Context;
+use anyhow::Result;
+
+use super::nm;
+use super::start_args;
+use super::Args;
+use super::Rsp;
+
+/// lldb 23.1's `qSupported` (research/client-traces.md §4): gdbmux picks
+/// lldb's dialect from it.
+const LLDB_QSUPPORTED: &str = "qSupported:xmlRegisters=i386,arm,mips,arc;multiprocess+;fork-events+;vfork-events+;swbreak+;hwbreak+;qXfer:libraries:read+;qXfer:libraries-svr4:read+";
+
+/// Samples per wave-list figure.
+const LIST_SAMPLES: usize = 200;
+/// `jThreadsInfo` samples (the median is printed).
+const JTI_SAMPLES: usize = 5;
+/// Resume + interrupt cycles for the stop-all of running waves.
+const STOP_CYCLES: usize = 3;
+/// How long a resume of every wave is given before the interrupt (the
+/// resume has no reply to wait for; a benchmark figure, not a test).
+const RESUME_SETTLE: Duration = Duration::from_millis(300);
+
+/// The fixture: host program and code object.
+pub struct GpuFixture {
+    pub prog: PathBuf,
+    pub hsaco: PathBuf,
+}
+
+/// Build `gpu_spin` (cc, against `libsimgpu_rt.so` next to gdbmux) and
+/// `gpu_spin.hsaco` (clang-19), or take prebuilt ones.
+pub fn fixture(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<GpuFixture> {
+    if let (Some(prog), Some(hsaco)) = (&a.gpu_prog, &a.gpu_hsaco) {
+        return Ok(GpuFixture {
+            prog: prog.clone(),
+            hsaco: hsaco.clone(),
+        });
+    }
+    let hsaco = out.join("gpu_spin.hsaco");
+    let st = Command::new("clang-19")
+        .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O1", "-g"])
+        .args(["-nogpulib", "-cl-std=CL2.0", "-x", "cl", "-I"])
+        .arg(root.join("../../samples/kernels"))
+        .arg(root.join("fixtures/gpu_spin.cl"))
+        .arg("-o")
+        .arg(&hsaco)
+        .status()
+        .context("running clang-19 (or pass --gpu-prog and --gpu-hsaco)")?;
+    if !st.success() {
+        bail!("clang-19 failed on gpu_spin.cl");
+    }
+    let lib = gdbmux.parent().context("gdbmux has no directory")?;
+    let prog = out.join("gpu_spin");
+    let st = Command::new("cc")
+        .args(["-g", "-O1", "-no-pie", "-I"])
+        .arg(root.join("../../samples/include"))
+        .arg(root.join("fixtures/gpu_spin.c"))
+        .arg("-o")
+        .arg(&prog)
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lsimgpu_rt")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .status()
+        .context("running cc")?;
+    if !st.success() {
+        bail!("cc failed on gpu_spin.c");
+    }
+    Ok(GpuFixture { prog, hsaco })
+}
+
+impl Rsp {
+    /// lldb 23.1's handshake: `+`, `QStartNoAckMode`, its `qSupported`,
+    /// `QThreadSuffixSupported`, `QListThreadsInStopReply`, `?`.
+    fn handshake_lldb(&mut self) -> Result<String> {
+        self.s.write_all(b"+")?;
+        if self.ask_s("QStartNoAckMode")? == "OK" {
+            self.noack = true;
+        }
+        self.ask_s(LLDB_QSUPPORTED)?;
+        self.ask_s("QThreadSuffixSupported")?;
+        self.ask_s("QListThreadsInStopReply")?;
+        self.ask_s("?")
+    }
+
+    /// The next reply that is not console output (`O…`).
+    fn recv_stop(&mut self) -> Result<String> {
+        loop {
+            let r = self.recv()?;
+            if r.first() == Some(&b'O') && r.len() > 1 && r != b"OK" {
+                continue;
+            }
+            return Ok(String::from_utf8_lossy(&r).into_owned());
+        }
+    }
+
+    /// The whole thread list (`qfThreadInfo`, then `qsThreadInfo` until
+    /// `l`): the number of threads.
+    fn thread_count(&mut self) -> Result<usize> {
+        let mut n = 0;
+        let mut r = self.ask("qfThreadInfo")?;
+        loop {
+            match r.split_first() {
+                Some((b'm', ids)) => n += ids.iter().filter(|b| **b == b',').count() + 1,
+                Some((b'l', _)) => return Ok(n),
+                _ => bail!("thread list: {}", String::from_utf8_lossy(&r)),
+            }
+            r = self.ask("qsThreadInfo")?;
+        }
+    }
+}
+
+/// Figures for one wave count.
+pub struct GpuFigures {
+    pub waves: usize,
+    /// Wave list while the waves run: median, p99 (µs).
+    pub list_running: (f64, f64),
+    /// Wave list with every wave stopped: median, p99 (µs).
+    pub list_stopped: (f64, f64),
+    /// `\x03` to the stop reply, sent right after `vCont;c` (ms).
+    pub stop_all_ms: f64,
+    /// `\x03` to the stop reply, the resume served first (ms).
+    pub stop_running_ms: f64,
+    /// `jThreadsInfo`, median (ms), and its size (bytes).
+    pub jti_ms: f64,
+    pub jti_bytes: usize,
+}
+
+fn quantiles(mut v: Vec<f64>) -> (f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    v.sort_by(|x, y| x.total_cmp(y));
+    let p99 = ((v.len() * 99).div_ceil(100)).clamp(1, v.len()) - 1;
+    (v[v.len() / 2], v[p99])
+}
+
+fn timed_list(g: &mut Rsp, n: usize, expect: usize) -> Result<(f64, f64)> {
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let got = g.thread_count()?;
+        v.push(t.elapsed().as_secs_f64() * 1e6);
+        if got != expect {
+            bail!("wave list: {got} waves, expected {expect}");
+        }
+    }
+    Ok(quantiles(v))
+}
+
+/// `connect://HOST:PORT` of the Initialize reply's offer.
+fn offer_port(init: &[u8]) -> Result<u16> {
+    let v: serde_json::Value =
+        serde_json::from_slice(init).context("jAcceleratorPluginInitialize reply")?;
+    let url = v
+        .get(0)
+        .and_then(|a| a.get("connect_info"))
+        .and_then(|c| c.get("connect_url"))
+        .and_then(|u| u.as_str())
+        .with_context(|| {
+            format!(
+                "no GPU offer in the Initialize reply: {}",
+                String::from_utf8_lossy(init)
+            )
+        })?;
+    url.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .with_context(|| format!("offer URL {url}"))
+}
+
+/// One gdbmux, one program with `waves` waves: the figures.
+pub fn measure(gdbmux: &Path, fx: &GpuFixture, a: &Args, waves: usize) -> Result<GpuFigures> {
+    let args = [
+        waves.to_string(),
+        fx.hsaco.display().to_string(),
+        "1".to_string(),
+    ];
+    let (mut child, port) = start_args("gdbmux", gdbmux, &a.gdbmux_args, &fx.prog, &args, &[])?;
+    let r = measure_on(port, fx, waves);
+    let _ = child.kill();
+    let _ = child.wait();
+    r
+}
+
+fn measure_on(port: u16, fx: &GpuFixture, waves: usize) -> Result<GpuFigures> {
+    let mut cpu = Rsp::connect(port)?;
+    cpu.handshake_lldb()?;
+    let ready = nm(&fx.prog, "bench_gpu_ready")?;
+    cpu.ask_s(&format!("Z0,{ready:x},1"))?;
+    cpu.send(b"vCont;c")?;
+    let s = cpu.recv_stop()?;
+    if !s.starts_with('T') {
+        bail!("expected the stop at bench_gpu_ready, got {s}");
+    }
+    cpu.ask_s(&format!("z0,{ready:x},1"))?;
+    let init = cpu.ask("jAcceleratorPluginInitialize")?;
+    let gport = offer_port(&init)?;
+    let mut g = Rsp::connect(gport)?;
+    g.handshake_lldb()?;
+    // The CPU runs on into the launch; the waves come up.
+    cpu.send(b"vCont;c")?;
+    let t = Instant::now();
+    loop {
+        if g.thread_count()? >= waves {
+            break;
+        }
+        if t.elapsed() > Duration::from_secs(120) {
+            bail!("{waves} waves did not become resident within 120 s");
+        }
+    }
+    let list_running = timed_list(&mut g, LIST_SAMPLES, waves)?;
+
+    // Stop-all: resume the GPU session and interrupt it at once. gdbmux
+    // serves the resume before it reads the interrupt, so the figure is an
+    // upper bound (it may include part of the resume).
+    g.send(b"vCont;c")?;
+    let t = Instant::now();
+    g.s.write_all(b"\x03")?;
+    let stop = g.recv_stop()?;
+    let stop_all_ms = t.elapsed().as_secs_f64() * 1e3;
+    if !stop.starts_with('T') && !stop.starts_with('S') {
+        bail!("GPU interrupt: {stop}");
+    }
+
+    // jThreadsInfo with expedited registers; every wave must show its pc.
+    let mut jti = Vec::new();
+    let mut jti_bytes = 0;
+    for _ in 0..JTI_SAMPLES {
+        let t = Instant::now();
+        let r = g.ask("jThreadsInfo")?;
+        jti.push(t.elapsed().as_secs_f64() * 1e3);
+        jti_bytes = r.len();
+        let v: serde_json::Value = serde_json::from_slice(&r).with_context(|| {
+            format!(
+                "jThreadsInfo reply: {}",
+                String::from_utf8_lossy(&r[..r.len().min(200)])
+            )
+        })?;
+        let list = v.as_array().context("jThreadsInfo is no array")?;
+        let with_regs = list
+            .iter()
+            .filter(|t| {
+                t.get("registers")
+                    .and_then(|r| r.as_object())
+                    .is_some_and(|r| !r.is_empty())
+            })
+            .count();
+        if list.len() != waves || with_regs != waves {
+            bail!(
+                "jThreadsInfo: {} threads, {with_regs} with registers, expected {waves}",
+                list.len()
+            );
+        }
+    }
+    let jti_ms = quantiles(jti).0;
+    let list_stopped = timed_list(&mut g, LIST_SAMPLES, waves)?;
+
+    // Stop-all of waves that run: resume every stopped wave, give the
+    // resume time to be served (nothing on the wire says when it was), then
+    // interrupt. Three cycles, the median.
+    let mut stops = Vec::new();
+    for _ in 0..STOP_CYCLES {
+        g.send(b"vCont;c")?;
+        std::thread::sleep(RESUME_SETTLE);
+        let t = Instant::now();
+        g.s.write_all(b"\x03")?;
+        let stop = g.recv_stop()?;
+        stops.push(t.elapsed().as_secs_f64() * 1e3);
+        if !stop.starts_with('T') && !stop.starts_with('S') {
+            bail!("GPU interrupt: {stop}");
+        }
+    }
+    let stop_running_ms = quantiles(stops).0;
+
+    // End: stop the CPU and kill the program through the stub.
+    cpu.s.write_all(b"\x03")?;
+    let _ = cpu.recv_stop();
+    let _ = cpu.send(b"k");
+    let _ = cpu.recv();
+    Ok(GpuFigures {
+        waves,
+        list_running,
+        list_stopped,
+        stop_all_ms,
+        stop_running_ms,
+        jti_ms,
+        jti_bytes,
+    })
+}
+
+/// `--gpu-scale`: rounds over the wave counts, medians, the table and the
+/// scaling lines.
+pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
+    let fx = fixture(a, root, out, gdbmux)?;
+    let counts = if a.gpu_waves.is_empty() {
+        vec![1000, 10000]
+    } else {
+        a.gpu_waves.clone()
+    };
+    let mut runs: Vec<Vec<GpuFigures>> = counts.iter().map(|_| Vec::new()).collect();
+    for round in 0..a.rounds.max(1) {
+        for (i, n) in counts.iter().enumerate() {
+            eprintln!("round {} : gdbmux, {n} GPU waves …", round + 1);
+            match measure(gdbmux, &fx, a, *n) {
+                Ok(f) => runs[i].push(f),
+                Err(e) => eprintln!("  {n} waves: {e:#}"),
+            }
+        }
+    }
+    let med = |v: Vec<f64>| quantiles(v).0;
+    let rows: Vec<GpuFigures> = runs
+        .iter()
+        .filter(|v| !v.is_empty())
+        .map(|v| GpuFigures {
+            waves: v[0].waves,
+            list_running: (
+                med(v.iter().map(|f| f.list_running.0).collect()),
+                med(v.iter().map(|f| f.list_running.1).collect()),
+            ),
+            list_stopped: (
+                med(v.iter().map(|f| f.list_stopped.0).collect()),
+                med(v.iter().map(|f| f.list_stopped.1).collect()),
+            ),
+            stop_all_ms: med(v.iter().map(|f| f.stop_all_ms).collect()),
+            stop_running_ms: med(v.iter().map(|f| f.stop_running_ms).collect()),
+            jti_ms: med(v.iter().map(|f| f.jti_ms).collect()),
+            jti_bytes: v[0].jti_bytes,
+        })
+        .collect();
+    println!(
+        "GPU scale through gdbmux (simulated gfx90a), medians of {} rounds",
+        a.rounds.max(1)
+    );
+    println!("| figure | {} | target (10,000 waves) |", {
+        rows.iter()
+            .map(|r| format!("{} waves", r.waves))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    });
+    println!("|---|{}---|", "---|".repeat(rows.len()));
+    type Get = fn(&GpuFigures) -> f64;
+    let table: [(&str, Get, &str); 7] = [
+        (
+            "jThreadsInfo, registers expedited (ms)",
+            |f| f.jti_ms,
+            "< 50",
+        ),
+        (
+            "stop-all of running waves, \\x03 to the stop reply (ms)",
+            |f| f.stop_running_ms,
+            "< 10",
+        ),
+        (
+            "resume + stop-all, \\x03 right after vCont;c (ms)",
+            |f| f.stop_all_ms,
+            "-",
+        ),
+        (
+            "wave list (qfThreadInfo…), running, median (µs)",
+            |f| f.list_running.0,
+            "-",
+        ),
+        (
+            "wave list, running, p99 (µs)",
+            |f| f.list_running.1,
+            "< 100",
+        ),
+        ("wave list, stopped, median (µs)", |f| f.list_stopped.0, "-"),
+        (
+            "wave list, stopped, p99 (µs)",
+            |f| f.list_stopped.1,
+            "< 100",
+        ),
+    ];
+    for (name, get, target) in &table {
+        println!(
+            "| {name} | {} | {target} |",
+            rows.iter()
+                .map(|r| format!("{:.1}", get(r)))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
+    if let Some(r) = rows.last() {
+        println!(
+            "- jThreadsInfo reply for {} waves: {} bytes",
+            r.waves, r.jti_bytes
+        );
+    }
+    if let (Some(lo), Some(hi)) = (rows.first(), rows.last()) {
+        if hi.waves > lo.waves {
+            for (name, get, _) in &table {
+                super::scaling_line(
+                    &format!("GPU {name}"),
+                    "wave",
+                    lo.waves as f64,
+                    get(lo),
+                    hi.waves as f64,
+                    get(hi),
+                );
+            }
+        }
+    }
+    Ok(())
+}

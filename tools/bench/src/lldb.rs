@@ -1,0 +1,248 @@
+//! `rsp-bench --lldb-threads`: stock lldb 23.1 against each stub with a
+//! program of N threads (`fixtures/threads.c`, every thread blocked in a
+//! `read`): lldb stops at `threads_ready` (all N threads exist), then the
+//! bench times `thread list`, a stop of all N threads from running
+//! (`SBProcess.Stop` to the stopped event) and `thread list` again after
+//! that stop. Driven through lldb's Python API inside `lldb -b`, timed with
+//! `perf_counter`; the number of threads listed is checked.
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::process::Stdio;
+
+use anyhow::bail;
+use anyhow::Context;
+use anyhow::Result;
+
+use super::start_args;
+use super::Args;
+
+/// Build the fixture (gcc), or take `--threads-prog`.
+pub fn fixture(a: &Args, root: &Path, out: &Path) -> Result<PathBuf> {
+    if let Some(p) = &a.threads_prog {
+        return Ok(p.clone());
+    }
+    let prog = out.join("threads");
+    let st = Command::new("gcc")
+        .args(["-g", "-O0", "-no-pie", "-pthread", "-o"])
+        .arg(&prog)
+        .arg(root.join("fixtures/threads.c"))
+        .status()
+        .context("running gcc (or pass --threads-prog)")?;
+    if !st.success() {
+        bail!("gcc failed on threads.c");
+    }
+    Ok(prog)
+}
+
+/// The lldb Python driver, run once lldb is stopped at `threads_ready`.
+const DRIVER: &str = r#"
+import lldb, time
+dbg = lldb.debugger
+ci = dbg.GetCommandInterpreter()
+def run(cmd):
+    r = lldb.SBCommandReturnObject()
+    ci.HandleCommand(cmd, r)
+    if not r.Succeeded():
+        raise Exception(cmd + ": " + r.GetError())
+    return r.GetOutput()
+def listed(text):
+    return sum(1 for l in text.splitlines() if l.lstrip("* ").startswith("thread #"))
+t = time.perf_counter()
+out = run("thread list")
+print("LIST", time.perf_counter() - t, listed(out))
+proc = dbg.GetSelectedTarget().GetProcess()
+listener = lldb.SBListener("rsp-bench")
+proc.GetBroadcaster().AddListener(listener, lldb.SBProcess.eBroadcastBitStateChanged)
+def wait_state(want):
+    ev = lldb.SBEvent()
+    while listener.WaitForEvent(60, ev):
+        if lldb.SBProcess.EventIsProcessEvent(ev) and lldb.SBProcess.GetStateFromEvent(ev) == want:
+            return True
+    return False
+dbg.SetAsync(True)
+proc.Continue()
+if not wait_state(lldb.eStateRunning):
+    raise Exception("no running event")
+t = time.perf_counter()
+proc.Stop()
+if not wait_state(lldb.eStateStopped):
+    raise Exception("no stopped event")
+print("STOPALL", time.perf_counter() - t)
+dbg.SetAsync(False)
+t = time.perf_counter()
+out = run("thread list")
+print("LIST2", time.perf_counter() - t, listed(out))
+proc.Kill()
+"#;
+
+/// One lldb session against `stub`: [set-up, thread list, stop-all,
+/// thread list after the stop] in seconds.
+pub fn session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args, n: usize) -> Result<[f64; 4]> {
+    let (mut child, port) = start_args(stub, gdbmux, &a.gdbmux_args, prog, &[n.to_string()], &[])?;
+    let script = DRIVER;
+    let file = std::env::temp_dir().join(format!("gdbmux-bench-{}.py", std::process::id()));
+    std::fs::write(&file, script)?;
+    // Connecting and the first stop from lldb's command line (its Python
+    // `HandleCommand("gdb-remote …")` leaves no selected target behind).
+    let out = Command::new("lldb")
+        .args(["-b", "--no-lldbinit"])
+        .args(["-o", &format!("target create {}", prog.display())])
+        .args(["-o", "script import time; t0 = time.perf_counter()"])
+        .args(["-o", &format!("gdb-remote 127.0.0.1:{port}")])
+        .args(["-o", "breakpoint set -n threads_ready"])
+        .args(["-o", "process continue"])
+        .args(["-o", "script print('SETUP', time.perf_counter() - t0)"])
+        .arg("-o")
+        .arg(format!("script exec(open('{}').read())", file.display()))
+        .stdin(Stdio::null())
+        .output();
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(&file);
+    let out = out.context("running lldb")?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let field = |k: &str, i: usize| -> Result<f64> {
+        text.lines()
+            .find_map(|l| {
+                l.strip_prefix(k)
+                    .and_then(|v| v.split_whitespace().nth(i))
+                    .and_then(|v| v.parse().ok())
+            })
+            .with_context(|| {
+                let tail: String = text
+                    .chars()
+                    .rev()
+                    .take(2000)
+                    .collect::<String>()
+                    .chars()
+                    .rev()
+                    .collect();
+                format!("lldb on {stub}: no {k} in its output: …{tail}")
+            })
+    };
+    for k in ["LIST ", "LIST2 "] {
+        let listed = field(k, 1)? as usize;
+        if listed != n + 1 {
+            bail!(
+                "lldb on {stub}: `thread list` showed {listed} threads, expected {}",
+                n + 1
+            );
+        }
+    }
+    Ok([
+        field("SETUP ", 0)?,
+        field("LIST ", 0)?,
+        field("STOPALL ", 0)?,
+        field("LIST2 ", 0)?,
+    ])
+}
+
+/// Per stub: set-up, `thread list`, stop-all, `thread list` again (s).
+type StubFigures<'a> = Vec<(&'a str, [f64; 4])>;
+
+/// `--lldb-threads N,…`: lldb sessions against every stub for each thread
+/// count, interleaved rounds, medians, ratios to the best peer (lower is
+/// better), then how each figure grows with the thread count.
+pub fn mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<()> {
+    let mut counts = a.lldb_threads.clone();
+    counts.sort_unstable();
+    let mut all: Vec<(usize, StubFigures)> = Vec::new();
+    for &n in &counts {
+        all.push((n, one_count(stubs, gdbmux, prog, a, n)));
+    }
+    let names = [
+        ("gdb-remote + continue to the breakpoint", "-"),
+        ("`thread list` at the breakpoint stop", "≤ 0.5"),
+        ("stop of all threads (SBProcess.Stop to stopped)", "≤ 0.5"),
+        ("`thread list` after that stop", "≤ 0.5"),
+    ];
+    for (n, med) in &all {
+        println!(
+            "stock lldb 23.1, {n} threads + main, medians of {} interleaved rounds (seconds)",
+            a.rounds.max(1)
+        );
+        println!(
+            "| figure | {} | gdbmux ÷ best peer | target |",
+            med.iter().map(|(s, _)| *s).collect::<Vec<_>>().join(" | ")
+        );
+        println!("|---|{}---|---|", "---|".repeat(med.len()));
+        for (i, (name, target)) in names.iter().enumerate() {
+            let g = med.iter().find(|(s, _)| *s == "gdbmux").map(|(_, f)| f[i]);
+            let best = med
+                .iter()
+                .filter(|(s, _)| *s != "gdbmux")
+                .map(|(_, f)| f[i])
+                .reduce(f64::min);
+            let ratio = match (g, best) {
+                (Some(g), Some(b)) if b > 0.0 => format!("{:.2}", g / b),
+                _ => "-".into(),
+            };
+            println!(
+                "| {name} | {} | {ratio} | {target} |",
+                med.iter()
+                    .map(|(_, f)| format!("{:.3}", f[i]))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
+        }
+    }
+    if let (Some((n0, lo)), Some((n1, hi))) = (all.first(), all.last()) {
+        if n1 > n0 {
+            for (s, f0) in lo {
+                let Some((_, f1)) = hi.iter().find(|(x, _)| x == s) else {
+                    continue;
+                };
+                for (i, (name, _)) in names.iter().enumerate() {
+                    super::scaling_line(
+                        &format!("lldb, {s}, {name}"),
+                        "thread",
+                        *n0 as f64,
+                        f0[i],
+                        *n1 as f64,
+                        f1[i],
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The medians of every stub for one thread count.
+fn one_count<'a>(
+    stubs: &[&'a str],
+    gdbmux: &Path,
+    prog: &Path,
+    a: &Args,
+    n: usize,
+) -> StubFigures<'a> {
+    let mut runs: Vec<(&str, Vec<[f64; 4]>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
+    for round in 0..a.rounds.max(1) {
+        for (s, v) in runs.iter_mut() {
+            eprintln!("round {} : lldb against {s}, {n} threads …", round + 1);
+            match session(s, gdbmux, prog, a, n) {
+                Ok(f) => v.push(f),
+                Err(e) => eprintln!("  {s}: {e:#}"),
+            }
+        }
+    }
+    let median = |mut v: Vec<f64>| -> f64 {
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        v.sort_by(|x, y| x.total_cmp(y));
+        v[v.len() / 2]
+    };
+    runs.iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(s, v)| {
+            (
+                *s,
+                [0, 1, 2, 3].map(|i| median(v.iter().map(|f| f[i]).collect())),
+            )
+        })
+        .collect()
+}
