@@ -114,17 +114,6 @@ fn packet(payload: &str) -> Vec<u8> {
     format!("${payload}#{sum:02x}").into_bytes()
 }
 
-fn state(pid: Pid) -> char {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("alive");
-    let after = stat
-        .rsplit_once(')')
-        .expect("comm")
-        .1
-        .trim_start()
-        .to_string();
-    after.chars().next().expect("state")
-}
-
 #[test]
 fn a_panic_in_the_loop_leaves_the_launched_process_stopped() {
     let _g = serial();
@@ -160,25 +149,5 @@ fn a_panic_in_the_loop_leaves_the_launched_process_stopped() {
         "no reply: {rest:?}"
     );
     assert!(server.join().is_err(), "the server thread panicked");
-    // The SIGSTOP of the detach is delivered at once; wait for the group
-    // stop through waitid(WSTOPPED) (the process is still our child).
-    let r = nix::sys::wait::waitid(
-        nix::sys::wait::Id::Pid(nix::unistd::Pid::from_raw(pid as i32)),
-        nix::sys::wait::WaitPidFlag::WSTOPPED | nix::sys::wait::WaitPidFlag::WNOWAIT,
-    )
-    .expect("waitid");
-    assert!(
-        matches!(
-            r,
-            nix::sys::wait::WaitStatus::Stopped(_, nix::sys::signal::Signal::SIGSTOP)
-        ),
-        "{r:?}"
-    );
-    assert_eq!(state(pid), 'T', "stopped, not traced, not killed");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("clean up");
-    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid as i32), None);
+    assert_left_stopped_then_kill(pid);
 }
