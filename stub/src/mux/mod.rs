@@ -229,6 +229,16 @@ pub enum MuxAction {
         /// How the GPU process ended.
         stop: StopEvent,
     },
+    /// A session took in GPU events itself (`Mux::pump_gpu_for`: a
+    /// `monitor gpu` command, an internal breakpoint hit): the other
+    /// sessions get the news as if the notifier had fired, so none is lost
+    /// (a released host breakpoint, a wave stop).
+    ShareGpuNews {
+        /// The session that took them in (and acted on them).
+        from: SessionId,
+        /// What it took in.
+        news: GpuNews,
+    },
 }
 
 /// The CPU session slot.
@@ -465,6 +475,20 @@ impl Mux {
             }
             MuxEvent::ReportGpuStops(on) => self.report_gpu_stops = on,
         }
+    }
+
+    /// [`Mux::pump_gpu`] on behalf of `session` (outside the loop's own
+    /// pump): the news also goes to every other session
+    /// ([`MuxAction::ShareGpuNews`]).
+    pub fn pump_gpu_for(&mut self, session: SessionId) -> GpuNews {
+        let news = self.pump_gpu();
+        if news.events > 0 {
+            self.actions.push(MuxAction::ShareGpuNews {
+                from: session,
+                news: news.clone(),
+            });
+        }
+        news
     }
 
     /// Drain the GPU library's events (the one place they are taken in)

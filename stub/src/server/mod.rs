@@ -836,6 +836,32 @@ impl Server {
                         self.close(tok);
                     }
                 }
+                MuxAction::ShareGpuNews { from, news } => self.share_gpu_news(from, &news),
+            }
+        }
+    }
+
+    /// GPU news a session took in itself reaches every other session (and
+    /// a kept `--multi` session) as if the notifier had fired.
+    fn share_gpu_news(&mut self, from: u64, news: &crate::gpu::GpuNews) {
+        if let Some(s) = self.orphan.as_mut().filter(|s| s.id() != from) {
+            s.on_gpu_notifier(news);
+        }
+        let tokens: Vec<Token> = self.clients.keys().copied().collect();
+        for t in tokens {
+            let close = match self.clients.get_mut(&t) {
+                Some(Client {
+                    kind: ClientKind::Session(s),
+                    ..
+                }) if s.id() != from => {
+                    s.on_gpu_notifier(news);
+                    s.wants_close()
+                }
+                _ => continue,
+            };
+            self.flush(t);
+            if close {
+                self.close(t);
             }
         }
     }

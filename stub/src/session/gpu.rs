@@ -467,11 +467,12 @@ impl Session {
     }
 
     /// Take in the GPU library's events through the multiplexer (which
-    /// applies the runtime's transitions first).
+    /// applies the runtime's transitions first, and passes the news on to
+    /// the other sessions).
     pub(super) fn pump_gpu(&mut self) -> crate::gpu::GpuNews {
         self.mux
             .as_ref()
-            .map(|m| m.borrow_mut().pump_gpu())
+            .map(|m| m.borrow_mut().pump_gpu_for(self.id))
             .unwrap_or_default()
     }
 
