@@ -162,6 +162,7 @@ impl Session {
         }
         match action {
             Ok(BreakpointAction::Halt) if !news.resumed.contains(&id) => {
+                tracing::info!(target: "dbgapi", session = self.id, id = id.0, tid = *tid, "host breakpoint hit held until the library's BREAKPOINT_RESUME");
                 self.set_internal(Some(Internal::Held {
                     pid: *pid,
                     tid: *tid,
