@@ -789,6 +789,18 @@ fn lldb_attach_with_runtime_up_gets_one_gpu_target() {
         "lldb attach session failed:\n{out}\n--- gdbmux log ---\n{}",
         server.log()
     );
+    // Stock lldb's own GPU connection proved its claim: it comes from the
+    // lldb process that holds the CPU connection (the claim proof that a
+    // stray connection fails: stray_connection_cannot_claim_the_offer).
+    assert!(
+        server
+            .log()
+            .lines()
+            .any(|l| l.contains("accept: GPU session (offer claimed)")
+                && l.contains("proof=Some(SameProcess(")),
+        "lldb's claim was not proved by peer identity:\n{}",
+        server.log()
+    );
     // The script's second stock lldb was refused by the accept policy.
     assert!(
         server
