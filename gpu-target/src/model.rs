@@ -510,6 +510,11 @@ pub trait GpuBackend {
         let _ = wave;
         Ok(None)
     }
+    /// The library's last warning, if it gives one (the reason behind a
+    /// runtime it cannot debug, `RuntimeState::LoadedRestriction`).
+    fn last_warning(&self) -> Option<String> {
+        None
+    }
     /// Every register of the agents' architecture, in the library's order
     /// (the register table a debugger describes to its client; a wave has
     /// a subset of them, [`Self::registers`]).

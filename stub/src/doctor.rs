@@ -431,8 +431,15 @@ fn rocr_check(r: &mut Report, dbgapi: &Path) {
             return;
         }
     };
-    match gpu_target::sim::elf::Elf::parse(&bytes) {
-        Ok(elf) if elf.symbol(ROCR_HOOK).is_ok() => r.ok(format!(
+    use object::Object as _;
+    use object::ObjectSymbol as _;
+    let has_hook = |f: &object::File<'_>| {
+        f.symbols()
+            .chain(f.dynamic_symbols())
+            .any(|s| s.name() == Ok(ROCR_HOOK))
+    };
+    match object::File::parse(&*bytes) {
+        Ok(elf) if has_hook(&elf) => r.ok(format!(
             "ROCr {} has the debugger hook {ROCR_HOOK} (lldb's GPU offer by name)",
             path.display()
         )),

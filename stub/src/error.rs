@@ -8,7 +8,7 @@
 //! - Tiers: a *request* error answers one packet with `Exx` and the session
 //!   carries on; a *session* error closes one connection (its processes are
 //!   killed or detached by the disconnect policy); a *fatal* error ends the
-//!   server ([`crate::server::ServerError`]), and then every process is
+//!   server ([`crate::server::ServerError`], or a panic in the loop), and then every process is
 //!   **detached and left stopped** ([`crate::target::Target::abandon`]), never
 //!   killed, so a person can attach another debugger and lose nothing.
 

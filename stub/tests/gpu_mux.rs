@@ -172,7 +172,15 @@ struct Flow {
 /// Drive a CPU session of `vector_add` from its first stop to the offer.
 /// `check(cpu, label)` runs at every intermediate state.
 fn drive_to_offer(env: &GpuEnv, check: &mut dyn FnMut(&mut RspClient, &str)) -> Flow {
-    let server = env.serve(&["vector_add"]);
+    drive_to_offer_on(env, env.serve(&["vector_add"]), check)
+}
+
+/// [`drive_to_offer`] on a server the caller started.
+fn drive_to_offer_on(
+    env: &GpuEnv,
+    server: Server,
+    check: &mut dyn FnMut(&mut RspClient, &str),
+) -> Flow {
     let (mut cpu, accel) = lldb_client(server.port);
     assert!(accel, "the CPU session advertises accelerator-plugins+");
 
@@ -555,6 +563,63 @@ print(data.decode("latin-1"))
     finish(&mut flow, Some(&mut gpu));
 }
 
+/// GPU news one session takes in by itself reaches the others
+/// (`MuxAction::ShareGpuNews`): the CPU session is held at the runtime's
+/// breakpoint (the library said HALT at the code-object load) and waits
+/// for the library's BREAKPOINT_RESUME. The simulated library sends it late
+/// and quietly (`SIMGPU_QUIET_RESUME=1`: the first one, with no notifier write), so the GPU
+/// session's `monitor gpu` is the one poll that takes it in. The held CPU
+/// session must still be released: the program runs to its end. Without
+/// the sharing, the CPU session stays held and its `vCont;c` never answers.
+#[test]
+fn gpu_session_monitor_releases_the_held_cpu_session() {
+    let env = GpuEnv::get();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+    cmd.args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"])
+        .arg(env.sample("vector_add"))
+        .env("SIMGPU_QUIET_RESUME", "1");
+    let mut flow = drive_to_offer_on(env, Server::start(cmd), &mut |_, _| {});
+    let mut gpu = connect_gpu(flow.server.port);
+    // The CPU runs on without the client's hook breakpoint: the runtime
+    // loads the kernel's code object and hits its own breakpoint, which
+    // gdbmux handles out of the client's sight and holds.
+    flow.cpu
+        .expect_ok(&format!("z0,{:x},1", flow.hook))
+        .expect("z0 hook");
+    flow.cpu.send_packet(b"vCont;c").expect("CPU vCont;c");
+    flow.server
+        .wait_log("held until the library's BREAKPOINT_RESUME", 20);
+    // The GPU session asks for the GPU's state: its poll takes in the
+    // resume the CPU session waits for.
+    let out = monitor(&mut gpu, "gpu");
+    assert!(out.contains("GPU state: Connected"), "{out}");
+    // The GPU runs as lldb lets it; the released CPU runs to its end.
+    gpu.send_packet(b"vCont;c").expect("GPU vCont;c");
+    let (stop, _) = flow
+        .cpu
+        .wait_stop("CPU vCont;c after the GPU session's monitor gpu")
+        .unwrap_or_else(|e| {
+            panic!(
+                "the held CPU session was not released: {e}\n--- gdbmux log ---\n{}",
+                flow.server.log()
+            )
+        });
+    assert_eq!(
+        stop,
+        StopReply::Exited {
+            code: 0,
+            pid: Some(flow.pid)
+        },
+        "the CPU process exits 0"
+    );
+    let (stop, _) = gpu.wait_stop("GPU vCont;c").expect("GPU session end");
+    assert!(
+        matches!(stop, StopReply::Exited { code: 0, .. }),
+        "the GPU session learns the exit: {stop:?}"
+    );
+    flow.server.wait_log("vector_add: PASS", 20);
+}
+
 /// The whole `target.xml` of a session (`qXfer:features:read`, in chunks).
 fn target_xml(c: &mut RspClient) -> String {
     let mut doc = Vec::new();
@@ -722,6 +787,18 @@ fn lldb_attach_with_runtime_up_gets_one_gpu_target() {
     assert!(
         out.contains("ALL CHECKS PASSED") && !out.contains("CHECK FAILED"),
         "lldb attach session failed:\n{out}\n--- gdbmux log ---\n{}",
+        server.log()
+    );
+    // Stock lldb's own GPU connection proved its claim: it comes from the
+    // lldb process that holds the CPU connection (the claim proof that a
+    // stray connection fails: stray_connection_cannot_claim_the_offer).
+    assert!(
+        server
+            .log()
+            .lines()
+            .any(|l| l.contains("accept: GPU session (offer claimed)")
+                && l.contains("proof=Some(SameProcess(")),
+        "lldb's claim was not proved by peer identity:\n{}",
         server.log()
     );
     // The script's second stock lldb was refused by the accept policy.

@@ -413,35 +413,5 @@ fn abandon_leaves_the_process_stopped() {
     let pid = p.pid();
     p.abandon().expect("abandon");
     drop(p);
-    let state = |pid: u32| {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("alive");
-        let after = stat
-            .rsplit_once(')')
-            .expect("comm")
-            .1
-            .trim_start()
-            .to_string();
-        after.chars().next().expect("state")
-    };
-    // The SIGSTOP of the detach is delivered at once; wait for the group
-    // stop through waitid(WSTOPPED) (the process is still our child).
-    let r = nix::sys::wait::waitid(
-        nix::sys::wait::Id::Pid(nix::unistd::Pid::from_raw(pid as i32)),
-        nix::sys::wait::WaitPidFlag::WSTOPPED | nix::sys::wait::WaitPidFlag::WNOWAIT,
-    )
-    .expect("waitid");
-    assert!(
-        matches!(
-            r,
-            nix::sys::wait::WaitStatus::Stopped(_, nix::sys::signal::Signal::SIGSTOP)
-        ),
-        "{r:?}"
-    );
-    assert_eq!(state(pid), 'T', "stopped, not traced, not killed");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("clean up");
-    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid as i32), None);
+    assert_left_stopped_then_kill(pid);
 }

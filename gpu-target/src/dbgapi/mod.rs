@@ -299,6 +299,10 @@ impl GpuBackend for DbgApiBackend {
         self.process.notifier().ok()
     }
 
+    fn last_warning(&self) -> Option<String> {
+        sys::last_warning()
+    }
+
     fn next_event(&mut self) -> Result<Option<(EventId, GpuEvent)>, GpuError> {
         let Some((ev, kind)) = self.process.next_event()? else {
             return Ok(None);

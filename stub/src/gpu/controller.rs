@@ -665,7 +665,7 @@ impl GpuController {
                 self.refresh_arch();
             }
             GpuEvent::Runtime(RuntimeState::LoadedRestriction) => {
-                let why = gpu_target::dbgapi::sys::last_warning();
+                let why = self.backend.as_ref().and_then(|b| b.last_warning());
                 tracing::warn!(target: "dbgapi", reason = ?why, "GPU runtime loaded but cannot be debugged by this library");
                 self.runtime = Some((RuntimeState::LoadedRestriction, why));
                 news.console

@@ -79,6 +79,31 @@ use accel::ConnectInfo;
 use accel::HitResponse;
 use accel::PLUGIN_NAME;
 pub use ledger::ClaimError;
+
+/// Why an accelerator-plugin request fails. Every one is answered with
+/// [`crate::error::ErrorCode::Accelerator`] (lldb-server's `Eff`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccelError {
+    /// The request's JSON does not parse.
+    #[error("invalid accelerator JSON: {0}")]
+    Json(String),
+    /// A plugin name other than gdbmux's.
+    #[error("unknown accelerator plugin name '{0}'")]
+    UnknownPlugin(String),
+    /// A breakpoint identifier gdbmux never gave out.
+    #[error("unknown accelerator breakpoint {0}")]
+    UnknownBreakpoint(i64),
+    /// The session has no multiplexer (built outside a server).
+    #[error("no accelerator plugin on this connection")]
+    NoPlugin,
+}
+
+impl AccelError {
+    /// The error's code on the wire.
+    pub fn code(&self) -> crate::error::ErrorCode {
+        crate::error::ErrorCode::Accelerator
+    }
+}
 use ledger::Ledger;
 pub use state::GpuState;
 
@@ -203,6 +228,16 @@ pub enum MuxAction {
         session: SessionId,
         /// How the GPU process ended.
         stop: StopEvent,
+    },
+    /// A session took in GPU events itself (`Mux::pump_gpu_for`: a
+    /// `monitor gpu` command, an internal breakpoint hit): the other
+    /// sessions get the news as if the notifier had fired, so none is lost
+    /// (a released host breakpoint, a wave stop).
+    ShareGpuNews {
+        /// The session that took them in (and acted on them).
+        from: SessionId,
+        /// What it took in.
+        news: GpuNews,
     },
 }
 
@@ -442,6 +477,20 @@ impl Mux {
         }
     }
 
+    /// [`Mux::pump_gpu`] on behalf of `session` (outside the loop's own
+    /// pump): the news also goes to every other session
+    /// ([`MuxAction::ShareGpuNews`]).
+    pub fn pump_gpu_for(&mut self, session: SessionId) -> GpuNews {
+        let news = self.pump_gpu();
+        if news.events > 0 {
+            self.actions.push(MuxAction::ShareGpuNews {
+                from: session,
+                news: news.clone(),
+            });
+        }
+        news
+    }
+
     /// Drain the GPU library's events (the one place they are taken in)
     /// and apply the runtime's transitions; the news goes to the sessions.
     pub fn pump_gpu(&mut self) -> GpuNews {
@@ -589,19 +638,16 @@ impl Mux {
         accel::to_json(&vec![actions])
     }
 
-    /// Reply to `jAcceleratorPluginBreakpointHit:`; `Err` is an error text.
-    pub fn breakpoint_hit(&mut self, json: &[u8]) -> Result<Vec<u8>, String> {
+    /// Reply to `jAcceleratorPluginBreakpointHit:`.
+    pub fn breakpoint_hit(&mut self, json: &[u8]) -> Result<Vec<u8>, AccelError> {
         let hit: BreakpointHit =
-            serde_json::from_slice(json).map_err(|e| format!("invalid accelerator JSON: {e}"))?;
+            serde_json::from_slice(json).map_err(|e| AccelError::Json(e.to_string()))?;
         if hit.plugin_name != PLUGIN_NAME {
-            return Err(format!(
-                "unknown accelerator plugin name '{}'",
-                hit.plugin_name
-            ));
+            return Err(AccelError::UnknownPlugin(hit.plugin_name));
         }
         let id = hit.breakpoint.identifier;
         if id != HOOK_BREAKPOINT_ID && !self.address_breakpoints.values().any(|v| *v == id) {
-            return Err(format!("unknown accelerator breakpoint {id}"));
+            return Err(AccelError::UnknownBreakpoint(id));
         }
         let offer = self.try_offer();
         let breakpoints = self.new_address_breakpoints();

@@ -448,6 +448,19 @@ pub struct Server {
     output: Option<native::SharedProgramOutput>,
 }
 
+/// A panic in the loop is the fatal tier too: while it unwinds, every
+/// process is detached and left stopped before the sessions are dropped
+/// (dropping a launched process would kill it, and so would the tracer's
+/// exit through `PTRACE_O_EXITKILL`).
+impl Drop for Server {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            tracing::error!(target: "mux", "fatal: gdbmux panicked; leaving every process stopped and detached");
+            self.abandon_all();
+        }
+    }
+}
+
 impl Server {
     fn new(
         mut cfg: ServerConfig,
@@ -604,6 +617,8 @@ impl Server {
         r
     }
 
+    /// The fatal tier for every process this server holds (the kept
+    /// `--multi` session, live sessions, a process no client took yet).
     fn abandon_all(&mut self) {
         if let Some(s) = self.orphan.as_mut() {
             s.abandon();
@@ -821,6 +836,32 @@ impl Server {
                         self.close(tok);
                     }
                 }
+                MuxAction::ShareGpuNews { from, news } => self.share_gpu_news(from, &news),
+            }
+        }
+    }
+
+    /// GPU news a session took in itself reaches every other session (and
+    /// a kept `--multi` session) as if the notifier had fired.
+    fn share_gpu_news(&mut self, from: u64, news: &crate::gpu::GpuNews) {
+        if let Some(s) = self.orphan.as_mut().filter(|s| s.id() != from) {
+            s.on_gpu_notifier(news);
+        }
+        let tokens: Vec<Token> = self.clients.keys().copied().collect();
+        for t in tokens {
+            let close = match self.clients.get_mut(&t) {
+                Some(Client {
+                    kind: ClientKind::Session(s),
+                    ..
+                }) if s.id() != from => {
+                    s.on_gpu_notifier(news);
+                    s.wants_close()
+                }
+                _ => continue,
+            };
+            self.flush(t);
+            if close {
+                self.close(t);
             }
         }
     }
@@ -828,7 +869,7 @@ impl Server {
     fn on_gpu_notifier(&mut self) {
         let news = self.mux.borrow_mut().pump_gpu();
         if let Some(s) = self.orphan.as_mut() {
-            s.gpu_on_news(&news);
+            s.on_gpu_notifier(&news);
         }
         let tokens: Vec<Token> = self.clients.keys().copied().collect();
         for t in tokens {
@@ -968,6 +1009,7 @@ impl Server {
                         let stop = t.initial_stop();
                         let mut s = Session::new(session, LaunchDefaults::default())
                             .with_mux(self.mux.clone(), Role::Gpu)
+                            .claimed(offer, cpu_pid)
                             .with_output_limit(self.cfg.max_pending_output);
                         s.adopt(Box::new(t), stop);
                         self.session_tokens.insert(session, token);
@@ -1173,8 +1215,7 @@ impl Server {
             }
             let keep = matches!(self.cfg.lifetime, Lifetime::Multi | Lifetime::Reopen)
                 && !self.exit_requested
-                && s.role() == Role::Cpu
-                && s.has_process();
+                && s.outlives_client();
             if keep {
                 // `--multi`: the next connection takes this session over.
                 tracing::info!(target: "mux", session = s.id(), "CPU client gone; session kept for the next connection");

@@ -45,7 +45,8 @@ pub(super) enum Internal {
 impl Session {
     /// After a CPU process was adopted: attach the GPU library to it.
     pub(super) fn gpu_attach(&mut self, pid: Pid) {
-        if !self.role.is_cpu() {
+        // The CPU role's hook: a GPU session's process is the GPU itself.
+        if self.role.cpu().is_none() {
             return;
         }
         let Some(mux) = self.mux.clone() else { return };
@@ -161,6 +162,7 @@ impl Session {
         }
         match action {
             Ok(BreakpointAction::Halt) if !news.resumed.contains(&id) => {
+                tracing::info!(target: "dbgapi", session = self.id, id = id.0, tid = *tid, "host breakpoint hit held until the library's BREAKPOINT_RESUME");
                 self.set_internal(Some(Internal::Held {
                     pid: *pid,
                     tid: *tid,
@@ -253,7 +255,13 @@ impl Session {
     }
 
     fn resume_last_plans(&mut self) {
-        let plans: BTreeMap<Pid, ResumePlan> = self.last_plans.clone();
+        let Some((plans, interrupt)) = self
+            .role
+            .cpu()
+            .map(|c| (c.last_plans.clone(), c.interrupt_wanted))
+        else {
+            return;
+        };
         for (pid, plan) in plans {
             if let Some(t) = self.procs.get_mut(&pid) {
                 if let Err(e) = t.resume(&plan) {
@@ -261,7 +269,7 @@ impl Session {
                 }
                 // The client's interrupt came while the hook stop was
                 // being handled (the target was not running then).
-                if self.interrupt_wanted {
+                if interrupt {
                     if let Err(e) = t.interrupt() {
                         tracing::warn!(target: "ptrace", pid, "interrupt after host breakpoint: {e}");
                     }
@@ -274,16 +282,19 @@ impl Session {
     /// a CPU session carries out what they mean for its process, a GPU
     /// session collects its target's events (wave stops).
     pub fn on_gpu_notifier(&mut self, news: &GpuNews) {
-        if self.role.is_cpu() {
-            self.gpu_on_news(news);
-        } else {
-            self.on_target_event();
+        match self.role {
+            super::role::RoleState::Cpu(_) => self.gpu_on_news(news),
+            super::role::RoleState::Gpu(_) => self.on_target_event(),
         }
     }
 
-    /// GPU events arrived (notifier readable).
-    pub fn gpu_on_news(&mut self, news: &GpuNews) {
-        if !self.role.is_cpu() {
+    /// The CPU role's part of GPU events (the notifier was readable, or an
+    /// internal breakpoint was reported): console lines, a held internal
+    /// breakpoint released, the library's host-breakpoint requests, a wave
+    /// stop reported to gdb.
+    pub(super) fn gpu_on_news(&mut self, news: &GpuNews) {
+        // `monitor gpu` pumps on either session; only the CPU role acts.
+        if self.role.cpu().is_none() {
             return;
         }
         if news.runtime_loaded && self.is_running() {
@@ -425,20 +436,28 @@ impl Session {
         }
     }
 
-    /// The CPU process of this server ended; a GPU session reports it.
+    /// The CPU process of this server ended; a GPU session reports it as
+    /// the end of its own process (the GPU role's hook; a CPU session
+    /// learns its own process's end from its target).
     pub fn on_peer_exit(&mut self, ev: &StopEvent) {
-        if self.role.is_cpu() {
+        let Some(role) = self.role.gpu() else {
             return;
-        }
+        };
+        tracing::info!(target: "mux", session = self.id, offer = ?role.offer, cpu_pid = ?role.cpu_pid, "the CPU process ended: ending the GPU session");
         let was_running = self.is_running();
-        let pids: Vec<Pid> = self.procs.keys().copied().collect();
+        // The GPU process is reported under its own pid (the CPU process's
+        // for a `GpuTarget`).
+        let pid = self
+            .procs
+            .keys()
+            .next()
+            .copied()
+            .or(role.cpu_pid)
+            .unwrap_or_else(|| ev.pid());
         let ev = match ev {
-            StopEvent::Exited { code, .. } => StopEvent::Exited {
-                pid: pids.first().copied().unwrap_or(0),
-                code: *code,
-            },
+            StopEvent::Exited { code, .. } => StopEvent::Exited { pid, code: *code },
             StopEvent::Terminated { signal, .. } => StopEvent::Terminated {
-                pid: pids.first().copied().unwrap_or(0),
+                pid,
                 signal: *signal,
             },
             other => other.clone(),
@@ -455,26 +474,27 @@ impl Session {
     }
 
     /// Take in the GPU library's events through the multiplexer (which
-    /// applies the runtime's transitions first).
+    /// applies the runtime's transitions first, and passes the news on to
+    /// the other sessions).
     pub(super) fn pump_gpu(&mut self) -> crate::gpu::GpuNews {
         self.mux
             .as_ref()
-            .map(|m| m.borrow_mut().pump_gpu())
+            .map(|m| m.borrow_mut().pump_gpu_for(self.id))
             .unwrap_or_default()
     }
 
     /// A CPU session's process was detached or killed: the multiplexer
-    /// ends the GPU session that depends on it. (A GPU session's process
-    /// is no fact for the multiplexer.)
+    /// ends the GPU session that depends on it (the role decides,
+    /// `RoleState::reports_process_ends`).
     pub(super) fn cpu_process_released(&self, pid: Pid, how: crate::mux::Release) {
-        if self.role.is_cpu() {
+        if self.role.reports_process_ends() {
             self.mux_event(crate::mux::MuxEvent::CpuProcessReleased { pid, how });
         }
     }
 
     /// A CPU session's process exited or was killed by a signal.
     pub(super) fn cpu_process_ended(&self, stop: &StopEvent) {
-        if self.role.is_cpu() {
+        if self.role.reports_process_ends() {
             self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(stop));
         }
     }
@@ -499,18 +519,11 @@ impl Session {
     pub(super) fn handle_accel_hit(&mut self, json: &[u8]) {
         let r = match &self.mux {
             Some(m) => m.borrow_mut().breakpoint_hit(json),
-            None => Err("no accelerator plugin on this connection".to_string()),
+            None => Err(crate::mux::AccelError::NoPlugin),
         };
         match r {
             Ok(j) => self.send(&j),
-            Err(e) => {
-                let p = reply::error(
-                    crate::error::ErrorCode::Accelerator,
-                    &e,
-                    self.features.error_strings,
-                );
-                self.send(&p);
-            }
+            Err(e) => self.send_error(e.code(), &e.to_string()),
         }
     }
 }

@@ -167,12 +167,9 @@ pub(crate) enum RunState {
     /// A resume waits for its stop; the stop reply goes to the client.
     Running,
     /// `--multi`: the client that resumed vanished. The stop that ends the
-    /// resume is journaled, not sent; `input_held`: a new client's bytes
-    /// wait in the framer until that stop arrives.
-    Orphaned {
-        /// A new client's bytes wait.
-        input_held: bool,
-    },
+    /// resume is journaled, not sent; a new client's bytes are held
+    /// ([`Session::input_hold`]) until that stop arrives.
+    Orphaned,
     /// The orphaned resume's stop arrived while a new client's bytes were
     /// held: they are handled at the end of this wake-up.
     StoppedWithHeldInput,
@@ -211,13 +208,7 @@ pub struct Session {
     /// The role, with what only that role has (`role.rs`).
     role: role::RoleState,
     mux: Option<crate::mux::MuxHandle>,
-    /// The client interrupted while the target was running; cleared when a
-    /// stop reaches the client. An internal stop (the runtime's hook) that
-    /// gdbmux resumes by itself interrupts again (`gpu::resume_last_plans`):
-    /// an interrupt that arrived during it is not lost.
-    interrupt_wanted: bool,
     symbolizer: crate::gpu::symbols::Symbolizer,
-    last_plans: BTreeMap<Pid, crate::target::ResumePlan>,
     /// What the client inserted with `Z`, taken out when it vanishes.
     client_bps: breakpoints::ClientBreakpoints,
     /// Bound on `out` (see [`MAX_PENDING_OUTPUT`]).
@@ -229,9 +220,6 @@ pub struct Session {
     mem_scratch: Vec<u8>,
     /// lldb's register view of a process (lldb sessions, x86-64 only).
     lldb_regs: Option<(Pid, std::rc::Rc<lldb_regs::LldbRegView>)>,
-    /// The launched programs' output terminal (lldb: forwarded before a
-    /// stop reply, `server::output`).
-    program_output: Option<crate::native::SharedProgramOutput>,
 }
 
 impl Session {
@@ -266,21 +254,21 @@ impl Session {
             unknown_logged: Default::default(),
             role: role::RoleState::new(Role::Cpu),
             mux: None,
-            interrupt_wanted: false,
             symbolizer: Default::default(),
-            last_plans: BTreeMap::new(),
             client_bps: Default::default(),
             output_limit: MAX_PENDING_OUTPUT,
             nonstop: Default::default(),
             mem_scratch: Vec::new(),
             lldb_regs: None,
-            program_output: None,
         }
     }
 
-    /// The server's output terminal for launched programs.
+    /// The server's output terminal for launched programs (a CPU
+    /// session's; a GPU session launches nothing).
     pub fn with_program_output(mut self, o: Option<crate::native::SharedProgramOutput>) -> Self {
-        self.program_output = o;
+        if let Some(cpu) = self.role.cpu_mut() {
+            cpu.program_output = o;
+        }
         self
     }
 
@@ -302,9 +290,25 @@ impl Session {
         self
     }
 
+    /// A GPU session: the offer it claimed, for the CPU process `cpu_pid`
+    /// (after [`Session::with_mux`] in [`Role::Gpu`]).
+    pub fn claimed(mut self, offer: i64, cpu_pid: Pid) -> Self {
+        if let role::RoleState::Gpu(g) = &mut self.role {
+            g.offer = Some(offer);
+            g.cpu_pid = Some(cpu_pid);
+        }
+        self
+    }
+
     /// This session's role.
     pub fn role(&self) -> Role {
         self.role.tag()
+    }
+
+    /// Whether `--multi` keeps this session for the next client when its
+    /// client vanishes: a CPU session that still debugs a process.
+    pub fn outlives_client(&self) -> bool {
+        self.role.outlives_client() && self.has_process()
     }
 
     /// Whether the session asked to be closed (e.g. after reporting the
@@ -330,7 +334,7 @@ impl Session {
 
     /// Whether a process is running (a resume is waiting for its stop).
     pub fn is_running(&self) -> bool {
-        matches!(self.run, RunState::Running | RunState::Orphaned { .. })
+        matches!(self.run, RunState::Running | RunState::Orphaned)
     }
 
     /// Whether the session debugs any process.
@@ -345,26 +349,8 @@ impl Session {
 
     /// Feed bytes read from the connection; handles every complete packet.
     pub fn on_input(&mut self, data: &[u8]) -> SessionControl {
-        if let RunState::Orphaned { input_held } = &mut self.run {
-            // A new client arrived before the stop that ends the vanished
-            // client's resume: its packets wait in the framer until that
-            // stop is journaled, up to bounds::HELD_INPUT_LIMIT bytes.
-            self.framer.push(data);
-            *input_held = true;
-            let held = self.framer.pending_input();
-            if held > crate::bounds::HELD_INPUT_LIMIT {
-                tracing::error!(
-                    target: "session",
-                    session = self.id,
-                    held,
-                    limit = crate::bounds::HELD_INPUT_LIMIT,
-                    "the client sent too much while the previous client's resume was ending: held input limit exceeded, closing the connection"
-                );
-                self.control = SessionControl::Close;
-            }
-            return self.control;
-        }
-        if self.hold_for_vfile(data) {
+        if let Some(why) = self.input_hold() {
+            self.hold_input(data, why);
             return self.control;
         }
         self.framer.push(data);
@@ -402,7 +388,7 @@ impl Session {
                     );
                 }
             }
-            if self.control != SessionControl::Continue || self.vfile_pending.is_some() {
+            if self.control != SessionControl::Continue || self.input_hold().is_some() {
                 break;
             }
             if self.out.len() > self.output_limit {
@@ -421,6 +407,45 @@ impl Session {
             self.out.extend_from_slice(&r);
         }
         self.control
+    }
+
+    /// Why the client's input must wait unhandled, if it must: a new
+    /// `--multi` client arrived before the stop that ends the vanished
+    /// client's resume, or a vFile reply is being prepared off the loop
+    /// (`handlers/hostio.rs`). The one mechanism for both: the bytes wait in
+    /// the framer ([`Session::hold_input`]) and are handled when the reason
+    /// is gone ([`Session::release_held_input`]).
+    fn input_hold(&self) -> Option<&'static str> {
+        if self.run == RunState::Orphaned {
+            Some("the previous client's resume was ending")
+        } else if self.vfile_pending.is_some() {
+            Some("a vFile reply was pending")
+        } else {
+            None
+        }
+    }
+
+    /// Keep `data` in the framer, unhandled, up to
+    /// [`crate::bounds::HELD_INPUT_LIMIT`] bytes; past it the connection is
+    /// closed with a logged error.
+    fn hold_input(&mut self, data: &[u8], why: &'static str) {
+        self.framer.push(data);
+        let held = self.framer.pending_input();
+        if held > crate::bounds::HELD_INPUT_LIMIT {
+            tracing::error!(
+                target: "session",
+                session = self.id,
+                held,
+                limit = crate::bounds::HELD_INPUT_LIMIT,
+                "the client sent too much while {why}: held input limit exceeded, closing the connection"
+            );
+            self.control = SessionControl::Close;
+        }
+    }
+
+    /// The reason input was held is gone: handle what waits in the framer.
+    fn release_held_input(&mut self) -> SessionControl {
+        self.on_input(&[])
     }
 
     /// Frame and queue one reply payload.
@@ -488,27 +513,32 @@ impl Session {
             }
         }
         // Only a wake-up that brought no event, from a SIGCHLD that was not
-        // a mere ptrace stop, can be a stopped process dying (the check
-        // reads /proc).
-        if maybe_death && !got_event && !self.is_running() && self.role.is_cpu() {
-            self.reap_killed();
+        // a mere ptrace stop, can be a stopped process dying.
+        if maybe_death && !got_event && !self.is_running() {
+            for end in self.reap_killed() {
+                self.on_stop(end);
+            }
         }
         if self.run == RunState::StoppedWithHeldInput {
             self.run = RunState::Stopped;
-            self.on_input(&[]);
+            self.release_held_input();
         }
     }
 
     /// A stopped tracee can only die of SIGKILL (sent from outside). Its
     /// exit wakes the SIGCHLD fd but no resume waits for it, so look for
-    /// it here: reap it and journal `X09` for the next `?` or wait.
-    fn reap_killed(&mut self) {
+    /// it here (all-stop and non-stop): reap it; the caller journals the
+    /// returned `X09` for the next `?` or wait. Which processes can die so
+    /// is the target's fact ([`Target::killed_while_stopped`]: a native
+    /// process reads `/proc`, a GPU process never does).
+    fn reap_killed(&mut self) -> Vec<StopEvent> {
         let dead: Vec<Pid> = self
             .procs
             .iter()
             .filter(|(_, t)| t.killed_while_stopped())
             .map(|(pid, _)| *pid)
             .collect();
+        let mut ends = Vec::with_capacity(dead.len());
         for pid in dead {
             if let Some(t) = self.procs.get_mut(&pid) {
                 if let Err(e) = t.kill() {
@@ -516,11 +546,12 @@ impl Session {
                 }
             }
             tracing::info!(target: "session", session = self.id, pid, "stopped process was killed from outside");
-            self.on_stop(StopEvent::Terminated {
+            ends.push(StopEvent::Terminated {
                 pid,
                 signal: libc::SIGKILL,
             });
         }
+        ends
     }
 
     /// `--multi`: the client vanished but the session (its processes and
@@ -535,7 +566,7 @@ impl Session {
         }
         self.reset_connection();
         if self.is_running() {
-            self.run = RunState::Orphaned { input_held: false };
+            self.run = RunState::Orphaned;
             for (pid, t) in self.procs.iter_mut() {
                 if let Err(e) = t.interrupt() {
                     tracing::warn!(target: "ptrace", session = self.id, pid, "stopping after the client vanished: {e}");
@@ -603,7 +634,7 @@ impl Session {
             } else {
                 tracing::info!(target: "ptrace", session = self.id, pid, attached = t.attached(), "released process after disconnect");
             }
-            if self.role.is_cpu() {
+            if self.role.reports_process_ends() {
                 released.push((pid, how));
             }
         }

@@ -27,6 +27,7 @@
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
 
+use super::handlers::VContScope;
 use super::Session;
 use crate::packet::reply;
 use crate::packet::Command;
@@ -100,14 +101,8 @@ pub(super) struct NonStop {
 
 impl Session {
     /// `QNonStop:0|1`.
+    /// (A GPU session refuses `QNonStop:1` before this: `RoleState::serves`.)
     pub(super) fn handle_nonstop(&mut self, on: bool) {
-        if on && !self.role.is_cpu() {
-            self.send_error(
-                crate::error::ErrorCode::NotSupported,
-                "non-stop mode is served on the CPU connection only",
-            );
-            return;
-        }
         for (pid, t) in self.procs.iter_mut() {
             if let Err(e) = t.set_non_stop(on) {
                 tracing::debug!(target: "session", session = self.id, pid, "QNonStop:{}: {e}", on as u8);
@@ -266,6 +261,9 @@ impl Session {
             self.send_error(crate::error::ErrorCode::NoSuchProcess, "no process");
             return;
         }
+        let Some(scoped) = self.vcont_scopes(actions) else {
+            return;
+        };
         // (pid, tid) → action: the first action that matches a thread wins.
         let mut chosen: BTreeMap<(Pid, Tid), ResumeAction> = BTreeMap::new();
         let all: Vec<(Pid, Tid)> = self
@@ -273,45 +271,13 @@ impl Session {
             .iter()
             .flat_map(|(pid, t)| t.threads().into_iter().map(move |tid| (*pid, tid)))
             .collect();
-        for a in actions {
-            let action = match a.kind {
-                VContKind::Continue => ResumeAction::Continue(None),
-                VContKind::Step => ResumeAction::Step(None),
-                VContKind::Stop => ResumeAction::Stop,
-                VContKind::Range(start, end) => ResumeAction::RangeStep { start, end },
-                VContKind::ContinueSig(s) | VContKind::StepSig(s) => {
-                    let Some(sig) = self.signal_from_wire(s) else {
-                        self.send_error(crate::error::ErrorCode::Invalid, "unknown signal number");
-                        return;
-                    };
-                    let sig = Some(sig).filter(|s| *s != 0);
-                    if matches!(a.kind, VContKind::ContinueSig(_)) {
-                        ResumeAction::Continue(sig)
-                    } else {
-                        ResumeAction::Step(sig)
-                    }
+        for (scope, action) in scoped {
+            let matches: Vec<(Pid, Tid)> = match scope {
+                VContScope::All => all.clone(),
+                VContScope::Process(p) => {
+                    all.iter().copied().filter(|(pid, _)| *pid == p).collect()
                 }
-            };
-            let matches: Vec<(Pid, Tid)> = match a.thread {
-                None => all.clone(),
-                Some(id) if id.tid == IdSel::All => match id.pid {
-                    Some(IdSel::Id(p)) => all
-                        .iter()
-                        .copied()
-                        .filter(|(pid, _)| u64::from(*pid) == p)
-                        .collect(),
-                    _ => all.clone(),
-                },
-                Some(id) => match self.resolve_thread(Some(id)) {
-                    Some(t) => vec![t],
-                    None => {
-                        self.send_error(
-                            crate::error::ErrorCode::NoSuchProcess,
-                            "vCont names an unknown thread",
-                        );
-                        return;
-                    }
-                },
+                VContScope::Thread(pid, tid) => vec![(pid, tid)],
             };
             for k in matches {
                 chosen.entry(k).or_insert(action);
@@ -376,21 +342,9 @@ impl Session {
                 }
             }
         }
-        if maybe_death && !got_event && self.role.is_cpu() {
-            let dead: Vec<Pid> = self
-                .procs
-                .iter()
-                .filter(|(_, t)| t.killed_while_stopped())
-                .map(|(pid, _)| *pid)
-                .collect();
-            for pid in dead {
-                if let Some(t) = self.procs.get_mut(&pid) {
-                    let _ = t.kill();
-                }
-                self.nonstop_event(StopEvent::Terminated {
-                    pid,
-                    signal: libc::SIGKILL,
-                });
+        if maybe_death && !got_event {
+            for end in self.reap_killed() {
+                self.nonstop_event(end);
             }
         }
     }
@@ -408,9 +362,7 @@ impl Session {
                 let pid = other.pid();
                 self.nonstop.last.retain(|(p, _), _| *p != pid);
                 self.nonstop.queue.forget_threads_of(pid);
-                if self.role.is_cpu() {
-                    self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(other));
-                }
+                self.cpu_process_ended(other);
                 (pid, None)
             }
         };

@@ -8,23 +8,34 @@
 //!
 //! - **CPU session** ([`CpuRole`]): processes come from the command line,
 //!   `vRun`, `vAttach` and fork/exec; it carries out the GPU library's
-//!   internal host breakpoints (`Internal`), answers lldb's accelerator
-//!   plugin (the GPU offer), reports GPU stops to gdb (`gpu_report`), and
-//!   tells the multiplexer when its process ends or is released.
-//! - **GPU session** ([`RoleState::Gpu`]): its one process is a
-//!   `gpu::GpuTarget` (waves are its threads, built by the server when a
-//!   claim is accepted); the CPU process's end reaches it as `W`/`X`
-//!   (`Session::on_peer_exit`). Its waves and GPU breakpoints are the
-//!   controller's facts (`gpu/controller.rs`), not the session's.
+//!   internal host breakpoints (`Internal`, re-resuming the client's last
+//!   plan), answers lldb's accelerator plugin (the GPU offer), reports GPU
+//!   stops to gdb (`gpu_report`), forwards the launched programs' output to
+//!   lldb, tells the multiplexer when its process ends or is released, and
+//!   outlives its client under `--multi`.
+//! - **GPU session** ([`GpuRole`]): the offer it claimed and the CPU
+//!   process it serves; its one process is a `gpu::GpuTarget` (waves are its
+//!   threads, built by the server when a claim is accepted); the CPU
+//!   process's end reaches it as `W`/`X` (`Session::on_peer_exit`). Its
+//!   waves and GPU breakpoints are the controller's facts
+//!   (`gpu/controller.rs`), not the session's.
 //!
-//! A packet only the CPU role serves ([`RoleState::serves`]) is answered
-//! on a GPU session as an unsupported one (empty reply), never carried
-//! out there.
+//! Every decision that differs between the roles is a method here that
+//! matches on the role ([`RoleState::serves`], `reports_process_ends`,
+//! `outlives_client`, the advertised features); the protocol engine asks
+//! the role, it never tests which role it is. A packet only the CPU role
+//! serves is answered on a GPU session as an unsupported one (empty reply,
+//! or an error for `QNonStop:1`), never carried out there.
+
+use std::collections::BTreeMap;
 
 use super::gpu::Internal;
 use super::Role;
+use crate::error::ErrorCode;
 use crate::packet::Command;
 use crate::target::Capabilities;
+use crate::target::Pid;
+use crate::target::ResumePlan;
 
 /// A session's role and the state only that role has.
 #[derive(Debug)]
@@ -32,7 +43,7 @@ pub(super) enum RoleState {
     /// The CPU process's session.
     Cpu(CpuRole),
     /// The GPU's session (a connection that claimed an offer).
-    Gpu,
+    Gpu(GpuRole),
 }
 
 /// What only the CPU session has.
@@ -44,6 +55,37 @@ pub(super) struct CpuRole {
     /// gdb's path to the GPU: the console line of a GPU stop being
     /// reported as the CPU process's stop.
     pub(super) gpu_report: Option<(String, Option<crate::target::Pid>)>,
+    /// The client's last resume, carried out again once an internal
+    /// breakpoint stop was handled (`gpu::resume_last_plans`).
+    pub(super) last_plans: BTreeMap<Pid, ResumePlan>,
+    /// The client interrupted while the target was running; cleared when a
+    /// stop reaches the client. An internal stop (the runtime's hook) that
+    /// gdbmux resumes by itself interrupts again (`gpu::resume_last_plans`):
+    /// an interrupt that arrived during it is not lost.
+    pub(super) interrupt_wanted: bool,
+    /// The launched programs' output terminal (lldb: forwarded before a
+    /// stop reply, `server::output`); `None` in stdio mode.
+    pub(super) program_output: Option<crate::native::SharedProgramOutput>,
+}
+
+/// What only the GPU session has: which offer it claimed, for which CPU
+/// process. `None` for a session built outside a server (tests, fuzzing).
+#[derive(Debug, Default)]
+pub(super) struct GpuRole {
+    /// The offer (the multiplexer's ledger id) this connection claimed.
+    pub(super) offer: Option<i64>,
+    /// The CPU process whose GPU this session serves; its end is this
+    /// session's end (`Session::on_peer_exit`).
+    pub(super) cpu_pid: Option<Pid>,
+}
+
+/// How a session answers a packet its role does not serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NotServed {
+    /// As an unknown packet: an empty reply.
+    Unsupported,
+    /// With an error naming why.
+    Error(ErrorCode, &'static str),
 }
 
 impl RoleState {
@@ -51,7 +93,7 @@ impl RoleState {
     pub(super) fn new(role: Role) -> Self {
         match role {
             Role::Cpu => RoleState::Cpu(CpuRole::default()),
-            Role::Gpu => RoleState::Gpu,
+            Role::Gpu => RoleState::Gpu(GpuRole::default()),
         }
     }
 
@@ -59,7 +101,7 @@ impl RoleState {
     pub(super) fn tag(&self) -> Role {
         match self {
             RoleState::Cpu(_) => Role::Cpu,
-            RoleState::Gpu => Role::Gpu,
+            RoleState::Gpu(_) => Role::Gpu,
         }
     }
 
@@ -67,7 +109,7 @@ impl RoleState {
     pub(super) fn cpu(&self) -> Option<&CpuRole> {
         match self {
             RoleState::Cpu(c) => Some(c),
-            RoleState::Gpu => None,
+            RoleState::Gpu(_) => None,
         }
     }
 
@@ -75,15 +117,38 @@ impl RoleState {
     pub(super) fn cpu_mut(&mut self) -> Option<&mut CpuRole> {
         match self {
             RoleState::Cpu(c) => Some(c),
-            RoleState::Gpu => None,
+            RoleState::Gpu(_) => None,
         }
     }
 
-    /// Whether the session's processes are the CPU side (their end and
-    /// release are facts for the multiplexer, and a stopped one can be
-    /// killed from outside).
-    pub(super) fn is_cpu(&self) -> bool {
-        matches!(self, RoleState::Cpu(_))
+    /// The GPU role's state, on a GPU session.
+    pub(super) fn gpu(&self) -> Option<&GpuRole> {
+        match self {
+            RoleState::Cpu(_) => None,
+            RoleState::Gpu(g) => Some(g),
+        }
+    }
+
+    /// Whether the end, kill or detach of this session's processes is a
+    /// fact for the multiplexer: the CPU process's end ends the GPU
+    /// session (`MuxEvent::CpuProcessEnded`, `CpuProcessReleased`). A GPU
+    /// session's process is the CPU process's GPU, whose end the
+    /// multiplexer already knows from the CPU side.
+    pub(super) fn reports_process_ends(&self) -> bool {
+        match self {
+            RoleState::Cpu(_) => true,
+            RoleState::Gpu(_) => false,
+        }
+    }
+
+    /// Whether `--multi` keeps the session for the next client when its
+    /// client vanishes: the CPU process outlives its client; a GPU session
+    /// ends with its client (a new claim needs a new offer).
+    pub(super) fn outlives_client(&self) -> bool {
+        match self {
+            RoleState::Cpu(_) => true,
+            RoleState::Gpu(_) => false,
+        }
     }
 
     /// What a session with no process advertises: a CPU session's
@@ -92,7 +157,7 @@ impl RoleState {
     pub(super) fn idle_capabilities(&self) -> Capabilities {
         match self {
             RoleState::Cpu(_) => crate::native::CAPABILITIES,
-            RoleState::Gpu => Capabilities::NONE,
+            RoleState::Gpu(_) => Capabilities::NONE,
         }
     }
 
@@ -107,25 +172,40 @@ impl RoleState {
                 "QNonStop+",
                 "ConditionalBreakpoints+",
             ],
-            RoleState::Gpu => &[],
+            RoleState::Gpu(_) => &[],
         }
     }
 
-    /// Whether this role serves `cmd`. Process creation, syscall
-    /// catching, the host's osdata tables and lldb's accelerator plugin
-    /// are the CPU session's only.
-    pub(super) fn serves(&self, cmd: &Command) -> bool {
+    /// `accelerator-plugins+` when a GPU library is loaded: only the CPU
+    /// session offers the GPU (lldb checks the feature on every
+    /// connection, research/lldb-accelerator.md §1.1).
+    pub(super) fn accelerator_feature(&self, gpu_loaded: bool) -> Option<&'static str> {
         match self {
-            RoleState::Cpu(_) => true,
-            RoleState::Gpu => match cmd {
+            RoleState::Cpu(_) if gpu_loaded => Some("accelerator-plugins+"),
+            _ => None,
+        }
+    }
+
+    /// Whether this role serves `cmd`, and if not, how it is answered.
+    /// Process creation, syscall catching, the host's osdata tables,
+    /// non-stop mode and lldb's accelerator plugin are the CPU session's
+    /// only.
+    pub(super) fn serves(&self, cmd: &Command) -> Result<(), NotServed> {
+        match self {
+            RoleState::Cpu(_) => Ok(()),
+            RoleState::Gpu(_) => match cmd {
                 Command::VRun(_)
                 | Command::VAttach(_)
                 | Command::Restart
                 | Command::CatchSyscalls(_)
                 | Command::AcceleratorInitialize
-                | Command::AcceleratorBreakpointHit(_) => false,
-                Command::XferRead(x) => x.object != "osdata",
-                _ => true,
+                | Command::AcceleratorBreakpointHit(_) => Err(NotServed::Unsupported),
+                Command::XferRead(x) if x.object == "osdata" => Err(NotServed::Unsupported),
+                Command::NonStop(true) => Err(NotServed::Error(
+                    ErrorCode::NotSupported,
+                    "non-stop mode is served on the CPU connection only",
+                )),
+                _ => Ok(()),
             },
         }
     }
@@ -161,15 +241,30 @@ mod tests {
             Command::AcceleratorBreakpointHit(vec![]),
             osdata.clone(),
         ] {
-            assert!(!gpu.serves(&c), "GPU session serves {c:?}");
-            assert!(cpu.serves(&c), "CPU session refuses {c:?}");
+            assert_eq!(
+                gpu.serves(&c),
+                Err(NotServed::Unsupported),
+                "GPU session serves {c:?}"
+            );
+            assert!(cpu.serves(&c).is_ok(), "CPU session refuses {c:?}");
         }
         for c in [features, Command::QuestionMark, Command::Kill] {
-            assert!(gpu.serves(&c), "GPU session refuses {c:?}");
+            assert!(gpu.serves(&c).is_ok(), "GPU session refuses {c:?}");
         }
         assert_eq!(gpu.tag(), Role::Gpu);
         assert_eq!(cpu.tag(), Role::Cpu);
+        assert!(matches!(
+            gpu.serves(&Command::NonStop(true)),
+            Err(NotServed::Error(ErrorCode::NotSupported, _))
+        ));
+        assert!(gpu.serves(&Command::NonStop(false)).is_ok());
         assert!(gpu.cpu().is_none() && cpu.cpu().is_some());
+        assert!(gpu.gpu().is_some() && cpu.gpu().is_none());
+        assert!(cpu.reports_process_ends() && !gpu.reports_process_ends());
+        assert!(cpu.outlives_client() && !gpu.outlives_client());
+        assert_eq!(gpu.accelerator_feature(true), None);
+        assert_eq!(cpu.accelerator_feature(true), Some("accelerator-plugins+"));
+        assert_eq!(cpu.accelerator_feature(false), None);
         assert!(gpu.qsupported_features().is_empty());
         assert_eq!(gpu.idle_capabilities(), Capabilities::NONE);
     }

@@ -189,3 +189,30 @@ pub fn thread_state(pid: u32, tid: u64) -> char {
     let s = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).unwrap();
     s[s.rfind(')').unwrap() + 2..].chars().next().unwrap()
 }
+
+/// The fatal tier's promise (`stub::error`): `pid`, our child, was detached
+/// and left in a group stop (state `T`: stopped, not traced, not killed).
+/// Waits for that stop through waitid(WSTOPPED) (the detach's SIGSTOP is
+/// delivered at once), then kills and reaps the process.
+pub fn assert_left_stopped_then_kill(pid: u32) {
+    let child = nix::unistd::Pid::from_raw(pid as i32);
+    let r = nix::sys::wait::waitid(
+        nix::sys::wait::Id::Pid(child),
+        nix::sys::wait::WaitPidFlag::WSTOPPED | nix::sys::wait::WaitPidFlag::WNOWAIT,
+    )
+    .expect("waitid: the process is alive");
+    assert!(
+        matches!(
+            r,
+            nix::sys::wait::WaitStatus::Stopped(_, nix::sys::signal::Signal::SIGSTOP)
+        ),
+        "{r:?}"
+    );
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("alive");
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, after)| after.trim_start().chars().next());
+    assert_eq!(state, Some('T'), "stopped, not traced, not killed");
+    nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL).expect("clean up");
+    let _ = nix::sys::wait::waitpid(child, None);
+}

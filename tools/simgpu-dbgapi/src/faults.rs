@@ -11,6 +11,13 @@
 //!   (its threads block on the full hand-off) and wave stop requests are
 //!   accepted but never complete. Library events (runtime, code objects)
 //!   still flow.
+//! - `SIMGPU_QUIET_RESUME=N`: the first N `BREAKPOINT_RESUME`s that follow
+//!   a HALTed runtime-breakpoint hit are late and quiet: each is not queued
+//!   when its code-object update is processed but on the client's next pass
+//!   after that one, and the notifier is not written for it. Only a client that
+//!   polls the library again by itself (a `monitor gpu` command) takes it
+//!   in, so a test can fix which session does (AMD's library sends it from
+//!   its own threads, at a moment of its choosing).
 
 use gpu_target::dbgapi::abi::status as st;
 use gpu_target::dbgapi::abi::Status;
@@ -21,6 +28,8 @@ pub const FAIL_ENV: &str = "SIMGPU_FAIL";
 pub const FAIL_FILE_ENV: &str = "SIMGPU_FAIL_FILE";
 /// Environment variable of the device stall.
 pub const STALL_ENV: &str = "SIMGPU_STALL";
+/// Environment variable of the late, quiet breakpoint resume.
+pub const QUIET_RESUME_ENV: &str = "SIMGPU_QUIET_RESUME";
 
 /// Calls that can be made to fail.
 pub const CALLS: [&str; 8] = [
@@ -41,6 +50,9 @@ pub struct Faults {
     file: Option<std::path::PathBuf>,
     /// The device stalls.
     pub stall: bool,
+    /// How many more `BREAKPOINT_RESUME`s come one pass late, without a
+    /// notifier write.
+    pub quiet_resume: u32,
 }
 
 impl Faults {
@@ -78,6 +90,10 @@ impl Faults {
         let stall = std::env::var(STALL_ENV).ok();
         let (mut f, e) = Faults::parse(fail.as_deref(), stall.as_deref());
         f.file = std::env::var_os(FAIL_FILE_ENV).map(Into::into);
+        f.quiet_resume = std::env::var(QUIET_RESUME_ENV)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
         (f, e)
     }
 
@@ -98,7 +114,7 @@ impl Faults {
 
     /// Whether any fault is active.
     pub fn any(&self) -> bool {
-        self.stall || !self.fail.is_empty() || self.file.is_some()
+        self.stall || self.quiet_resume > 0 || !self.fail.is_empty() || self.file.is_some()
     }
 }
 

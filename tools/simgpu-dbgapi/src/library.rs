@@ -200,6 +200,9 @@ struct Process {
     announced: Vec<(String, i64)>,
     breakpoint: Option<(u64, u64)>,
     bp_resume: Option<(u64, usize, u64)>,
+    /// `SIMGPU_QUIET_RESUME`: the resume (breakpoint, thread) waiting for
+    /// the client's next pass; `true` once a pass has ended since.
+    late_resume: Option<(u64, usize, bool)>,
     held_ack: Option<HeldAck>,
     last_lists: HashMap<&'static str, Vec<u64>>,
     /// The event storm of `SIMGPU_STORM`, if one was asked for.
@@ -398,6 +401,7 @@ impl Library {
                 announced: Vec::new(),
                 breakpoint: None,
                 bp_resume: None,
+                late_resume: None,
                 held_ack: None,
                 last_lists: HashMap::new(),
                 storm: None,
@@ -737,10 +741,25 @@ impl Library {
             .log(3, &format!("simgpu storm: report {report}"));
     }
 
+    /// `SIMGPU_QUIET_RESUME`: queue the late resume once a pass ended
+    /// since its code-object update was processed.
+    fn release_late_resume(&mut self, p: u64) -> Result<(), Status> {
+        let proc = self.proc(p)?;
+        if let Some((bp, thread, true)) = proc.late_resume {
+            proc.late_resume = None;
+            self.push_event(p, event_kind::BREAKPOINT_RESUME, |e| {
+                e.breakpoint = bp;
+                e.thread = thread;
+            });
+        }
+        Ok(())
+    }
+
     pub fn next_pending_event(&mut self, p: u64) -> Result<(u64, i32), Status> {
         let ps = self.targets(p)?;
         for &p in &ps {
             self.release_held_ack(p)?;
+            self.release_late_resume(p)?;
         }
         for &p in &ps {
             self.poll(p)?;
@@ -768,6 +787,10 @@ impl Library {
         // call (after it carried out its breakpoint requests).
         for &p in &ps {
             let proc = self.proc(p)?;
+            if let Some((_, _, ended)) = proc.late_resume.as_mut() {
+                // Quietly: no notifier write (`SIMGPU_QUIET_RESUME`).
+                *ended = true;
+            }
             if let Some(held) = proc.held_ack.as_mut() {
                 if !held.ready {
                     held.ready = true;
@@ -865,6 +888,11 @@ impl Library {
             event_kind::CODE_OBJECT_LIST_UPDATED => {
                 let proc = self.proc(p)?;
                 if let Some((bp, thread, _)) = proc.bp_resume.take() {
+                    if proc.faults.quiet_resume > 0 {
+                        proc.faults.quiet_resume -= 1;
+                        proc.late_resume = Some((bp, thread, false));
+                        return Ok(());
+                    }
                     self.push_event(p, event_kind::BREAKPOINT_RESUME, |e| {
                         e.breakpoint = bp;
                         e.thread = thread;

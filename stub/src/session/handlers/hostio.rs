@@ -33,27 +33,6 @@ impl Session {
         self.hostio_offload = Some(pool);
     }
 
-    /// While a vFile reply is awaited, the client's input waits in the
-    /// framer (bounded as held input). `true`: `data` was held.
-    pub(in crate::session) fn hold_for_vfile(&mut self, data: &[u8]) -> bool {
-        if self.vfile_pending.is_none() {
-            return false;
-        }
-        self.framer.push(data);
-        let held = self.framer.pending_input();
-        if held > crate::bounds::HELD_INPUT_LIMIT {
-            tracing::error!(
-                target: "session",
-                session = self.id,
-                held,
-                limit = crate::bounds::HELD_INPUT_LIMIT,
-                "the client sent too much while a vFile reply was pending: held input limit exceeded, closing the connection"
-            );
-            self.control = SessionControl::Close;
-        }
-        true
-    }
-
     /// The reply of vFile request `seq` is ready: send it and go on with
     /// the held input. A reply for a request the session no longer waits
     /// for (the connection was reset meanwhile) is dropped.
@@ -64,6 +43,7 @@ impl Session {
         }
         self.vfile_pending = None;
         self.send(reply);
-        self.on_input(&[])
+        // The client's input waited meanwhile (`Session::input_hold`).
+        self.release_held_input()
     }
 }

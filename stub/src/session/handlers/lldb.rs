@@ -20,10 +20,12 @@ fn hexs(s: &str) -> String {
 }
 
 impl Session {
-    /// Whether this is the CPU session of an lldb client (lldb-server's
-    /// output forwarding applies, `server::output`).
+    /// Whether this is the session of an lldb client that holds the
+    /// launched programs' output terminal (a CPU session's role state;
+    /// lldb-server's output forwarding applies, `server::output`).
     pub fn speaks_lldb(&self) -> bool {
-        self.features.dialect == crate::session::Dialect::Lldb && self.role.is_cpu()
+        self.features.dialect == crate::session::Dialect::Lldb
+            && self.role.cpu().is_some_and(|c| c.program_output.is_some())
     }
 
     /// The program's output as lldb-server forwards it: `O` packets of
@@ -154,7 +156,7 @@ impl Session {
         if !(self.speaks_lldb() && self.is_running()) {
             return;
         }
-        let Some(po) = self.program_output.clone() else {
+        let Some(po) = self.role.cpu().and_then(|c| c.program_output.clone()) else {
             return;
         };
         let data = po

@@ -38,6 +38,7 @@ mod xfer;
 
 pub use monitor::set_log_control;
 pub use monitor::LogControl;
+pub(in crate::session) use resume::VContScope;
 
 use crate::packet::reply;
 use crate::packet::signals;
@@ -57,11 +58,14 @@ impl Session {
             self.send_error(crate::error::ErrorCode::Busy, "target is running");
             return;
         }
-        if !self.role.serves(&cmd) {
+        if let Err(how) = self.role.serves(&cmd) {
             // A packet of the other role (`role.rs`): answered as an
-            // unsupported one, never carried out.
+            // unsupported one (or with the role's error), never carried out.
             tracing::debug!(target: "packets", session = self.id, role = ?self.role.tag(), "packet of the other role: not served");
-            self.send(&reply::empty());
+            match how {
+                crate::session::role::NotServed::Unsupported => self.send(&reply::empty()),
+                crate::session::role::NotServed::Error(code, why) => self.send_error(code, why),
+            }
             return;
         }
         // Non-stop mode's own meaning of `?`, `vCont`, `c` and `s`

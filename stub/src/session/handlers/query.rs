@@ -138,14 +138,13 @@ impl Session {
         if self.features.dialect == Dialect::Lldb {
             r.push_str(";native-signals+");
         }
-        // Only the CPU session offers accelerator plugins; lldb checks the
-        // feature on every connection (research/lldb-accelerator.md §1.1).
         let gpu = self
             .mux
             .as_ref()
             .is_some_and(|m| m.borrow().gpu().is_some());
-        if self.role.is_cpu() && gpu {
-            r.push_str(";accelerator-plugins+");
+        if let Some(f) = self.role.accelerator_feature(gpu) {
+            r.push(';');
+            r.push_str(f);
         }
         self.send(r.as_bytes());
     }

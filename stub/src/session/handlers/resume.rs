@@ -14,6 +14,18 @@ use crate::target::Pid;
 use crate::target::ResumeAction;
 use crate::target::ResumePlan;
 use crate::target::TargetError;
+use crate::target::Tid;
+
+/// What one `vCont` action applies to ([`Session::vcont_scopes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::session) enum VContScope {
+    /// No thread, or `-1`: every thread of every process.
+    All,
+    /// `p<pid>.-1`: every thread of one process.
+    Process(Pid),
+    /// One thread.
+    Thread(Pid, Tid),
+}
 
 impl Session {
     pub(in crate::session) fn handle_vcont_query(&mut self) {
@@ -114,61 +126,28 @@ impl Session {
             self.send_target_error(&TargetError::Unsupported("range stepping (vCont;r)"));
             return;
         }
+        let Some(scoped) = self.vcont_scopes(actions) else {
+            return;
+        };
         let mut plans: BTreeMap<Pid, ResumePlan> = BTreeMap::new();
         let mut default: Option<ResumeAction> = None;
-        for a in actions {
-            let action = match a.kind {
-                VContKind::Continue => ResumeAction::Continue(None),
-                VContKind::Step => ResumeAction::Step(None),
-                VContKind::Stop => ResumeAction::Stop,
-                VContKind::Range(start, end) => ResumeAction::RangeStep { start, end },
-                VContKind::ContinueSig(s) | VContKind::StepSig(s) => {
-                    let Some(sig) = self.signal_from_wire(s) else {
-                        self.send_error(crate::error::ErrorCode::Invalid, "unknown signal number");
-                        return;
-                    };
-                    let sig = Some(sig).filter(|s| *s != 0);
-                    if matches!(a.kind, VContKind::ContinueSig(_)) {
-                        ResumeAction::Continue(sig)
-                    } else {
-                        ResumeAction::Step(sig)
-                    }
-                }
-            };
-            match a.thread {
-                None => {
+        for (scope, action) in scoped {
+            match scope {
+                VContScope::All => {
                     if default.is_none() {
                         default = Some(action);
                     }
                 }
-                Some(id) if id.tid == IdSel::All => {
-                    // `p<pid>.-1` or `-1`: default for that process (or all).
-                    match id.pid {
-                        Some(IdSel::Id(p)) => {
-                            let Ok(p) = Pid::try_from(p) else { continue };
-                            let plan = plans.entry(p).or_insert_with(|| ResumePlan {
-                                threads: vec![],
-                                default: None,
-                            });
-                            if plan.default.is_none() {
-                                plan.default = Some(action);
-                            }
-                        }
-                        _ => {
-                            if default.is_none() {
-                                default = Some(action);
-                            }
-                        }
+                VContScope::Process(p) => {
+                    let plan = plans.entry(p).or_insert_with(|| ResumePlan {
+                        threads: vec![],
+                        default: None,
+                    });
+                    if plan.default.is_none() {
+                        plan.default = Some(action);
                     }
                 }
-                Some(id) => {
-                    let Some((pid, tid)) = self.resolve_thread(Some(id)) else {
-                        self.send_error(
-                            crate::error::ErrorCode::NoSuchProcess,
-                            "vCont names an unknown thread",
-                        );
-                        return;
-                    };
+                VContScope::Thread(pid, tid) => {
                     let plan = plans.entry(pid).or_insert_with(|| ResumePlan {
                         threads: vec![],
                         default: None,
@@ -200,6 +179,62 @@ impl Session {
         self.start_resume(plans);
     }
 
+    /// The one reading of `vCont` actions, for all-stop ([`Self::handle_vcont`])
+    /// and non-stop (`nonstop.rs`) alike: each action with its signal in
+    /// Linux numbering and what it applies to, in the client's order (the
+    /// first action that matches a thread wins). A bad signal or an unknown
+    /// thread is answered here, and `None` returned. A `p<pid>.-1` whose pid
+    /// is out of range applies to nothing.
+    pub(in crate::session) fn vcont_scopes(
+        &mut self,
+        actions: &[VContAction],
+    ) -> Option<Vec<(VContScope, ResumeAction)>> {
+        let mut scoped = Vec::with_capacity(actions.len());
+        for a in actions {
+            let action = match a.kind {
+                VContKind::Continue => ResumeAction::Continue(None),
+                VContKind::Step => ResumeAction::Step(None),
+                VContKind::Stop => ResumeAction::Stop,
+                VContKind::Range(start, end) => ResumeAction::RangeStep { start, end },
+                VContKind::ContinueSig(s) | VContKind::StepSig(s) => {
+                    let Some(sig) = self.signal_from_wire(s) else {
+                        self.send_error(crate::error::ErrorCode::Invalid, "unknown signal number");
+                        return None;
+                    };
+                    let sig = Some(sig).filter(|s| *s != 0);
+                    if matches!(a.kind, VContKind::ContinueSig(_)) {
+                        ResumeAction::Continue(sig)
+                    } else {
+                        ResumeAction::Step(sig)
+                    }
+                }
+            };
+            let scope = match a.thread {
+                None => VContScope::All,
+                // `p<pid>.-1` or `-1`: every thread of that process (or all).
+                Some(id) if id.tid == IdSel::All => match id.pid {
+                    Some(IdSel::Id(p)) => match Pid::try_from(p) {
+                        Ok(p) => VContScope::Process(p),
+                        Err(_) => continue,
+                    },
+                    _ => VContScope::All,
+                },
+                Some(id) => {
+                    let Some((pid, tid)) = self.resolve_thread(Some(id)) else {
+                        self.send_error(
+                            crate::error::ErrorCode::NoSuchProcess,
+                            "vCont names an unknown thread",
+                        );
+                        return None;
+                    };
+                    VContScope::Thread(pid, tid)
+                }
+            };
+            scoped.push((scope, action));
+        }
+        Some(scoped)
+    }
+
     pub(in crate::session) fn reply_no_process_resume(&mut self) {
         // The process is gone (e.g. killed from outside while stopped):
         // report its end again, or an error if nothing was ever recorded.
@@ -222,7 +257,9 @@ impl Session {
 
     pub(in crate::session) fn start_resume(&mut self, plans: BTreeMap<Pid, ResumePlan>) {
         self.xfer_cache.clear();
-        self.last_plans = plans.clone();
+        if let Some(cpu) = self.role.cpu_mut() {
+            cpu.last_plans = plans.clone();
+        }
         // A thread sitting on one of the GPU library's own breakpoints must
         // get off it first, out of the client's sight.
         if self.gpu_prepare_resume(&plans) {
@@ -265,18 +302,20 @@ impl Session {
             tracing::debug!(target: "packets", session = self.id, "interrupt while stopped: ignored");
             return;
         }
-        self.interrupt_wanted = true;
+        if let Some(cpu) = self.role.cpu_mut() {
+            cpu.interrupt_wanted = true;
+        }
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
                 tracing::warn!(target: "ptrace", "interrupt failed: {e}");
             }
         }
-        // A GPU target with no wave to stop reports the interrupt at once,
-        // but it has no fd that would wake the loop: poll it now (lldb
-        // interrupts the GPU process to insert breakpoints while it runs;
-        // without this the client waits out its packet timeout).
-        if !self.role.is_cpu() {
-            self.on_target_wakeup(false);
-        }
+        // A stop the interrupt already queued is picked up at once, as after
+        // a resume (`start_resume`). A GPU target with no wave to stop
+        // reports the interrupt so, with no fd that would wake the loop
+        // (lldb interrupts the GPU process to insert breakpoints while it
+        // runs; without this the client waits out its packet timeout); a
+        // native process's SIGSTOP is usually still on its way (SIGCHLD).
+        self.on_target_wakeup(false);
     }
 }

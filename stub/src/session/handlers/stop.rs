@@ -61,7 +61,9 @@ impl Session {
         if self.is_running() && self.gpu_intercept(&stop) {
             return;
         }
-        self.interrupt_wanted = false;
+        if let Some(cpu) = self.role.cpu_mut() {
+            cpu.interrupt_wanted = false;
+        }
         let stop = if self.is_running() {
             self.gpu_decorate_stop(stop)
         } else {
@@ -76,13 +78,12 @@ impl Session {
         }
         self.record_stop(stop);
         if self.is_running() {
-            let orphaned = match self.run {
-                crate::session::RunState::Orphaned { input_held } => Some(input_held),
-                _ => None,
-            };
+            let orphaned = self.run == crate::session::RunState::Orphaned;
             self.run = crate::session::RunState::Stopped;
-            if let Some(input_held) = orphaned {
-                if input_held {
+            if orphaned {
+                // A new client's bytes held meanwhile are handled at the
+                // end of this wake-up.
+                if self.framer.pending_input() > 0 {
                     self.run = crate::session::RunState::StoppedWithHeldInput;
                 }
                 // The client that resumed is gone (`--multi`): the stop
