@@ -63,6 +63,26 @@ pub struct LaneIn {
     pub vcc_in: u64,
 }
 
+/// Sum of the absolute differences of the `bits`-bit fields of `a` and `b`.
+fn sad(a: u32, b: u32, bits: u32) -> u32 {
+    let mask = (1u32 << bits) - 1;
+    (0..32 / bits)
+        .map(|k| ((a >> (k * bits)) & mask).abs_diff((b >> (k * bits)) & mask))
+        .sum()
+}
+
+/// f32 to f16 rounding towards zero.
+fn f16_rtz(x: f32) -> u32 {
+    let h = f64_to_f16(x as f64);
+    // Round to nearest went away from zero: one step back (the magnitude
+    // bits of a sign-magnitude number; infinity becomes the largest finite).
+    if x.is_finite() && (f16_to_f32(h)).abs() > x.abs() {
+        (h - 1) as u32
+    } else {
+        h as u32
+    }
+}
+
 /// Calls a `sat(...)` closure with the two 32-bit sources.
 #[inline(always)]
 fn sat<F: Fn(u32, u32) -> u64>(f: F, a: u32, b: u32) -> u64 {
@@ -168,7 +188,15 @@ valu_ops! {
         } = x;
         let fd = |v: u64, i: usize| f64m(v, i, abs, neg);
         let db = |x: f64| x.to_bits();
-        let h = |v: u64| f16_to_f32(v as u16) as f64;
+        let h = |v: u64, i: usize| {
+            let x = f16_to_f32(v as u16) as f64;
+            let x = if (abs >> i) & 1 != 0 { x.abs() } else { x };
+            if (neg >> i) & 1 != 0 {
+                -x
+            } else {
+                x
+            }
+        };
         let hb = |x: f64| f64_to_f16(x) as u64;
         let f = |v: u64, i: usize| f32m(v, i, abs, neg);
         let fb = |x: f32| x.to_bits() as u64;
@@ -261,10 +289,10 @@ valu_ops! {
         carry = a32 as u64 + cin > b32 as u64;
         b32.wrapping_sub(a32).wrapping_sub(cin as u32) as u64
     };
-    0x11f => AddF16 "v_add_f16" [1,1,1] flags(F16) => hb(h(a) + h(b));
-    0x120 => SubF16 "v_sub_f16" [1,1,1] flags(F16) => hb(h(a) - h(b));
-    0x121 => SubrevF16 "v_subrev_f16" [1,1,1] flags(F16) => hb(h(b) - h(a));
-    0x122 => MulF16 "v_mul_f16" [1,1,1] flags(F16) => hb(h(a) * h(b));
+    0x11f => AddF16 "v_add_f16" [1,1,1] flags(F16) => hb(h(a, 0) + h(b, 1));
+    0x120 => SubF16 "v_sub_f16" [1,1,1] flags(F16) => hb(h(a, 0) - h(b, 1));
+    0x121 => SubrevF16 "v_subrev_f16" [1,1,1] flags(F16) => hb(h(b, 1) - h(a, 0));
+    0x122 => MulF16 "v_mul_f16" [1,1,1] flags(F16) => hb(h(a, 0) * h(b, 1));
     0x126 => AddU16 "v_add_u16" [1,1,1] flags(INT16) sat(|a, b| (a as u16).saturating_add(b as u16) as u64) => (a as u16).wrapping_add(b as u16) as u64;
     0x127 => SubU16 "v_sub_u16" [1,1,1] flags(INT16) sat(|a, b| (a as u16).saturating_sub(b as u16) as u64) => (a as u16).wrapping_sub(b as u16) as u64;
     0x128 => SubrevU16 "v_subrev_u16" [1,1,1] flags(INT16) => (b as u16).wrapping_sub(a as u16) as u64;
@@ -272,8 +300,8 @@ valu_ops! {
     0x12a => LshlrevB16 "v_lshlrev_b16" [1,1,1] flags(INT16) => ((b as u16) << (a & 15)) as u64;
     0x12b => LshrrevB16 "v_lshrrev_b16" [1,1,1] flags(INT16) => ((b as u16) >> (a & 15)) as u64;
     0x12c => AshrrevI16 "v_ashrrev_i16" [1,1,1] flags(INT16) => (((b as u16 as i16) >> (a & 15)) as u16) as u64;
-    0x12d => MaxF16 "v_max_f16" [1,1,1] flags(F16) => hb(h(a).max(h(b)));
-    0x12e => MinF16 "v_min_f16" [1,1,1] flags(F16) => hb(h(a).min(h(b)));
+    0x12d => MaxF16 "v_max_f16" [1,1,1] flags(F16) => hb(h(a, 0).max(h(b, 1)));
+    0x12e => MinF16 "v_min_f16" [1,1,1] flags(F16) => hb(h(a, 0).min(h(b, 1)));
     0x12f => MaxU16 "v_max_u16" [1,1,1] flags(INT16) => (a as u16).max(b as u16) as u64;
     0x130 => MaxI16 "v_max_i16" [1,1,1] flags(INT16) => (a as i16).max(b as i16) as u16 as u64;
     0x131 => MinU16 "v_min_u16" [1,1,1] flags(INT16) => (a as u16).min(b as u16) as u64;
@@ -294,7 +322,7 @@ valu_ops! {
     0x147 => CvtU32F32 "v_cvt_u32_f32" [1,1] => (f(a, 0) as u32) as u64;
     0x148 => CvtI32F32 "v_cvt_i32_f32" [1,1] => (f(a, 0) as i32) as u32 as u64;
     0x14a => CvtF16F32 "v_cvt_f16_f32" [1,1] => hb(f(a, 0) as f64);
-    0x14b => CvtF32F16 "v_cvt_f32_f16" [1,1] flags(F16) => fb(f16_to_f32(a as u16));
+    0x14b => CvtF32F16 "v_cvt_f32_f16" [1,1] flags(F16) => fb(h(a, 0) as f32);
     0x14f => CvtF32F64 "v_cvt_f32_f64" [1,2] => fb(fd(a, 0) as f32);
     0x150 => CvtF64F32 "v_cvt_f64_f32" [2,1] => db(f(a, 0) as f64);
     0x151 => CvtF32Ubyte0 "v_cvt_f32_ubyte0" [1,1] => fb((a32 & 0xff) as f32);
@@ -360,6 +388,15 @@ valu_ops! {
     };
     0x173 => FrexpExpI32F32 "v_frexp_exp_i32_f32" [1,1] => frexp(f(a, 0) as f64).1 as u32 as u64;
     0x174 => FrexpMantF32 "v_frexp_mant_f32" [1,1] => fb(frexp(f(a, 0) as f64).0 as f32);
+    0x179 => CvtF16U16 "v_cvt_f16_u16" [1,1] flags(INT16) => hb((a as u16) as f64);
+    0x17a => CvtF16I16 "v_cvt_f16_i16" [1,1] flags(INT16) => hb((a as u16 as i16) as f64);
+    0x17b => CvtU16F16 "v_cvt_u16_f16" [1,1] flags(F16) => (h(a, 0) as u16) as u64;
+    0x17c => CvtI16F16 "v_cvt_i16_f16" [1,1] flags(F16) => (h(a, 0) as i16) as u16 as u64;
+    0x17e => SqrtF16 "v_sqrt_f16" [1,1] flags(F16) => hb(h(a, 0).sqrt());
+    0x184 => FloorF16 "v_floor_f16" [1,1] flags(F16) => hb(h(a, 0).floor());
+    0x185 => CeilF16 "v_ceil_f16" [1,1] flags(F16) => hb(h(a, 0).ceil());
+    0x186 => TruncF16 "v_trunc_f16" [1,1] flags(F16) => hb(h(a, 0).trunc());
+    0x187 => RndneF16 "v_rndne_f16" [1,1] flags(F16) => hb(h(a, 0).round_ties_even());
     0x191 => SwapB32 "v_swap_b32" [1,1] flags(NO_SUFFIX, READS_DST, NO_SDWA, NO_DPP) => a32 as u64;
     // VOP3 only.
     0x1c0 => MadLegacyF32 "v_mad_legacy_f32" [1,1,1,1] => {
@@ -381,7 +418,15 @@ valu_ops! {
     0x1ca => BfiB32 "v_bfi_b32" [1,1,1,1] => ((a32 & b32) | (!a32 & c32)) as u64;
     0x1cb => FmaF32 "v_fma_f32" [1,1,1,1] flags(CLAMP_F32) => fb(f(a, 0).mul_add(f(b, 1), f(c, 2)));
     0x1cc => FmaF64 "v_fma_f64" [2,2,2,2] => db(fd(a, 0).mul_add(fd(b, 1), fd(c, 2)));
+    // Per byte: the rounded average of the bytes of a and b.
+    0x1cd => LerpU8 "v_lerp_u8" [1,1,1,1] => {
+        let byte = |x: u32, k: u32| (x >> (8 * k)) & 0xff;
+        (0..4).fold(0u32, |v, k| {
+            v | ((byte(a32, k) + byte(b32, k) + (byte(c32, k) & 1)) >> 1) << (8 * k)
+        }) as u64
+    };
     0x1ce => AlignbitB32 "v_alignbit_b32" [1,1,1,1] => ((((a32 as u64) << 32 | b32 as u64) >> (c32 & 31)) as u32) as u64;
+    0x1cf => AlignbyteB32 "v_alignbyte_b32" [1,1,1,1] => ((((a32 as u64) << 32 | b32 as u64) >> (8 * (c32 & 3))) as u32) as u64;
     0x1d0 => Min3F32 "v_min3_f32" [1,1,1,1] => fb(f(a, 0).min(f(b, 1)).min(f(c, 2)));
     0x1d1 => Min3I32 "v_min3_i32" [1,1,1,1] => ai.min(bi).min(ci) as u32 as u64;
     0x1d2 => Min3U32 "v_min3_u32" [1,1,1,1] => a32.min(b32).min(c32) as u64;
@@ -394,6 +439,11 @@ valu_ops! {
     };
     0x1d7 => Med3I32 "v_med3_i32" [1,1,1,1] => (ai.max(bi).min(ci).max(ai.min(bi))) as u32 as u64;
     0x1d8 => Med3U32 "v_med3_u32" [1,1,1,1] => (a32.max(b32).min(c32).max(a32.min(b32))) as u64;
+    // Sums of absolute differences (bytes, halves, words) plus c.
+    0x1d9 => SadU8 "v_sad_u8" [1,1,1,1] => sad(a32, b32, 8).wrapping_add(c32) as u64;
+    0x1da => SadHiU8 "v_sad_hi_u8" [1,1,1,1] => (sad(a32, b32, 8) << 16).wrapping_add(c32) as u64;
+    0x1db => SadU16 "v_sad_u16" [1,1,1,1] => sad(a32, b32, 16).wrapping_add(c32) as u64;
+    0x1dc => SadU32 "v_sad_u32" [1,1,1,1] => a32.abs_diff(b32).wrapping_add(c32) as u64;
     0x1de => DivFixupF32 "v_div_fixup_f32" [1,1,1,1] => fb(div_fixup(f(a, 0) as f64, f(b, 1) as f64, f(c, 2) as f64) as f32);
     0x1df => DivFixupF64 "v_div_fixup_f64" [2,2,2,2] => db(div_fixup(fd(a, 0), fd(b, 1), fd(c, 2)));
     // Exact reciprocals make scaling unnecessary: the scale
@@ -493,6 +543,8 @@ valu_ops! {
     0x290 => LshrrevB64 "v_lshrrev_b64" [2,1,2] => b >> (a32 & 63);
     0x291 => AshrrevI64 "v_ashrrev_i64" [2,1,2] => ((b as i64) >> (a32 & 63)) as u64;
     0x293 => BfmB32 "v_bfm_b32" [1,1,1] => ((((1u64 << (a32 & 31)) - 1) as u32).wrapping_shl(b32 & 31)) as u64;
+    // Both f32 operands rounded towards zero to f16, packed (b high).
+    0x296 => CvtPkrtzF16F32 "v_cvt_pkrtz_f16_f32" [1,1,1] => (f16_rtz(f(a, 0)) | f16_rtz(f(b, 1)) << 16) as u64;
     0x29c => AddI32 "v_add_i32" [1,1,1] sat(|a, b| (a as i32).saturating_add(b as i32) as u32 as u64) => ai.wrapping_add(bi) as u32 as u64;
     0x29d => SubI32 "v_sub_i32" [1,1,1] sat(|a, b| (a as i32).saturating_sub(b as i32) as u32 as u64) => ai.wrapping_sub(bi) as u32 as u64;
 }
