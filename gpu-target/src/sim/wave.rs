@@ -1529,18 +1529,17 @@ fn flat_apertures(
     data: u8,
     addrs: &[u64; LANES],
 ) -> Step {
-    let (bytes, load, signed) = match op {
-        FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
-        FlatOp::Store { bytes } => (*bytes as usize, false, false),
-        _ => return Step::IllegalInstruction, // atomics on LDS/private via FLAT
+    // Atomics on LDS/private addresses through FLAT: not supported.
+    let Some(x) = LaneXfer::new(op, vdst, data) else {
+        return Step::IllegalInstruction;
     };
     let exec = r.exec;
     for lane in 0..LANES {
         if exec >> lane & 1 == 0 {
             continue;
         }
-        for k in 0..bytes.div_ceil(4) {
-            let n = (bytes - 4 * k).min(4);
+        for k in 0..x.bytes.div_ceil(4) {
+            let n = x.dword_len(k);
             let a = addrs[lane] + 4 * k as u64;
             // (memory, byte index) of this dword.
             let (mem, at): (&mut [u8], Option<usize>) =
@@ -1554,32 +1553,20 @@ fn flat_apertures(
                     (&mut *ctx.scratch, ok.then_some(off))
                 } else {
                     let mut buf = [0u8; 4];
-                    if load {
-                        if ctx.mem.read(a, &mut buf[..n]).is_err() {
-                            return Step::MemoryViolation { addr: a };
-                        }
-                        let v = u32::from_le_bytes(buf);
-                        r.vset(vdst as usize + k, 1, lane, sext(v, bytes, signed) as u64);
-                    } else {
-                        let v = r.vgpr.get(data as usize + k).map(|x| x[lane]).unwrap_or(0);
-                        if ctx.mem.write(a, &v.to_le_bytes()[..n]).is_err() {
-                            return Step::MemoryViolation { addr: a };
-                        }
+                    let buf = &mut buf[..n];
+                    if x.load && ctx.mem.read(a, buf).is_err() {
+                        return Step::MemoryViolation { addr: a };
+                    }
+                    x.dword(r, lane, k, buf);
+                    if !x.load && ctx.mem.write(a, buf).is_err() {
+                        return Step::MemoryViolation { addr: a };
                     }
                     continue;
                 };
             let Some(at) = at else {
                 return Step::MemoryViolation { addr: a };
             };
-            if load {
-                let mut buf = [0u8; 4];
-                buf[..n].copy_from_slice(&mem[at..at + n]);
-                let v = u32::from_le_bytes(buf);
-                r.vset(vdst as usize + k, 1, lane, sext(v, bytes, signed) as u64);
-            } else {
-                let v = r.vgpr.get(data as usize + k).map(|x| x[lane]).unwrap_or(0);
-                mem[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
-            }
+            x.dword(r, lane, k, &mut mem[at..at + n]);
         }
     }
     Step::Continue
@@ -1620,6 +1607,58 @@ fn sext(v: u32, bytes: usize, signed: bool) -> u32 {
         (1, true) => v as u8 as i8 as i32 as u32,
         (2, true) => v as u16 as i16 as i32 as u32,
         _ => v,
+    }
+}
+
+/// A lane-by-lane load or store of `bytes` bytes per lane between VGPRs and
+/// memory (FLAT to the apertures, scratch, MUBUF).
+#[derive(Clone, Copy)]
+struct LaneXfer {
+    bytes: usize,
+    load: bool,
+    signed: bool,
+    /// First VGPR a load writes.
+    vdst: u8,
+    /// First VGPR a store reads.
+    data: u8,
+}
+
+impl LaneXfer {
+    /// For a FLAT/MUBUF load or store (`None` for atomics).
+    fn new(op: &FlatOp, vdst: u8, data: u8) -> Option<Self> {
+        let (bytes, load, signed) = match *op {
+            FlatOp::Load { bytes, signed } => (bytes as usize, true, signed),
+            FlatOp::Store { bytes } => (bytes as usize, false, false),
+            _ => return None,
+        };
+        Some(Self {
+            bytes,
+            load,
+            signed,
+            vdst,
+            data,
+        })
+    }
+
+    /// Bytes of dword `k` of a lane's data (the last one may be partial).
+    fn dword_len(&self, k: usize) -> usize {
+        (self.bytes - 4 * k).min(4)
+    }
+
+    /// Moves dword `k` of `lane` between its VGPR and `mem` (that dword's
+    /// bytes): a load writes VGPR `vdst + k` (a sub-dword load extended as
+    /// `signed` says), a store copies VGPR `data + k` into `mem`.
+    fn dword(&self, r: &mut WaveRegs, lane: usize, k: usize, mem: &mut [u8]) {
+        let n = mem.len().min(4);
+        if self.load {
+            let mut w = [0u8; 4];
+            w[..n].copy_from_slice(&mem[..n]);
+            let v = sext(u32::from_le_bytes(w), self.bytes, self.signed);
+            r.vset(self.vdst as usize + k, 1, lane, v as u64);
+        } else {
+            let v = r.vgpr.get(self.data as usize + k).map_or(0, |x| x[lane]);
+            mem[..n].copy_from_slice(&v.to_le_bytes()[..n]);
+        }
     }
 }
 
@@ -1779,38 +1818,27 @@ fn mubuf_global(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             r.exec = exec;
             step
         }
-        FlatOp::Load { signed, .. } => {
+        _ => {
+            let Some(x) = LaneXfer::new(op, *vdata, *vdata) else {
+                return Step::IllegalInstruction;
+            };
             for lane in 0..LANES {
-                if exec >> lane & 1 == 0 {
+                if exec >> lane & 1 == 0 || (!x.load && in_range >> lane & 1 == 0) {
                     continue;
                 }
-                let mut b = [0u8; 16];
-                let n = bytes as usize;
-                if in_range >> lane & 1 != 0 && ctx.mem.read(addrs[lane], &mut b[..n]).is_err() {
-                    return Step::MemoryViolation { addr: addrs[lane] };
-                }
-                for k in 0..n.div_ceil(4) {
-                    let v =
-                        u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
-                    let v = if n < 4 { sext(v, n, *signed) } else { v };
-                    r.vset(*vdata as usize + k, 1, lane, v as u64);
-                }
-            }
-            Step::Continue
-        }
-        FlatOp::Store { .. } => {
-            for lane in 0..LANES {
-                if exec >> lane & 1 == 0 || in_range >> lane & 1 == 0 {
-                    continue;
-                }
-                let n = bytes as usize;
-                let mut b = [0u8; 16];
-                for k in 0..n.div_ceil(4) {
-                    let v = r.vgpr.get(*vdata as usize + k).map_or(0, |x| x[lane]);
-                    b[4 * k..4 * k + 4].copy_from_slice(&v.to_le_bytes());
-                }
-                if ctx.mem.write(addrs[lane], &b[..n]).is_err() {
-                    return Step::MemoryViolation { addr: addrs[lane] };
+                for k in 0..x.bytes.div_ceil(4) {
+                    let a = addrs[lane] + 4 * k as u64;
+                    let mut buf = [0u8; 4];
+                    let buf = &mut buf[..x.dword_len(k)];
+                    // Out of range: a load gives 0.
+                    let fetch = x.load && in_range >> lane & 1 != 0;
+                    if fetch && ctx.mem.read(a, buf).is_err() {
+                        return Step::MemoryViolation { addr: a };
+                    }
+                    x.dword(r, lane, k, buf);
+                    if !x.load && ctx.mem.write(a, buf).is_err() {
+                        return Step::MemoryViolation { addr: a };
+                    }
                 }
             }
             Step::Continue
@@ -1836,10 +1864,8 @@ fn mubuf_bytes(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let exec = r.exec;
     let base = r.sget(*srsrc as u16, 2, None) & 0xffff_ffff_ffff;
     let soff = r.sget(*soffset as u16, 1, None);
-    let (bytes, load, signed) = match op {
-        FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
-        FlatOp::Store { bytes } => (*bytes as usize, false, false),
-        _ => return Step::IllegalInstruction,
+    let Some(x) = LaneXfer::new(op, *vdata, *vdata) else {
+        return Step::IllegalInstruction;
     };
     let len = ctx.scratch.len() as u64;
     for lane in 0..LANES {
@@ -1850,8 +1876,8 @@ fn mubuf_bytes(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         if *offen {
             lane_off += r.vgpr.get(*vaddr as usize).map(|v| v[lane]).unwrap_or(0) as u64;
         }
-        for k in 0..bytes.div_ceil(4) {
-            let n = (bytes - 4 * k).min(4);
+        for k in 0..x.bytes.div_ceil(4) {
+            let n = x.dword_len(k);
             let wave = base
                 .wrapping_add(soff)
                 .wrapping_add(swizzle_private(lane, lane_off + 4 * k as u64));
@@ -1861,25 +1887,7 @@ fn mubuf_bytes(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                 };
             }
             let at = wave as usize;
-            let mem = &mut ctx.scratch[at..at + n];
-            if load {
-                let mut w = [0u8; 4];
-                w[..n].copy_from_slice(mem);
-                let mut v = u32::from_le_bytes(w);
-                if signed && bytes == 1 {
-                    v = v as u8 as i8 as i32 as u32;
-                } else if signed && bytes == 2 {
-                    v = v as u16 as i16 as i32 as u32;
-                }
-                r.vset(*vdata as usize + k, 1, lane, v as u64);
-            } else {
-                let v = r
-                    .vgpr
-                    .get(*vdata as usize + k)
-                    .map(|x| x[lane])
-                    .unwrap_or(0);
-                mem.copy_from_slice(&v.to_le_bytes()[..n]);
-            }
+            x.dword(r, lane, k, &mut ctx.scratch[at..at + n]);
         }
     }
     Step::Continue
