@@ -1521,6 +1521,7 @@ pub fn swizzle_private(lane: usize, lane_off: u64) -> u64 {
 
 /// FLAT loads and stores whose generic addresses fall in the LDS or private
 /// aperture (per lane; a lane's address may also be global).
+#[allow(clippy::needless_range_loop)] // lanes index several arrays at once
 fn flat_apertures(
     r: &mut WaveRegs,
     ctx: &mut Ctx<'_>,
