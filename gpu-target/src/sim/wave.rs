@@ -231,6 +231,15 @@ impl WaveRegs {
 
     /// Reads a scalar operand of 1 or 2 dwords.
     pub(super) fn sget(&self, code: u16, width: u8, lit: Option<u32>) -> u64 {
+        // The common case first: SGPRs.
+        if (code as usize) < NUM_SGPRS {
+            let lo = self.sgpr[code as usize] as u64;
+            return if width == 2 {
+                lo | (self.sreg(code + 1) as u64) << 32
+            } else {
+                lo
+            };
+        }
         if code == 255 {
             return lit.unwrap_or(0) as u64;
         }
@@ -861,6 +870,14 @@ fn gather(r: &WaveRegs, s: VSrc, out: &mut [u64; LANES]) {
 /// Branch-free (a blend with a lane mask), so the loops vectorise.
 #[inline]
 fn scatter(r: &mut WaveRegs, reg: usize, width: u8, exec: u64, vals: &[u64; LANES]) {
+    if exec == u64::MAX && width == 1 {
+        if let Some(lo) = r.vgpr.get_mut(reg) {
+            for (d, &v) in lo.iter_mut().zip(vals.iter()) {
+                *d = v as u32;
+            }
+        }
+        return;
+    }
     let mut m = [0u32; LANES];
     for (lane, x) in m.iter_mut().enumerate() {
         *x = 0u32.wrapping_sub((exec >> lane) as u32 & 1);
@@ -1698,6 +1715,34 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         // Whole dwords at dword offsets (spills, private arrays): dword `k`
         // of a lane sits at wave_base + swizzle(lane_off + 4k).
         let dwords = bytes / 4;
+        if !*offen && offset.is_multiple_of(4) {
+            // Every lane at the same lane offset (spills): dword `k` of the
+            // wave is one 256-byte block, lane `l` at 4 * l.
+            let first = wave_base.wrapping_add(swizzle_private(0, *offset as u64));
+            let end = first.checked_add((dwords * 4 * LANES) as u64);
+            if end.is_some_and(|e| e <= len) {
+                let first = first as usize;
+                for k in 0..dwords {
+                    let at = first + k * 4 * LANES;
+                    let block = &mut ctx.scratch[at..at + 4 * LANES];
+                    let Some(reg) = r.vgpr.get_mut(*vdata as usize + k) else {
+                        continue;
+                    };
+                    for (lane, (w, v)) in block.chunks_exact_mut(4).zip(reg.iter_mut()).enumerate()
+                    {
+                        if exec >> lane & 1 == 0 {
+                            continue;
+                        }
+                        if load {
+                            *v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                        } else {
+                            w.copy_from_slice(&v.to_le_bytes());
+                        }
+                    }
+                }
+                return Step::Continue;
+            }
+        }
         let va = r.vgpr.get(*vaddr as usize).copied();
         let mut at = [0usize; LANES];
         for lane in 0..LANES {
