@@ -866,6 +866,19 @@ fn gather(r: &WaveRegs, s: VSrc, out: &mut [u64; LANES]) {
     }
 }
 
+/// Copies the EXEC lanes of `src` into `dst` (branch-free, vectorises).
+#[inline]
+fn blend_row(dst: &mut [u32; LANES], src: &[u32; LANES], exec: u64) {
+    if exec == u64::MAX {
+        *dst = *src;
+        return;
+    }
+    for (lane, (d, &s)) in dst.iter_mut().zip(src.iter()).enumerate() {
+        let m = 0u32.wrapping_sub((exec >> lane) as u32 & 1);
+        *d = (*d & !m) | (s & m);
+    }
+}
+
 /// Writes the EXEC lanes of `vals` to VGPR `reg` (and `reg + 1` when 64-bit).
 /// Branch-free (a blend with a lane mask), so the loops vectorise.
 #[inline]
@@ -1382,25 +1395,21 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
     match op {
         Vop3pOp::AccvgprReadB32 => {
             let a = (src[0] as usize).saturating_sub(256);
-            for lane in 0..LANES {
-                if exec >> lane & 1 != 0 {
-                    let v = r.agpr.get(a).map(|x| x[lane]).unwrap_or(0);
-                    r.vset(dst, 1, lane, v as u64);
-                }
+            let v = r.agpr.get(a).copied().unwrap_or([0; LANES]);
+            if let Some(d) = r.vgpr.get_mut(dst) {
+                blend_row(d, &v, exec);
             }
             return Step::Continue;
         }
         Vop3pOp::AccvgprWriteB32 => {
-            let s0 = r.vsrc(src[0], 1, inst.literal);
+            let v = match r.vsrc(src[0], 1, inst.literal) {
+                VSrc::Uniform(v) => [v as u32; LANES],
+                VSrc::Vgpr(n, _) => r.vgpr.get(n).copied().unwrap_or([0; LANES]),
+            };
             if r.agpr.len() <= dst {
                 r.agpr.resize(dst + 1, [0; LANES]);
             }
-            for lane in 0..LANES {
-                if exec >> lane & 1 != 0 {
-                    let v = r.vget(s0, lane) as u32;
-                    r.agpr[dst][lane] = v;
-                }
-            }
+            blend_row(&mut r.agpr[dst], &v, exec);
             return Step::Continue;
         }
         Vop3pOp::MfmaF32_4x4x1f32 => return mfma_4x4x1(r, dst, src, *acc_cd, op_sel_hi),
@@ -1728,15 +1737,16 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                     let Some(reg) = r.vgpr.get_mut(*vdata as usize + k) else {
                         continue;
                     };
-                    for (lane, (w, v)) in block.chunks_exact_mut(4).zip(reg.iter_mut()).enumerate()
-                    {
-                        if exec >> lane & 1 == 0 {
-                            continue;
-                        }
-                        if load {
-                            *v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                        } else {
-                            w.copy_from_slice(&v.to_le_bytes());
+                    let mut mem = [0u32; LANES];
+                    for (m, w) in mem.iter_mut().zip(block.chunks_exact(4)) {
+                        *m = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    }
+                    if load {
+                        blend_row(reg, &mem, exec);
+                    } else {
+                        blend_row(&mut mem, reg, exec);
+                        for (w, m) in block.chunks_exact_mut(4).zip(mem.iter()) {
+                            w.copy_from_slice(&m.to_le_bytes());
                         }
                     }
                 }
