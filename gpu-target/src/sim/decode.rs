@@ -411,6 +411,12 @@ pub enum FlatOp {
         /// Bytes per lane.
         bytes: u8,
     },
+    /// `store_byte_d16_hi` / `store_short_d16_hi`: the low `bytes` bytes of
+    /// the data register's high half.
+    StoreD16Hi {
+        /// Bytes per lane (1 or 2).
+        bytes: u8,
+    },
     /// 32-bit atomic (index into [`FLAT_ATOMICS`]).
     Atomic(u8),
     /// 64-bit atomic (`_x2`, index into [`FLAT_ATOMICS`]).
@@ -430,7 +436,9 @@ impl FlatOp {
             22 => load(12, false),
             23 => load(16, false),
             24 => Self::Store { bytes: 1 },
+            25 => Self::StoreD16Hi { bytes: 1 },
             26 => Self::Store { bytes: 2 },
+            27 => Self::StoreD16Hi { bytes: 2 },
             28 => Self::Store { bytes: 4 },
             29 => Self::Store { bytes: 8 },
             30 => Self::Store { bytes: 12 },
@@ -445,6 +453,7 @@ impl FlatOp {
     pub fn data_dwords(self) -> u8 {
         match self {
             Self::Load { bytes, .. } | Self::Store { bytes } => bytes.div_ceil(4),
+            Self::StoreD16Hi { .. } => 1,
             Self::Atomic(1) => 2,
             Self::Atomic(_) => 1,
             Self::Atomic64(1) => 4,
@@ -470,6 +479,9 @@ impl FlatOp {
                     b => sized(b, false),
                 };
                 format!("store_{s}")
+            }
+            Self::StoreD16Hi { bytes } => {
+                format!("store_{}_d16_hi", if bytes == 1 { "byte" } else { "short" })
             }
             Self::Atomic(i) => format!(
                 "atomic_{}",
@@ -1372,14 +1384,18 @@ impl Inst {
             _ => vreg(*addr, addr_w).to_string(),
         };
         let bytes = match op {
-            FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } => *bytes,
+            FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => {
+                *bytes
+            }
             FlatOp::Atomic(_) => 4,
             FlatOp::Atomic64(_) => 8,
         };
         let w = bytes.div_ceil(4);
         match op {
             FlatOp::Load { .. } => write!(f, " {}, {addr_text}", v(*vdst, w))?,
-            FlatOp::Store { .. } => write!(f, " {addr_text}, {}", v(*data, w))?,
+            FlatOp::Store { .. } | FlatOp::StoreD16Hi { .. } => {
+                write!(f, " {addr_text}, {}", v(*data, w))?
+            }
             FlatOp::Atomic(i) | FlatOp::Atomic64(i) => {
                 let dw = if *i == 1 { 2 * w } else { w };
                 if *glc {

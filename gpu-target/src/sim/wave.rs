@@ -1236,7 +1236,9 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         *a = v.wrapping_add(*offset as i64 as u64);
     }
     let bytes = match op {
-        FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } => *bytes as usize,
+        FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => {
+            *bytes as usize
+        }
         FlatOp::Atomic(_) => 4,
         FlatOp::Atomic64(_) => 8,
     };
@@ -1296,7 +1298,12 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                 }
             }
         }
-        FlatOp::Store { .. } => {
+        FlatOp::Store { .. } | FlatOp::StoreD16Hi { .. } => {
+            let shift = if matches!(op, FlatOp::StoreD16Hi { .. }) {
+                16
+            } else {
+                0
+            };
             let mut stack = [0u8; LANES * 16];
             let buf = &mut stack[..(last - first + 1) * bytes];
             for lane in first..=last {
@@ -1306,7 +1313,7 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                 let o = (lane - first) * bytes;
                 for k in 0..bytes.div_ceil(4) {
                     let v = r.vgpr.get(*data as usize + k).map(|x| x[lane]).unwrap_or(0);
-                    let b = v.to_le_bytes();
+                    let b = (v >> shift).to_le_bytes();
                     let n = (bytes - 4 * k).min(4);
                     buf[o + 4 * k..o + 4 * k + n].copy_from_slice(&b[..n]);
                 }
@@ -1648,14 +1655,17 @@ struct LaneXfer {
     vdst: u8,
     /// First VGPR a store reads.
     data: u8,
+    /// A store's data shift (16 for the `_d16_hi` stores).
+    shift: u32,
 }
 
 impl LaneXfer {
     /// For a FLAT/MUBUF load or store (`None` for atomics).
     fn new(op: &FlatOp, vdst: u8, data: u8) -> Option<Self> {
-        let (bytes, load, signed) = match *op {
-            FlatOp::Load { bytes, signed } => (bytes as usize, true, signed),
-            FlatOp::Store { bytes } => (bytes as usize, false, false),
+        let (bytes, load, signed, shift) = match *op {
+            FlatOp::Load { bytes, signed } => (bytes as usize, true, signed, 0),
+            FlatOp::Store { bytes } => (bytes as usize, false, false, 0),
+            FlatOp::StoreD16Hi { bytes } => (bytes as usize, false, false, 16),
             _ => return None,
         };
         Some(Self {
@@ -1664,6 +1674,7 @@ impl LaneXfer {
             signed,
             vdst,
             data,
+            shift,
         })
     }
 
@@ -1683,7 +1694,7 @@ impl LaneXfer {
             let v = sext(u32::from_le_bytes(w), self.bytes, self.signed);
             r.vset(self.vdst as usize + k, 1, lane, v as u64);
         } else {
-            let v = r.vgpr.get(self.data as usize + k).map_or(0, |x| x[lane]);
+            let v = r.vgpr.get(self.data as usize + k).map_or(0, |x| x[lane]) >> self.shift;
             mem[..n].copy_from_slice(&v.to_le_bytes()[..n]);
         }
     }
@@ -1715,7 +1726,7 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let soff = r.sget(*soffset as u16, 1, None);
     let (bytes, load, _) = match op {
         FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
-        FlatOp::Store { bytes } => (*bytes as usize, false, false),
+        FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => (*bytes as usize, false, false),
         _ => return Step::IllegalInstruction,
     };
     let len = ctx.scratch.len() as u64;
@@ -1837,7 +1848,9 @@ fn mubuf_global(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let stride = ((w1 >> 16) & 0x3fff) as u64;
     let soff = r.sget(*soffset as u16, 1, None);
     let bytes = match op {
-        FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } => *bytes as u64,
+        FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => {
+            *bytes as u64
+        }
         FlatOp::Atomic(_) => 4,
         FlatOp::Atomic64(_) => 8,
     };

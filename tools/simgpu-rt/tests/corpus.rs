@@ -1131,7 +1131,7 @@ fn f16_math() {
             .flat_map(|i| {
                 let x = h2f(a[i] as u16);
                 let u = b[i] as u16;
-                let s = b[i].wrapping_mul(40503) as u16 as i16;
+                let s = (b[i] >> 16) as u16 as i16;
                 let pack = |lo: u16, hi: u16| lo as u32 | (hi as u32) << 16;
                 let tr = x.trunc();
                 [
