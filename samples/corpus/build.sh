@@ -37,12 +37,15 @@ for src in *.cl *.hip; do
   *.cl) lang="-target amdgcn-amd-amdhsa -mcpu=gfx90a -x cl -cl-std=CL2.0 -cl-fp32-correctly-rounded-divide-sqrt" ;;
   *.hip) lang="-x hip -nogpuinc --cuda-device-only --offload-arch=gfx90a --no-gpu-bundle-output -std=c++17 -cuid=$name" ;;
   esac
+  extra=
+  # flat_scratch: private memory through scratch_* instructions.
+  [ "$name" = flat_scratch ] && extra="-Xclang -target-feature -Xclang +enable-flat-scratch"
   for level in 0 1 2 3; do
     dbg=
     [ "$level" = 0 ] && dbg=-g
     obj=$name.O$level.hsaco
     # shellcheck disable=SC2086 # word splitting of the flag lists is intended
-    "$CLANG" $common $lang -O$level $dbg "$src" -o "$out/$obj"
+    "$CLANG" $common $lang $extra -O$level $dbg "$src" -o "$out/$obj"
     if [ "$mode" = --check ] && ! cmp -s "$out/$obj" "$here/bin/$obj"; then
       echo "MISMATCH $obj (run samples/corpus/build.sh and review)" >&2
       status=1

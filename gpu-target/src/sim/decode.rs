@@ -9,6 +9,10 @@
 
 use std::fmt;
 
+pub use super::atomics::DS_ATOMICS;
+pub use super::atomics::FLAT_ATOMICS;
+use super::valu::flag;
+
 /// Defines an opcode enum with its encoding number, LLVM mnemonic and the
 /// operand widths in dwords (destination first).
 macro_rules! opcodes {
@@ -43,159 +47,51 @@ macro_rules! opcodes {
     };
 }
 
+pub(crate) use opcodes;
+
+/// An [`opcodes!`] table whose rows also say what each opcode does:
+/// `CODE => Variant "llvm_name" [widths] => expression;`. The header
+/// `fn NAME(args) -> Ret { prelude }` declares the method that runs a row's
+/// expression (after the prelude, with the arguments in scope); an optional
+/// `=> tail` after the rows is returned instead of the row's value.
+macro_rules! opcodes_exec {
+    (@ret $v:ident) => { $v };
+    (@ret $v:ident, $t:expr) => {{
+        let _ = $v;
+        $t
+    }};
+    (
+        $(#[$m:meta])* $ty:ident fn $f:ident($($arg:ident : $argty:ty),*) -> $ret:ty { $($prelude:tt)* }
+        { $($num:literal => $var:ident $name:literal [$($w:literal),*] => $body:expr;)* }
+        $(=> $tail:expr)?
+    ) => {
+        opcodes! { $(#[$m])* $ty { $($num => $var $name [$($w),*],)* } }
+        impl $ty {
+            /// Executes the opcode (its row's expression).
+            #[inline(always)]
+            #[allow(unused_variables, clippy::unnecessary_cast)]
+            pub fn $f(self, $($arg: $argty),*) -> $ret {
+                $($prelude)*
+                #[allow(clippy::let_unit_value)]
+                let v = match self { $(Self::$var => $body,)* };
+                opcodes_exec!(@ret v $(, $tail)?)
+            }
+        }
+    };
+}
+pub use super::salu::Sop1;
+pub use super::salu::Sop2;
+pub use super::salu::Sopc;
+pub use super::salu::Sopk;
+pub use super::valu::VAlu;
+pub(crate) use opcodes_exec;
+
 /// Code monomorphised per opcode by `dispatch` (see [`VAlu::dispatch`]).
 pub trait OpKernel {
     /// What a run returns.
     type Out;
     /// Runs with the opcode `ALL[OP]`.
     fn run<const OP: usize>(&mut self) -> Self::Out;
-}
-
-opcodes! {
-    /// SOP2 opcodes.
-    Sop2 {
-        0 => AddU32 "s_add_u32" [1,1,1],
-        1 => SubU32 "s_sub_u32" [1,1,1],
-        2 => AddI32 "s_add_i32" [1,1,1],
-        3 => SubI32 "s_sub_i32" [1,1,1],
-        4 => AddcU32 "s_addc_u32" [1,1,1],
-        5 => SubbU32 "s_subb_u32" [1,1,1],
-        6 => MinI32 "s_min_i32" [1,1,1],
-        7 => MinU32 "s_min_u32" [1,1,1],
-        8 => MaxI32 "s_max_i32" [1,1,1],
-        9 => MaxU32 "s_max_u32" [1,1,1],
-        10 => CselectB32 "s_cselect_b32" [1,1,1],
-        11 => CselectB64 "s_cselect_b64" [2,2,2],
-        12 => AndB32 "s_and_b32" [1,1,1],
-        13 => AndB64 "s_and_b64" [2,2,2],
-        14 => OrB32 "s_or_b32" [1,1,1],
-        15 => OrB64 "s_or_b64" [2,2,2],
-        16 => XorB32 "s_xor_b32" [1,1,1],
-        17 => XorB64 "s_xor_b64" [2,2,2],
-        18 => Andn2B32 "s_andn2_b32" [1,1,1],
-        19 => Andn2B64 "s_andn2_b64" [2,2,2],
-        20 => Orn2B32 "s_orn2_b32" [1,1,1],
-        21 => Orn2B64 "s_orn2_b64" [2,2,2],
-        22 => NandB32 "s_nand_b32" [1,1,1],
-        23 => NandB64 "s_nand_b64" [2,2,2],
-        24 => NorB32 "s_nor_b32" [1,1,1],
-        25 => NorB64 "s_nor_b64" [2,2,2],
-        26 => XnorB32 "s_xnor_b32" [1,1,1],
-        27 => XnorB64 "s_xnor_b64" [2,2,2],
-        28 => LshlB32 "s_lshl_b32" [1,1,1],
-        29 => LshlB64 "s_lshl_b64" [2,2,1],
-        30 => LshrB32 "s_lshr_b32" [1,1,1],
-        31 => LshrB64 "s_lshr_b64" [2,2,1],
-        32 => AshrI32 "s_ashr_i32" [1,1,1],
-        33 => AshrI64 "s_ashr_i64" [2,2,1],
-        34 => BfmB32 "s_bfm_b32" [1,1,1],
-        35 => BfmB64 "s_bfm_b64" [2,1,1],
-        36 => MulI32 "s_mul_i32" [1,1,1],
-        37 => BfeU32 "s_bfe_u32" [1,1,1],
-        38 => BfeI32 "s_bfe_i32" [1,1,1],
-        39 => BfeU64 "s_bfe_u64" [2,2,1],
-        40 => BfeI64 "s_bfe_i64" [2,2,1],
-        42 => AbsdiffI32 "s_absdiff_i32" [1,1,1],
-        44 => MulHiU32 "s_mul_hi_u32" [1,1,1],
-        45 => MulHiI32 "s_mul_hi_i32" [1,1,1],
-        46 => Lshl1AddU32 "s_lshl1_add_u32" [1,1,1],
-        47 => Lshl2AddU32 "s_lshl2_add_u32" [1,1,1],
-        48 => Lshl3AddU32 "s_lshl3_add_u32" [1,1,1],
-        49 => Lshl4AddU32 "s_lshl4_add_u32" [1,1,1],
-        50 => PackLlB32B16 "s_pack_ll_b32_b16" [1,1,1],
-        51 => PackLhB32B16 "s_pack_lh_b32_b16" [1,1,1],
-        52 => PackHhB32B16 "s_pack_hh_b32_b16" [1,1,1],
-    }
-}
-
-opcodes! {
-    /// SOP1 opcodes.
-    Sop1 {
-        0 => MovB32 "s_mov_b32" [1,1],
-        1 => MovB64 "s_mov_b64" [2,2],
-        2 => CmovB32 "s_cmov_b32" [1,1],
-        3 => CmovB64 "s_cmov_b64" [2,2],
-        4 => NotB32 "s_not_b32" [1,1],
-        5 => NotB64 "s_not_b64" [2,2],
-        8 => BrevB32 "s_brev_b32" [1,1],
-        9 => BrevB64 "s_brev_b64" [2,2],
-        10 => Bcnt0I32B32 "s_bcnt0_i32_b32" [1,1],
-        11 => Bcnt0I32B64 "s_bcnt0_i32_b64" [1,2],
-        12 => Bcnt1I32B32 "s_bcnt1_i32_b32" [1,1],
-        13 => Bcnt1I32B64 "s_bcnt1_i32_b64" [1,2],
-        14 => Ff0I32B32 "s_ff0_i32_b32" [1,1],
-        15 => Ff0I32B64 "s_ff0_i32_b64" [1,2],
-        16 => Ff1I32B32 "s_ff1_i32_b32" [1,1],
-        17 => Ff1I32B64 "s_ff1_i32_b64" [1,2],
-        18 => FlbitI32B32 "s_flbit_i32_b32" [1,1],
-        19 => FlbitI32B64 "s_flbit_i32_b64" [1,2],
-        22 => SextI32I8 "s_sext_i32_i8" [1,1],
-        23 => SextI32I16 "s_sext_i32_i16" [1,1],
-        24 => Bitset0B32 "s_bitset0_b32" [1,1],
-        25 => Bitset0B64 "s_bitset0_b64" [2,1],
-        26 => Bitset1B32 "s_bitset1_b32" [1,1],
-        27 => Bitset1B64 "s_bitset1_b64" [2,1],
-        28 => GetpcB64 "s_getpc_b64" [2],
-        29 => SetpcB64 "s_setpc_b64" [0,2],
-        30 => SwappcB64 "s_swappc_b64" [2,2],
-        32 => AndSaveexecB64 "s_and_saveexec_b64" [2,2],
-        33 => OrSaveexecB64 "s_or_saveexec_b64" [2,2],
-        34 => XorSaveexecB64 "s_xor_saveexec_b64" [2,2],
-        35 => Andn2SaveexecB64 "s_andn2_saveexec_b64" [2,2],
-        36 => Orn2SaveexecB64 "s_orn2_saveexec_b64" [2,2],
-        37 => NandSaveexecB64 "s_nand_saveexec_b64" [2,2],
-        38 => NorSaveexecB64 "s_nor_saveexec_b64" [2,2],
-        39 => XnorSaveexecB64 "s_xnor_saveexec_b64" [2,2],
-        48 => AbsI32 "s_abs_i32" [1,1],
-        51 => Andn1SaveexecB64 "s_andn1_saveexec_b64" [2,2],
-        52 => Orn1SaveexecB64 "s_orn1_saveexec_b64" [2,2],
-    }
-}
-
-opcodes! {
-    /// SOPC opcodes.
-    Sopc {
-        0 => CmpEqI32 "s_cmp_eq_i32" [1,1],
-        1 => CmpLgI32 "s_cmp_lg_i32" [1,1],
-        2 => CmpGtI32 "s_cmp_gt_i32" [1,1],
-        3 => CmpGeI32 "s_cmp_ge_i32" [1,1],
-        4 => CmpLtI32 "s_cmp_lt_i32" [1,1],
-        5 => CmpLeI32 "s_cmp_le_i32" [1,1],
-        6 => CmpEqU32 "s_cmp_eq_u32" [1,1],
-        7 => CmpLgU32 "s_cmp_lg_u32" [1,1],
-        8 => CmpGtU32 "s_cmp_gt_u32" [1,1],
-        9 => CmpGeU32 "s_cmp_ge_u32" [1,1],
-        10 => CmpLtU32 "s_cmp_lt_u32" [1,1],
-        11 => CmpLeU32 "s_cmp_le_u32" [1,1],
-        12 => Bitcmp0B32 "s_bitcmp0_b32" [1,1],
-        13 => Bitcmp1B32 "s_bitcmp1_b32" [1,1],
-        14 => Bitcmp0B64 "s_bitcmp0_b64" [2,1],
-        15 => Bitcmp1B64 "s_bitcmp1_b64" [2,1],
-        18 => CmpEqU64 "s_cmp_eq_u64" [2,2],
-        19 => CmpLgU64 "s_cmp_lg_u64" [2,2],
-    }
-}
-
-opcodes! {
-    /// SOPK opcodes.
-    Sopk {
-        0 => MovkI32 "s_movk_i32" [1],
-        1 => CmovkI32 "s_cmovk_i32" [1],
-        2 => CmpkEqI32 "s_cmpk_eq_i32" [1],
-        3 => CmpkLgI32 "s_cmpk_lg_i32" [1],
-        4 => CmpkGtI32 "s_cmpk_gt_i32" [1],
-        5 => CmpkGeI32 "s_cmpk_ge_i32" [1],
-        6 => CmpkLtI32 "s_cmpk_lt_i32" [1],
-        7 => CmpkLeI32 "s_cmpk_le_i32" [1],
-        8 => CmpkEqU32 "s_cmpk_eq_u32" [1],
-        9 => CmpkLgU32 "s_cmpk_lg_u32" [1],
-        10 => CmpkGtU32 "s_cmpk_gt_u32" [1],
-        11 => CmpkGeU32 "s_cmpk_ge_u32" [1],
-        12 => CmpkLtU32 "s_cmpk_lt_u32" [1],
-        13 => CmpkLeU32 "s_cmpk_le_u32" [1],
-        14 => AddkI32 "s_addk_i32" [1],
-        15 => MulkI32 "s_mulk_i32" [1],
-    }
 }
 
 opcodes! {
@@ -227,214 +123,6 @@ opcodes! {
         2 => LoadDwordx4 "s_load_dwordx4" [4],
         3 => LoadDwordx8 "s_load_dwordx8" [8],
         4 => LoadDwordx16 "s_load_dwordx16" [16],
-    }
-}
-
-opcodes! {
-    /// VALU opcodes other than compares, keyed by their VOP3 number (VOP2
-    /// n = 0x100 + n, VOP1 n = 0x140 + n).
-    VAlu {
-        0x100 => CndmaskB32 "v_cndmask_b32" [1,1,1,2],
-        0x101 => AddF32 "v_add_f32" [1,1,1],
-        0x102 => SubF32 "v_sub_f32" [1,1,1],
-        0x103 => SubrevF32 "v_subrev_f32" [1,1,1],
-        0x105 => MulF32 "v_mul_f32" [1,1,1],
-        0x106 => MulI32I24 "v_mul_i32_i24" [1,1,1],
-        0x107 => MulHiI32I24 "v_mul_hi_i32_i24" [1,1,1],
-        0x108 => MulU32U24 "v_mul_u32_u24" [1,1,1],
-        0x109 => MulHiU32U24 "v_mul_hi_u32_u24" [1,1,1],
-        0x10a => MinF32 "v_min_f32" [1,1,1],
-        0x10b => MaxF32 "v_max_f32" [1,1,1],
-        0x10c => MinI32 "v_min_i32" [1,1,1],
-        0x10d => MaxI32 "v_max_i32" [1,1,1],
-        0x10e => MinU32 "v_min_u32" [1,1,1],
-        0x10f => MaxU32 "v_max_u32" [1,1,1],
-        0x110 => LshrrevB32 "v_lshrrev_b32" [1,1,1],
-        0x111 => AshrrevI32 "v_ashrrev_i32" [1,1,1],
-        0x112 => LshlrevB32 "v_lshlrev_b32" [1,1,1],
-        0x113 => AndB32 "v_and_b32" [1,1,1],
-        0x114 => OrB32 "v_or_b32" [1,1,1],
-        0x115 => XorB32 "v_xor_b32" [1,1,1],
-        0x119 => AddCoU32 "v_add_co_u32" [1,1,1],
-        0x11a => SubCoU32 "v_sub_co_u32" [1,1,1],
-        0x11b => SubrevCoU32 "v_subrev_co_u32" [1,1,1],
-        0x11c => AddcCoU32 "v_addc_co_u32" [1,1,1,2],
-        0x11d => SubbCoU32 "v_subb_co_u32" [1,1,1,2],
-        0x11e => SubbrevCoU32 "v_subbrev_co_u32" [1,1,1,2],
-        0x134 => AddU32 "v_add_u32" [1,1,1],
-        0x135 => SubU32 "v_sub_u32" [1,1,1],
-        0x136 => SubrevU32 "v_subrev_u32" [1,1,1],
-        0x13b => FmacF32 "v_fmac_f32" [1,1,1],
-        0x13d => XnorB32 "v_xnor_b32" [1,1,1],
-        0x140 => Nop "v_nop" [],
-        0x141 => MovB32 "v_mov_b32" [1,1],
-        0x142 => ReadfirstlaneB32 "v_readfirstlane_b32" [1,1],
-        0x145 => CvtF32I32 "v_cvt_f32_i32" [1,1],
-        0x146 => CvtF32U32 "v_cvt_f32_u32" [1,1],
-        0x147 => CvtU32F32 "v_cvt_u32_f32" [1,1],
-        0x148 => CvtI32F32 "v_cvt_i32_f32" [1,1],
-        0x162 => RcpF32 "v_rcp_f32" [1,1],
-        0x16b => NotB32 "v_not_b32" [1,1],
-        0x16c => BfrevB32 "v_bfrev_b32" [1,1],
-        0x16d => FfbhU32 "v_ffbh_u32" [1,1],
-        0x16e => FfblB32 "v_ffbl_b32" [1,1],
-        0x104 => FmacF64 "v_fmac_f64" [2,2,2],
-        0x116 => MacF32 "v_mac_f32" [1,1,1],
-        0x117 => MadmkF32 "v_madmk_f32" [1,1,1,1],
-        0x118 => MadakF32 "v_madak_f32" [1,1,1,1],
-        0x11f => AddF16 "v_add_f16" [1,1,1],
-        0x120 => SubF16 "v_sub_f16" [1,1,1],
-        0x121 => SubrevF16 "v_subrev_f16" [1,1,1],
-        0x122 => MulF16 "v_mul_f16" [1,1,1],
-        0x126 => AddU16 "v_add_u16" [1,1,1],
-        0x127 => SubU16 "v_sub_u16" [1,1,1],
-        0x128 => SubrevU16 "v_subrev_u16" [1,1,1],
-        0x129 => MulLoU16 "v_mul_lo_u16" [1,1,1],
-        0x12a => LshlrevB16 "v_lshlrev_b16" [1,1,1],
-        0x12b => LshrrevB16 "v_lshrrev_b16" [1,1,1],
-        0x12c => AshrrevI16 "v_ashrrev_i16" [1,1,1],
-        0x12d => MaxF16 "v_max_f16" [1,1,1],
-        0x12e => MinF16 "v_min_f16" [1,1,1],
-        0x12f => MaxU16 "v_max_u16" [1,1,1],
-        0x130 => MaxI16 "v_max_i16" [1,1,1],
-        0x131 => MinU16 "v_min_u16" [1,1,1],
-        0x132 => MinI16 "v_min_i16" [1,1,1],
-        0x143 => CvtI32F64 "v_cvt_i32_f64" [1,2],
-        0x144 => CvtF64I32 "v_cvt_f64_i32" [2,1],
-        0x14a => CvtF16F32 "v_cvt_f16_f32" [1,1],
-        0x14b => CvtF32F16 "v_cvt_f32_f16" [1,1],
-        0x14f => CvtF32F64 "v_cvt_f32_f64" [1,2],
-        0x150 => CvtF64F32 "v_cvt_f64_f32" [2,1],
-        0x151 => CvtF32Ubyte0 "v_cvt_f32_ubyte0" [1,1],
-        0x152 => CvtF32Ubyte1 "v_cvt_f32_ubyte1" [1,1],
-        0x153 => CvtF32Ubyte2 "v_cvt_f32_ubyte2" [1,1],
-        0x154 => CvtF32Ubyte3 "v_cvt_f32_ubyte3" [1,1],
-        0x155 => CvtU32F64 "v_cvt_u32_f64" [1,2],
-        0x156 => CvtF64U32 "v_cvt_f64_u32" [2,1],
-        0x157 => TruncF64 "v_trunc_f64" [2,2],
-        0x158 => CeilF64 "v_ceil_f64" [2,2],
-        0x159 => RndneF64 "v_rndne_f64" [2,2],
-        0x15a => FloorF64 "v_floor_f64" [2,2],
-        0x15b => FractF32 "v_fract_f32" [1,1],
-        0x15c => TruncF32 "v_trunc_f32" [1,1],
-        0x15d => CeilF32 "v_ceil_f32" [1,1],
-        0x15e => RndneF32 "v_rndne_f32" [1,1],
-        0x15f => FloorF32 "v_floor_f32" [1,1],
-        0x160 => ExpF32 "v_exp_f32" [1,1],
-        0x161 => LogF32 "v_log_f32" [1,1],
-        0x163 => RcpIflagF32 "v_rcp_iflag_f32" [1,1],
-        0x164 => RsqF32 "v_rsq_f32" [1,1],
-        0x165 => RcpF64 "v_rcp_f64" [2,2],
-        0x166 => RsqF64 "v_rsq_f64" [2,2],
-        0x167 => SqrtF32 "v_sqrt_f32" [1,1],
-        0x168 => SqrtF64 "v_sqrt_f64" [2,2],
-        0x169 => SinF32 "v_sin_f32" [1,1],
-        0x16a => CosF32 "v_cos_f32" [1,1],
-        0x16f => FfbhI32 "v_ffbh_i32" [1,1],
-        0x170 => FrexpExpI32F64 "v_frexp_exp_i32_f64" [1,2],
-        0x171 => FrexpMantF64 "v_frexp_mant_f64" [2,2],
-        0x172 => FractF64 "v_fract_f64" [2,2],
-        0x173 => FrexpExpI32F32 "v_frexp_exp_i32_f32" [1,1],
-        0x174 => FrexpMantF32 "v_frexp_mant_f32" [1,1],
-        0x191 => SwapB32 "v_swap_b32" [1,1],
-        0x1c2 => MadI32I24 "v_mad_i32_i24" [1,1,1,1],
-        0x1c0 => MadLegacyF32 "v_mad_legacy_f32" [1,1,1,1],
-        0x1c1 => MadF32 "v_mad_f32" [1,1,1,1],
-        0x1cc => FmaF64 "v_fma_f64" [2,2,2,2],
-        0x1d0 => Min3F32 "v_min3_f32" [1,1,1,1],
-        0x1d3 => Max3F32 "v_max3_f32" [1,1,1,1],
-        0x1d6 => Med3F32 "v_med3_f32" [1,1,1,1],
-        0x1de => DivFixupF32 "v_div_fixup_f32" [1,1,1,1],
-        0x1df => DivFixupF64 "v_div_fixup_f64" [2,2,2,2],
-        0x1e0 => DivScaleF32 "v_div_scale_f32" [1,1,1,1],
-        0x1e1 => DivScaleF64 "v_div_scale_f64" [2,2,2,2],
-        0x1e2 => DivFmasF32 "v_div_fmas_f32" [1,1,1,1],
-        0x1e3 => DivFmasF64 "v_div_fmas_f64" [2,2,2,2],
-        0x1eb => MadLegacyU16 "v_mad_legacy_u16" [1,1,1,1],
-        0x1ed => PermB32 "v_perm_b32" [1,1,1,1],
-        0x1f3 => XadU32 "v_xad_u32" [1,1,1,1],
-        0x280 => AddF64 "v_add_f64" [2,2,2],
-        0x281 => MulF64 "v_mul_f64" [2,2,2],
-        0x282 => MinF64 "v_min_f64" [2,2,2],
-        0x283 => MaxF64 "v_max_f64" [2,2,2],
-        0x284 => LdexpF64 "v_ldexp_f64" [2,2,1],
-        0x288 => LdexpF32 "v_ldexp_f32" [1,1,1],
-        0x289 => ReadlaneB32 "v_readlane_b32" [1,1,1],
-        0x28a => WritelaneB32 "v_writelane_b32" [1,1,1],
-        0x29c => AddI32 "v_add_i32" [1,1,1],
-        0x29d => SubI32 "v_sub_i32" [1,1,1],
-        0x1c3 => MadU32U24 "v_mad_u32_u24" [1,1,1,1],
-        0x1c8 => BfeU32 "v_bfe_u32" [1,1,1,1],
-        0x1c9 => BfeI32 "v_bfe_i32" [1,1,1,1],
-        0x1ca => BfiB32 "v_bfi_b32" [1,1,1,1],
-        0x1cb => FmaF32 "v_fma_f32" [1,1,1,1],
-        0x1ce => AlignbitB32 "v_alignbit_b32" [1,1,1,1],
-        0x1d1 => Min3I32 "v_min3_i32" [1,1,1,1],
-        0x1d2 => Min3U32 "v_min3_u32" [1,1,1,1],
-        0x1d4 => Max3I32 "v_max3_i32" [1,1,1,1],
-        0x1d5 => Max3U32 "v_max3_u32" [1,1,1,1],
-        0x1d7 => Med3I32 "v_med3_i32" [1,1,1,1],
-        0x1d8 => Med3U32 "v_med3_u32" [1,1,1,1],
-        0x1e8 => MadU64U32 "v_mad_u64_u32" [2,1,1,2],
-        0x1e9 => MadI64I32 "v_mad_i64_i32" [2,1,1,2],
-        0x1fd => LshlAddU32 "v_lshl_add_u32" [1,1,1,1],
-        0x1fe => AddLshlU32 "v_add_lshl_u32" [1,1,1,1],
-        0x1ff => Add3U32 "v_add3_u32" [1,1,1,1],
-        0x200 => LshlOrB32 "v_lshl_or_b32" [1,1,1,1],
-        0x201 => AndOrB32 "v_and_or_b32" [1,1,1,1],
-        0x202 => Or3B32 "v_or3_b32" [1,1,1,1],
-        0x285 => MulLoU32 "v_mul_lo_u32" [1,1,1],
-        0x286 => MulHiU32 "v_mul_hi_u32" [1,1,1],
-        0x287 => MulHiI32 "v_mul_hi_i32" [1,1,1],
-        0x28b => BcntU32B32 "v_bcnt_u32_b32" [1,1,1],
-        0x28c => MbcntLoU32B32 "v_mbcnt_lo_u32_b32" [1,1,1],
-        0x28d => MbcntHiU32B32 "v_mbcnt_hi_u32_b32" [1,1,1],
-        0x28f => LshlrevB64 "v_lshlrev_b64" [2,1,2],
-        0x290 => LshrrevB64 "v_lshrrev_b64" [2,1,2],
-        0x291 => AshrrevI64 "v_ashrrev_i64" [2,1,2],
-        0x293 => BfmB32 "v_bfm_b32" [1,1,1],
-    }
-}
-
-impl VAlu {
-    /// VOP3b: writes a per-lane carry/borrow to an SGPR pair (VCC in VOP2).
-    pub fn has_carry_out(self) -> bool {
-        matches!(
-            self,
-            Self::AddCoU32
-                | Self::SubCoU32
-                | Self::SubrevCoU32
-                | Self::AddcCoU32
-                | Self::SubbCoU32
-                | Self::SubbrevCoU32
-                | Self::MadU64U32
-                | Self::MadI64I32
-                | Self::DivScaleF32
-                | Self::DivScaleF64
-        )
-    }
-    /// Reads a lane mask (VCC in VOP2, an SGPR pair as src2 in VOP3).
-    pub fn has_mask_in(self) -> bool {
-        matches!(
-            self,
-            Self::CndmaskB32 | Self::AddcCoU32 | Self::SubbCoU32 | Self::SubbrevCoU32
-        )
-    }
-    /// Writes an SGPR instead of a VGPR.
-    pub fn sgpr_dst(self) -> bool {
-        matches!(self, Self::ReadfirstlaneB32 | Self::ReadlaneB32)
-    }
-    /// VOP3-only, or printed without an `_e32`/`_e64` suffix.
-    fn only_vop3(self) -> bool {
-        (self as u32) >= (Self::MadI32I24 as u32)
-    }
-    /// Printed without an `_e32`/`_e64` suffix.
-    fn no_suffix(self) -> bool {
-        self.only_vop3() || self.has_k() || self == Self::SwapB32
-    }
-    /// VOP2 forms with a literal constant K as an extra operand.
-    pub fn has_k(self) -> bool {
-        matches!(self, Self::MadmkF32 | Self::MadakF32)
     }
 }
 
@@ -602,12 +290,6 @@ pub enum DsOp {
     AddRtnU64,
 }
 
-/// Names of the 32-bit DS atomics, by opcode 0..=11.
-pub const DS_ATOMICS: [&str; 12] = [
-    "add", "sub", "rsub", "inc", "dec", "min_i32", "max_i32", "min_u32", "max_u32", "and", "or",
-    "xor",
-];
-
 impl DsOp {
     fn from_code(c: u32) -> Option<Self> {
         Some(match c {
@@ -642,7 +324,7 @@ impl DsOp {
     fn name(self) -> String {
         match self {
             Self::Atomic(i) | Self::AtomicRtn(i) => {
-                let base = DS_ATOMICS.get(i as usize).copied().unwrap_or("?");
+                let base = DS_ATOMICS.get(i as usize).map_or("?", |a| a.name);
                 let (b, suffix) = match base.split_once('_') {
                     Some((b, s)) => (b, s.to_owned()),
                     None if matches!(base, "and" | "or" | "xor") => (base, "b32".to_owned()),
@@ -729,17 +411,17 @@ pub enum FlatOp {
         /// Bytes per lane.
         bytes: u8,
     },
+    /// `store_byte_d16_hi` / `store_short_d16_hi`: the low `bytes` bytes of
+    /// the data register's high half.
+    StoreD16Hi {
+        /// Bytes per lane (1 or 2).
+        bytes: u8,
+    },
     /// 32-bit atomic (index into [`FLAT_ATOMICS`]).
     Atomic(u8),
     /// 64-bit atomic (`_x2`, index into [`FLAT_ATOMICS`]).
     Atomic64(u8),
 }
-
-/// Names of the 32-bit FLAT atomics, by opcode 64..=76.
-pub const FLAT_ATOMICS: [&str; 13] = [
-    "swap", "cmpswap", "add", "sub", "smin", "umin", "smax", "umax", "and", "or", "xor", "inc",
-    "dec",
-];
 
 impl FlatOp {
     fn from_code(c: u32) -> Option<Self> {
@@ -754,7 +436,9 @@ impl FlatOp {
             22 => load(12, false),
             23 => load(16, false),
             24 => Self::Store { bytes: 1 },
+            25 => Self::StoreD16Hi { bytes: 1 },
             26 => Self::Store { bytes: 2 },
+            27 => Self::StoreD16Hi { bytes: 2 },
             28 => Self::Store { bytes: 4 },
             29 => Self::Store { bytes: 8 },
             30 => Self::Store { bytes: 12 },
@@ -763,6 +447,18 @@ impl FlatOp {
             96..=108 => Self::Atomic64((c - 96) as u8),
             _ => return None,
         })
+    }
+
+    /// Dwords of the data operand (atomics: with cmpswap's compare value).
+    pub fn data_dwords(self) -> u8 {
+        match self {
+            Self::Load { bytes, .. } | Self::Store { bytes } => bytes.div_ceil(4),
+            Self::StoreD16Hi { .. } => 1,
+            Self::Atomic(1) => 2,
+            Self::Atomic(_) => 1,
+            Self::Atomic64(1) => 4,
+            Self::Atomic64(_) => 2,
+        }
     }
 
     fn name(self) -> String {
@@ -784,13 +480,16 @@ impl FlatOp {
                 };
                 format!("store_{s}")
             }
+            Self::StoreD16Hi { bytes } => {
+                format!("store_{}_d16_hi", if bytes == 1 { "byte" } else { "short" })
+            }
             Self::Atomic(i) => format!(
                 "atomic_{}",
-                FLAT_ATOMICS.get(i as usize).copied().unwrap_or("?")
+                FLAT_ATOMICS.get(i as usize).map_or("?", |a| a.name)
             ),
             Self::Atomic64(i) => format!(
                 "atomic_{}_x2",
-                FLAT_ATOMICS.get(i as usize).copied().unwrap_or("?")
+                FLAT_ATOMICS.get(i as usize).map_or("?", |a| a.name)
             ),
         }
     }
@@ -906,8 +605,9 @@ pub enum Kind {
         bank_mask: u8,
         row_mask: u8,
     },
-    /// MUBUF (buffer) loads and stores; the simulator serves them from the
-    /// wave's private memory (clang uses them only for scratch on gfx90a).
+    /// MUBUF (buffer) loads, stores and atomics: through a swizzled
+    /// (ADD_TID_ENABLE) resource into the wave's private memory (scratch),
+    /// through any other resource into global memory.
     Mubuf {
         op: FlatOp,
         vdata: u8,
@@ -1019,8 +719,8 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
         let w1 = word(bytes, 1)?;
         size = 8;
         let op = FlatOp::from_code((w0 >> 18) & 0x7f)?;
-        if matches!(op, FlatOp::Atomic(_) | FlatOp::Atomic64(_)) || (w0 >> 16) & 1 != 0 {
-            return None; // buffer atomics and LDS-direct loads: not emitted
+        if (w0 >> 16) & 1 != 0 {
+            return None; // LDS-direct loads: not emitted
         }
         Kind::Mubuf {
             op,
@@ -1257,29 +957,8 @@ impl Inst {
 fn operand16(op: &VOp) -> u8 {
     match op {
         VOp::Cmp(c) if matches!(c.ty, CmpTy::I16 | CmpTy::U16) => 1,
-        VOp::Alu(
-            VAlu::AddU16
-            | VAlu::SubU16
-            | VAlu::SubrevU16
-            | VAlu::MulLoU16
-            | VAlu::LshlrevB16
-            | VAlu::LshrrevB16
-            | VAlu::AshrrevI16
-            | VAlu::MaxU16
-            | VAlu::MaxI16
-            | VAlu::MinU16
-            | VAlu::MinI16
-            | VAlu::MadLegacyU16,
-        ) => 1,
-        VOp::Alu(
-            VAlu::AddF16
-            | VAlu::SubF16
-            | VAlu::SubrevF16
-            | VAlu::MulF16
-            | VAlu::MaxF16
-            | VAlu::MinF16
-            | VAlu::CvtF32F16,
-        ) => 2,
+        VOp::Alu(a) if a.flags() & flag::INT16 != 0 => 1,
+        VOp::Alu(a) if a.flags() & flag::F16 != 0 => 2,
         _ => 0,
     }
 }
@@ -1705,14 +1384,18 @@ impl Inst {
             _ => vreg(*addr, addr_w).to_string(),
         };
         let bytes = match op {
-            FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } => *bytes,
+            FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => {
+                *bytes
+            }
             FlatOp::Atomic(_) => 4,
             FlatOp::Atomic64(_) => 8,
         };
         let w = bytes.div_ceil(4);
         match op {
             FlatOp::Load { .. } => write!(f, " {}, {addr_text}", v(*vdst, w))?,
-            FlatOp::Store { .. } => write!(f, " {addr_text}, {}", v(*data, w))?,
+            FlatOp::Store { .. } | FlatOp::StoreD16Hi { .. } => {
+                write!(f, " {addr_text}, {}", v(*data, w))?
+            }
             FlatOp::Atomic(i) | FlatOp::Atomic64(i) => {
                 let dw = if *i == 1 { 2 * w } else { w };
                 if *glc {
@@ -1949,16 +1632,12 @@ impl Inst {
         else {
             return Ok(());
         };
-        let bytes = match op {
-            FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } => *bytes,
-            _ => 4,
-        };
         let v = |n: u8, w: u8| Src {
             code: 256 + n as u16,
             width: w,
             literal: None,
         };
-        write!(f, "buffer_{} {}, ", op.name(), v(*vdata, bytes.div_ceil(4)))?;
+        write!(f, "buffer_{} {}, ", op.name(), v(*vdata, op.data_dwords()))?;
         match (offen, idxen) {
             (true, true) => write!(f, "{}", v(*vaddr, 2))?,
             (false, false) => f.write_str("off")?,
@@ -2033,7 +1712,7 @@ fn decode_sdwa(w0: u32, w1: u32) -> Option<Kind> {
             || a.has_k()
             || a.has_mask_in()
             || a.has_carry_out()
-            || matches!(a, VAlu::FmacF32 | VAlu::MacF32 | VAlu::SwapB32 | VAlu::Nop)
+            || a.flags() & flag::NO_SDWA != 0
             || a.widths().iter().any(|&w| w > 1)
         {
             return None;
@@ -2193,7 +1872,7 @@ fn decode_dpp(w0: u32, w1: u32) -> Option<Kind> {
         || op.has_k()
         || op.has_mask_in()
         || op.has_carry_out()
-        || matches!(op, VAlu::SwapB32 | VAlu::Nop)
+        || op.flags() & flag::NO_DPP != 0
         || op.widths().iter().any(|&w| w > 1)
     {
         return None;

@@ -896,7 +896,16 @@ fn init_wave(d: &DispatchDesc, coord: [u32; 3], index: u32) -> WaveRegs {
         *s += 2;
     };
     if kd.private_segment_buffer() {
-        s += 4; // no scratch: a null buffer resource
+        // The private segment buffer: base 0 of the wave's private memory,
+        // swizzled per lane (ADD_TID_ENABLE, index stride 64), as the
+        // runtime sets it up for scratch.
+        let rsrc = [0, 0, u32::MAX, super::wave::RSRC3_ADD_TID_ENABLE | 3 << 21];
+        for (k, w) in rsrc.into_iter().enumerate() {
+            if let Some(x) = r.sgpr.get_mut(s + k) {
+                *x = w;
+            }
+        }
+        s += 4;
     }
     if kd.dispatch_ptr() {
         put64(&mut r, &mut s, d.packet_addr);

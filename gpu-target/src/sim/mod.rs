@@ -1,6 +1,7 @@
 //! The simulated AMD GPU: code-object loader, gfx90a decoder and
 //! interpreter, and the device that schedules waves.
 
+pub mod atomics;
 pub mod decode;
 pub mod device;
 pub mod elf;
@@ -10,6 +11,8 @@ pub mod launch;
 pub mod memory;
 pub mod regs;
 pub mod rendezvous;
+pub mod salu;
 pub mod storm;
 pub mod synthetic;
+pub mod valu;
 pub mod wave;

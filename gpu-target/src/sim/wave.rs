@@ -2,6 +2,7 @@
 
 use std::sync::Mutex;
 
+use super::atomics;
 use super::decode::decode;
 use super::decode::CmpTy;
 use super::decode::DsOp;
@@ -11,20 +12,20 @@ use super::decode::Inst;
 use super::decode::Kind;
 use super::decode::OpKernel;
 use super::decode::Sop1;
-use super::decode::Sop2;
-use super::decode::Sopc;
-use super::decode::Sopk;
 use super::decode::Sopp;
 use super::decode::VAlu;
 use super::decode::VCmp;
 use super::decode::VEnc;
 use super::decode::VOp;
 use super::decode::Vop3pOp;
+use super::decode::DS_ATOMICS;
+use super::decode::FLAT_ATOMICS;
 use super::memory::GlobalMemory;
 use super::memory::MemFault;
 use super::memory::APERTURE_SIZE;
 use super::memory::PRIVATE_APERTURE;
 use super::memory::SHARED_APERTURE;
+use super::valu::LaneIn;
 
 /// Lanes per wave.
 pub const LANES: usize = 64;
@@ -229,7 +230,16 @@ impl WaveRegs {
     }
 
     /// Reads a scalar operand of 1 or 2 dwords.
-    fn sget(&self, code: u16, width: u8, lit: Option<u32>) -> u64 {
+    pub(super) fn sget(&self, code: u16, width: u8, lit: Option<u32>) -> u64 {
+        // The common case first: SGPRs.
+        if (code as usize) < NUM_SGPRS {
+            let lo = self.sgpr[code as usize] as u64;
+            return if width == 2 {
+                lo | (self.sreg(code + 1) as u64) << 32
+            } else {
+                lo
+            };
+        }
         if code == 255 {
             return lit.unwrap_or(0) as u64;
         }
@@ -252,7 +262,7 @@ impl WaveRegs {
         }
     }
 
-    fn sset(&mut self, code: u16, width: u8, v: u64) {
+    pub(super) fn sset(&mut self, code: u16, width: u8, v: u64) {
         self.set_sreg(code, v as u32);
         if width == 2 {
             self.set_sreg(code + 1, (v >> 32) as u32);
@@ -295,7 +305,7 @@ impl WaveRegs {
     }
 }
 
-fn bfe(x: u64, off: u32, width: u32, signed: bool, bits: u32) -> u64 {
+pub(super) fn bfe(x: u64, off: u32, width: u32, signed: bool, bits: u32) -> u64 {
     let off = off & (bits - 1);
     let width = width.min(bits);
     if width == 0 {
@@ -329,7 +339,7 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             let w = op.widths();
             let a = r.sget(*src0, w[1], lit);
             let b = r.sget(*src1, w[2], lit);
-            let (v, scc) = sop2(*op, a, b, r.scc);
+            let (v, scc) = op.exec(a, b, r.scc);
             r.sset(*sdst as u16, w[0], v);
             if let Some(s) = scc {
                 r.scc = s;
@@ -341,59 +351,11 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             let w = op.widths();
             let a = r.sget(*src0, w[0], lit);
             let b = r.sget(*src1, w[1], lit);
-            let (ai, bi) = (a as u32 as i32, b as u32 as i32);
-            let (a32, b32) = (a as u32, b as u32);
-            r.scc = match op {
-                Sopc::CmpEqI32 | Sopc::CmpEqU32 => a32 == b32,
-                Sopc::CmpLgI32 | Sopc::CmpLgU32 => a32 != b32,
-                Sopc::CmpGtI32 => ai > bi,
-                Sopc::CmpGeI32 => ai >= bi,
-                Sopc::CmpLtI32 => ai < bi,
-                Sopc::CmpLeI32 => ai <= bi,
-                Sopc::CmpGtU32 => a32 > b32,
-                Sopc::CmpGeU32 => a32 >= b32,
-                Sopc::CmpLtU32 => a32 < b32,
-                Sopc::CmpLeU32 => a32 <= b32,
-                Sopc::Bitcmp0B32 => (a32 >> (b32 & 31)) & 1 == 0,
-                Sopc::Bitcmp1B32 => (a32 >> (b32 & 31)) & 1 == 1,
-                Sopc::Bitcmp0B64 => (a >> (b32 & 63)) & 1 == 0,
-                Sopc::Bitcmp1B64 => (a >> (b32 & 63)) & 1 == 1,
-                Sopc::CmpEqU64 => a == b,
-                Sopc::CmpLgU64 => a != b,
-            };
+            r.scc = op.exec(a, b);
             Step::Continue
         }
         Kind::Sopk { op, sdst, simm16 } => {
-            let d = *sdst as u16;
-            let k = *simm16 as i16 as i32;
-            let s = r.sget(d, 1, None) as u32;
-            let (si, ku) = (s as i32, *simm16 as u32);
-            match op {
-                Sopk::MovkI32 => r.sset(d, 1, k as u32 as u64),
-                Sopk::CmovkI32 => {
-                    if r.scc {
-                        r.sset(d, 1, k as u32 as u64)
-                    }
-                }
-                Sopk::CmpkEqI32 => r.scc = si == k,
-                Sopk::CmpkLgI32 => r.scc = si != k,
-                Sopk::CmpkGtI32 => r.scc = si > k,
-                Sopk::CmpkGeI32 => r.scc = si >= k,
-                Sopk::CmpkLtI32 => r.scc = si < k,
-                Sopk::CmpkLeI32 => r.scc = si <= k,
-                Sopk::CmpkEqU32 => r.scc = s == ku,
-                Sopk::CmpkLgU32 => r.scc = s != ku,
-                Sopk::CmpkGtU32 => r.scc = s > ku,
-                Sopk::CmpkGeU32 => r.scc = s >= ku,
-                Sopk::CmpkLtU32 => r.scc = s < ku,
-                Sopk::CmpkLeU32 => r.scc = s <= ku,
-                Sopk::AddkI32 => {
-                    let (v, o) = si.overflowing_add(k);
-                    r.sset(d, 1, v as u32 as u64);
-                    r.scc = o;
-                }
-                Sopk::MulkI32 => r.sset(d, 1, si.wrapping_mul(k) as u32 as u64),
-            }
+            op.exec(r, *sdst as u16, *simm16);
             Step::Continue
         }
         Kind::Sopp { op, simm16 } => {
@@ -460,201 +422,14 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     outcome
 }
 
-fn sop2(op: Sop2, a: u64, b: u64, scc: bool) -> (u64, Option<bool>) {
-    let (a32, b32) = (a as u32, b as u32);
-    let (ai, bi) = (a32 as i32, b32 as i32);
-    let nz32 = |v: u32| (v as u64, Some(v != 0));
-    let nz64 = |v: u64| (v, Some(v != 0));
-    match op {
-        Sop2::AddU32 => {
-            let (v, c) = a32.overflowing_add(b32);
-            (v as u64, Some(c))
-        }
-        Sop2::SubU32 => {
-            let (v, c) = a32.overflowing_sub(b32);
-            (v as u64, Some(c))
-        }
-        Sop2::AddI32 => {
-            let (v, o) = ai.overflowing_add(bi);
-            (v as u32 as u64, Some(o))
-        }
-        Sop2::SubI32 => {
-            let (v, o) = ai.overflowing_sub(bi);
-            (v as u32 as u64, Some(o))
-        }
-        Sop2::AddcU32 => {
-            let s = a32 as u64 + b32 as u64 + scc as u64;
-            (s as u32 as u64, Some(s >> 32 != 0))
-        }
-        Sop2::SubbU32 => {
-            let s = (a32 as u64)
-                .wrapping_sub(b32 as u64)
-                .wrapping_sub(scc as u64);
-            (
-                s as u32 as u64,
-                Some((b32 as u64 + scc as u64) > a32 as u64),
-            )
-        }
-        Sop2::MinI32 => (ai.min(bi) as u32 as u64, Some(ai < bi)),
-        Sop2::MinU32 => (a32.min(b32) as u64, Some(a32 < b32)),
-        Sop2::MaxI32 => (ai.max(bi) as u32 as u64, Some(ai > bi)),
-        Sop2::MaxU32 => (a32.max(b32) as u64, Some(a32 > b32)),
-        Sop2::CselectB32 | Sop2::CselectB64 => (if scc { a } else { b }, None),
-        Sop2::AndB32 => nz32(a32 & b32),
-        Sop2::AndB64 => nz64(a & b),
-        Sop2::OrB32 => nz32(a32 | b32),
-        Sop2::OrB64 => nz64(a | b),
-        Sop2::XorB32 => nz32(a32 ^ b32),
-        Sop2::XorB64 => nz64(a ^ b),
-        Sop2::Andn2B32 => nz32(a32 & !b32),
-        Sop2::Andn2B64 => nz64(a & !b),
-        Sop2::Orn2B32 => nz32(a32 | !b32),
-        Sop2::Orn2B64 => nz64(a | !b),
-        Sop2::NandB32 => nz32(!(a32 & b32)),
-        Sop2::NandB64 => nz64(!(a & b)),
-        Sop2::NorB32 => nz32(!(a32 | b32)),
-        Sop2::NorB64 => nz64(!(a | b)),
-        Sop2::XnorB32 => nz32(!(a32 ^ b32)),
-        Sop2::XnorB64 => nz64(!(a ^ b)),
-        Sop2::LshlB32 => nz32(a32 << (b32 & 31)),
-        Sop2::LshlB64 => nz64(a << (b32 & 63)),
-        Sop2::LshrB32 => nz32(a32 >> (b32 & 31)),
-        Sop2::LshrB64 => nz64(a >> (b32 & 63)),
-        Sop2::AshrI32 => nz32((ai >> (b32 & 31)) as u32),
-        Sop2::AshrI64 => nz64(((a as i64) >> (b32 & 63)) as u64),
-        Sop2::BfmB32 => (
-            (((1u64 << (a32 & 31)) - 1) as u32).wrapping_shl(b32 & 31) as u64,
-            None,
-        ),
-        Sop2::BfmB64 => (
-            ((1u64 << (a32 & 63)).wrapping_sub(1)).wrapping_shl(b32 & 63),
-            None,
-        ),
-        Sop2::MulI32 => (ai.wrapping_mul(bi) as u32 as u64, None),
-        Sop2::BfeU32 => nz32(bfe(a32 as u64, b32 & 31, (b32 >> 16) & 0x7f, false, 32) as u32),
-        Sop2::BfeI32 => nz32(bfe(a32 as u64, b32 & 31, (b32 >> 16) & 0x7f, true, 32) as u32),
-        Sop2::BfeU64 => nz64(bfe(a, b32 & 63, (b32 >> 16) & 0x7f, false, 64)),
-        Sop2::BfeI64 => nz64(bfe(a, b32 & 63, (b32 >> 16) & 0x7f, true, 64)),
-        Sop2::AbsdiffI32 => nz32(ai.wrapping_sub(bi).unsigned_abs()),
-        Sop2::MulHiU32 => (((a32 as u64 * b32 as u64) >> 32), None),
-        Sop2::MulHiI32 => (((ai as i64 * bi as i64) >> 32) as u32 as u64, None),
-        Sop2::Lshl1AddU32 | Sop2::Lshl2AddU32 | Sop2::Lshl3AddU32 | Sop2::Lshl4AddU32 => {
-            let sh = match op {
-                Sop2::Lshl1AddU32 => 1,
-                Sop2::Lshl2AddU32 => 2,
-                Sop2::Lshl3AddU32 => 3,
-                _ => 4,
-            };
-            let s = ((a32 as u64) << sh) + b32 as u64;
-            (s as u32 as u64, Some(s >> 32 != 0))
-        }
-        Sop2::PackLlB32B16 => ((a32 & 0xffff | b32 << 16) as u64, None),
-        Sop2::PackLhB32B16 => ((a32 & 0xffff | b32 & 0xffff_0000) as u64, None),
-        Sop2::PackHhB32B16 => ((a32 >> 16 | b32 & 0xffff_0000) as u64, None),
-    }
-}
-
 fn sop1(r: &mut WaveRegs, op: Sop1, d: u16, src0: u16, lit: Option<u32>, next: u64) -> Step {
-    let w = op.widths();
-    let sw = w.get(1).copied().unwrap_or(0);
+    let sw = op.widths().get(1).copied().unwrap_or(0);
     let a = if sw > 0 { r.sget(src0, sw, lit) } else { 0 };
-    let a32 = a as u32;
-    let exec = r.exec;
-    let saveexec = |r: &mut WaveRegs, new_exec: u64| {
-        r.sset(d, 2, exec);
-        r.exec = new_exec;
-        r.scc = new_exec != 0;
-    };
-    match op {
-        Sop1::MovB32 | Sop1::MovB64 => r.sset(d, w[0], a),
-        Sop1::CmovB32 | Sop1::CmovB64 => {
-            if r.scc {
-                r.sset(d, w[0], a)
-            }
-        }
-        Sop1::NotB32 => {
-            r.sset(d, 1, !a32 as u64);
-            r.scc = !a32 != 0;
-        }
-        Sop1::NotB64 => {
-            r.sset(d, 2, !a);
-            r.scc = !a != 0;
-        }
-        Sop1::BrevB32 => r.sset(d, 1, a32.reverse_bits() as u64),
-        Sop1::BrevB64 => r.sset(d, 2, a.reverse_bits()),
-        Sop1::Bcnt0I32B32 | Sop1::Bcnt0I32B64 | Sop1::Bcnt1I32B32 | Sop1::Bcnt1I32B64 => {
-            let v = match op {
-                Sop1::Bcnt0I32B32 => a32.count_zeros(),
-                Sop1::Bcnt0I32B64 => a.count_zeros(),
-                Sop1::Bcnt1I32B32 => a32.count_ones(),
-                _ => a.count_ones(),
-            };
-            r.sset(d, 1, v as u64);
-            r.scc = v != 0;
-        }
-        Sop1::Ff0I32B32 | Sop1::Ff0I32B64 | Sop1::Ff1I32B32 | Sop1::Ff1I32B64 => {
-            let (x, bits) = match op {
-                Sop1::Ff0I32B32 => ((!a32) as u64, 32),
-                Sop1::Ff0I32B64 => (!a, 64),
-                Sop1::Ff1I32B32 => (a32 as u64, 32),
-                _ => (a, 64),
-            };
-            let t = x.trailing_zeros();
-            let v = if t >= bits { u32::MAX } else { t };
-            r.sset(d, 1, v as u64);
-        }
-        Sop1::FlbitI32B32 | Sop1::FlbitI32B64 => {
-            let v = match op {
-                Sop1::FlbitI32B32 if a32 != 0 => a32.leading_zeros(),
-                Sop1::FlbitI32B64 if a != 0 => a.leading_zeros(),
-                _ => u32::MAX,
-            };
-            r.sset(d, 1, v as u64);
-        }
-        Sop1::SextI32I8 => r.sset(d, 1, a32 as i8 as i32 as u32 as u64),
-        Sop1::SextI32I16 => r.sset(d, 1, a32 as i16 as i32 as u32 as u64),
-        Sop1::Bitset0B32 | Sop1::Bitset1B32 | Sop1::Bitset0B64 | Sop1::Bitset1B64 => {
-            let wide = matches!(op, Sop1::Bitset0B64 | Sop1::Bitset1B64);
-            let cur = r.sget(d, if wide { 2 } else { 1 }, None);
-            let bit = 1u64 << (a32 & if wide { 63 } else { 31 });
-            let v = if matches!(op, Sop1::Bitset1B32 | Sop1::Bitset1B64) {
-                cur | bit
-            } else {
-                cur & !bit
-            };
-            r.sset(d, if wide { 2 } else { 1 }, v);
-        }
-        Sop1::GetpcB64 => r.sset(d, 2, next),
-        Sop1::SetpcB64 => {
-            r.pc = a;
-            return Step::Continue;
-        }
-        Sop1::SwappcB64 => {
-            r.sset(d, 2, next);
-            r.pc = a;
-            return Step::Continue;
-        }
-        Sop1::AndSaveexecB64 => saveexec(r, a & exec),
-        Sop1::OrSaveexecB64 => saveexec(r, a | exec),
-        Sop1::XorSaveexecB64 => saveexec(r, a ^ exec),
-        Sop1::Andn2SaveexecB64 => saveexec(r, a & !exec),
-        Sop1::Orn2SaveexecB64 => saveexec(r, a | !exec),
-        Sop1::NandSaveexecB64 => saveexec(r, !(a & exec)),
-        Sop1::NorSaveexecB64 => saveexec(r, !(a | exec)),
-        Sop1::XnorSaveexecB64 => saveexec(r, !(a ^ exec)),
-        Sop1::Andn1SaveexecB64 => saveexec(r, !a & exec),
-        Sop1::Orn1SaveexecB64 => saveexec(r, !a | exec),
-        Sop1::AbsI32 => {
-            let v = (a32 as i32).unsigned_abs();
-            r.sset(d, 1, v as u64);
-            r.scc = v != 0;
-        }
-    }
-    r.pc = next;
+    r.pc = op.exec(r, d, a, next);
     Step::Continue
 }
 
-fn f32m(v: u64, i: usize, abs: u8, neg: u8) -> f32 {
+pub(super) fn f32m(v: u64, i: usize, abs: u8, neg: u8) -> f32 {
     let mut f = f32::from_bits(v as u32);
     if (abs >> i) & 1 != 0 {
         f = f.abs();
@@ -665,34 +440,8 @@ fn f32m(v: u64, i: usize, abs: u8, neg: u8) -> f32 {
     f
 }
 
-/// The clamp bit on integer adds and subtracts saturates instead of
-/// wrapping; float results are clamped to [0, 1].
-fn int_clamp(op: VAlu, a: u32, b: u32, v: u64) -> u64 {
-    let f01 = |v: u64| f32::from_bits(v as u32).clamp(0.0, 1.0).to_bits() as u64;
-    match op {
-        VAlu::AddU32 | VAlu::AddCoU32 => a.saturating_add(b) as u64,
-        VAlu::SubU32 | VAlu::SubCoU32 => a.saturating_sub(b) as u64,
-        VAlu::SubrevU32 | VAlu::SubrevCoU32 => b.saturating_sub(a) as u64,
-        VAlu::AddI32 => (a as i32).saturating_add(b as i32) as u32 as u64,
-        VAlu::SubI32 => (a as i32).saturating_sub(b as i32) as u32 as u64,
-        VAlu::AddU16 => (a as u16).saturating_add(b as u16) as u64,
-        VAlu::SubU16 => (a as u16).saturating_sub(b as u16) as u64,
-        VAlu::AddF32
-        | VAlu::SubF32
-        | VAlu::SubrevF32
-        | VAlu::MulF32
-        | VAlu::FmaF32
-        | VAlu::FmacF32
-        | VAlu::MadF32
-        | VAlu::MinF32
-        | VAlu::MaxF32
-        | VAlu::Med3F32 => f01(v),
-        _ => v,
-    }
-}
-
 /// `frexp`: mantissa in [0.5, 1) and exponent; 0, inf and NaN give (x, 0).
-fn frexp(x: f64) -> (f64, i32) {
+pub(super) fn frexp(x: f64) -> (f64, i32) {
     if x == 0.0 || !x.is_finite() {
         return (x, 0);
     }
@@ -709,7 +458,7 @@ fn frexp(x: f64) -> (f64, i32) {
 }
 
 /// `x * 2^e` with one rounding.
-fn ldexp(x: f64, e: i32) -> f64 {
+pub(super) fn ldexp(x: f64, e: i32) -> f64 {
     let mut x = x;
     let mut e = e.clamp(-2200, 2200);
     while e > 1000 {
@@ -727,7 +476,7 @@ fn ldexp(x: f64, e: i32) -> f64 {
 
 /// `v_div_fixup`: the special cases of `n / d` (src2 = n, src1 = d) on the
 /// quotient estimate src0.
-fn div_fixup(q: f64, d: f64, n: f64) -> f64 {
+pub(super) fn div_fixup(q: f64, d: f64, n: f64) -> f64 {
     let sign = if (d.is_sign_negative()) != (n.is_sign_negative()) {
         -1.0
     } else {
@@ -744,7 +493,7 @@ fn div_fixup(q: f64, d: f64, n: f64) -> f64 {
     }
 }
 
-fn f64m(v: u64, i: usize, abs: u8, neg: u8) -> f64 {
+pub(super) fn f64m(v: u64, i: usize, abs: u8, neg: u8) -> f64 {
     let mut f = f64::from_bits(v);
     if (abs >> i) & 1 != 0 {
         f = f.abs();
@@ -1073,16 +822,13 @@ fn valu_alu(
         if nsrc >= 3 || op.has_mask_in() {
             gather(r, s2, &mut k.c);
         }
-        if matches!(
-            op,
-            VAlu::FmacF32 | VAlu::FmacF64 | VAlu::MacF32 | VAlu::SwapB32
-        ) {
+        if op.reads_dst() {
             gather(r, VSrc::Vgpr(dst as usize, w[0]), &mut k.d);
         }
         op.dispatch(k);
         if clamp {
             for lane in 0..LANES {
-                k.out[lane] = int_clamp(op, k.a[lane] as u32, k.b[lane] as u32, k.out[lane]);
+                k.out[lane] = op.clamp_value(k.a[lane] as u32, k.b[lane] as u32, k.out[lane]);
             }
         }
         scatter(r, dst as usize, w[0], exec, &k.out);
@@ -1120,10 +866,31 @@ fn gather(r: &WaveRegs, s: VSrc, out: &mut [u64; LANES]) {
     }
 }
 
+/// Copies the EXEC lanes of `src` into `dst` (branch-free, vectorises).
+#[inline]
+fn blend_row(dst: &mut [u32; LANES], src: &[u32; LANES], exec: u64) {
+    if exec == u64::MAX {
+        *dst = *src;
+        return;
+    }
+    for (lane, (d, &s)) in dst.iter_mut().zip(src.iter()).enumerate() {
+        let m = 0u32.wrapping_sub((exec >> lane) as u32 & 1);
+        *d = (*d & !m) | (s & m);
+    }
+}
+
 /// Writes the EXEC lanes of `vals` to VGPR `reg` (and `reg + 1` when 64-bit).
 /// Branch-free (a blend with a lane mask), so the loops vectorise.
 #[inline]
 fn scatter(r: &mut WaveRegs, reg: usize, width: u8, exec: u64, vals: &[u64; LANES]) {
+    if exec == u64::MAX && width == 1 {
+        if let Some(lo) = r.vgpr.get_mut(reg) {
+            for (d, &v) in lo.iter_mut().zip(vals.iter()) {
+                *d = v as u32;
+            }
+        }
+        return;
+    }
     let mut m = [0u32; LANES];
     for (lane, x) in m.iter_mut().enumerate() {
         *x = 0u32.wrapping_sub((exec >> lane) as u32 & 1);
@@ -1168,16 +935,6 @@ thread_local! {
     };
 }
 
-/// The per-instruction inputs of [`lane_value`] besides the lane's operands.
-#[derive(Clone, Copy)]
-struct LaneIn {
-    abs: u8,
-    neg: u8,
-    lit: Option<u32>,
-    e64: bool,
-    vcc_in: u64,
-}
-
 /// One VALU instruction over 64 lanes: operands in, results out. Every lane
 /// is computed (the operations are pure); only EXEC lanes are written back.
 struct ValuLanes {
@@ -1199,8 +956,7 @@ impl OpKernel for ValuLanes {
         let x = self.x;
         let mut carry = 0u64;
         for lane in 0..LANES {
-            let (v, c) = lane_value(
-                op,
+            let (v, c) = op.lane_value(
                 x,
                 self.a[lane],
                 self.b[lane],
@@ -1213,338 +969,6 @@ impl OpKernel for ValuLanes {
         }
         self.carry = carry;
     }
-}
-
-/// The value (and carry out) of lane `lane` of VALU `op`; `d` is the
-/// destination's old value.
-#[inline(always)]
-fn lane_value(op: VAlu, x: LaneIn, a: u64, b: u64, c: u64, d: u64, lane: usize) -> (u64, bool) {
-    let LaneIn {
-        abs,
-        neg,
-        lit,
-        e64,
-        vcc_in,
-    } = x;
-    let fd = |v: u64, i: usize| f64m(v, i, abs, neg);
-    let db = |x: f64| x.to_bits();
-    let h = |v: u64| f16_to_f32(v as u16) as f64;
-    let hb = |x: f64| f64_to_f16(x) as u64;
-    let f = |v: u64, i: usize| f32m(v, i, abs, neg);
-    let fb = |x: f32| x.to_bits() as u64;
-    let (a32, b32, c32) = (a as u32, b as u32, c as u32);
-    let (ai, bi, ci) = (a32 as i32, b32 as i32, c32 as i32);
-    let cin = (c >> lane) & 1;
-    let mut carry = false;
-    let v: u64 = match op {
-        VAlu::CndmaskB32 => {
-            // Float modifiers act on the sign bit of the chosen value.
-            let m = |v: u32, i: usize| {
-                let v = if (abs >> i) & 1 != 0 {
-                    v & 0x7fff_ffff
-                } else {
-                    v
-                };
-                if (neg >> i) & 1 != 0 {
-                    v ^ 0x8000_0000
-                } else {
-                    v
-                }
-            };
-            if cin != 0 {
-                m(b32, 1) as u64
-            } else {
-                m(a32, 0) as u64
-            }
-        }
-        VAlu::AddF32 => fb(f(a, 0) + f(b, 1)),
-        VAlu::SubF32 => fb(f(a, 0) - f(b, 1)),
-        VAlu::SubrevF32 => fb(f(b, 1) - f(a, 0)),
-        VAlu::MulF32 => fb(f(a, 0) * f(b, 1)),
-        VAlu::MinF32 => fb(f(a, 0).min(f(b, 1))),
-        VAlu::MaxF32 => fb(f(a, 0).max(f(b, 1))),
-        VAlu::FmacF32 => fb(f(a, 0).mul_add(f(b, 1), f32::from_bits(d as u32))),
-        VAlu::FmaF32 => fb(f(a, 0).mul_add(f(b, 1), f(c, 2))),
-        VAlu::MulI32I24 => ((ai << 8 >> 8) as i64 * (bi << 8 >> 8) as i64) as u32 as u64,
-        VAlu::MulHiI32I24 => {
-            ((((ai << 8 >> 8) as i64 * (bi << 8 >> 8) as i64) >> 32) as u32) as u64
-        }
-        VAlu::MulU32U24 => ((a32 & 0xff_ffff) as u64 * (b32 & 0xff_ffff) as u64) as u32 as u64,
-        VAlu::MulHiU32U24 => ((a32 & 0xff_ffff) as u64 * (b32 & 0xff_ffff) as u64) >> 32,
-        VAlu::MinI32 => ai.min(bi) as u32 as u64,
-        VAlu::MaxI32 => ai.max(bi) as u32 as u64,
-        VAlu::MinU32 => a32.min(b32) as u64,
-        VAlu::MaxU32 => a32.max(b32) as u64,
-        VAlu::LshrrevB32 => (b32 >> (a32 & 31)) as u64,
-        VAlu::AshrrevI32 => (bi >> (a32 & 31)) as u32 as u64,
-        VAlu::LshlrevB32 => (b32 << (a32 & 31)) as u64,
-        VAlu::AndB32 => (a32 & b32) as u64,
-        VAlu::OrB32 => (a32 | b32) as u64,
-        VAlu::XorB32 => (a32 ^ b32) as u64,
-        VAlu::XnorB32 => (!(a32 ^ b32)) as u64,
-        VAlu::AddCoU32 => {
-            let s = a32 as u64 + b32 as u64;
-            carry = s >> 32 != 0;
-            s as u32 as u64
-        }
-        VAlu::SubCoU32 => {
-            carry = b32 > a32;
-            a32.wrapping_sub(b32) as u64
-        }
-        VAlu::SubrevCoU32 => {
-            carry = a32 > b32;
-            b32.wrapping_sub(a32) as u64
-        }
-        VAlu::AddcCoU32 => {
-            let s = a32 as u64 + b32 as u64 + cin;
-            carry = s >> 32 != 0;
-            s as u32 as u64
-        }
-        VAlu::SubbCoU32 => {
-            carry = b32 as u64 + cin > a32 as u64;
-            a32.wrapping_sub(b32).wrapping_sub(cin as u32) as u64
-        }
-        VAlu::SubbrevCoU32 => {
-            carry = a32 as u64 + cin > b32 as u64;
-            b32.wrapping_sub(a32).wrapping_sub(cin as u32) as u64
-        }
-        VAlu::AddU32 => a32.wrapping_add(b32) as u64,
-        VAlu::SubU32 => a32.wrapping_sub(b32) as u64,
-        VAlu::SubrevU32 => b32.wrapping_sub(a32) as u64,
-        VAlu::Nop => return (0, false),
-        VAlu::MovB32 => a32 as u64,
-        VAlu::ReadfirstlaneB32 => a32 as u64,
-        VAlu::CvtF32I32 => fb(ai as f32),
-        VAlu::CvtF32U32 => fb(a32 as f32),
-        VAlu::CvtU32F32 => (f(a, 0) as u32) as u64,
-        VAlu::CvtI32F32 => (f(a, 0) as i32) as u32 as u64,
-        VAlu::RcpF32 => fb(1.0 / f(a, 0)),
-        VAlu::NotB32 => (!a32) as u64,
-        VAlu::BfrevB32 => a32.reverse_bits() as u64,
-        VAlu::FfbhU32 => {
-            if a32 == 0 {
-                u32::MAX as u64
-            } else {
-                a32.leading_zeros() as u64
-            }
-        }
-        VAlu::FfblB32 => {
-            if a32 == 0 {
-                u32::MAX as u64
-            } else {
-                a32.trailing_zeros() as u64
-            }
-        }
-        VAlu::MadI32I24 => {
-            ((ai << 8 >> 8).wrapping_mul(bi << 8 >> 8)).wrapping_add(ci) as u32 as u64
-        }
-        VAlu::MadU32U24 => {
-            ((a32 & 0xff_ffff)
-                .wrapping_mul(b32 & 0xff_ffff)
-                .wrapping_add(c32)) as u64
-        }
-        VAlu::BfeU32 => bfe(a32 as u64, b32 & 31, c32 & 31, false, 32),
-        VAlu::BfeI32 => bfe(a32 as u64, b32 & 31, c32 & 31, true, 32),
-        VAlu::BfiB32 => ((a32 & b32) | (!a32 & c32)) as u64,
-        VAlu::AlignbitB32 => ((((a32 as u64) << 32 | b32 as u64) >> (c32 & 31)) as u32) as u64,
-        VAlu::Min3I32 => ai.min(bi).min(ci) as u32 as u64,
-        VAlu::Min3U32 => a32.min(b32).min(c32) as u64,
-        VAlu::Max3I32 => ai.max(bi).max(ci) as u32 as u64,
-        VAlu::Max3U32 => a32.max(b32).max(c32) as u64,
-        VAlu::Med3I32 => (ai.max(bi).min(ci).max(ai.min(bi))) as u32 as u64,
-        VAlu::Med3U32 => (a32.max(b32).min(c32).max(a32.min(b32))) as u64,
-        VAlu::MadU64U32 => {
-            let p = (a32 as u128) * (b32 as u128) + c as u128;
-            carry = p >> 64 != 0;
-            p as u64
-        }
-        VAlu::MadI64I32 => {
-            let p = (ai as i128) * (bi as i128) + (c as i64 as i128);
-            carry = p > i64::MAX as i128 || p < i64::MIN as i128;
-            p as u64
-        }
-        VAlu::LshlAddU32 => (a32.wrapping_shl(b32 & 31)).wrapping_add(c32) as u64,
-        VAlu::AddLshlU32 => (a32.wrapping_add(b32)).wrapping_shl(c32 & 31) as u64,
-        VAlu::Add3U32 => a32.wrapping_add(b32).wrapping_add(c32) as u64,
-        VAlu::LshlOrB32 => (a32.wrapping_shl(b32 & 31) | c32) as u64,
-        VAlu::AndOrB32 => ((a32 & b32) | c32) as u64,
-        VAlu::Or3B32 => (a32 | b32 | c32) as u64,
-        VAlu::MulLoU32 => a32.wrapping_mul(b32) as u64,
-        VAlu::MulHiU32 => ((a32 as u64 * b32 as u64) >> 32) as u32 as u64,
-        VAlu::MulHiI32 => (((ai as i64 * bi as i64) >> 32) as u32) as u64,
-        VAlu::BcntU32B32 => (a32.count_ones().wrapping_add(b32)) as u64,
-        VAlu::MbcntLoU32B32 => {
-            let below = if lane >= 32 {
-                u32::MAX
-            } else {
-                (1u32 << lane) - 1
-            };
-            ((a32 & below).count_ones().wrapping_add(b32)) as u64
-        }
-        VAlu::MbcntHiU32B32 => {
-            let below = if lane < 32 {
-                0
-            } else if lane == 63 {
-                u32::MAX >> 1
-            } else {
-                (1u32 << (lane - 32)) - 1
-            };
-            ((a32 & below).count_ones().wrapping_add(b32)) as u64
-        }
-        VAlu::LshlrevB64 => b << (a32 & 63),
-        VAlu::LshrrevB64 => b >> (a32 & 63),
-        VAlu::AshrrevI64 => ((b as i64) >> (a32 & 63)) as u64,
-        VAlu::BfmB32 => ((((1u64 << (a32 & 31)) - 1) as u32).wrapping_shl(b32 & 31)) as u64,
-        VAlu::FmacF64 => db(fd(a, 0).mul_add(fd(b, 1), f64::from_bits(d))),
-        VAlu::MacF32 => fb(f(a, 0) * f(b, 1) + f32::from_bits(d as u32)),
-        VAlu::MadmkF32 | VAlu::MadakF32 if !e64 => {
-            let k = f32::from_bits(lit.unwrap_or(0));
-            if op == VAlu::MadmkF32 {
-                fb(f(a, 0) * k + f(b, 1))
-            } else {
-                fb(f(a, 0) * f(b, 1) + k)
-            }
-        }
-        VAlu::MadmkF32 | VAlu::MadakF32 | VAlu::MadF32 | VAlu::MadLegacyF32 => {
-            fb(f(a, 0) * f(b, 1) + f(c, 2))
-        }
-        VAlu::AddF16 => hb(h(a) + h(b)),
-        VAlu::SubF16 => hb(h(a) - h(b)),
-        VAlu::SubrevF16 => hb(h(b) - h(a)),
-        VAlu::MulF16 => hb(h(a) * h(b)),
-        VAlu::MaxF16 => hb(h(a).max(h(b))),
-        VAlu::MinF16 => hb(h(a).min(h(b))),
-        VAlu::AddU16 => (a as u16).wrapping_add(b as u16) as u64,
-        VAlu::SubU16 => (a as u16).wrapping_sub(b as u16) as u64,
-        VAlu::SubrevU16 => (b as u16).wrapping_sub(a as u16) as u64,
-        VAlu::MulLoU16 => (a as u16).wrapping_mul(b as u16) as u64,
-        VAlu::LshlrevB16 => ((b as u16) << (a & 15)) as u64,
-        VAlu::LshrrevB16 => ((b as u16) >> (a & 15)) as u64,
-        VAlu::AshrrevI16 => (((b as u16 as i16) >> (a & 15)) as u16) as u64,
-        VAlu::MaxU16 => (a as u16).max(b as u16) as u64,
-        VAlu::MinU16 => (a as u16).min(b as u16) as u64,
-        VAlu::MaxI16 => (a as i16).max(b as i16) as u16 as u64,
-        VAlu::MinI16 => (a as i16).min(b as i16) as u16 as u64,
-        VAlu::CvtI32F64 => (fd(a, 0) as i32) as u32 as u64,
-        VAlu::CvtU32F64 => (fd(a, 0) as u32) as u64,
-        VAlu::CvtF64I32 => db(ai as f64),
-        VAlu::CvtF64U32 => db(a32 as f64),
-        VAlu::CvtF16F32 => hb(f(a, 0) as f64),
-        VAlu::CvtF32F16 => fb(f16_to_f32(a as u16)),
-        VAlu::CvtF32F64 => fb(fd(a, 0) as f32),
-        VAlu::CvtF64F32 => db(f(a, 0) as f64),
-        VAlu::CvtF32Ubyte0 => fb((a32 & 0xff) as f32),
-        VAlu::CvtF32Ubyte1 => fb(((a32 >> 8) & 0xff) as f32),
-        VAlu::CvtF32Ubyte2 => fb(((a32 >> 16) & 0xff) as f32),
-        VAlu::CvtF32Ubyte3 => fb((a32 >> 24) as f32),
-        VAlu::TruncF64 => db(fd(a, 0).trunc()),
-        VAlu::CeilF64 => db(fd(a, 0).ceil()),
-        VAlu::RndneF64 => db(fd(a, 0).round_ties_even()),
-        VAlu::FloorF64 => db(fd(a, 0).floor()),
-        VAlu::FractF32 => {
-            let x = f(a, 0);
-            fb((x - x.floor()).min(f32::from_bits(0x3f7f_ffff)))
-        }
-        VAlu::FractF64 => {
-            let x = fd(a, 0);
-            db((x - x.floor()).min(f64::from_bits(0x3fef_ffff_ffff_ffff)))
-        }
-        VAlu::TruncF32 => fb(f(a, 0).trunc()),
-        VAlu::CeilF32 => fb(f(a, 0).ceil()),
-        VAlu::RndneF32 => fb(f(a, 0).round_ties_even()),
-        VAlu::FloorF32 => fb(f(a, 0).floor()),
-        // Transcendentals: computed in f64 and rounded once (within 1 ulp
-        // of the hardware, whose accuracy is 1 ulp).
-        VAlu::ExpF32 => fb((f(a, 0) as f64).exp2() as f32),
-        VAlu::LogF32 => fb((f(a, 0) as f64).log2() as f32),
-        VAlu::RcpIflagF32 => fb((1.0 / f(a, 0) as f64) as f32),
-        VAlu::RsqF32 => fb((1.0 / (f(a, 0) as f64).sqrt()) as f32),
-        VAlu::RcpF64 => db(1.0 / fd(a, 0)),
-        VAlu::RsqF64 => db(1.0 / fd(a, 0).sqrt()),
-        VAlu::SqrtF32 => fb(f(a, 0).sqrt()),
-        VAlu::SqrtF64 => db(fd(a, 0).sqrt()),
-        VAlu::SinF32 => fb(((f(a, 0) as f64) * std::f64::consts::TAU).sin() as f32),
-        VAlu::CosF32 => fb(((f(a, 0) as f64) * std::f64::consts::TAU).cos() as f32),
-        VAlu::FfbhI32 => {
-            let x = if ai < 0 { !a32 } else { a32 };
-            if x == 0 {
-                u32::MAX as u64
-            } else {
-                x.leading_zeros() as u64
-            }
-        }
-        VAlu::FrexpExpI32F32 => frexp(f(a, 0) as f64).1 as u32 as u64,
-        VAlu::FrexpMantF32 => fb(frexp(f(a, 0) as f64).0 as f32),
-        VAlu::FrexpExpI32F64 => frexp(fd(a, 0)).1 as u32 as u64,
-        VAlu::FrexpMantF64 => db(frexp(fd(a, 0)).0),
-        VAlu::SwapB32 => a32 as u64,
-        VAlu::FmaF64 => db(fd(a, 0).mul_add(fd(b, 1), fd(c, 2))),
-        VAlu::Min3F32 => fb(f(a, 0).min(f(b, 1)).min(f(c, 2))),
-        VAlu::Max3F32 => fb(f(a, 0).max(f(b, 1)).max(f(c, 2))),
-        VAlu::Med3F32 => {
-            let (x, y, z) = (f(a, 0), f(b, 1), f(c, 2));
-            fb(x.max(y).min(z).max(x.min(y)))
-        }
-        VAlu::DivFixupF32 => fb(div_fixup(f(a, 0) as f64, f(b, 1) as f64, f(c, 2) as f64) as f32),
-        VAlu::DivFixupF64 => db(div_fixup(fd(a, 0), fd(b, 1), fd(c, 2))),
-        // Exact reciprocals make scaling unnecessary: the scale
-        // instructions pass their operand through and never ask for the
-        // fmas rescale (VCC = 0).
-        VAlu::DivScaleF32 => fb(f(a, 0)),
-        VAlu::DivScaleF64 => db(fd(a, 0)),
-        VAlu::DivFmasF32 => {
-            let v = f(a, 0).mul_add(f(b, 1), f(c, 2));
-            let scale = if (vcc_in >> lane) & 1 != 0 {
-                2f32.powi(32)
-            } else {
-                1.0
-            };
-            fb(v * scale)
-        }
-        VAlu::DivFmasF64 => {
-            let v = fd(a, 0).mul_add(fd(b, 1), fd(c, 2));
-            let scale = if (vcc_in >> lane) & 1 != 0 {
-                2f64.powi(64)
-            } else {
-                1.0
-            };
-            db(v * scale)
-        }
-        VAlu::MadLegacyU16 => (a as u16).wrapping_mul(b as u16).wrapping_add(c as u16) as u64,
-        VAlu::PermB32 => {
-            let src = (a32 as u64) << 32 | b32 as u64;
-            let mut v = 0u32;
-            for k in 0..4 {
-                let sel = (c32 >> (8 * k)) & 0xff;
-                let byte = match sel {
-                    0..=7 => (src >> (8 * sel)) as u8 as u32,
-                    8..=11 => {
-                        let w = (src >> (16 * (sel - 8) + 8)) as u8;
-                        if w & 0x80 != 0 {
-                            0xff
-                        } else {
-                            0
-                        }
-                    }
-                    12 => 0,
-                    _ => 0xff,
-                };
-                v |= byte << (8 * k);
-            }
-            v as u64
-        }
-        VAlu::XadU32 => (a32 ^ b32).wrapping_add(c32) as u64,
-        VAlu::AddF64 => db(fd(a, 0) + fd(b, 1)),
-        VAlu::MulF64 => db(fd(a, 0) * fd(b, 1)),
-        VAlu::MinF64 => db(fd(a, 0).min(fd(b, 1))),
-        VAlu::MaxF64 => db(fd(a, 0).max(fd(b, 1))),
-        VAlu::LdexpF64 => db(ldexp(fd(a, 0), bi)),
-        VAlu::LdexpF32 => fb(ldexp(f(a, 0) as f64, bi) as f32),
-        VAlu::ReadlaneB32 | VAlu::WritelaneB32 => return (0, false),
-        VAlu::AddI32 => ai.wrapping_add(bi) as u32 as u64,
-        VAlu::SubI32 => ai.wrapping_sub(bi) as u32 as u64,
-    };
-    (v, carry)
 }
 
 fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
@@ -1648,7 +1072,7 @@ fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             }
             DsOp::Atomic(i) | DsOp::AtomicRtn(i) => {
                 let old = rd(ctx.lds, a, 4) as u32;
-                let new = atomic32(*i, old, d0(0) as u32);
+                let new = atomics::apply(&DS_ATOMICS, *i, old as u64, d0(0), 0, 32) as u32;
                 wr(ctx.lds, a, 4, new as u64);
                 if matches!(op, DsOp::AtomicRtn(_)) {
                     r.vset(*vdst as usize, 1, lane, old as u64);
@@ -1752,61 +1176,6 @@ fn ds_cross_lane(r: &mut WaveRegs, op: DsOp, vdst: u8, addr: u8, data0: u8, off:
     Step::Continue
 }
 
-/// `inc`: wraps to 0 once `old` reaches `d`.
-fn atomic_inc(old: u32, d: u32) -> u32 {
-    if old >= d {
-        0
-    } else {
-        old + 1
-    }
-}
-
-/// `dec`: wraps to `d` at 0 or when `old` exceeds `d`.
-fn atomic_dec(old: u32, d: u32) -> u32 {
-    if old == 0 || old > d {
-        d
-    } else {
-        old - 1
-    }
-}
-
-/// LDS atomics in [`super::decode::DS_ATOMICS`] order.
-fn atomic32(i: u8, old: u32, d: u32) -> u32 {
-    match i {
-        0 => old.wrapping_add(d),
-        1 => old.wrapping_sub(d),
-        2 => d.wrapping_sub(old),
-        3 => atomic_inc(old, d),
-        4 => atomic_dec(old, d),
-        5 => (old as i32).min(d as i32) as u32,
-        6 => (old as i32).max(d as i32) as u32,
-        7 => old.min(d),
-        8 => old.max(d),
-        9 => old & d,
-        10 => old | d,
-        _ => old ^ d,
-    }
-}
-
-/// FLAT atomics in [`super::decode::FLAT_ATOMICS`] order (cmpswap handled
-/// by the caller).
-fn flat_atomic32(i: u8, old: u32, d: u32) -> u32 {
-    match i {
-        0 => d,
-        2 => old.wrapping_add(d),
-        3 => old.wrapping_sub(d),
-        4 => (old as i32).min(d as i32) as u32,
-        5 => old.min(d),
-        6 => (old as i32).max(d as i32) as u32,
-        7 => old.max(d),
-        8 => old & d,
-        9 => old | d,
-        10 => old ^ d,
-        11 => atomic_inc(old, d),
-        _ => atomic_dec(old, d),
-    }
-}
-
 /// Moves the `bytes`-byte slots of lanes `first..=last` of a lane-packed
 /// buffer (slot `lane - first`) with `access(addr, slot range)`: one
 /// access when every lane is active and the addresses form one block (the
@@ -1867,7 +1236,9 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         *a = v.wrapping_add(*offset as i64 as u64);
     }
     let bytes = match op {
-        FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } => *bytes as usize,
+        FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => {
+            *bytes as usize
+        }
         FlatOp::Atomic(_) => 4,
         FlatOp::Atomic64(_) => 8,
     };
@@ -1927,7 +1298,12 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                 }
             }
         }
-        FlatOp::Store { .. } => {
+        FlatOp::Store { .. } | FlatOp::StoreD16Hi { .. } => {
+            let shift = if matches!(op, FlatOp::StoreD16Hi { .. }) {
+                16
+            } else {
+                0
+            };
             let mut stack = [0u8; LANES * 16];
             let buf = &mut stack[..(last - first + 1) * bytes];
             for lane in first..=last {
@@ -1937,7 +1313,7 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                 let o = (lane - first) * bytes;
                 for k in 0..bytes.div_ceil(4) {
                     let v = r.vgpr.get(*data as usize + k).map(|x| x[lane]).unwrap_or(0);
-                    let b = v.to_le_bytes();
+                    let b = (v >> shift).to_le_bytes();
                     let n = (bytes - 4 * k).min(4);
                     buf[o + 4 * k..o + 4 * k + n].copy_from_slice(&b[..n]);
                 }
@@ -1948,96 +1324,57 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                 return Step::MemoryViolation { addr };
             }
         }
-        FlatOp::Atomic64(i) => {
-            let _guard = ATOMICS.lock();
-            let get =
-                |reg: usize, lane: usize| r.vgpr.get(reg).map(|x| x[lane]).unwrap_or(0) as u64;
-            let mut olds = Vec::new();
-            for lane in first..=last {
-                if exec >> lane & 1 == 0 {
-                    continue;
-                }
-                let mut b = [0u8; 8];
-                if ctx.mem.read(addrs[lane], &mut b).is_err() {
-                    return Step::MemoryViolation { addr: addrs[lane] };
-                }
-                let old = u64::from_le_bytes(b);
-                let d = get(*data as usize, lane) | get(*data as usize + 1, lane) << 32;
-                let new = match *i {
-                    0 => d,
-                    1 => {
-                        let cmp =
-                            get(*data as usize + 2, lane) | get(*data as usize + 3, lane) << 32;
-                        if old == cmp {
-                            d
-                        } else {
-                            old
-                        }
-                    }
-                    2 => old.wrapping_add(d),
-                    3 => old.wrapping_sub(d),
-                    4 => (old as i64).min(d as i64) as u64,
-                    5 => old.min(d),
-                    6 => (old as i64).max(d as i64) as u64,
-                    7 => old.max(d),
-                    8 => old & d,
-                    9 => old | d,
-                    10 => old ^ d,
-                    11 => {
-                        if old >= d {
-                            0
-                        } else {
-                            old + 1
-                        }
-                    }
-                    _ => {
-                        if old == 0 || old > d {
-                            d
-                        } else {
-                            old - 1
-                        }
-                    }
-                };
-                if ctx.mem.write(addrs[lane], &new.to_le_bytes()).is_err() {
-                    return Step::MemoryViolation { addr: addrs[lane] };
-                }
-                olds.push((lane, old));
-            }
-            if *glc {
-                for (lane, old) in olds {
-                    r.vset(*vdst as usize, 2, lane, old);
-                }
-            }
+        FlatOp::Atomic(_) | FlatOp::Atomic64(_) => {
+            return atomic_lanes(r, ctx, *op, *vdst, *data, *glc, &addrs);
         }
-        FlatOp::Atomic(i) => {
-            let _guard = ATOMICS.lock();
-            for lane in first..=last {
-                if exec >> lane & 1 == 0 {
-                    continue;
-                }
-                let mut b = [0u8; 4];
-                if ctx.mem.read(addrs[lane], &mut b).is_err() {
-                    return Step::MemoryViolation { addr: addrs[lane] };
-                }
-                let old = u32::from_le_bytes(b);
-                let d = r.vgpr.get(*data as usize).map(|x| x[lane]).unwrap_or(0);
-                let new = if *i == 1 {
-                    let cmp = r.vgpr.get(*data as usize + 1).map(|x| x[lane]).unwrap_or(0);
-                    if old == cmp {
-                        d
-                    } else {
-                        old
-                    }
-                } else {
-                    flat_atomic32(*i, old, d)
-                };
-                if ctx.mem.write(addrs[lane], &new.to_le_bytes()).is_err() {
-                    return Step::MemoryViolation { addr: addrs[lane] };
-                }
-                if *glc {
-                    r.vset(*vdst as usize, 1, lane, old as u64);
-                }
-            }
+    }
+    Step::Continue
+}
+
+/// FLAT/GLOBAL/MUBUF atomic `op` at each EXEC lane's address in global
+/// memory: data in `data` (cmpswap: the compare value after it), the old
+/// value to `vdst` when `glc` (returning forms).
+fn atomic_lanes(
+    r: &mut WaveRegs,
+    ctx: &mut Ctx<'_>,
+    op: FlatOp,
+    vdst: u8,
+    data: u8,
+    glc: bool,
+    addrs: &[u64; LANES],
+) -> Step {
+    let (i, w) = match op {
+        FlatOp::Atomic(i) => (i, 1usize),
+        FlatOp::Atomic64(i) => (i, 2),
+        _ => return Step::IllegalInstruction,
+    };
+    let exec = r.exec;
+    let _guard = ATOMICS.lock();
+    let get = |r: &WaveRegs, reg: usize, lane: usize| {
+        let lo = r.vgpr.get(reg).map(|x| x[lane]).unwrap_or(0) as u64;
+        if w == 2 {
+            lo | (r.vgpr.get(reg + 1).map(|x| x[lane]).unwrap_or(0) as u64) << 32
+        } else {
+            lo
+        }
+    };
+    for (lane, &addr) in addrs.iter().enumerate() {
+        if exec >> lane & 1 == 0 {
+            continue;
+        }
+        let mut b = [0u8; 8];
+        if ctx.mem.read(addr, &mut b[..4 * w]).is_err() {
+            return Step::MemoryViolation { addr };
+        }
+        let old = u64::from_le_bytes(b);
+        let d = get(r, data as usize, lane);
+        let cmp = get(r, data as usize + w, lane);
+        let new = atomics::apply(&FLAT_ATOMICS, i, old, d, cmp, 32 * w as u32);
+        if ctx.mem.write(addr, &new.to_le_bytes()[..4 * w]).is_err() {
+            return Step::MemoryViolation { addr };
+        }
+        if glc {
+            r.vset(vdst as usize, w as u8, lane, old);
         }
     }
     Step::Continue
@@ -2065,25 +1402,21 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
     match op {
         Vop3pOp::AccvgprReadB32 => {
             let a = (src[0] as usize).saturating_sub(256);
-            for lane in 0..LANES {
-                if exec >> lane & 1 != 0 {
-                    let v = r.agpr.get(a).map(|x| x[lane]).unwrap_or(0);
-                    r.vset(dst, 1, lane, v as u64);
-                }
+            let v = r.agpr.get(a).copied().unwrap_or([0; LANES]);
+            if let Some(d) = r.vgpr.get_mut(dst) {
+                blend_row(d, &v, exec);
             }
             return Step::Continue;
         }
         Vop3pOp::AccvgprWriteB32 => {
-            let s0 = r.vsrc(src[0], 1, inst.literal);
+            let v = match r.vsrc(src[0], 1, inst.literal) {
+                VSrc::Uniform(v) => [v as u32; LANES],
+                VSrc::Vgpr(n, _) => r.vgpr.get(n).copied().unwrap_or([0; LANES]),
+            };
             if r.agpr.len() <= dst {
                 r.agpr.resize(dst + 1, [0; LANES]);
             }
-            for lane in 0..LANES {
-                if exec >> lane & 1 != 0 {
-                    let v = r.vget(s0, lane) as u32;
-                    r.agpr[dst][lane] = v;
-                }
-            }
+            blend_row(&mut r.agpr[dst], &v, exec);
             return Step::Continue;
         }
         Vop3pOp::MfmaF32_4x4x1f32 => return mfma_4x4x1(r, dst, src, *acc_cd, op_sel_hi),
@@ -2221,6 +1554,7 @@ pub fn swizzle_private(lane: usize, lane_off: u64) -> u64 {
 
 /// FLAT loads and stores whose generic addresses fall in the LDS or private
 /// aperture (per lane; a lane's address may also be global).
+#[allow(clippy::needless_range_loop)] // lanes index several arrays at once
 fn flat_apertures(
     r: &mut WaveRegs,
     ctx: &mut Ctx<'_>,
@@ -2229,18 +1563,17 @@ fn flat_apertures(
     data: u8,
     addrs: &[u64; LANES],
 ) -> Step {
-    let (bytes, load, signed) = match op {
-        FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
-        FlatOp::Store { bytes } => (*bytes as usize, false, false),
-        _ => return Step::IllegalInstruction, // atomics on LDS/private via FLAT
+    // Atomics on LDS/private addresses through FLAT: not supported.
+    let Some(x) = LaneXfer::new(op, vdst, data) else {
+        return Step::IllegalInstruction;
     };
     let exec = r.exec;
     for lane in 0..LANES {
         if exec >> lane & 1 == 0 {
             continue;
         }
-        for k in 0..bytes.div_ceil(4) {
-            let n = (bytes - 4 * k).min(4);
+        for k in 0..x.bytes.div_ceil(4) {
+            let n = x.dword_len(k);
             let a = addrs[lane] + 4 * k as u64;
             // (memory, byte index) of this dword.
             let (mem, at): (&mut [u8], Option<usize>) =
@@ -2254,32 +1587,20 @@ fn flat_apertures(
                     (&mut *ctx.scratch, ok.then_some(off))
                 } else {
                     let mut buf = [0u8; 4];
-                    if load {
-                        if ctx.mem.read(a, &mut buf[..n]).is_err() {
-                            return Step::MemoryViolation { addr: a };
-                        }
-                        let v = u32::from_le_bytes(buf);
-                        r.vset(vdst as usize + k, 1, lane, sext(v, bytes, signed) as u64);
-                    } else {
-                        let v = r.vgpr.get(data as usize + k).map(|x| x[lane]).unwrap_or(0);
-                        if ctx.mem.write(a, &v.to_le_bytes()[..n]).is_err() {
-                            return Step::MemoryViolation { addr: a };
-                        }
+                    let buf = &mut buf[..n];
+                    if x.load && ctx.mem.read(a, buf).is_err() {
+                        return Step::MemoryViolation { addr: a };
+                    }
+                    x.dword(r, lane, k, buf);
+                    if !x.load && ctx.mem.write(a, buf).is_err() {
+                        return Step::MemoryViolation { addr: a };
                     }
                     continue;
                 };
             let Some(at) = at else {
                 return Step::MemoryViolation { addr: a };
             };
-            if load {
-                let mut buf = [0u8; 4];
-                buf[..n].copy_from_slice(&mem[at..at + n]);
-                let v = u32::from_le_bytes(buf);
-                r.vset(vdst as usize + k, 1, lane, sext(v, bytes, signed) as u64);
-            } else {
-                let v = r.vgpr.get(data as usize + k).map(|x| x[lane]).unwrap_or(0);
-                mem[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
-            }
+            x.dword(r, lane, k, &mut mem[at..at + n]);
         }
     }
     Step::Continue
@@ -2323,6 +1644,62 @@ fn sext(v: u32, bytes: usize, signed: bool) -> u32 {
     }
 }
 
+/// A lane-by-lane load or store of `bytes` bytes per lane between VGPRs and
+/// memory (FLAT to the apertures, scratch, MUBUF).
+#[derive(Clone, Copy)]
+struct LaneXfer {
+    bytes: usize,
+    load: bool,
+    signed: bool,
+    /// First VGPR a load writes.
+    vdst: u8,
+    /// First VGPR a store reads.
+    data: u8,
+    /// A store's data shift (16 for the `_d16_hi` stores).
+    shift: u32,
+}
+
+impl LaneXfer {
+    /// For a FLAT/MUBUF load or store (`None` for atomics).
+    fn new(op: &FlatOp, vdst: u8, data: u8) -> Option<Self> {
+        let (bytes, load, signed, shift) = match *op {
+            FlatOp::Load { bytes, signed } => (bytes as usize, true, signed, 0),
+            FlatOp::Store { bytes } => (bytes as usize, false, false, 0),
+            FlatOp::StoreD16Hi { bytes } => (bytes as usize, false, false, 16),
+            _ => return None,
+        };
+        Some(Self {
+            bytes,
+            load,
+            signed,
+            vdst,
+            data,
+            shift,
+        })
+    }
+
+    /// Bytes of dword `k` of a lane's data (the last one may be partial).
+    fn dword_len(&self, k: usize) -> usize {
+        (self.bytes - 4 * k).min(4)
+    }
+
+    /// Moves dword `k` of `lane` between its VGPR and `mem` (that dword's
+    /// bytes): a load writes VGPR `vdst + k` (a sub-dword load extended as
+    /// `signed` says), a store copies VGPR `data + k` into `mem`.
+    fn dword(&self, r: &mut WaveRegs, lane: usize, k: usize, mem: &mut [u8]) {
+        let n = mem.len().min(4);
+        if self.load {
+            let mut w = [0u8; 4];
+            w[..n].copy_from_slice(&mem[..n]);
+            let v = sext(u32::from_le_bytes(w), self.bytes, self.signed);
+            r.vset(self.vdst as usize + k, 1, lane, v as u64);
+        } else {
+            let v = r.vgpr.get(self.data as usize + k).map_or(0, |x| x[lane]) >> self.shift;
+            mem[..n].copy_from_slice(&v.to_le_bytes()[..n]);
+        }
+    }
+}
+
 /// MUBUF loads and stores, served from the wave's private memory as a
 /// swizzled scratch buffer does it on the hardware: the wave-level address
 /// of lane `l` is `base(srsrc) + soffset + swizzle(offset (+ vaddr with
@@ -2341,12 +1718,15 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     else {
         return Step::IllegalInstruction;
     };
+    if r.sget(*srsrc as u16 + 3, 1, None) as u32 & RSRC3_ADD_TID_ENABLE == 0 {
+        return mubuf_global(r, ctx, inst);
+    }
     let exec = r.exec;
     let base = r.sget(*srsrc as u16, 2, None) & 0xffff_ffff_ffff;
     let soff = r.sget(*soffset as u16, 1, None);
     let (bytes, load, _) = match op {
         FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
-        FlatOp::Store { bytes } => (*bytes as usize, false, false),
+        FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => (*bytes as usize, false, false),
         _ => return Step::IllegalInstruction,
     };
     let len = ctx.scratch.len() as u64;
@@ -2355,6 +1735,35 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         // Whole dwords at dword offsets (spills, private arrays): dword `k`
         // of a lane sits at wave_base + swizzle(lane_off + 4k).
         let dwords = bytes / 4;
+        if !*offen && offset.is_multiple_of(4) {
+            // Every lane at the same lane offset (spills): dword `k` of the
+            // wave is one 256-byte block, lane `l` at 4 * l.
+            let first = wave_base.wrapping_add(swizzle_private(0, *offset as u64));
+            let end = first.checked_add((dwords * 4 * LANES) as u64);
+            if end.is_some_and(|e| e <= len) {
+                let first = first as usize;
+                for k in 0..dwords {
+                    let at = first + k * 4 * LANES;
+                    let block = &mut ctx.scratch[at..at + 4 * LANES];
+                    let Some(reg) = r.vgpr.get_mut(*vdata as usize + k) else {
+                        continue;
+                    };
+                    let mut mem = [0u32; LANES];
+                    for (m, w) in mem.iter_mut().zip(block.chunks_exact(4)) {
+                        *m = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    }
+                    if load {
+                        blend_row(reg, &mem, exec);
+                    } else {
+                        blend_row(&mut mem, reg, exec);
+                        for (w, m) in block.chunks_exact_mut(4).zip(mem.iter()) {
+                            w.copy_from_slice(&m.to_le_bytes());
+                        }
+                    }
+                }
+                return Step::Continue;
+            }
+        }
         let va = r.vgpr.get(*vaddr as usize).copied();
         let mut at = [0usize; LANES];
         for lane in 0..LANES {
@@ -2406,6 +1815,106 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     mubuf_bytes(r, ctx, inst)
 }
 
+/// Word 3 of a buffer resource: ADD_TID_ENABLE, the swizzled per-lane
+/// addressing of scratch (how the runtime's private segment buffer is set
+/// up; other resources address global memory).
+pub const RSRC3_ADD_TID_ENABLE: u32 = 1 << 23;
+
+/// MUBUF through a buffer resource to global memory (a raw buffer, or a
+/// structured one with `idxen`): the address is base + soffset +
+/// index * stride + offset, plus the VGPR offset with `offen`. Out of range
+/// (offset + size past num_records, or the index past it when structured),
+/// loads return 0 and stores and atomics do nothing.
+#[allow(clippy::needless_range_loop)] // lanes index several arrays at once
+fn mubuf_global(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Mubuf {
+        op,
+        vdata,
+        vaddr,
+        srsrc,
+        soffset,
+        offset,
+        offen,
+        idxen,
+        glc,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let word = |k: u16| r.sget(*srsrc as u16 + k, 1, None) as u32;
+    let (w0, w1, num_records) = (word(0), word(1), word(2) as u64);
+    let base = w0 as u64 | ((w1 & 0xffff) as u64) << 32;
+    let stride = ((w1 >> 16) & 0x3fff) as u64;
+    let soff = r.sget(*soffset as u16, 1, None);
+    let bytes = match op {
+        FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => {
+            *bytes as u64
+        }
+        FlatOp::Atomic(_) => 4,
+        FlatOp::Atomic64(_) => 8,
+    };
+    let mut in_range = 0u64;
+    let mut addrs = [0u64; LANES];
+    for (lane, a) in addrs.iter_mut().enumerate() {
+        if r.exec >> lane & 1 == 0 {
+            continue;
+        }
+        let v = |k: usize| r.vgpr.get(*vaddr as usize + k).map_or(0, |x| x[lane]) as u64;
+        let index = if *idxen { v(0) } else { 0 };
+        let voff = match (*offen, *idxen) {
+            (true, true) => v(1),
+            (true, false) => v(0),
+            _ => 0,
+        };
+        let off = *offset as u64 + voff;
+        let ok = if stride == 0 {
+            off + bytes <= num_records
+        } else {
+            index < num_records
+        };
+        in_range |= (ok as u64) << lane;
+        *a = base
+            .wrapping_add(soff)
+            .wrapping_add(index * stride)
+            .wrapping_add(off);
+    }
+    let exec = r.exec;
+    match op {
+        FlatOp::Atomic(_) | FlatOp::Atomic64(_) => {
+            r.exec = exec & in_range;
+            let step = atomic_lanes(r, ctx, *op, *vdata, *vdata, *glc, &addrs);
+            r.exec = exec;
+            step
+        }
+        _ => {
+            let Some(x) = LaneXfer::new(op, *vdata, *vdata) else {
+                return Step::IllegalInstruction;
+            };
+            for lane in 0..LANES {
+                if exec >> lane & 1 == 0 || (!x.load && in_range >> lane & 1 == 0) {
+                    continue;
+                }
+                for k in 0..x.bytes.div_ceil(4) {
+                    let a = addrs[lane] + 4 * k as u64;
+                    let mut buf = [0u8; 4];
+                    let buf = &mut buf[..x.dword_len(k)];
+                    // Out of range: a load gives 0.
+                    let fetch = x.load && in_range >> lane & 1 != 0;
+                    if fetch && ctx.mem.read(a, buf).is_err() {
+                        return Step::MemoryViolation { addr: a };
+                    }
+                    x.dword(r, lane, k, buf);
+                    if !x.load && ctx.mem.write(a, buf).is_err() {
+                        return Step::MemoryViolation { addr: a };
+                    }
+                }
+            }
+            Step::Continue
+        }
+    }
+}
+
 /// MUBUF scratch accesses byte by byte (sub-dword, unaligned, or faulting).
 fn mubuf_bytes(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Mubuf {
@@ -2424,10 +1933,8 @@ fn mubuf_bytes(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let exec = r.exec;
     let base = r.sget(*srsrc as u16, 2, None) & 0xffff_ffff_ffff;
     let soff = r.sget(*soffset as u16, 1, None);
-    let (bytes, load, signed) = match op {
-        FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
-        FlatOp::Store { bytes } => (*bytes as usize, false, false),
-        _ => return Step::IllegalInstruction,
+    let Some(x) = LaneXfer::new(op, *vdata, *vdata) else {
+        return Step::IllegalInstruction;
     };
     let len = ctx.scratch.len() as u64;
     for lane in 0..LANES {
@@ -2438,8 +1945,8 @@ fn mubuf_bytes(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         if *offen {
             lane_off += r.vgpr.get(*vaddr as usize).map(|v| v[lane]).unwrap_or(0) as u64;
         }
-        for k in 0..bytes.div_ceil(4) {
-            let n = (bytes - 4 * k).min(4);
+        for k in 0..x.bytes.div_ceil(4) {
+            let n = x.dword_len(k);
             let wave = base
                 .wrapping_add(soff)
                 .wrapping_add(swizzle_private(lane, lane_off + 4 * k as u64));
@@ -2449,25 +1956,7 @@ fn mubuf_bytes(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                 };
             }
             let at = wave as usize;
-            let mem = &mut ctx.scratch[at..at + n];
-            if load {
-                let mut w = [0u8; 4];
-                w[..n].copy_from_slice(mem);
-                let mut v = u32::from_le_bytes(w);
-                if signed && bytes == 1 {
-                    v = v as u8 as i8 as i32 as u32;
-                } else if signed && bytes == 2 {
-                    v = v as u16 as i16 as i32 as u32;
-                }
-                r.vset(*vdata as usize + k, 1, lane, v as u64);
-            } else {
-                let v = r
-                    .vgpr
-                    .get(*vdata as usize + k)
-                    .map(|x| x[lane])
-                    .unwrap_or(0);
-                mem.copy_from_slice(&v.to_le_bytes()[..n]);
-            }
+            x.dword(r, lane, k, &mut ctx.scratch[at..at + n]);
         }
     }
     Step::Continue

@@ -59,8 +59,11 @@ pub const VERSION: (u32, u32, u32) = (0, 77, 0);
 /// `amd_dbgapi_get_build_name`.
 pub const BUILD_NAME: &str = "0.77.0-simgpu";
 
-/// The one architecture: gfx90a.
-pub const ARCH_HANDLE: u64 = 1;
+/// The one architecture: gfx90a, with the handle AMD's library 0.77 gives
+/// it (measured without a GPU: `amd_dbgapi_get_architecture` returns 1 for
+/// gfx900, 4 for gfx90a, 5 for gfx940; a client sees the number in every
+/// `ARCHITECTURE` info answer).
+pub const ARCH_HANDLE: u64 = 4;
 /// Address space handles.
 // Address-space handles as AMD's library 0.77 numbers them on gfx90a.
 pub const ASPACE_GLOBAL: u64 = 1;

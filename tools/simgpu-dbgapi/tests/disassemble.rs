@@ -132,6 +132,11 @@ mod real {
             }
         }
 
+        /// The handle `amd_dbgapi_get_architecture` gave gfx90a.
+        pub fn arch(&self) -> u64 {
+            self.arch
+        }
+
         /// `amd_dbgapi_get_status_string` of 0 down to -59: (code, status,
         /// text when it succeeded).
         pub fn status_strings(&self) -> Vec<(i32, Status, Option<String>)> {
@@ -288,6 +293,17 @@ fn corpus_instructions() -> BTreeSet<Vec<u8>> {
         }
     }
     out
+}
+
+/// gfx90a's architecture handle is the one AMD's library 0.77 gives it (4,
+/// measured without a GPU); compared with the real library when it is here.
+#[test]
+fn gfx90a_architecture_handle_is_the_real_librarys() {
+    let sim = real::Lib::open(&common::library()).expect("the simulated library loads");
+    assert_eq!(sim.arch(), 4);
+    let Some(path) = library() else { return };
+    let real = real::Lib::open(&path).expect("AMD's amd-dbgapi loads (needs libamd-comgr2)");
+    assert_eq!(real.arch(), sim.arch());
 }
 
 /// Status texts, the address-space list and every address-space query

@@ -1121,3 +1121,137 @@ fn mfma() {
         expect_eq("mfma", g, &want)
     });
 }
+
+#[test]
+fn f16_math() {
+    let a = rand_halves(N, 41);
+    let (_, b) = ints();
+    std_kernel("f16_math", &a, &b, &vec![0; 4 * N], N as u32, 64, |got| {
+        let want: Vec<u32> = (0..N)
+            .flat_map(|i| {
+                let x = h2f(a[i] as u16);
+                let u = b[i] as u16;
+                let s = (b[i] >> 16) as u16 as i16;
+                let pack = |lo: u16, hi: u16| lo as u32 | (hi as u32) << 16;
+                let tr = x.trunc();
+                [
+                    pack(f2h(u as f64), f2h(s as f64)),
+                    pack(f2h(x.floor()), f2h(x.ceil())),
+                    pack(f2h(x.round_ties_even()), f2h(x.abs().sqrt())),
+                    pack(tr.abs() as u16, tr as i16 as u16),
+                ]
+            })
+            .collect();
+        expect_eq("f16_math", got, &want)
+    });
+}
+
+/// f32 to half rounding towards zero (finite inputs).
+fn f2h_rtz(v: f32) -> u16 {
+    let sign = if v.is_sign_negative() { 0x8000 } else { 0 };
+    let a = v.abs() as f64;
+    let (mut lo, mut hi) = (0u16, 0x7bffu16);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if h2f(mid) <= a {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    sign | lo
+}
+
+#[test]
+fn pack_builtins() {
+    let (a, b) = (rand_f32(N, 43, 1.0e5), rand_f32(N, 44, 1.0e5));
+    std_kernel(
+        "pack_builtins",
+        &a,
+        &b,
+        &vec![0; 4 * N],
+        N as u32,
+        64,
+        |got| {
+            let want: Vec<u32> = (0..N)
+                .flat_map(|i| {
+                    let (x, y, c) = (a[i], b[i], i as u32);
+                    let field = |v: u32, k: u32, bits: u32| (v >> (k * bits)) & ((1 << bits) - 1);
+                    let sad = |bits: u32| {
+                        (0..32 / bits)
+                            .map(|k| field(x, k, bits).abs_diff(field(y, k, bits)))
+                            .sum::<u32>()
+                    };
+                    let al = (((x as u64) << 32 | y as u64) >> (8 * (c & 3))) as u32;
+                    let lerp = (0..4).fold(0, |v, k| {
+                        v | ((field(x, k, 8) + field(y, k, 8) + (field(c, k, 8) & 1)) >> 1)
+                            << (8 * k)
+                    });
+                    let pk = f2h_rtz(fl(x) * 0.001) as u32 | (f2h_rtz(fl(y)) as u32) << 16;
+                    [
+                        al ^ sad(16).wrapping_add(c),
+                        (sad(8) << 16).wrapping_add(c),
+                        lerp,
+                        pk,
+                    ]
+                })
+                .collect();
+            expect_eq("pack_builtins", got, &want)
+        },
+    );
+}
+
+#[test]
+fn flat_scratch() {
+    let (a, b) = ints();
+    elementwise("flat_scratch", &a, &b, |a, b, i| {
+        let mut buf = [0u32; 40];
+        for k in 0..40 {
+            buf[k] = a[i].wrapping_mul(k as u32 + 1) ^ b[(i + k) % N];
+        }
+        let half: Vec<u32> = (0..8).map(|k| (buf[k * 5] >> k) & 0xffff).collect();
+        let (mut acc, mut idx) = (0u32, (b[i] % 40) as usize);
+        for k in 0..12 {
+            acc = acc.wrapping_add(buf[idx].wrapping_add(half[(idx + k) % 8]));
+            let j = (idx * 3 + 1) % 40;
+            buf[j] = buf[j].wrapping_add(acc);
+            idx = ((idx as u32).wrapping_add(buf[idx]) % 40) as usize;
+        }
+        acc
+    });
+}
+
+#[test]
+fn buffer_atomics() {
+    let (a, b) = ints();
+    let (a_, b_) = (&a[..N], &b[..N]);
+    let wide = a_.iter().zip(b_).fold(0u64, |s, (x, y)| {
+        s.wrapping_add((*x as u64) << 20 | *y as u64)
+    });
+    let mut want = vec![
+        a_.iter().fold(0u32, |s, x| s.wrapping_add(*x)),
+        N as u32,
+        *b_.iter().max().unwrap(),
+        0,
+        wide as u32,
+        (wide >> 32) as u32,
+        b_.iter().fold(0, |s, x| s ^ x),
+        0,
+    ];
+    want.extend_from_slice(a_);
+    want.extend(std::iter::repeat_n(0, N + 8));
+    std_kernel(
+        "buffer_atomics",
+        &a,
+        &b,
+        &vec![0; 3 * N + 16],
+        N as u32,
+        64,
+        |g| {
+            expect_eq("buffer_atomics", &g[..2 * N + 16], &want)?;
+            let mut tickets = g[2 * N + 16..3 * N + 16].to_vec();
+            tickets.sort_unstable();
+            expect_eq("tickets", &tickets, &(0..N as u32).collect::<Vec<_>>())
+        },
+    );
+}

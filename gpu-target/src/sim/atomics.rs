@@ -1,0 +1,106 @@
+//! Atomic read-modify-write operations of the DS, FLAT/GLOBAL and MUBUF
+//! encodings: for each one its name (as LLVM spells it in the mnemonic) and
+//! the new memory value, in one row. The decoder takes the name from here
+//! and the interpreter the function, so adding an atomic is one row here
+//! plus, when the encoding number is new, its range in the decoder.
+
+/// One atomic operation.
+#[derive(Clone, Copy)]
+pub struct Atomic {
+    /// The mnemonic part (`add`, `cmpswap`, `min_i32`, ...).
+    pub name: &'static str,
+    /// The new memory value from the old one, the data operand and the
+    /// compare operand (cmpswap), on `bits`-bit words (32 or 64; the
+    /// inputs are zero-extended, the result is truncated by the caller).
+    pub apply: fn(old: u64, d: u64, cmp: u64, bits: u32) -> u64,
+}
+
+fn sx(v: u64, bits: u32) -> i64 {
+    ((v << (64 - bits)) as i64) >> (64 - bits)
+}
+
+/// `inc`: wraps to 0 once `old` reaches `d`.
+fn inc(old: u64, d: u64, _: u64, _: u32) -> u64 {
+    if old >= d {
+        0
+    } else {
+        old + 1
+    }
+}
+
+/// `dec`: wraps to `d` at 0 or when `old` exceeds `d`.
+fn dec(old: u64, d: u64, _: u64, _: u32) -> u64 {
+    if old == 0 || old > d {
+        d
+    } else {
+        old - 1
+    }
+}
+
+const fn op(name: &'static str, apply: fn(u64, u64, u64, u32) -> u64) -> Atomic {
+    Atomic { name, apply }
+}
+
+/// FLAT/GLOBAL and MUBUF atomics, in opcode order (64.., `_x2` 96..).
+pub const FLAT_ATOMICS: [Atomic; 13] = [
+    op("swap", |_, d, _, _| d),
+    op("cmpswap", |o, d, c, _| if o == c { d } else { o }),
+    op("add", |o, d, _, _| o.wrapping_add(d)),
+    op("sub", |o, d, _, _| o.wrapping_sub(d)),
+    op("smin", |o, d, _, b| sx(o, b).min(sx(d, b)) as u64),
+    op("umin", |o, d, _, _| o.min(d)),
+    op("smax", |o, d, _, b| sx(o, b).max(sx(d, b)) as u64),
+    op("umax", |o, d, _, _| o.max(d)),
+    op("and", |o, d, _, _| o & d),
+    op("or", |o, d, _, _| o | d),
+    op("xor", |o, d, _, _| o ^ d),
+    op("inc", inc),
+    op("dec", dec),
+];
+
+/// The 32-bit DS atomics, by opcode 0..=11 (`_rtn` 32..=43).
+pub const DS_ATOMICS: [Atomic; 12] = [
+    op("add", |o, d, _, _| o.wrapping_add(d)),
+    op("sub", |o, d, _, _| o.wrapping_sub(d)),
+    op("rsub", |o, d, _, _| d.wrapping_sub(o)),
+    op("inc", inc),
+    op("dec", dec),
+    op("min_i32", |o, d, _, b| sx(o, b).min(sx(d, b)) as u64),
+    op("max_i32", |o, d, _, b| sx(o, b).max(sx(d, b)) as u64),
+    op("min_u32", |o, d, _, _| o.min(d)),
+    op("max_u32", |o, d, _, _| o.max(d)),
+    op("and", |o, d, _, _| o & d),
+    op("or", |o, d, _, _| o | d),
+    op("xor", |o, d, _, _| o ^ d),
+];
+
+/// Applies atomic `i` of `table` on `bits`-bit words (32 or 64).
+pub fn apply(table: &[Atomic], i: u8, old: u64, d: u64, cmp: u64, bits: u32) -> u64 {
+    let mask = if bits == 64 {
+        u64::MAX
+    } else {
+        (1 << bits) - 1
+    };
+    table
+        .get(i as usize)
+        .map(|a| (a.apply)(old & mask, d & mask, cmp & mask, bits) & mask)
+        .unwrap_or(old)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_and_wrapping_forms_respect_the_width() {
+        assert_eq!(apply(&FLAT_ATOMICS, 4, 5, 0xffff_ffff, 0, 32), 0xffff_ffff);
+        assert_eq!(apply(&FLAT_ATOMICS, 5, 5, 0xffff_ffff, 0, 32), 5);
+        assert_eq!(apply(&FLAT_ATOMICS, 2, 0xffff_ffff, 1, 0, 32), 0);
+        assert_eq!(apply(&FLAT_ATOMICS, 2, 0xffff_ffff, 1, 0, 64), 1 << 32);
+        assert_eq!(apply(&FLAT_ATOMICS, 1, 7, 9, 7, 64), 9);
+        assert_eq!(apply(&FLAT_ATOMICS, 1, 7, 9, 8, 64), 7);
+        assert_eq!(apply(&DS_ATOMICS, 2, 3, 10, 0, 32), 7);
+        assert_eq!(apply(&DS_ATOMICS, 3, 4, 4, 0, 32), 0);
+        assert_eq!(apply(&DS_ATOMICS, 4, 0, 4, 0, 32), 4);
+    }
+}
