@@ -29,6 +29,7 @@ GDBMUX_LLDB_TRACE=FILE appends the listener threads' decisions to FILE.
 import os
 import re
 import threading
+import time
 import urllib.parse
 
 import lldb
@@ -44,6 +45,7 @@ _state = {
     "cpu_bg": False,  # the CPU was run on in the background after a GPU stop
     "watching": set(),  # process uids a listener thread watches
     "gpu_started": False,  # the GPU target was run on after its connection
+    "cpu_bg_thread": None,  # the worker running a synchronous CPU continue
     "lock": threading.Lock(),
 }
 
@@ -56,7 +58,7 @@ def _trace(msg):
     path = os.environ.get("GDBMUX_LLDB_TRACE")
     if path:
         with open(path, "a") as f:
-            f.write(msg + "\n")
+            f.write(f"{time.monotonic():.3f} {os.getpid()} {threading.current_thread().name}: {msg}\n")
 
 
 def _targets(dbg):
@@ -226,7 +228,39 @@ def _run_on_in_background(dbg, cpu, gpu):
                 _trace("background CPU stopped on its own: interrupting the GPU")
                 gpu.SendAsyncInterrupt()
 
-    threading.Thread(target=work, name="gdbmux-cpu-bg", daemon=True).start()
+    worker = threading.Thread(target=work, name="gdbmux-cpu-bg", daemon=True)
+    _state["cpu_bg_thread"] = worker
+    worker.start()
+
+
+def _on_destroy(debugger_id, *_):
+    """lldb is quitting (the end of `lldb -b`, or `quit`). The background
+    CPU continue above holds the CPU target until the process stops or
+    exits, and lldb's teardown of that target waits on it: when `lldb -b`
+    ended within milliseconds of the program's exit, before the worker had
+    taken the CPU's exit in, lldb sent an interrupt for a process already
+    gone and hung for good (seen under load, gdbmux's packet log). So the
+    worker finishes first: it takes the exit in, or an interrupt ends it."""
+    worker = _state.get("cpu_bg_thread")
+    if worker is None or not worker.is_alive():
+        return
+    dbg = _state["dbg"]
+    cpu_t, gpu_t = _targets(dbg) if dbg is not None else (None, None)
+    gpu_gone = gpu_t is None or gpu_t.GetProcess().GetState() in (
+        lldb.eStateExited,
+        lldb.eStateDetached,
+        lldb.eStateInvalid,
+    )
+    if gpu_gone:
+        # The program has ended: the CPU's exit is on its way to the worker.
+        _trace("lldb quitting: waiting for the background CPU continue to take the exit in")
+        worker.join(10.0)
+    # A CPU still running (the user quit mid-program): lldb's teardown
+    # interrupts it itself; only a worker stuck past the wait needs one here.
+    if gpu_gone and worker.is_alive() and cpu_t is not None:
+        _trace("lldb quitting: interrupting the background CPU continue")
+        cpu_t.GetProcess().SendAsyncInterrupt()
+        worker.join(10.0)
 
 
 def _is_real_gpu_stop(gpu):
@@ -391,6 +425,7 @@ def gdbmux_sync(debugger, command, result, internal_dict):
 
 def __lldb_init_module(debugger, internal_dict):
     _state["dbg"] = debugger
+    debugger.AddDestroyCallback(_on_destroy)
     debugger.HandleCommand("settings set stop-disassembly-display never")
     # Fast stepping disassembles the line range to find branches, which
     # aborts stock 23.1 on AMDGPU; stepping by instructions needs none.

@@ -328,7 +328,16 @@ pub fn run_with_timeout(cmd: &mut Command, secs: u64) -> String {
         Ok(Err(e)) => panic!("command failed: {e}"),
         Err(_) => {
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("command timed out after {secs} s: {cmd:?}");
+            // What the command printed before it hung says where it hung.
+            let printed = match rx.recv_timeout(Duration::from_secs(10)) {
+                Ok(Ok(o)) => format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                ),
+                _ => "(no output collected)".to_string(),
+            };
+            panic!("command timed out after {secs} s: {cmd:?}\nit printed:\n{printed}");
         }
     }
 }
