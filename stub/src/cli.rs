@@ -57,6 +57,8 @@ pub struct Cli {
     pub busy_poll_us: u64,
     pub log_file: Option<PathBuf>,
     pub log_channels: Vec<String>,
+    /// Timestamps on log lines (`--debug-format`; on by default).
+    pub log_timestamps: bool,
     pub log_format: String,
     pub comm: String,
     pub program: Vec<String>,
@@ -85,6 +87,7 @@ impl Default for Cli {
             busy_poll_us: stub::server::busy::DEFAULT_BUSY_POLL.as_micros() as u64,
             log_file: None,
             log_channels: Vec::new(),
+            log_timestamps: true,
             log_format: "text".into(),
             comm: String::new(),
             program: Vec::new(),
@@ -216,11 +219,9 @@ pub fn parse(argv: Vec<String>) -> Result<Parsed, String> {
             "--event-loop-debug" => cli.log_channels.push("mux".into()),
             "--debug-format" => {
                 let v = value(&name, inline, &mut it)?;
-                for opt in v.split(',') {
-                    if !matches!(opt, "all" | "none" | "timestamp") {
-                        return Err(format!("'{opt}' is not a supported debug format option"));
-                    }
-                }
+                let (on, _) =
+                    stub::session::parse_debug_format(&v).map_err(|e| e.trim_end().to_string())?;
+                cli.log_timestamps = on;
             }
             "--debug-file" | "--log-file" => {
                 cli.log_file = Some(value(&name, inline, &mut it)?.into())

@@ -32,7 +32,10 @@ fn init_logging(cli: &Cli) -> Result<(), String> {
     }
     let base = filter.clone();
     let filter = EnvFilter::try_new(&filter).map_err(|e| format!("bad log filter: {e}"))?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    stub::session::set_log_timestamps(cli.log_timestamps);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_timer(SwitchableTime);
     let writer: Box<dyn Fn() -> Box<dyn Write + Send> + Send + Sync> = match &cli.log_file {
         Some(p) => {
             let f = std::fs::OpenOptions::new()
@@ -69,6 +72,19 @@ fn init_logging(cli: &Cli) -> Result<(), String> {
         b.try_init()
     };
     r.map_err(|e| format!("logging: {e}"))
+}
+
+/// The log timer: the default timestamp, or none while `--debug-format
+/// none` / `monitor set debug-format none` has them off.
+struct SwitchableTime;
+impl tracing_subscriber::fmt::time::FormatTime for SwitchableTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        if stub::session::log_timestamps() {
+            tracing_subscriber::fmt::time::SystemTime.format_time(w)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 struct SharedFile(std::sync::Arc<std::sync::Mutex<std::fs::File>>);

@@ -871,8 +871,9 @@ fn gdb_siginfo_write_matches_gdbserver() {
 }
 
 /// gdbserver's monitor commands the testsuite uses: `monitor set debug`
-/// and `monitor set remote-debug` switch the debug output, an empty or
-/// unknown command is an error after "Unknown monitor command.".
+/// and `monitor set remote-debug` switch the debug output, `monitor set
+/// debug-format` the timestamps on it (gdb.server/server-mon.exp), an
+/// empty or unknown command is an error after "Unknown monitor command.".
 #[test]
 fn gdb_monitor_set_debug_matches_gdbserver() {
     let [a, b] = same_script(
@@ -883,6 +884,10 @@ fn gdb_monitor_set_debug_matches_gdbserver() {
             "monitor set debug 0",
             "monitor set remote-debug 1",
             "monitor set remote-debug 0",
+            "monitor set debug-format all",
+            "monitor set debug-format none",
+            "monitor set debug-format timestamp",
+            "monitor set debug-format bogus",
             "monitor",
             "kill",
         ],
@@ -894,6 +899,10 @@ fn gdb_monitor_set_debug_matches_gdbserver() {
             "Debug output disabled.",
             "Protocol debug output enabled.",
             "Protocol debug output disabled.",
+            "All extra debug format options enabled.",
+            "All extra debug format options disabled.",
+            "Timestamps will be added to debug output.",
+            "Unknown debug-format argument: \"bogus\"",
             "Unknown monitor command.",
             "Protocol error with Rcmd",
         ] {

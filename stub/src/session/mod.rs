@@ -35,6 +35,7 @@ pub use handlers::launch::DisabledPackets;
 pub use handlers::launch::LaunchDefaults;
 pub use handlers::set_log_control;
 pub use handlers::LogControl;
+pub use handlers::{log_timestamps, parse_debug_format, set_log_timestamps};
 pub use journal::Journal;
 
 use crate::packet;

@@ -36,8 +36,8 @@ mod stop;
 mod thread;
 mod xfer;
 
-pub use monitor::set_log_control;
 pub use monitor::LogControl;
+pub use monitor::{log_timestamps, parse_debug_format, set_log_control, set_log_timestamps};
 pub(in crate::session) use resume::VContScope;
 
 use crate::packet::reply;

@@ -13,6 +13,7 @@ const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   exit              stop the gdbmux server after this session\n\
   set debug 0|1     gdbserver's debug output (ptrace, native, session channels)\n\
   set remote-debug 0|1   gdbserver's protocol debug output (packets channel)\n\
+  set debug-format all|none|timestamp   timestamps on log lines (on unless turned off)\n\
   gpu               GPU state, agents, code objects, kernels with addresses, the offer, how to reach the GPU\n\
   gpu waves         waves (id, pc, exec, stop reason, workgroup, wave number)\n\
   gpu regs W [R..]  registers of wave W (all, or the named ones)\n\
@@ -33,6 +34,51 @@ static LOG_CONTROL: std::sync::OnceLock<LogControl> = std::sync::OnceLock::new()
 
 /// gdbserver's debug switches, as set by `monitor set debug|remote-debug`.
 static LOG_SWITCHES: std::sync::Mutex<(bool, bool)> = std::sync::Mutex::new((false, false));
+
+/// Whether log lines carry timestamps: gdbserver's debug format option
+/// (`--debug-format`, `monitor set debug-format`). gdbmux's log lines have
+/// them unless they are turned off.
+static LOG_TIMESTAMPS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Whether log lines carry timestamps now (read by the binary's log timer).
+pub fn log_timestamps() -> bool {
+    LOG_TIMESTAMPS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Turns timestamps on log lines on or off.
+pub fn set_log_timestamps(on: bool) {
+    LOG_TIMESTAMPS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// gdbserver's debug-format list (`all`, `none`, `timestamp`, comma
+/// separated, empty items ignored), applied in order from "all off" as
+/// gdbserver 13's `parse_debug_format_options` does: the resulting
+/// timestamp switch and gdbserver's confirmation line for each option.
+/// An unknown option is an error with gdbserver's message, and nothing is
+/// applied.
+pub fn parse_debug_format(list: &str) -> Result<(bool, String), String> {
+    let mut on = false;
+    let mut said = String::new();
+    for opt in list.trim_start().split(',') {
+        match opt {
+            "all" => {
+                on = true;
+                said.push_str("All extra debug format options enabled.\n");
+            }
+            "none" => {
+                on = false;
+                said.push_str("All extra debug format options disabled.\n");
+            }
+            "timestamp" => {
+                on = true;
+                said.push_str("Timestamps will be added to debug output.\n");
+            }
+            "" => {}
+            other => return Err(format!("Unknown debug-format argument: \"{other}\"\n")),
+        }
+    }
+    Ok((on, said))
+}
 
 /// Install the log control (the binary does, after setting up logging);
 /// without it `monitor set debug` answers that logging is not adjustable.
@@ -77,6 +123,21 @@ impl Session {
         let cmd = String::from_utf8_lossy(cmd).trim().to_string();
         let mut words = cmd.split_whitespace();
         match words.next().unwrap_or("") {
+            "set" if cmd.split_whitespace().nth(1) == Some("debug-format") => {
+                // The rest of the line, as gdbserver takes it.
+                let rest = cmd.split_once("debug-format").map(|(_, r)| r).unwrap_or("");
+                match parse_debug_format(rest) {
+                    Ok((on, said)) => {
+                        set_log_timestamps(on);
+                        self.console_then_ok(&said);
+                    }
+                    // gdbserver 13: the complaint, the help, an error.
+                    Err(complaint) => {
+                        self.send(&reply::console(&complaint));
+                        self.help_then_error("bad debug-format argument");
+                    }
+                }
+            }
             "set" => {
                 let what = words.next().unwrap_or("");
                 let val = words.next().unwrap_or("");
@@ -112,10 +173,14 @@ impl Session {
     /// line, the help, then an error (gdb: "Protocol error with Rcmd").
     fn unknown_monitor(&mut self) {
         self.send(&reply::console("Unknown monitor command.\n\n"));
+        self.help_then_error("unknown monitor command");
+    }
+
+    fn help_then_error(&mut self, why: &str) {
         for chunk in HELP.as_bytes().chunks(1024) {
             self.send(&reply::console(&String::from_utf8_lossy(chunk)));
         }
-        self.send_error(crate::error::ErrorCode::Invalid, "unknown monitor command");
+        self.send_error(crate::error::ErrorCode::Invalid, why);
     }
 
     fn console_then_ok(&mut self, text: &str) {
@@ -158,5 +223,35 @@ impl Session {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_debug_format;
+
+    #[test]
+    fn debug_format_applies_options_in_order_from_all_off() {
+        let (on, said) = parse_debug_format("all,none").expect("valid");
+        assert!(!on);
+        assert_eq!(
+            said,
+            "All extra debug format options enabled.\nAll extra debug format options disabled.\n"
+        );
+        let (on, said) = parse_debug_format(" none,,timestamp").expect("valid");
+        assert!(on);
+        assert!(said.ends_with("Timestamps will be added to debug output.\n"));
+        assert_eq!(
+            parse_debug_format("").expect("valid"),
+            (false, String::new())
+        );
+    }
+
+    #[test]
+    fn unknown_debug_format_is_refused_with_gdbservers_message() {
+        assert_eq!(
+            parse_debug_format("all,bogus"),
+            Err("Unknown debug-format argument: \"bogus\"\n".to_string())
+        );
     }
 }
