@@ -11,9 +11,9 @@
 # An .exp that differs is run once more with gdbmux alone (some depend on timing); the
 # gate fails when the difference repeats.
 #
-# The runner is ../shared/gdb-testsuite (run.sh: it installs dejagnu & co. and fetches
-# gdb 13.1's source on its first run; needs root, or sudo). Where it is absent, or the
-# machine cannot run it, the gate is SKIPPED: said on stdout and appended to
+# The runner is tools/gdb-testsuite (run.sh: it installs dejagnu & co. and fetches
+# gdb 13.1's source on its first run; needs root, or sudo). Where the machine cannot run
+# it, the gate is SKIPPED: said on stdout and appended to
 # $GDBMUX_SKIP_LOG (never counted as a pass).
 #
 # Usage: tools/gdb-testsuite-gate.sh GDBMUX_BINARY OUT_DIR
@@ -23,7 +23,7 @@ bin=$(readlink -f "$1")
 out=$(realpath -m "$2")
 list=docs/gdb-testsuite/gate-remote.txt
 exceptions=docs/gdb-testsuite/exceptions.txt
-T=${GDB_TESTSUITE_DIR:-../shared/gdb-testsuite}
+T=${GDB_TESTSUITE_DIR:-tools/gdb-testsuite}
 
 skip() {
   echo "gdb testsuite gate: SKIPPED: $1"

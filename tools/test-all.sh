@@ -42,8 +42,8 @@ skips="$target_dir/skips.log"; : >"$skips"
 export GDBMUX_SKIP_LOG="$skips" RSP_SKIP_LOG="$skips"
 echo "== tests"; cargo test --workspace -- --test-threads=2
 # gdb 13.1's own testsuite, a gating subset (docs/gdb-testsuite/gate-remote.txt):
-# gdbmux must have every result gdbserver has. Records a skip when the runner
-# (../shared/gdb-testsuite) is absent.
+# gdbmux must have every result gdbserver has (runner: tools/gdb-testsuite).
+# Records a skip when the machine cannot run it (no root, no unshare -n).
 echo "== gdb testsuite gate (gdbserver, then gdbmux)"
 tools/gdb-testsuite-gate.sh "$GDBMUX_BIN" "$target_dir/gdb-testsuite-gate"
 workspace_skipped=$(wc -l <"$skips")
