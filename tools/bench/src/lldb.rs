@@ -15,6 +15,7 @@ use anyhow::bail;
 use anyhow::Context;
 use anyhow::Result;
 
+use super::median;
 use super::start_args;
 use super::Args;
 
@@ -170,23 +171,8 @@ pub fn mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<()> 
         );
         println!("|---|{}---|---|", "---|".repeat(med.len()));
         for (i, (name, target)) in names.iter().enumerate() {
-            let g = med.iter().find(|(s, _)| *s == "gdbmux").map(|(_, f)| f[i]);
-            let best = med
-                .iter()
-                .filter(|(s, _)| *s != "gdbmux")
-                .map(|(_, f)| f[i])
-                .reduce(f64::min);
-            let ratio = match (g, best) {
-                (Some(g), Some(b)) if b > 0.0 => format!("{:.2}", g / b),
-                _ => "-".into(),
-            };
-            println!(
-                "| {name} | {} | {ratio} | {target} |",
-                med.iter()
-                    .map(|(_, f)| format!("{:.3}", f[i]))
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            );
+            let (cells, ratio) = super::figure_cells(med, i);
+            println!("| {name} | {cells} | {ratio} | {target} |");
         }
     }
     if let (Some((n0, lo)), Some((n1, hi))) = (all.first(), all.last()) {
@@ -229,13 +215,6 @@ fn one_count<'a>(
             }
         }
     }
-    let median = |mut v: Vec<f64>| -> f64 {
-        if v.is_empty() {
-            return f64::NAN;
-        }
-        v.sort_by(|x, y| x.total_cmp(y));
-        v[v.len() / 2]
-    };
     runs.iter()
         .filter(|(_, v)| !v.is_empty())
         .map(|(s, v)| {

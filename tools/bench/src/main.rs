@@ -29,6 +29,37 @@
 #![forbid(unsafe_code)]
 
 mod gpu;
+
+/// The median of `v` (NaN for none).
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|x, y| x.total_cmp(y));
+    v[v.len() / 2]
+}
+
+/// Figure `i` of each stub's medians as table cells (3 decimals), and
+/// gdbmux's value ÷ the best (lowest) peer's ("-" without one).
+fn figure_cells<F: AsRef<[f64]>>(med: &[(&str, F)], i: usize) -> (String, String) {
+    let at = |f: &F| f.as_ref()[i];
+    let g = med.iter().find(|(n, _)| *n == "gdbmux").map(|(_, f)| at(f));
+    let best = med
+        .iter()
+        .filter(|(n, _)| *n != "gdbmux")
+        .map(|(_, f)| at(f))
+        .reduce(f64::min);
+    let ratio = match (g, best) {
+        (Some(g), Some(b)) if b > 0.0 => format!("{:.2}", g / b),
+        _ => "-".into(),
+    };
+    let cells = med
+        .iter()
+        .map(|(_, f)| format!("{:.3}", at(f)))
+        .collect::<Vec<_>>()
+        .join(" | ");
+    (cells, ratio)
+}
 mod lldb;
 
 use std::io::Read;
@@ -719,13 +750,6 @@ fn clients_mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<
             }
         }
     }
-    let median = |mut v: Vec<f64>| -> f64 {
-        if v.is_empty() {
-            return f64::NAN;
-        }
-        v.sort_by(|x, y| x.total_cmp(y));
-        v[v.len() / 2]
-    };
     let med: Vec<(&str, [f64; 3])> = runs
         .iter()
         .filter(|(_, v)| !v.is_empty())
@@ -756,23 +780,8 @@ fn clients_mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<
             2 => format!("{} {name}", a.client_hits),
             _ => name.to_string(),
         };
-        let g = med.iter().find(|(n, _)| *n == "gdbmux").map(|(_, f)| f[i]);
-        let best = med
-            .iter()
-            .filter(|(n, _)| *n != "gdbmux")
-            .map(|(_, f)| f[i])
-            .reduce(f64::min);
-        let ratio = match (g, best) {
-            (Some(g), Some(b)) if b > 0.0 => format!("{:.2}", g / b),
-            _ => "-".into(),
-        };
-        println!(
-            "| {label} | {} | {ratio} | {target} |",
-            med.iter()
-                .map(|(_, f)| format!("{:.3}", f[i]))
-                .collect::<Vec<_>>()
-                .join(" | ")
-        );
+        let (cells, ratio) = figure_cells(&med, i);
+        println!("| {label} | {cells} | {ratio} | {target} |");
     }
     Ok(())
 }
@@ -1140,11 +1149,7 @@ fn main() -> Result<()> {
     }
     let median = |mut v: Vec<f64>| -> f64 {
         v.retain(|x| x.is_finite());
-        if v.is_empty() {
-            return f64::NAN;
-        }
-        v.sort_by(|x, y| x.total_cmp(y));
-        v[v.len() / 2]
+        median(v)
     };
     let results: Vec<(&str, Figures)> = runs
         .into_iter()
