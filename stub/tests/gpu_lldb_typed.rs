@@ -134,11 +134,7 @@ fn lldb_batch_session_typed_from_the_connect_line() {
             server.log()
         );
     }
-    assert!(
-        server.log().contains("[inferior] host: PASS"),
-        "{}",
-        server.log()
-    );
+    server.wait_log("[inferior] host: PASS", 10);
 }
 
 #[test]
@@ -158,11 +154,7 @@ fn lldb_interactive_session_typed_through_a_pty() {
         "interactive lldb:\n{out}\n--- gdbmux ---\n{}",
         server.log()
     );
-    assert!(
-        server.log().contains("[inferior] host: PASS"),
-        "{}",
-        server.log()
-    );
+    server.wait_log("[inferior] host: PASS", 10);
 }
 
 /// The expectations are Python-style regexes; match them with Python's

@@ -130,13 +130,14 @@ fn offer_by_the_library_breakpoint_address() {
             "one offer per runtime lifetime: {reply}\n{text}"
         );
     }
-    assert!(
-        server.log().contains(&format!(
+    // The log reaches the test through a reader thread: wait for the line
+    // rather than read what has arrived so far.
+    server.wait_log(
+        &format!(
             "accelerator breakpoint hit breakpoint={}",
             by_address.identifier
-        )),
-        "{}",
-        server.log()
+        ),
+        10,
     );
     // A breakpoint gdbmux never handed out is refused with a reason.
     let mut p = b"jAcceleratorPluginBreakpointHit:".to_vec();
