@@ -11,10 +11,16 @@ use std::process::Command;
 use gpu_target::dbgapi::testing;
 
 fn doctor(args: &[&str]) -> (i32, String) {
+    doctor_with(args, &[])
+}
+
+/// `gdbmux doctor ARGS` with the environment `envs` added.
+fn doctor_with(args: &[&str], envs: &[(&str, &str)]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_gdbmux"))
         .arg("doctor")
         .args(args)
         .env_remove("GDBMUX_DBGAPI")
+        .envs(envs.iter().copied())
         .output()
         .expect("run gdbmux doctor");
     (
@@ -74,13 +80,44 @@ fn real_0_77() {
     real("0.77.0", 77);
 }
 
-#[test]
-fn simulated_library_is_ready() {
+fn simulated_library() -> PathBuf {
     let sim = PathBuf::from(env!("CARGO_BIN_EXE_gdbmux"))
         .parent()
         .unwrap()
         .join("libsimgpu_dbgapi.so");
     assert!(sim.exists(), "build the workspace first: {}", sim.display());
+    sim
+}
+
+/// Several agents (the simulated library's `SIMGPU_AGENTS`): each listed
+/// with its own architecture; the one the library cannot debug is a
+/// warning with the library's reason, not a failure.
+#[test]
+fn simulated_agents_of_which_one_is_unsupported() {
+    let sim = simulated_library();
+    let (_, out) = doctor_with(
+        &["--dbgapi", sim.to_str().unwrap()],
+        &[("SIMGPU_AGENTS", "gfx1036,gfx90a")],
+    );
+    let warn = out
+        .lines()
+        .find(|l| l.contains("gfx1036"))
+        .unwrap_or_else(|| panic!("the gfx1036 agent is listed:\n{out}"));
+    assert!(
+        warn.contains("[warn]") && warn.contains("architecture not supported by this amd-dbgapi"),
+        "{warn}\n{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("[ok") && l.ends_with("(gfx90a)")),
+        "the gfx90a agent is usable:\n{out}"
+    );
+    assert!(!out.contains("no agent can be debugged"), "{out}");
+}
+
+#[test]
+fn simulated_library_is_ready() {
+    let sim = simulated_library();
     let (code, out) = doctor(&["--dbgapi", sim.to_str().unwrap()]);
     assert!(out.contains("build 0.77.0-simgpu"), "{out}");
     assert!(

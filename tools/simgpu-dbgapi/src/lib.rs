@@ -19,7 +19,9 @@
 //! Set `SIMGPU_DBGAPI_VERSION=0.71.0` to make `amd_dbgapi_get_version`
 //! report an older ABI (used to test that clients refuse it).
 //! `SIMGPU_FAIL` and `SIMGPU_STALL` inject faults (see `faults`).
+//! `SIMGPU_AGENTS` presents several agents, some unsupported (see `agents`).
 
+mod agents;
 mod faults;
 mod ffi;
 mod library;

@@ -50,6 +50,7 @@ use gpu_target::sim::storm::StormEvent;
 use gpu_target::sim::storm::StormKind;
 use gpu_target::sim::storm::STORM_ENV;
 
+use crate::agents::Agents;
 use crate::faults::Faults;
 use crate::storm::StormRun;
 use crate::storm::StormWave;
@@ -212,6 +213,8 @@ struct Process {
     storm: Option<StormRun>,
     /// `SIMGPU_FAIL` / `SIMGPU_STALL`, read at attach.
     faults: Faults,
+    /// `SIMGPU_AGENTS`, read at attach.
+    agents: Agents,
 }
 
 pub struct Library {
@@ -409,6 +412,7 @@ impl Library {
                 last_lists: HashMap::new(),
                 storm: None,
                 faults,
+                agents: Agents::from_env(),
             },
         );
         self.client
@@ -1065,7 +1069,10 @@ impl Library {
             self.proc(p)?.faults.check("wave_list")?;
         }
         match what {
-            "agent" => Ok(vec![self.proc(p)?.agent]),
+            "agent" => {
+                let proc = self.proc(p)?;
+                Ok(proc.agents.list(proc.handle, proc.agent))
+            }
             "queue" => Ok(vec![self.proc(p)?.queue]),
             "wave" | "dispatch" => {
                 let proc = self.proc(p)?;
@@ -1182,6 +1189,9 @@ impl Library {
     }
 
     pub fn agent_info(&self, a: u64, q: i32) -> Result<Info, Status> {
+        if let Some((p, index)) = crate::agents::split_handle(a) {
+            return self.extra_agent_info(p, index, a, q);
+        }
         let proc = self.proc_where(|p| p.agent == a, st::ERROR_INVALID_AGENT_ID)?;
         use info::agent as q_;
         Ok(match q {
@@ -1197,6 +1207,14 @@ impl Library {
             q_::OS_ID => Info::U64(1),
             _ => return Err(st::ERROR_INVALID_ARGUMENT),
         })
+    }
+
+    /// `agent_get_info` of an agent of `SIMGPU_AGENTS` other than the
+    /// simulated device (`crate::agents`).
+    fn extra_agent_info(&self, p: u64, index: usize, a: u64, q: i32) -> Result<Info, Status> {
+        let proc = self.proc_where(|pr| pr.handle == p, st::ERROR_INVALID_AGENT_ID)?;
+        let extra = proc.agents.extra(p, a).ok_or(st::ERROR_INVALID_AGENT_ID)?;
+        crate::agents::info(extra, index, p, q, |q| self.agent_info(proc.agent, q))
     }
 
     pub fn queue_info(&self, qh: u64, q: i32) -> Result<Info, Status> {

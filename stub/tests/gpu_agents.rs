@@ -1,0 +1,136 @@
+//! A machine with several GPU agents, one of which the library cannot
+//! debug (issue 12: an unsupported *first* agent, e.g. an integrated GPU,
+//! used to make the whole GPU attach fail). The simulated library presents
+//! `SIMGPU_AGENTS=gfx1036,gfx90a,gfx90a` (tools/simgpu-dbgapi/src/agents.rs):
+//! an unsupported gfx1036 listed first, then the simulated gfx90a that runs
+//! the kernels, then a second gfx90a. Stock gdb 13 and stock lldb 23.1 see
+//! all three agents in `monitor gpu`, each with its own architecture, the
+//! unsupported one with the library's reason, and still stop a kernel
+//! (compiled here, at test time) at a breakpoint and run the program to
+//! its end.
+
+mod gpu_support;
+
+use std::path::Path;
+use std::process::Command;
+
+use gpu_support::*;
+
+const AGENTS: &str = "gfx1036,gfx90a,gfx90a";
+
+/// gdbmux serving `host` on the simulated library presenting [`AGENTS`].
+fn serve(host: &Path, dir: &Path) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+    cmd.env("SIMGPU_AGENTS", AGENTS)
+        .args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"])
+        .arg(host)
+        .arg(dir);
+    Server::start(cmd)
+}
+
+/// The three agents as `monitor gpu` lists them, in the library's order.
+fn assert_agents(text: &str, log: &str) {
+    let agents: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim_start_matches("(gdb) "))
+        .filter(|l| l.starts_with("agent "))
+        .collect();
+    assert_eq!(
+        agents.len(),
+        3,
+        "three agents listed:\n{text}\n--- gdbmux ---\n{log}"
+    );
+    assert!(
+        agents[0].contains("gfx1036")
+            && agents[0].contains("not debuggable, skipped")
+            && agents[0].contains("architecture not supported by this amd-dbgapi"),
+        "the unsupported agent with the library's reason: {:?}\n{text}",
+        agents[0]
+    );
+    for a in &agents[1..] {
+        assert!(
+            a.ends_with("(gfx90a)"),
+            "a supported agent with its architecture: {a:?}\n{text}"
+        );
+    }
+}
+
+#[test]
+fn gdb_debugs_a_kernel_beside_an_unsupported_agent() {
+    let env = GpuEnv::get();
+    let (host, dir) = env.build_typed(
+        "gpu-agents",
+        "gdb",
+        "host.c",
+        &["saxpy", "negate"],
+        &["-O1"],
+    );
+    let server = serve(&host, &dir);
+    let mut gdb = Command::new("gdb");
+    gdb.args(["-batch", "-nx"])
+        .args(["-ex", &format!("target remote 127.0.0.1:{}", server.port)])
+        .args(["-ex", "monitor gpu break negate"])
+        .args(["-ex", "continue"])
+        .args(["-ex", "monitor gpu"])
+        .args(["-ex", "monitor gpu waves"])
+        .args(["-ex", "monitor gpu continue"])
+        .args(["-ex", "continue"])
+        .arg(&host);
+    let text = run_with_timeout(&mut gdb, 120);
+    let log = server.log();
+    assert!(
+        text.contains("stopped at a breakpoint in kernel negate"),
+        "{text}\n--- gdbmux ---\n{log}"
+    );
+    assert_agents(&text, &log);
+    assert!(
+        text.contains("exited normally"),
+        "{text}\n--- gdbmux ---\n{log}"
+    );
+    server.wait_log("[inferior] host: PASS", 10);
+}
+
+#[test]
+fn lldb_debugs_a_kernel_beside_an_unsupported_agent() {
+    let env = GpuEnv::get();
+    let (host, dir) = env.build_typed(
+        "gpu-agents",
+        "lldb",
+        "host.c",
+        &["saxpy", "negate"],
+        &["-O1"],
+    );
+    let server = serve(&host, &dir);
+    let helper = env.root.join("tools/lldb/gdbmux_lldb.py");
+    let mut lldb = Command::new("lldb");
+    lldb.arg("-b")
+        .args(["-o", &format!("command script import {}", helper.display())])
+        .args(["-o", &format!("gdb-remote 127.0.0.1:{}", server.port)])
+        .args(["-o", "process plugin packet monitor gpu"])
+        .args(["-o", "breakpoint set -o true -n negate"])
+        .args(["-o", "process continue"])
+        .args(["-o", "register read pc"])
+        .args(["-o", "process continue"])
+        .arg(&host);
+    let text = run_with_timeout(&mut lldb, 120);
+    let log = server.log();
+    assert_agents(&text, &log);
+    assert!(
+        regex_like(
+            &text,
+            "stop reason = one-shot breakpoint",
+            "negate.hsaco`negate"
+        ),
+        "a wave stops in negate:\n{text}\n--- gdbmux ---\n{log}"
+    );
+    assert!(
+        text.contains("pc = 0x") && text.contains("exited with status = 0"),
+        "{text}\n--- gdbmux ---\n{log}"
+    );
+    server.wait_log("[inferior] host: PASS", 10);
+}
+
+/// `first` occurs, and `then` after it.
+fn regex_like(text: &str, first: &str, then: &str) -> bool {
+    text.find(first).is_some_and(|at| text[at..].contains(then))
+}
