@@ -8,6 +8,14 @@
 //! lifetime not offered yet; here the lifetime was offered in the
 //! Initialize reply).
 //!
+//! A launched program's first runtime lifetime, where the library asks for
+//! `r_brk` only while the runtime comes up (no lldb breakpoint can carry
+//! that address to lldb in time), is offered through the by-name
+//! breakpoint on the runtime's exported API function (`.dynsym`, kept by
+//! `strip`; `mux::exported_hook`): stock lldb 23.1 with the hook name
+//! unresolvable still gets its GPU target in the first lifetime and stops
+//! a kernel compiled at test time.
+//!
 //! The client speaks lldb 23.1's packets (research/lldb-accelerator.md §2):
 //! it plants the by-address breakpoint (`Z0`) and reports its hit with the
 //! exact breakpoint object it was given.
@@ -156,4 +164,57 @@ fn offer_by_the_library_breakpoint_address() {
     );
     cpu.expect_ok(&format!("z0,{hook:x},1")).expect("z0");
     assert!(!server.log().contains("panicked"), "{}", server.log());
+}
+
+#[test]
+fn lldb_first_lifetime_offered_with_the_hook_name_unresolvable() {
+    let env = GpuEnv::get();
+    let (host, dir) = env.build_typed(
+        "gpu-offer-by-address",
+        "first-lifetime",
+        "host.c",
+        &["saxpy", "negate"],
+        &["-O1"],
+    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+    cmd.args(["--log-channels", "mux", "--gpu-hook", STRIPPED_HOOK])
+        .args(["127.0.0.1:0", "--"])
+        .arg(&host)
+        .arg(&dir);
+    let server = Server::start(cmd);
+    let helper = env.root.join("tools/lldb/gdbmux_lldb.py");
+    let mut lldb = Command::new("lldb");
+    lldb.arg("-b")
+        .args(["-o", &format!("command script import {}", helper.display())])
+        .args(["-o", &format!("gdb-remote 127.0.0.1:{}", server.port)])
+        .args(["-o", "breakpoint set -o true -n negate"])
+        .args(["-o", "process continue"])
+        .args(["-o", "target list"])
+        .args(["-o", "process continue"])
+        .arg(&host);
+    let text = run_with_timeout(&mut lldb, 120);
+    let log = server.log();
+    let stop = text
+        .find("stop reason = one-shot breakpoint")
+        .unwrap_or_else(|| panic!("no wave stop:\n{text}\n--- gdbmux ---\n{log}"));
+    assert!(
+        text[stop..].contains("negate.hsaco`negate"),
+        "a wave stops in negate:\n{text}\n--- gdbmux ---\n{log}"
+    );
+    assert!(
+        text.contains("target #1: ") && !text.contains("target #2"),
+        "exactly two targets:\n{text}"
+    );
+    assert!(
+        text.contains("exited with status = 0"),
+        "{text}\n--- gdbmux ---\n{log}"
+    );
+    // The offer came with the exported function's hit, in lifetime 1.
+    let offered = server.wait_log("GPU connection offered", 10);
+    assert!(
+        offered.contains("lifetime=1"),
+        "offered in the first lifetime:\n{offered}"
+    );
+    server.wait_log("accelerator breakpoint hit breakpoint=2 offer=true", 10);
+    server.wait_log("[inferior] host: PASS", 10);
 }

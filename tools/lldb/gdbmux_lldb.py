@@ -34,8 +34,12 @@ import urllib.parse
 
 import lldb
 
-# Loader hooks of the GPU runtimes gdbmux serves (simulated runtime, ROCr).
-HOOKS = ["_simgpu_loader_debug_state", "_ZN4rocr19_loader_debug_stateEv"]
+# Loader hooks of the GPU runtimes gdbmux serves (simulated runtime, ROCr),
+# and ROCr's exported `hsa_executable_freeze`, which every code object passes
+# through before its kernels run: it stands in for ROCr's hook when the
+# runtime is stripped (the hook's name is only in `.symtab`; `.dynsym`, which
+# `strip` keeps, has the exported API). Not run against ROCr (no GPU machine).
+HOOKS = ["_simgpu_loader_debug_state", "_ZN4rocr19_loader_debug_stateEv", "hsa_executable_freeze"]
 
 _state = {
     "dbg": None,

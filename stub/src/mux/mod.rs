@@ -19,11 +19,17 @@
 //! 1. if the GPU runtime is already up when Initialize arrives, the reply
 //!    carries the offer;
 //! 2. otherwise the reply asks for breakpoints where the runtime comes up:
-//!    a by-name one on the runtime's debugger hook, and a by-address one on
-//!    every address the GPU library itself asked gdbmux to break on
-//!    (`insert_breakpoint`: the runtime's `r_brk`, the dynamic linker's).
-//!    The by-address ones need no symbol, so a stripped runtime (no
-//!    `.symtab`, as Debian's libhsa-runtime64) works. When one is hit, lldb
+//!    a by-name one on the runtime's debugger hook, a by-name one on a
+//!    function of the runtime's exported API called once it is up
+//!    ([`exported_hook`]), and a by-address one on every address the GPU
+//!    library itself asked gdbmux to break on (`insert_breakpoint`: the
+//!    runtime's `r_brk`, the dynamic linker's). The exported name is in
+//!    `.dynsym` and the by-address ones need no symbol, so a stripped
+//!    runtime (no `.symtab`, as Debian's libhsa-runtime64, where the hook
+//!    stays pending) works: its first lifetime through the exported
+//!    function (the library asks for `r_brk` only during the runtime's
+//!    enable, when lldb holds no breakpoint that could carry it), later
+//!    ones through `r_brk` too. When one is hit, lldb
 //!    reports it with `jAcceleratorPluginBreakpointHit`; that reply carries
 //!    the offer once the runtime is up (with `auto_resume_native: true`:
 //!    the user sees no stop), and by-address breakpoints for addresses the
@@ -117,9 +123,33 @@ pub type MuxHandle = std::rc::Rc<std::cell::RefCell<Mux>>;
 
 /// Identifier of the by-name breakpoint on the runtime hook.
 const HOOK_BREAKPOINT_ID: i64 = 1;
+/// Identifier of the by-name breakpoint on the runtime's exported API
+/// function ([`exported_hook`]).
+const EXPORTED_HOOK_BREAKPOINT_ID: i64 = 2;
 /// First identifier of the by-address breakpoints on the library's
 /// addresses.
-const FIRST_ADDRESS_BREAKPOINT_ID: i64 = 2;
+const FIRST_ADDRESS_BREAKPOINT_ID: i64 = 3;
+
+/// The simulated runtime's hook, an exported function (in `.dynsym`).
+const EXPORTED_SIM_HOOK: &str = "_simgpu_loader_debug_state";
+
+/// A function of the GPU runtime's *exported* API that a program calls
+/// once the runtime is up and before any kernel runs, for the runtime of
+/// the library `library`: ROCr's `hsa_executable_freeze` (every code
+/// object reaches a kernel through a frozen executable), the simulated
+/// runtime's `simgpu_module_load`. Exported names are in `.dynsym`, which
+/// `strip` keeps (the dynamic linker needs it), so lldb resolves this
+/// breakpoint in a stripped runtime, where the internal hook's name (only
+/// in `.symtab`) stays pending: it carries the offer of the runtime's first
+/// lifetime, before the library has asked for an address (docs/gpu-lldb.md,
+/// finding 11).
+pub fn exported_hook(library: &str) -> &'static str {
+    if library.contains("simgpu") {
+        "simgpu_module_load"
+    } else {
+        "hsa_executable_freeze"
+    }
+}
 
 /// Session identifier (strictly increasing, never reused).
 pub type SessionId = u64;
@@ -578,6 +608,25 @@ impl Mux {
         out
     }
 
+    /// The by-name breakpoint on the runtime's exported API function
+    /// ([`exported_hook`]), unless the hook is exported itself (the
+    /// simulated runtime's, which stripping keeps) or `--gpu-hook` named
+    /// that function.
+    fn exported_hook_breakpoint(&self) -> Option<BreakpointInfo> {
+        let name = exported_hook(&self.gpu.as_ref()?.borrow().library());
+        (name != self.hook_symbol && self.hook_symbol != EXPORTED_SIM_HOOK).then(|| {
+            BreakpointInfo {
+                identifier: EXPORTED_HOOK_BREAKPOINT_ID,
+                by_name: Some(ByName {
+                    function_name: name.to_string(),
+                    shlib: None,
+                }),
+                by_address: None,
+                symbol_names: vec![name.to_string()],
+            }
+        })
+    }
+
     fn hook_breakpoint(&self) -> BreakpointInfo {
         BreakpointInfo {
             identifier: HOOK_BREAKPOINT_ID,
@@ -626,6 +675,7 @@ impl Mux {
         // A new CPU session (lldb) has none of our breakpoints yet.
         self.address_breakpoints.clear();
         let mut breakpoints = vec![self.hook_breakpoint()];
+        breakpoints.extend(self.exported_hook_breakpoint());
         breakpoints.extend(self.new_address_breakpoints());
         let actions = Actions {
             plugin_name: PLUGIN_NAME.into(),
@@ -646,7 +696,10 @@ impl Mux {
             return Err(AccelError::UnknownPlugin(hit.plugin_name));
         }
         let id = hit.breakpoint.identifier;
-        if id != HOOK_BREAKPOINT_ID && !self.address_breakpoints.values().any(|v| *v == id) {
+        if id != HOOK_BREAKPOINT_ID
+            && id != EXPORTED_HOOK_BREAKPOINT_ID
+            && !self.address_breakpoints.values().any(|v| *v == id)
+        {
             return Err(AccelError::UnknownBreakpoint(id));
         }
         let offer = self.try_offer();
