@@ -433,24 +433,31 @@ fn rocr_check(r: &mut Report, dbgapi: &Path) {
     };
     use object::Object as _;
     use object::ObjectSymbol as _;
-    let has_hook = |f: &object::File<'_>| {
+    let has = |f: &object::File<'_>, name: &str| {
         f.symbols()
             .chain(f.dynamic_symbols())
-            .any(|s| s.name() == Ok(ROCR_HOOK))
+            .any(|s| s.name() == Ok(name))
     };
+    let exported = crate::mux::exported_hook("");
     match object::File::parse(&*bytes) {
-        Ok(elf) if has_hook(&elf) => r.ok(format!(
+        Ok(elf) if has(&elf, ROCR_HOOK) => r.ok(format!(
             "ROCr {} has the debugger hook {ROCR_HOOK} (lldb's GPU offer by name)",
+            path.display()
+        )),
+        Ok(elf) if has(&elf, exported) => r.ok(format!(
+            "ROCr {} has no symbol {ROCR_HOOK} (stripped); lldb gets the GPU offer through the exported \
+             {exported} when the runtime first starts, and by the runtime's r_brk address after",
             path.display()
         )),
         Ok(_) => r.warn(
             format!(
-                "ROCr {} has no symbol {ROCR_HOOK} (stripped): lldb gets the GPU offer when the runtime is already up as it connects, \
-                 and by the runtime's r_brk address from the second runtime lifetime on, but not when the runtime first starts",
+                "ROCr {} has neither {ROCR_HOOK} (stripped) nor the exported {exported}: lldb gets the GPU offer when the \
+                 runtime is already up as it connects, and by the runtime's r_brk address from the second runtime \
+                 lifetime on, but not when the runtime first starts",
                 path.display()
             ),
             "install ROCr's symbols (ROCm's own packages keep them), or start gdbmux with \
-             `--gpu-hook hsa_executable_freeze` (an exported function the program calls once its GPU runtime is up)",
+             `--gpu-hook FUNCTION` naming an exported function the program calls once its GPU runtime is up",
         ),
         Err(e) => r.warn(format!("ROCr {}: not a readable ELF ({e})", path.display()), "reinstall ROCr"),
     }

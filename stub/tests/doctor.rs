@@ -153,8 +153,10 @@ fn missing_library_fails_with_the_fix() {
 }
 
 /// ROCr beside the library: with its debugger hook symbol the doctor says
-/// so; a stripped one (no hook) gets a warning with the fix. The two ROCr
-/// stand-ins are real shared objects built here, one exporting the hook.
+/// so; a stripped one (no hook) is fine when it exports
+/// `hsa_executable_freeze` (the first offer's breakpoint), and gets a
+/// warning with the fix when it does not. The three ROCr stand-ins are
+/// real shared objects built here.
 #[test]
 fn rocr_hook_symbol_check() {
     let Some(libs) = testing::real_libraries("stub::doctor::rocr_hook_symbol_check", &["0.77.0"])
@@ -163,17 +165,23 @@ fn rocr_hook_symbol_check() {
     };
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("doctor-rocr-{}", std::process::id()));
-    for (dir, with_hook) in [("with", true), ("stripped", false)] {
+    for (dir, with_hook, exported) in [
+        ("with", true, true),
+        ("stripped", false, true),
+        ("bare", false, false),
+    ] {
         let dir = base.join(dir);
         std::fs::create_dir_all(&dir).unwrap();
         let lib = dir.join("librocm-dbgapi.so.0");
         std::fs::copy(&libs[0], &lib).unwrap();
         let src = dir.join("rocr.c");
-        let body = if with_hook {
-            "void hook(void) __asm__(\"_ZN4rocr19_loader_debug_stateEv\");\nvoid hook(void) {}\nint hsa_init(void) { return 0; }\n"
-        } else {
-            "int hsa_init(void) { return 0; }\n"
-        };
+        let mut body = String::from("int hsa_init(void) { return 0; }\n");
+        if with_hook {
+            body += "void hook(void) __asm__(\"_ZN4rocr19_loader_debug_stateEv\");\nvoid hook(void) {}\n";
+        }
+        if exported {
+            body += "int hsa_executable_freeze(void) { return 0; }\n";
+        }
         std::fs::write(&src, body).unwrap();
         let st = Command::new("cc")
             .args(["-shared", "-fPIC", "-o"])
@@ -195,10 +203,21 @@ fn rocr_hook_symbol_check() {
                 out.contains("has the debugger hook _ZN4rocr19_loader_debug_stateEv"),
                 "{out}"
             );
+        } else if exported {
+            // Stripped, but the exported API carries the first offer.
+            let line = out
+                .lines()
+                .find(|l| l.contains("(stripped)"))
+                .unwrap_or_else(|| panic!("{out}"));
+            assert!(line.starts_with("[ok"), "{line}\n{out}");
+            assert!(
+                line.contains("through the exported hsa_executable_freeze"),
+                "{out}"
+            );
         } else {
             assert!(out.contains("[warn] ROCr"), "{out}");
             assert!(out.contains("(stripped)"), "{out}");
-            assert!(out.contains("--gpu-hook hsa_executable_freeze"), "{out}");
+            assert!(out.contains("--gpu-hook FUNCTION"), "{out}");
         }
     }
     let _ = std::fs::remove_dir_all(&base);
