@@ -34,6 +34,10 @@ import urllib.parse
 
 import lldb
 
+# The loader hook's update of the GPU target counts as stalled when none of
+# its calls into lldb has returned for this long (seconds; see loader_hook).
+STALL_S = 10.0
+
 # Loader hooks of the GPU runtimes gdbmux serves (simulated runtime, ROCr),
 # and ROCr's exported `hsa_executable_freeze`, which every code object passes
 # through before its kernels run: it stands in for ROCr's hook when the
@@ -136,11 +140,14 @@ def _cpu_side(dbg):
     return cos, pending
 
 
-def _gpu_side(dbg, cos, pending):
+def _gpu_side(dbg, cos, pending, tick=lambda: None):
     """Adds the code objects to the GPU target and sets the pending
-    breakpoints there. Returns the CPU breakpoints now set on the GPU."""
+    breakpoints there. Returns the CPU breakpoints now set on the GPU.
+    `tick` is called after each module and breakpoint (the loader hook's
+    stall detector)."""
     _, gpu_t = _targets(dbg)
     for path, addr in cos:
+        tick()
         if _state["loaded"].get(path) == addr:
             continue
         mod = gpu_t.FindModule(lldb.SBFileSpec(path))
@@ -161,6 +168,7 @@ def _gpu_side(dbg, cos, pending):
             del _state["loaded"][path]
     carried = []
     for bp, (names, f, line), one_shot, cond, ignore in pending:
+        tick()
         if names:
             gbp = gpu_t.BreakpointCreateByNames(names, lldb.eFunctionNameTypeAuto, lldb.SBFileSpecList(), lldb.SBFileSpecList())
         else:
@@ -373,10 +381,16 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
         return False
     done = threading.Event()
     carried = []
+    # Calls into lldb the update has finished (the stall detector below).
+    progress = [0]
+
+    def tick():
+        progress[0] += 1
 
     def work():
         try:
-            carried.extend(_gpu_side(dbg, *side))
+            carried.extend(_gpu_side(dbg, *side, tick=tick))
+            tick()
             if True:
                 cpu_t, gpu_t = _targets(dbg)
                 _watch(dbg, cpu_t.GetProcess(), "cpu")
@@ -398,16 +412,30 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
         finally:
             done.set()
 
+    started = time.monotonic()
+    _trace(f"loader hook: updating the GPU target (async={dbg.GetAsync()})")
     threading.Thread(target=work, name="gdbmux-loader", daemon=True).start()
-    # No lock-free way tells whether a command holds the GPU target: give
-    # the update 5 s (a loaded machine), then assume one does.
-    if not done.wait(5.0):
+    # No lock-free call tells whether a command holds the GPU target, and
+    # lldb 23.1 sends no event when a call blocks on it (docs/gpu-lldb.md,
+    # finding 4). Measured, an update takes 1-150 ms and has not blocked,
+    # also while a synchronous `process continue` waits on the GPU target.
+    # So the GPU process is interrupted only when the update has stalled:
+    # no call into lldb of it returned for STALL_S (one waits on the
+    # target), not after a budget for the whole update, which a slow
+    # update on a loaded machine overran.
+    seen = progress[0]
+    while not done.wait(STALL_S):
+        if progress[0] != seen:
+            seen = progress[0]
+            continue
         cpu_t, gpu_t = _targets(dbg)
         if gpu_t is not None:
             _log("GPU code objects changed while the GPU target ran: it stops to take them "
                  "(stock lldb 23.1 cannot change a running target's modules); `process continue` runs on")
             gpu_t.GetProcess().SendAsyncInterrupt()
         done.wait(30.0)
+        break
+    _trace(f"loader hook: update done={done.is_set()} after {time.monotonic() - started:.3f} s")
     for bp, gid in carried:
         _report_carried(bp, gid)
     return False
