@@ -3,7 +3,8 @@
 //! used to make the whole GPU attach fail). The simulated library presents
 //! `SIMGPU_AGENTS=gfx1036,gfx90a,gfx90a` (tools/simgpu-dbgapi/src/agents.rs):
 //! an unsupported gfx1036 listed first, then the simulated gfx90a that runs
-//! the kernels, then a second gfx90a. Stock gdb 13 and stock lldb 23.1 see
+//! the kernels, then a second gfx90a. Stock gdb 13 and stock lldb 23.1
+//! (`lldb -b`, and interactive lldb typed through a pseudo-terminal) see
 //! all three agents in `monitor gpu`, each with its own architecture, the
 //! unsupported one with the library's reason, and still stop a kernel
 //! (compiled here, at test time) at a breakpoint and run the program to
@@ -133,4 +134,50 @@ fn lldb_debugs_a_kernel_beside_an_unsupported_agent() {
 /// `first` occurs, and `then` after it.
 fn regex_like(text: &str, first: &str, then: &str) -> bool {
     text.find(first).is_some_and(|at| text[at..].contains(then))
+}
+
+#[test]
+fn interactive_lldb_lists_the_agents_and_stops_the_kernel() {
+    let env = GpuEnv::get();
+    let (host, dir) = env.build_typed(
+        "gpu-agents",
+        "pty",
+        "host.c",
+        &["saxpy", "negate"],
+        &["-O1"],
+    );
+    let server = serve(&host, &dir);
+    let helper = env.root.join("tools/lldb/gdbmux_lldb.py");
+    let args = [
+        "-o".to_string(),
+        format!("command script import {}", helper.display()),
+        "-o".to_string(),
+        format!("gdb-remote 127.0.0.1:{}", server.port),
+        host.display().to_string(),
+    ];
+    let script = [
+        [
+            "process plugin packet monitor gpu",
+            r"agent \d+: AMD Radeon Graphics \(gfx1036, simgpu\) \(not debuggable, skipped: architecture not supported by this amd-dbgapi.*\nagent \d+: .*\(gfx90a\)\nagent \d+: .*\(gfx90a\)",
+        ],
+        ["breakpoint set -o true -n negate", "pending"],
+        [
+            "process continue",
+            r"stop reason = one-shot breakpoint.*negate\.hsaco`negate",
+        ],
+        ["process continue", "exited with status = 0"],
+    ];
+    let out = run_python(
+        &env.root.join("stub/tests/gpu/lldb_pty.py"),
+        &[
+            &serde_json::to_string(&args).expect("json"),
+            &serde_json::to_string(&script).expect("json"),
+        ],
+    );
+    assert!(
+        out.contains("PTY ALL EXPECTATIONS MET"),
+        "interactive lldb:\n{out}\n--- gdbmux ---\n{}",
+        server.log()
+    );
+    server.wait_log("[inferior] host: PASS", 10);
 }
