@@ -19,12 +19,14 @@
 //! Set `SIMGPU_DBGAPI_VERSION=0.71.0` to make `amd_dbgapi_get_version`
 //! report an older ABI (used to test that clients refuse it).
 //! `SIMGPU_FAIL` and `SIMGPU_STALL` inject faults (see `faults`).
-//! `SIMGPU_AGENTS` presents several agents, some unsupported (see `agents`).
+//! `SIMGPU_AGENTS` presents several agents, some unsupported (see `agents`);
+//! `SIMGPU_RUNTIME_RESTRICTION` refuses the runtime (see `restriction`).
 
 mod agents;
 mod faults;
 mod ffi;
 mod library;
+mod restriction;
 mod storm;
 #[cfg(not(test))]
 mod symver;

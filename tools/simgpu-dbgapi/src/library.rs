@@ -439,15 +439,26 @@ impl Library {
         let Ok(cp) = self.proc(p).map(|x| x.client) else {
             return;
         };
+        let restricted = crate::restriction::reason();
         let bp = self.handle();
-        let s = self.client.insert_breakpoint(cp, r_brk, bp);
-        if s != st::SUCCESS {
+        let s = match &restricted {
+            Some(why) => {
+                // What AMD's library does for a runtime it refuses: a
+                // warning, no r_brk breakpoint (`crate::restriction`).
+                self.client.log(2, why);
+                st::ERROR_RESTRICTION
+            }
+            None => self.client.insert_breakpoint(cp, r_brk, bp),
+        };
+        if s != st::SUCCESS && restricted.is_none() {
             self.client
                 .log(2, &format!("simgpu: insert_breakpoint failed ({s})"));
         }
-        let ev = self.push_event(p, event_kind::RUNTIME, |e| {
-            e.runtime = runtime_state::LOADED_SUCCESS
-        });
+        let state = match restricted {
+            Some(_) => runtime_state::LOADED_ERROR_RESTRICTION,
+            None => runtime_state::LOADED_SUCCESS,
+        };
+        let ev = self.push_event(p, event_kind::RUNTIME, |e| e.runtime = state);
         if let Ok(proc) = self.proc(p) {
             if s == st::SUCCESS {
                 proc.breakpoint = Some((bp, r_brk));
