@@ -33,6 +33,7 @@ mod output;
 pub mod peer;
 mod relaunch;
 pub mod transport;
+pub mod turns;
 
 use std::collections::HashMap;
 use std::io;
@@ -439,6 +440,8 @@ pub struct Server {
     read_buf: Vec<u8>,
     /// Loop turns so far (the refused connections' per-turn budgets).
     turn: u64,
+    /// What each turn did, counted (`monitor loop`, [`turns`]).
+    turns: turns::TurnCounter,
     /// Refused connections that used their budget of this turn with input
     /// left: read again next turn (edge-triggered: no new event comes).
     refused_backlog: Vec<Token>,
@@ -576,6 +579,7 @@ impl Server {
             exit_requested: false,
             read_buf: vec![0; READ_CHUNK],
             turn: 0,
+            turns: Default::default(),
             refused_backlog: Vec::new(),
             output,
         };
@@ -641,11 +645,15 @@ impl Server {
             let timeout = self.refused_timeout(busy.timeout(Instant::now()));
             match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {
+                    self.end_turn();
+                    continue;
+                }
                 Err(e) => return Err(io_err("poll")(e)),
             }
             self.refused_turn();
             if timeout.is_some() && events.is_empty() {
+                self.end_turn();
                 // Spinning with nothing to do: let a client that runs on
                 // this CPU go first (it is what we are waiting for).
                 std::thread::yield_now();
@@ -683,6 +691,7 @@ impl Server {
             }
             busy.after_events(Instant::now(), !self.any_running());
             self.sync_mux();
+            self.end_turn();
             if self.should_exit() {
                 tracing::info!(target: "mux", "server exiting");
                 // Programs that outlive gdbmux (detached, left running)
@@ -694,6 +703,24 @@ impl Server {
                 return Ok(());
             }
         }
+    }
+
+    /// Close the loop turn's counts ([`turns`]): the refused connections
+    /// open, and the sessions' sockets to check for unread input.
+    fn end_turn(&mut self) {
+        let mut refused_open = 0;
+        let mut sessions = Vec::new();
+        for (t, c) in &self.clients {
+            match (&c.kind, &c.conn) {
+                (ClientKind::Refused(_), _) => refused_open += 1,
+                (ClientKind::Session(_), Conn::Stdio) => sessions.push((*t, None)),
+                (ClientKind::Session(_), conn) => sessions.push((*t, Some(conn.read_fd()))),
+            }
+        }
+        if refused_open == 0 {
+            sessions.clear();
+        }
+        self.turns.end_turn(refused_open, &sessions);
     }
 
     /// The poll timeout with the refused connections in mind: none when
@@ -1025,8 +1052,12 @@ impl Server {
             }
         };
         let mut kind = kind;
-        if let ClientKind::Session(s) = &mut kind {
-            s.set_hostio_offload(self.hostio.handle());
+        match &mut kind {
+            ClientKind::Session(s) => {
+                s.set_hostio_offload(self.hostio.handle());
+                s.set_loop_stats(self.turns.shared());
+            }
+            ClientKind::Refused(_) => self.turns.refused_opened(),
         }
         let fd = conn.read_fd();
         self.poll
@@ -1055,10 +1086,10 @@ impl Server {
         }
         let mut closed = false;
         let mut control = SessionControl::Continue;
-        loop {
-            let Some(c) = self.clients.get_mut(&token) else {
-                return;
-            };
+        // This turn's reads, for the counts ([`turns`]).
+        let mut refused_reads: Vec<usize> = Vec::new();
+        let mut session_read = false;
+        while let Some(c) = self.clients.get_mut(&token) {
             let limit = match &mut c.kind {
                 ClientKind::Refused(r) => r.allowance(self.turn),
                 ClientKind::Session(_) => buf.len(),
@@ -1070,7 +1101,12 @@ impl Server {
                 }
                 break;
             }
-            match c.conn.read(buf.get_mut(..limit).unwrap_or_default()) {
+            let refused = matches!(c.kind, ClientKind::Refused(_));
+            let got = c.conn.read(buf.get_mut(..limit).unwrap_or_default());
+            if refused {
+                refused_reads.push(*got.as_ref().unwrap_or(&0));
+            }
+            match got {
                 Ok(0) => {
                     closed = true;
                     break;
@@ -1080,6 +1116,7 @@ impl Server {
                     let data = buf.get(..n).unwrap_or_default();
                     match &mut c.kind {
                         ClientKind::Session(s) => {
+                            session_read = true;
                             control = s.on_input(data);
                             if control != SessionControl::Continue {
                                 break;
@@ -1096,6 +1133,13 @@ impl Server {
                                 control = SessionControl::Close;
                                 break;
                             }
+                            // One read a turn: a short one drained the
+                            // socket (a new arrival raises a new edge); a
+                            // full one used the turn's budget, and the next
+                            // pass puts the connection in the backlog.
+                            if n < limit && !hangup {
+                                break;
+                            }
                         }
                     }
                 }
@@ -1109,6 +1153,15 @@ impl Server {
             }
         }
         self.read_buf = buf;
+        for n in refused_reads {
+            self.turns.refused_read(token, n);
+        }
+        if session_read {
+            self.turns.session_read(token);
+        }
+        if !self.clients.contains_key(&token) {
+            return;
+        }
         self.flush(token);
         match control {
             SessionControl::Continue => {}

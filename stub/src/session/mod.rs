@@ -221,6 +221,8 @@ pub struct Session {
     mem_scratch: Vec<u8>,
     /// lldb's register view of a process (lldb sessions, x86-64 only).
     lldb_regs: Option<(Pid, std::rc::Rc<lldb_regs::LldbRegView>)>,
+    /// The server loop's counts, for `monitor loop` (`server/turns.rs`).
+    loop_stats: Option<crate::server::turns::SharedLoopStats>,
 }
 
 impl Session {
@@ -261,7 +263,13 @@ impl Session {
             nonstop: Default::default(),
             mem_scratch: Vec::new(),
             lldb_regs: None,
+            loop_stats: None,
         }
+    }
+
+    /// The server loop's counts, read by `monitor loop`.
+    pub fn set_loop_stats(&mut self, stats: crate::server::turns::SharedLoopStats) {
+        self.loop_stats = Some(stats);
     }
 
     /// The server's output terminal for launched programs (a CPU

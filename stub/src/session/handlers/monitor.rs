@@ -11,6 +11,8 @@ const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   help              this text\n\
   info | ps         the debugged processes and their threads (tid, name, pc)\n\
   exit              stop the gdbmux server after this session\n\
+  loop              the server loop's counts: turns, refused connections' bytes per turn,\n\
+                    the longest a session waited with input unread (in turns)\n\
   set debug 0|1     gdbserver's debug output (ptrace, native, session channels)\n\
   set remote-debug 0|1   gdbserver's protocol debug output (packets channel)\n\
   set debug-format all|none|timestamp   timestamps on log lines (on unless turned off)\n\
@@ -154,6 +156,13 @@ impl Session {
                 let text = self.monitor_info();
                 self.console_then_ok(&text);
             }
+            "loop" => match self.loop_stats.as_ref().map(|l| l.borrow().report()) {
+                Some(text) => self.console_then_ok(&text),
+                None => self.send_error(
+                    crate::error::ErrorCode::NotSupported,
+                    "this session is not served by a server loop",
+                ),
+            },
             "gpu" => {
                 let args: Vec<String> = words.map(str::to_string).collect();
                 let text = self.monitor_gpu(&args);
