@@ -14,6 +14,11 @@
 //!
 //! gdb is driven through its stdin; each step waits for its own echo
 //! marker and for the asynchronous stops it expects (events, no sleeps).
+//! Where `interrupt -a` finds the other threads is fixed by the program,
+//! not by the machine's speed: its first breakpoint is hit only once the
+//! spinner is in its loop and the main thread sleeps in `pthread_join`
+//! (under load the main thread was once still on its way there, and the
+//! two servers' outputs differed in its frame).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod gpu_support;
