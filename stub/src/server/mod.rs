@@ -67,8 +67,10 @@ use crate::native;
 use crate::native::LinuxProcess;
 use crate::refusal::refusal_frames;
 use crate::refusal::Refusal;
+use crate::session::AnySession;
+use crate::session::CpuRole;
+use crate::session::GpuRole;
 use crate::session::LaunchDefaults;
-use crate::session::Role;
 use crate::session::Session;
 use crate::session::SessionControl;
 use crate::stop::StopEvent;
@@ -411,7 +413,7 @@ struct Client {
 }
 
 enum ClientKind {
-    Session(Box<Session>),
+    Session(AnySession),
     /// Refused: answer the first packet with an error, then close; read
     /// within a budget (see [`Refusal`]).
     Refused(Box<Refusal>),
@@ -428,7 +430,7 @@ pub struct Server {
     cpu_session: Option<Token>,
     /// `--multi`: the CPU session whose client vanished, kept for the next
     /// connection.
-    orphan: Option<Box<Session>>,
+    orphan: Option<Box<Session<CpuRole>>>,
     /// Connections turned away by the connection limit (for log pacing).
     over_limit: u64,
     initial: Option<(Box<dyn Target>, StopEvent)>,
@@ -850,7 +852,7 @@ impl Server {
                     };
                     let close = match self.clients.get_mut(&tok) {
                         Some(Client {
-                            kind: ClientKind::Session(s),
+                            kind: ClientKind::Session(AnySession::Gpu(s)),
                             ..
                         }) => {
                             s.on_peer_exit(&stop);
@@ -1005,7 +1007,7 @@ impl Server {
                     }
                     _ => {
                         let mut s = Session::new(session, self.cfg.launch.clone())
-                            .with_mux(self.mux.clone(), Role::Cpu)
+                            .with_mux(self.mux.clone())
                             .with_program_output(self.output.clone())
                             .with_output_limit(self.cfg.max_pending_output);
                         if let Some((t, stop)) = self.initial.take() {
@@ -1022,7 +1024,7 @@ impl Server {
                 }
                 self.cpu_session = Some(token);
                 self.session_tokens.insert(s.id(), token);
-                ClientKind::Session(s)
+                ClientKind::Session(AnySession::Cpu(s))
             }
             Accept::Gpu {
                 session,
@@ -1034,14 +1036,13 @@ impl Server {
                     Some(gpu) => {
                         let mut t = GpuTarget::new(gpu, cpu_pid);
                         let stop = t.initial_stop();
-                        let mut s = Session::new(session, LaunchDefaults::default())
-                            .with_mux(self.mux.clone(), Role::Gpu)
-                            .claimed(offer, cpu_pid)
+                        let mut s = Session::<GpuRole>::new_gpu(session, offer, cpu_pid)
+                            .with_mux(self.mux.clone())
                             .with_output_limit(self.cfg.max_pending_output);
                         s.adopt(Box::new(t), stop);
                         self.session_tokens.insert(session, token);
                         tracing::info!(target: "mux", session, offer, %peer, "accepted GPU session");
-                        ClientKind::Session(Box::new(s))
+                        ClientKind::Session(AnySession::Gpu(Box::new(s)))
                     }
                     None => refused("gdbmux: connection refused: no GPU library".into()),
                 }
@@ -1266,23 +1267,26 @@ impl Server {
             if self.cpu_session == Some(token) {
                 self.cpu_session = None;
             }
-            let keep = matches!(self.cfg.lifetime, Lifetime::Multi | Lifetime::Reopen)
-                && !self.exit_requested
-                && s.outlives_client();
-            if keep {
-                // `--multi`: the next connection takes this session over.
-                tracing::info!(target: "mux", session = s.id(), "CPU client gone; session kept for the next connection");
-                if self.cfg.announce {
-                    eprintln!("Remote side has terminated connection.  GDBserver will reopen the connection.");
+            let multi = matches!(self.cfg.lifetime, Lifetime::Multi | Lifetime::Reopen)
+                && !self.exit_requested;
+            match s {
+                // `--multi`: the next connection takes this session over
+                // (only a CPU session outlives its client).
+                AnySession::Cpu(mut cpu) if multi && cpu.outlives_client() => {
+                    tracing::info!(target: "mux", session = cpu.id(), "CPU client gone; session kept for the next connection");
+                    if self.cfg.announce {
+                        eprintln!("Remote side has terminated connection.  GDBserver will reopen the connection.");
+                    }
+                    self.session_tokens.remove(&cpu.id());
+                    self.mux.borrow_mut().on(MuxEvent::SessionClosed {
+                        session: cpu.id(),
+                        kept: true,
+                    });
+                    cpu.on_client_vanished();
+                    self.orphan = Some(cpu);
+                    return;
                 }
-                self.session_tokens.remove(&s.id());
-                self.mux.borrow_mut().on(MuxEvent::SessionClosed {
-                    session: s.id(),
-                    kept: true,
-                });
-                s.on_client_vanished();
-                self.orphan = Some(s);
-                return;
+                other => s = other,
             }
             tracing::info!(target: "mux", session = s.id(), "session closed");
             let released = s.on_disconnect();

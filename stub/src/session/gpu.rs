@@ -12,8 +12,11 @@ use std::collections::BTreeMap;
 use gpu_target::model::BreakpointAction;
 use gpu_target::model::BreakpointId;
 
+use super::CpuRole;
+use super::GpuRole;
 use super::Session;
 use super::SessionControl;
+use super::SessionRole;
 use crate::gpu::controller::GpuNews;
 use crate::gpu::host::HostRequest;
 use crate::packet::reply;
@@ -42,7 +45,7 @@ pub(super) enum Internal {
     ClientStepping { pid: Pid, addr: u64 },
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     /// After a CPU process was adopted: attach the GPU library to it.
     pub(super) fn gpu_attach(&mut self, pid: Pid) {
         // The CPU role's hook: a GPU session's process is the GPU itself.
@@ -278,16 +281,6 @@ impl Session {
         }
     }
 
-    /// The GPU notifier was readable and the multiplexer took in `news`:
-    /// a CPU session carries out what they mean for its process, a GPU
-    /// session collects its target's events (wave stops).
-    pub fn on_gpu_notifier(&mut self, news: &GpuNews) {
-        match self.role {
-            super::role::RoleState::Cpu(_) => self.gpu_on_news(news),
-            super::role::RoleState::Gpu(_) => self.on_target_event(),
-        }
-    }
-
     /// The CPU role's part of GPU events (the notifier was readable, or an
     /// internal breakpoint was reported): console lines, a held internal
     /// breakpoint released, the library's host-breakpoint requests, a wave
@@ -436,43 +429,6 @@ impl Session {
         }
     }
 
-    /// The CPU process of this server ended; a GPU session reports it as
-    /// the end of its own process (the GPU role's hook; a CPU session
-    /// learns its own process's end from its target).
-    pub fn on_peer_exit(&mut self, ev: &StopEvent) {
-        let Some(role) = self.role.gpu() else {
-            return;
-        };
-        tracing::info!(target: "mux", session = self.id, offer = ?role.offer, cpu_pid = ?role.cpu_pid, "the CPU process ended: ending the GPU session");
-        let was_running = self.is_running();
-        // The GPU process is reported under its own pid (the CPU process's
-        // for a `GpuTarget`).
-        let pid = self
-            .procs
-            .keys()
-            .next()
-            .copied()
-            .or(role.cpu_pid)
-            .unwrap_or_else(|| ev.pid());
-        let ev = match ev {
-            StopEvent::Exited { code, .. } => StopEvent::Exited { pid, code: *code },
-            StopEvent::Terminated { signal, .. } => StopEvent::Terminated {
-                pid,
-                signal: *signal,
-            },
-            other => other.clone(),
-        };
-        self.record_stop(ev);
-        if was_running {
-            self.run = super::RunState::Stopped;
-            let opts = self.features.stop_options();
-            if let Some(r) = self.journal.reply(&opts) {
-                self.send(&r);
-            }
-            self.control = SessionControl::Close;
-        }
-    }
-
     /// Take in the GPU library's events through the multiplexer (which
     /// applies the runtime's transitions first, and passes the news on to
     /// the other sessions).
@@ -524,6 +480,57 @@ impl Session {
         match r {
             Ok(j) => self.send(&j),
             Err(e) => self.send_error(e.code(), &e.to_string()),
+        }
+    }
+}
+
+impl Session<CpuRole> {
+    /// The GPU notifier was readable and the multiplexer took in `news`:
+    /// the CPU session carries out what they mean for its process.
+    pub fn on_gpu_notifier(&mut self, news: &GpuNews) {
+        self.gpu_on_news(news);
+    }
+}
+
+impl Session<GpuRole> {
+    /// The GPU notifier was readable: the GPU session collects its
+    /// target's events (wave stops).
+    pub fn on_gpu_notifier(&mut self, _news: &GpuNews) {
+        self.on_target_event();
+    }
+
+    /// The CPU process of this server ended; the GPU session reports it
+    /// as the end of its own process (a CPU session learns its own
+    /// process's end from its target).
+    pub fn on_peer_exit(&mut self, ev: &StopEvent) {
+        let role = &self.role;
+        tracing::info!(target: "mux", session = self.id, offer = ?role.offer, cpu_pid = ?role.cpu_pid, "the CPU process ended: ending the GPU session");
+        let was_running = self.is_running();
+        // The GPU process is reported under its own pid (the CPU process's
+        // for a `GpuTarget`).
+        let pid = self
+            .procs
+            .keys()
+            .next()
+            .copied()
+            .or(role.cpu_pid)
+            .unwrap_or_else(|| ev.pid());
+        let ev = match ev {
+            StopEvent::Exited { code, .. } => StopEvent::Exited { pid, code: *code },
+            StopEvent::Terminated { signal, .. } => StopEvent::Terminated {
+                pid,
+                signal: *signal,
+            },
+            other => other.clone(),
+        };
+        self.record_stop(ev);
+        if was_running {
+            self.run = super::RunState::Stopped;
+            let opts = self.features.stop_options();
+            if let Some(r) = self.journal.reply(&opts) {
+                self.send(&r);
+            }
+            self.control = SessionControl::Close;
         }
     }
 }

@@ -20,8 +20,12 @@
 //!   waves and GPU breakpoints are the controller's facts
 //!   (`gpu/controller.rs`), not the session's.
 //!
-//! Every decision that differs between the roles is a method here that
-//! matches on the role ([`RoleState::serves`], `reports_process_ends`,
+//! The roles are types ([`CpuRole`], [`GpuRole`]) and the session is
+//! generic over them ([`SessionRole`]): `Session<CpuRole>` and
+//! `Session<GpuRole>` are distinct types over one protocol engine, and the
+//! server holds them through one enum (`session::AnySession`). Every
+//! decision that differs between the roles is a method of
+//! [`SessionRole`] ([`SessionRole::serves`], `reports_process_ends`,
 //! `outlives_client`, the advertised features); the protocol engine asks
 //! the role, it never tests which role it is. A packet only the CPU role
 //! serves is answered on a GPU session as an unsupported one (empty reply,
@@ -37,18 +41,74 @@ use crate::target::Capabilities;
 use crate::target::Pid;
 use crate::target::ResumePlan;
 
-/// A session's role and the state only that role has.
-#[derive(Debug)]
-pub(super) enum RoleState {
-    /// The CPU process's session.
-    Cpu(CpuRole),
-    /// The GPU's session (a connection that claimed an offer).
-    Gpu(GpuRole),
+/// A session's role: the state only that role has, and every decision
+/// that differs between the roles. [`super::Session`] is generic over it:
+/// `Session<CpuRole>` and `Session<GpuRole>` are distinct types over one
+/// protocol engine, and the engine asks the role, never which role it is.
+/// Implemented by [`CpuRole`] and [`GpuRole`] only.
+pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
+    /// Which role (for logs and [`super::Session::role`]).
+    const ROLE: Role;
+
+    /// The CPU role's state, on a CPU session.
+    fn cpu(&self) -> Option<&CpuRole> {
+        None
+    }
+
+    /// The CPU role's state, on a CPU session.
+    fn cpu_mut(&mut self) -> Option<&mut CpuRole> {
+        None
+    }
+
+    /// The GPU role's state, on a GPU session.
+    fn gpu(&self) -> Option<&GpuRole> {
+        None
+    }
+
+    /// Whether the end, kill or detach of this session's processes is a
+    /// fact for the multiplexer: the CPU process's end ends the GPU
+    /// session (`MuxEvent::CpuProcessEnded`, `CpuProcessReleased`). A GPU
+    /// session's process is the CPU process's GPU, whose end the
+    /// multiplexer already knows from the CPU side.
+    fn reports_process_ends(&self) -> bool;
+
+    /// Whether `--multi` keeps the session for the next client when its
+    /// client vanishes: the CPU process outlives its client; a GPU session
+    /// ends with its client (a new claim needs a new offer).
+    fn outlives_client(&self) -> bool;
+
+    /// What a session with no process advertises: a CPU session's
+    /// `vRun`/`vAttach` will create a native Linux process, a GPU session
+    /// has nothing.
+    fn idle_capabilities(&self) -> Capabilities;
+
+    /// Role features `qSupported` advertises beyond the target's
+    /// capabilities: ptrace's syscall stops and the host's `/proc`
+    /// tables belong to the CPU session's native processes.
+    fn qsupported_features(&self) -> &'static [&'static str];
+
+    /// `accelerator-plugins+` when a GPU library is loaded: only the CPU
+    /// session offers the GPU (lldb checks the feature on every
+    /// connection, research/lldb-accelerator.md §1.1).
+    fn accelerator_feature(&self, gpu_loaded: bool) -> Option<&'static str>;
+
+    /// Whether this role serves `cmd`, and if not, how it is answered.
+    /// Process creation, syscall catching, the host's osdata tables,
+    /// non-stop mode and lldb's accelerator plugin are the CPU session's
+    /// only.
+    fn serves(&self, cmd: &Command) -> Result<(), NotServed>;
+}
+
+mod sealed {
+    /// Only this module's roles are roles.
+    pub trait Sealed {}
+    impl Sealed for super::CpuRole {}
+    impl Sealed for super::GpuRole {}
 }
 
 /// What only the CPU session has.
 #[derive(Debug, Default)]
-pub(super) struct CpuRole {
+pub struct CpuRole {
     /// An internal (GPU library) breakpoint hit being handled out of the
     /// client's sight.
     pub(super) internal: Option<Internal>,
@@ -71,7 +131,7 @@ pub(super) struct CpuRole {
 /// What only the GPU session has: which offer it claimed, for which CPU
 /// process. `None` for a session built outside a server (tests, fuzzing).
 #[derive(Debug, Default)]
-pub(super) struct GpuRole {
+pub struct GpuRole {
     /// The offer (the multiplexer's ledger id) this connection claimed.
     pub(super) offer: Option<i64>,
     /// The CPU process whose GPU this session serves; its end is this
@@ -81,132 +141,95 @@ pub(super) struct GpuRole {
 
 /// How a session answers a packet its role does not serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum NotServed {
+pub enum NotServed {
     /// As an unknown packet: an empty reply.
     Unsupported,
     /// With an error naming why.
     Error(ErrorCode, &'static str),
 }
 
-impl RoleState {
-    /// The role in a new session.
-    pub(super) fn new(role: Role) -> Self {
-        match role {
-            Role::Cpu => RoleState::Cpu(CpuRole::default()),
-            Role::Gpu => RoleState::Gpu(GpuRole::default()),
-        }
+impl SessionRole for CpuRole {
+    const ROLE: Role = Role::Cpu;
+
+    fn cpu(&self) -> Option<&CpuRole> {
+        Some(self)
     }
 
-    /// Which role.
-    pub(super) fn tag(&self) -> Role {
-        match self {
-            RoleState::Cpu(_) => Role::Cpu,
-            RoleState::Gpu(_) => Role::Gpu,
-        }
+    fn cpu_mut(&mut self) -> Option<&mut CpuRole> {
+        Some(self)
     }
 
-    /// The CPU role's state, on a CPU session.
-    pub(super) fn cpu(&self) -> Option<&CpuRole> {
-        match self {
-            RoleState::Cpu(c) => Some(c),
-            RoleState::Gpu(_) => None,
-        }
+    fn reports_process_ends(&self) -> bool {
+        true
     }
 
-    /// The CPU role's state, on a CPU session.
-    pub(super) fn cpu_mut(&mut self) -> Option<&mut CpuRole> {
-        match self {
-            RoleState::Cpu(c) => Some(c),
-            RoleState::Gpu(_) => None,
-        }
+    fn outlives_client(&self) -> bool {
+        true
     }
 
-    /// The GPU role's state, on a GPU session.
-    pub(super) fn gpu(&self) -> Option<&GpuRole> {
-        match self {
-            RoleState::Cpu(_) => None,
-            RoleState::Gpu(g) => Some(g),
-        }
+    fn idle_capabilities(&self) -> Capabilities {
+        crate::native::CAPABILITIES
     }
 
-    /// Whether the end, kill or detach of this session's processes is a
-    /// fact for the multiplexer: the CPU process's end ends the GPU
-    /// session (`MuxEvent::CpuProcessEnded`, `CpuProcessReleased`). A GPU
-    /// session's process is the CPU process's GPU, whose end the
-    /// multiplexer already knows from the CPU side.
-    pub(super) fn reports_process_ends(&self) -> bool {
-        match self {
-            RoleState::Cpu(_) => true,
-            RoleState::Gpu(_) => false,
-        }
+    fn qsupported_features(&self) -> &'static [&'static str] {
+        &[
+            "QCatchSyscalls+",
+            "qXfer:osdata:read+",
+            "QNonStop+",
+            "ConditionalBreakpoints+",
+        ]
     }
 
-    /// Whether `--multi` keeps the session for the next client when its
-    /// client vanishes: the CPU process outlives its client; a GPU session
-    /// ends with its client (a new claim needs a new offer).
-    pub(super) fn outlives_client(&self) -> bool {
-        match self {
-            RoleState::Cpu(_) => true,
-            RoleState::Gpu(_) => false,
-        }
+    fn accelerator_feature(&self, gpu_loaded: bool) -> Option<&'static str> {
+        gpu_loaded.then_some("accelerator-plugins+")
     }
 
-    /// What a session with no process advertises: a CPU session's
-    /// `vRun`/`vAttach` will create a native Linux process, a GPU session
-    /// has nothing.
-    pub(super) fn idle_capabilities(&self) -> Capabilities {
-        match self {
-            RoleState::Cpu(_) => crate::native::CAPABILITIES,
-            RoleState::Gpu(_) => Capabilities::NONE,
-        }
+    fn serves(&self, _cmd: &Command) -> Result<(), NotServed> {
+        Ok(())
+    }
+}
+
+impl SessionRole for GpuRole {
+    const ROLE: Role = Role::Gpu;
+
+    fn gpu(&self) -> Option<&GpuRole> {
+        Some(self)
     }
 
-    /// Role features `qSupported` advertises beyond the target's
-    /// capabilities: ptrace's syscall stops and the host's `/proc`
-    /// tables belong to the CPU session's native processes.
-    pub(super) fn qsupported_features(&self) -> &'static [&'static str] {
-        match self {
-            RoleState::Cpu(_) => &[
-                "QCatchSyscalls+",
-                "qXfer:osdata:read+",
-                "QNonStop+",
-                "ConditionalBreakpoints+",
-            ],
-            RoleState::Gpu(_) => &[],
-        }
+    fn reports_process_ends(&self) -> bool {
+        false
     }
 
-    /// `accelerator-plugins+` when a GPU library is loaded: only the CPU
-    /// session offers the GPU (lldb checks the feature on every
-    /// connection, research/lldb-accelerator.md §1.1).
-    pub(super) fn accelerator_feature(&self, gpu_loaded: bool) -> Option<&'static str> {
-        match self {
-            RoleState::Cpu(_) if gpu_loaded => Some("accelerator-plugins+"),
-            _ => None,
-        }
+    fn outlives_client(&self) -> bool {
+        false
     }
 
-    /// Whether this role serves `cmd`, and if not, how it is answered.
-    /// Process creation, syscall catching, the host's osdata tables,
-    /// non-stop mode and lldb's accelerator plugin are the CPU session's
-    /// only.
-    pub(super) fn serves(&self, cmd: &Command) -> Result<(), NotServed> {
-        match self {
-            RoleState::Cpu(_) => Ok(()),
-            RoleState::Gpu(_) => match cmd {
-                Command::VRun(_)
-                | Command::VAttach(_)
-                | Command::Restart
-                | Command::CatchSyscalls(_)
-                | Command::AcceleratorInitialize
-                | Command::AcceleratorBreakpointHit(_) => Err(NotServed::Unsupported),
-                Command::XferRead(x) if x.object == "osdata" => Err(NotServed::Unsupported),
-                Command::NonStop(true) => Err(NotServed::Error(
-                    ErrorCode::NotSupported,
-                    "non-stop mode is served on the CPU connection only",
-                )),
-                _ => Ok(()),
-            },
+    fn idle_capabilities(&self) -> Capabilities {
+        Capabilities::NONE
+    }
+
+    fn qsupported_features(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn accelerator_feature(&self, _gpu_loaded: bool) -> Option<&'static str> {
+        None
+    }
+
+    fn serves(&self, cmd: &Command) -> Result<(), NotServed> {
+        match cmd {
+            Command::VRun(_)
+            | Command::VAttach(_)
+            | Command::Restart
+            | Command::CatchSyscalls(_)
+            | Command::AcceleratorInitialize
+            | Command::AcceleratorBreakpointHit(_) => Err(NotServed::Unsupported),
+            Command::XferRead(x) if x.object == "osdata" => Err(NotServed::Unsupported),
+            Command::NonStop(true) => Err(NotServed::Error(
+                ErrorCode::NotSupported,
+                "non-stop mode is served on the CPU connection only",
+            )),
+            _ => Ok(()),
         }
     }
 }
@@ -218,8 +241,8 @@ mod tests {
 
     #[test]
     fn gpu_session_refuses_cpu_only_packets() {
-        let gpu = RoleState::new(Role::Gpu);
-        let cpu = RoleState::new(Role::Cpu);
+        let gpu = GpuRole::default();
+        let cpu = CpuRole::default();
         let osdata = Command::XferRead(XferRead {
             object: "osdata".into(),
             annex: String::new(),
@@ -251,8 +274,8 @@ mod tests {
         for c in [features, Command::QuestionMark, Command::Kill] {
             assert!(gpu.serves(&c).is_ok(), "GPU session refuses {c:?}");
         }
-        assert_eq!(gpu.tag(), Role::Gpu);
-        assert_eq!(cpu.tag(), Role::Cpu);
+        assert_eq!(GpuRole::ROLE, Role::Gpu);
+        assert_eq!(CpuRole::ROLE, Role::Cpu);
         assert!(matches!(
             gpu.serves(&Command::NonStop(true)),
             Err(NotServed::Error(ErrorCode::NotSupported, _))

@@ -10,6 +10,7 @@ use crate::packet::reply;
 use crate::packet::thread_id::ThreadId;
 use crate::session::lldb_regs::LldbRegView;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::stop::StopEvent;
 use crate::stop::StopKind;
 use crate::target::Pid;
@@ -19,7 +20,7 @@ fn hexs(s: &str) -> String {
     hex::encode_to_string(s.as_bytes())
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     /// Whether this is the session of an lldb client that holds the
     /// launched programs' output terminal (a CPU session's role state;
     /// lldb-server's output forwarding applies, `server::output`).
@@ -376,7 +377,7 @@ impl Session {
 }
 
 /// lldb's settings and fixed-answer queries.
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_thread_suffix_supported(&mut self) {
         self.features.thread_suffix = true;
         self.send(&reply::ok());

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::packet::reply;
 use crate::session::Session;
 use crate::session::SessionControl;
+use crate::session::SessionRole;
 
 const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   help              this text\n\
@@ -120,7 +121,7 @@ fn set_debug(which: &str, on: bool) -> Result<String, String> {
     })
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(super) fn handle_monitor(&mut self, cmd: &[u8]) {
         let cmd = String::from_utf8_lossy(cmd).trim().to_string();
         let mut words = cmd.split_whitespace();

@@ -9,6 +9,7 @@ use crate::packet::ThreadId;
 use crate::packet::VContAction;
 use crate::packet::VContKind;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::stop::StopEvent;
 use crate::target::Pid;
 use crate::target::ResumeAction;
@@ -27,7 +28,7 @@ pub(in crate::session) enum VContScope {
     Thread(Pid, Tid),
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_vcont_query(&mut self) {
         if self.features.disabled.vcont {
             self.send(&reply::empty());

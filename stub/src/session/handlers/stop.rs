@@ -8,13 +8,14 @@ use crate::packet::stop_reply::StopSnapshot;
 use crate::packet::stop_reply::ThreadSnapshot;
 use crate::session::Journal;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::stop::StopEvent;
 use crate::stop::StopKind;
 use crate::target::Pid;
 use crate::target::Target;
 use crate::target::Tid;
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_question(&mut self) {
         let opts = self.features.stop_options();
         match self.journal.reply(&opts) {
