@@ -46,26 +46,6 @@ pub(super) enum Internal {
 }
 
 impl<R: SessionRole> Session<R> {
-    /// After a CPU process was adopted: attach the GPU library to it.
-    pub(super) fn gpu_attach(&mut self, pid: Pid) {
-        // The CPU role's hook: a GPU session's process is the GPU itself.
-        if self.role.cpu().is_none() {
-            return;
-        }
-        let Some(mux) = self.mux.clone() else { return };
-        let Some(gpu) = mux.borrow().gpu() else {
-            return;
-        };
-        let r = gpu.borrow_mut().attach(pid);
-        match r {
-            Ok(notifier) => mux
-                .borrow_mut()
-                .on(crate::mux::MuxEvent::GpuAttached { pid, notifier }),
-            Err(e) => tracing::warn!(target: "dbgapi", pid, "GPU attach failed: {e}"),
-        }
-        self.gpu_apply_host_requests();
-    }
-
     /// Carry out queued host-breakpoint requests of the library.
     pub(super) fn gpu_apply_host_requests(&mut self) {
         let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
@@ -90,13 +70,66 @@ impl<R: SessionRole> Session<R> {
         }
     }
 
+    /// Take in the GPU library's events through the multiplexer (which
+    /// applies the runtime's transitions first, and passes the news on to
+    /// the other sessions).
+    pub(super) fn pump_gpu(&mut self) -> crate::gpu::GpuNews {
+        self.mux
+            .as_ref()
+            .map(|m| m.borrow_mut().pump_gpu_for(self.id))
+            .unwrap_or_default()
+    }
+
+    /// A CPU session's process was detached or killed: the multiplexer
+    /// ends the GPU session that depends on it (the role decides,
+    /// `RoleState::reports_process_ends`).
+    pub(super) fn cpu_process_released(&self, pid: Pid, how: crate::mux::Release) {
+        if self.role.reports_process_ends() {
+            self.mux_event(crate::mux::MuxEvent::CpuProcessReleased { pid, how });
+        }
+    }
+
+    /// A CPU session's process exited or was killed by a signal.
+    pub(super) fn cpu_process_ended(&self, stop: &StopEvent) {
+        if self.role.reports_process_ends() {
+            self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(stop));
+        }
+    }
+
+    /// Tell the multiplexer something (no-op without one).
+    pub(super) fn mux_event(&self, ev: crate::mux::MuxEvent<'_>) {
+        if let Some(m) = &self.mux {
+            m.borrow_mut().on(ev);
+        }
+    }
+}
+
+/// The CPU role's GPU hooks: the engine reaches them through
+/// [`SessionRole`]'s hooks (`after_adopt`, `intercept_stop`,
+/// `prepare_resume`, `report_gpu_stop`, `decorate_stop`, `gpu_news`, the
+/// accelerator plugin), which do nothing on a GPU session.
+impl Session<CpuRole> {
+    /// After a CPU process was adopted: attach the GPU library to it.
+    pub(super) fn gpu_attach(&mut self, pid: Pid) {
+        let Some(mux) = self.mux.clone() else { return };
+        let Some(gpu) = mux.borrow().gpu() else {
+            return;
+        };
+        let r = gpu.borrow_mut().attach(pid);
+        match r {
+            Ok(notifier) => mux
+                .borrow_mut()
+                .on(crate::mux::MuxEvent::GpuAttached { pid, notifier }),
+            Err(e) => tracing::warn!(target: "dbgapi", pid, "GPU attach failed: {e}"),
+        }
+        self.gpu_apply_host_requests();
+    }
+
     /// A CPU stop while running: if it is a hit of the library's own
     /// breakpoint (and not also a client breakpoint), handle it here and
     /// return `true` (the client sees nothing).
     pub(super) fn gpu_intercept(&mut self, stop: &StopEvent) -> bool {
-        let Some(cpu) = self.role.cpu_mut() else {
-            return false;
-        };
+        let cpu = &mut self.role;
         if let Some(Internal::ClientStepping { pid, addr }) = cpu.internal.clone() {
             cpu.internal = None;
             if let Some(tg) = self.procs.get_mut(&pid) {
@@ -189,7 +222,7 @@ impl<R: SessionRole> Session<R> {
     /// steps over it internally, then resumes the client's plan. Returns
     /// `true` when it started the resume itself.
     pub(super) fn gpu_prepare_resume(&mut self, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
-        if self.role.cpu().is_none_or(|c| c.internal.is_some()) {
+        if self.role.internal.is_some() {
             return false;
         }
         let Some(crate::stop::StopEvent::Stopped { pid, tid, .. }) = self.journal.event().cloned()
@@ -229,11 +262,9 @@ impl<R: SessionRole> Session<R> {
         }
     }
 
-    /// The CPU role's internal-breakpoint state (no-op on a GPU session).
+    /// The CPU role's internal-breakpoint state.
     fn set_internal(&mut self, v: Option<Internal>) {
-        if let Some(cpu) = self.role.cpu_mut() {
-            cpu.internal = v;
-        }
+        self.role.internal = v;
     }
 
     fn step_over_internal(&mut self, pid: Pid, tid: Tid, addr: u64) {
@@ -286,10 +317,6 @@ impl<R: SessionRole> Session<R> {
     /// breakpoint released, the library's host-breakpoint requests, a wave
     /// stop reported to gdb.
     pub(super) fn gpu_on_news(&mut self, news: &GpuNews) {
-        // `monitor gpu` pumps on either session; only the CPU role acts.
-        if self.role.cpu().is_none() {
-            return;
-        }
         if news.runtime_loaded && self.is_running() {
             // Stock lldb 23.1 aborts (LLVM ERROR: disassembly not yet
             // supported for subtarget) when it displays a GPU stop
@@ -306,7 +333,7 @@ impl<R: SessionRole> Session<R> {
                 self.send(&reply::console(line));
             }
         }
-        let held = self.role.cpu().and_then(|c| c.internal.clone());
+        let held = self.role.internal.clone();
         if let Some(Internal::Held { pid, tid, addr, id }) = held {
             if news.resumed.contains(&id) {
                 self.set_internal(None);
@@ -322,7 +349,7 @@ impl<R: SessionRole> Session<R> {
     /// connected, stop the CPU process and report that stop with a console
     /// line naming the wave, kernel and address.
     pub(super) fn gpu_report_stop(&mut self) {
-        if !self.is_running() || self.role.cpu().is_none_or(|c| c.gpu_report.is_some()) {
+        if !self.is_running() || self.role.gpu_report.is_some() {
             return;
         }
         let Some(mux) = self.mux.clone() else { return };
@@ -389,9 +416,7 @@ impl<R: SessionRole> Session<R> {
             .keys()
             .next()
             .and_then(|pid| crate::gpu::launcher::launching_thread(*pid));
-        if let Some(cpu) = self.role.cpu_mut() {
-            cpu.gpu_report = Some((text, launcher));
-        }
+        self.role.gpu_report = Some((text, launcher));
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
                 tracing::warn!(target: "ptrace", "interrupt for a GPU stop: {e}");
@@ -402,7 +427,7 @@ impl<R: SessionRole> Session<R> {
     /// If a GPU stop is being reported, turn the CPU interrupt into that
     /// report (console line + SIGTRAP stop).
     pub(super) fn gpu_decorate_stop(&mut self, stop: StopEvent) -> StopEvent {
-        let Some((text, launcher)) = self.role.cpu_mut().and_then(|c| c.gpu_report.take()) else {
+        let Some((text, launcher)) = self.role.gpu_report.take() else {
             return stop;
         };
         self.send(&reply::console(&text));
@@ -426,39 +451,6 @@ impl<R: SessionRole> Session<R> {
                 kind: StopKind::Signal,
             },
             other => other,
-        }
-    }
-
-    /// Take in the GPU library's events through the multiplexer (which
-    /// applies the runtime's transitions first, and passes the news on to
-    /// the other sessions).
-    pub(super) fn pump_gpu(&mut self) -> crate::gpu::GpuNews {
-        self.mux
-            .as_ref()
-            .map(|m| m.borrow_mut().pump_gpu_for(self.id))
-            .unwrap_or_default()
-    }
-
-    /// A CPU session's process was detached or killed: the multiplexer
-    /// ends the GPU session that depends on it (the role decides,
-    /// `RoleState::reports_process_ends`).
-    pub(super) fn cpu_process_released(&self, pid: Pid, how: crate::mux::Release) {
-        if self.role.reports_process_ends() {
-            self.mux_event(crate::mux::MuxEvent::CpuProcessReleased { pid, how });
-        }
-    }
-
-    /// A CPU session's process exited or was killed by a signal.
-    pub(super) fn cpu_process_ended(&self, stop: &StopEvent) {
-        if self.role.reports_process_ends() {
-            self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(stop));
-        }
-    }
-
-    /// Tell the multiplexer something (no-op without one).
-    pub(super) fn mux_event(&self, ev: crate::mux::MuxEvent<'_>) {
-        if let Some(m) = &self.mux {
-            m.borrow_mut().on(ev);
         }
     }
 

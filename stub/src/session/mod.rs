@@ -452,7 +452,7 @@ impl<R: SessionRole> Session<R> {
         self.procs.insert(pid, target);
         self.current = Some(pid);
         self.record_stop(stop);
-        self.gpu_attach(pid);
+        R::after_adopt(self, pid);
     }
 
     /// Whether a process is running (a resume is waiting for its stop).

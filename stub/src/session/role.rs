@@ -35,8 +35,11 @@ use std::collections::BTreeMap;
 
 use super::gpu::Internal;
 use super::Role;
+use super::Session;
 use crate::error::ErrorCode;
+use crate::gpu::controller::GpuNews;
 use crate::packet::Command;
+use crate::stop::StopEvent;
 use crate::target::Capabilities;
 use crate::target::Pid;
 use crate::target::ResumePlan;
@@ -97,6 +100,48 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
     /// non-stop mode and lldb's accelerator plugin are the CPU session's
     /// only.
     fn serves(&self, cmd: &Command) -> Result<(), NotServed>;
+
+    // The engine's hooks where only the CPU role acts (its GPU hooks,
+    // `gpu.rs`); a GPU session does nothing there (the defaults).
+
+    /// A process was adopted: the CPU role attaches the GPU library to it.
+    fn after_adopt(_s: &mut Session<Self>, _pid: Pid) {}
+
+    /// A stop while running: `true` when the role handled it out of the
+    /// client's sight (the CPU role: the GPU library's own breakpoint).
+    fn intercept_stop(_s: &mut Session<Self>, _stop: &StopEvent) -> bool {
+        false
+    }
+
+    /// Before the client's resume: `true` when the role started the
+    /// resume itself (the CPU role: a step over its internal breakpoint).
+    fn prepare_resume(_s: &mut Session<Self>, _plans: &BTreeMap<Pid, ResumePlan>) -> bool {
+        false
+    }
+
+    /// While running: the CPU role reports a pending GPU stop to gdb.
+    fn report_gpu_stop(_s: &mut Session<Self>) {}
+
+    /// The stop about to be reported, as the role reports it (the CPU
+    /// role: a GPU stop shown on the launching thread).
+    fn decorate_stop(_s: &mut Session<Self>, stop: StopEvent) -> StopEvent {
+        stop
+    }
+
+    /// GPU news the session took in itself (`monitor gpu`).
+    fn gpu_news(_s: &mut Session<Self>, _news: &GpuNews) {}
+
+    /// `jAcceleratorPluginInitialize` (refused before on a GPU session:
+    /// [`SessionRole::serves`]).
+    fn accel_initialize(s: &mut Session<Self>) {
+        s.send(&crate::packet::reply::empty());
+    }
+
+    /// `jAcceleratorPluginBreakpointHit` (refused before on a GPU
+    /// session: [`SessionRole::serves`]).
+    fn accel_hit(s: &mut Session<Self>, _json: &[u8]) {
+        s.send(&crate::packet::reply::empty());
+    }
 }
 
 mod sealed {
@@ -186,6 +231,38 @@ impl SessionRole for CpuRole {
 
     fn serves(&self, _cmd: &Command) -> Result<(), NotServed> {
         Ok(())
+    }
+
+    fn after_adopt(s: &mut Session<Self>, pid: Pid) {
+        s.gpu_attach(pid);
+    }
+
+    fn intercept_stop(s: &mut Session<Self>, stop: &StopEvent) -> bool {
+        s.gpu_intercept(stop)
+    }
+
+    fn prepare_resume(s: &mut Session<Self>, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
+        s.gpu_prepare_resume(plans)
+    }
+
+    fn report_gpu_stop(s: &mut Session<Self>) {
+        s.gpu_report_stop();
+    }
+
+    fn decorate_stop(s: &mut Session<Self>, stop: StopEvent) -> StopEvent {
+        s.gpu_decorate_stop(stop)
+    }
+
+    fn gpu_news(s: &mut Session<Self>, news: &GpuNews) {
+        s.gpu_on_news(news);
+    }
+
+    fn accel_initialize(s: &mut Session<Self>) {
+        s.handle_accel_initialize();
+    }
+
+    fn accel_hit(s: &mut Session<Self>, json: &[u8]) {
+        s.handle_accel_hit(json);
     }
 }
 

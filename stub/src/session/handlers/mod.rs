@@ -199,8 +199,8 @@ impl<R: SessionRole> Session<R> {
             Command::SetDetachOnError(_) => self.handle_set_detach_on_error(),
             Command::ServerVersion => self.handle_server_version(),
             // --- lldb accelerator plugin (../gpu.rs) ---
-            Command::AcceleratorInitialize => self.handle_accel_initialize(),
-            Command::AcceleratorBreakpointHit(json) => self.handle_accel_hit(&json),
+            Command::AcceleratorInitialize => R::accel_initialize(self),
+            Command::AcceleratorBreakpointHit(json) => R::accel_hit(self, &json),
             Command::Unknown(p) => self.handle_unknown(&p),
         }
     }

@@ -53,7 +53,7 @@ impl<R: SessionRole> Session<R> {
         // Answer from the GPU's current state: take in events the loop has
         // not seen yet (a monitor command is not a replay packet).
         let news = self.pump_gpu();
-        self.gpu_on_news(&news);
+        R::gpu_news(self, &news);
         let sub = args.first().map(String::as_str).unwrap_or("info");
         let r: Result<String, String> = match sub {
             "info" | "state" => {

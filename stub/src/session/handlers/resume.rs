@@ -263,7 +263,7 @@ impl<R: SessionRole> Session<R> {
         }
         // A thread sitting on one of the GPU library's own breakpoints must
         // get off it first, out of the client's sight.
-        if self.gpu_prepare_resume(&plans) {
+        if R::prepare_resume(self, &plans) {
             self.run = crate::session::RunState::Running;
             self.on_target_event();
             return;
@@ -295,7 +295,7 @@ impl<R: SessionRole> Session<R> {
         // threads) are picked up at once, and so are GPU stops that
         // happened while the CPU was stopped (gdb's GPU path).
         self.on_target_event();
-        self.gpu_report_stop();
+        R::report_gpu_stop(self);
     }
 
     pub(in crate::session) fn handle_interrupt(&mut self) {

@@ -59,14 +59,14 @@ impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn on_stop(&mut self, stop: StopEvent) {
         self.forward_program_output();
         self.process_bookkeeping(&stop);
-        if self.is_running() && self.gpu_intercept(&stop) {
+        if self.is_running() && R::intercept_stop(self, &stop) {
             return;
         }
         if let Some(cpu) = self.role.cpu_mut() {
             cpu.interrupt_wanted = false;
         }
         let stop = if self.is_running() {
-            self.gpu_decorate_stop(stop)
+            R::decorate_stop(self, stop)
         } else {
             stop
         };
