@@ -82,7 +82,7 @@ impl<R: SessionRole> Session<R> {
 
     /// A CPU session's process was detached or killed: the multiplexer
     /// ends the GPU session that depends on it (the role decides,
-    /// `RoleState::reports_process_ends`).
+    /// `SessionRole::reports_process_ends`).
     pub(super) fn cpu_process_released(&self, pid: Pid, how: crate::mux::Release) {
         if self.role.reports_process_ends() {
             self.mux_event(crate::mux::MuxEvent::CpuProcessReleased { pid, how });

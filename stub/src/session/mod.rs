@@ -6,7 +6,9 @@
 //! thread-list paging, qXfer windows, `?` replay) are answered here; real
 //! work goes to the [`Target`]. `handlers/` holds the dispatch and one
 //! handler module per packet family; `role.rs` the two roles (CPU, GPU)
-//! and what only one of them has.
+//! and what only one of them has. [`Session`] is generic over its role:
+//! `Session<CpuRole>` and `Session<GpuRole>` are distinct types over this
+//! one engine, held by the server as [`AnySession`].
 //!
 //! ## State
 //! ```text
@@ -154,7 +156,7 @@ pub enum Role {
 }
 
 /// A session of either role, as the server holds it. The role-specific
-/// calls are on the typed sessions ([`Session::<GpuRole>::on_peer_exit`];
+/// calls are on the typed sessions (`Session::<GpuRole>::on_peer_exit`;
 /// only a CPU session is kept for the next `--multi` client); the rest go
 /// to the one engine whichever the role.
 pub enum AnySession {

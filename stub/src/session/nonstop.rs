@@ -102,7 +102,7 @@ pub(super) struct NonStop {
 
 impl<R: SessionRole> Session<R> {
     /// `QNonStop:0|1`.
-    /// (A GPU session refuses `QNonStop:1` before this: `RoleState::serves`.)
+    /// (A GPU session refuses `QNonStop:1` before this: `SessionRole::serves`.)
     pub(super) fn handle_nonstop(&mut self, on: bool) {
         for (pid, t) in self.procs.iter_mut() {
             if let Err(e) = t.set_non_stop(on) {
