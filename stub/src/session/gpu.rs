@@ -289,13 +289,7 @@ impl Session<CpuRole> {
     }
 
     fn resume_last_plans(&mut self) {
-        let Some((plans, interrupt)) = self
-            .role
-            .cpu()
-            .map(|c| (c.last_plans.clone(), c.interrupt_wanted))
-        else {
-            return;
-        };
+        let (plans, interrupt) = (self.role.last_plans.clone(), self.role.interrupt_wanted);
         for (pid, plan) in plans {
             if let Some(t) = self.procs.get_mut(&pid) {
                 if let Err(e) = t.resume(&plan) {

@@ -53,20 +53,18 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
     /// Which role (for logs and [`super::Session::role`]).
     const ROLE: Role;
 
-    /// The CPU role's state, on a CPU session.
-    fn cpu(&self) -> Option<&CpuRole> {
+    /// The launched programs' output terminal, forwarded to an lldb
+    /// client (the CPU role's, outside stdio mode).
+    fn program_output(&self) -> Option<&crate::native::SharedProgramOutput> {
         None
     }
 
-    /// The CPU role's state, on a CPU session.
-    fn cpu_mut(&mut self) -> Option<&mut CpuRole> {
-        None
-    }
+    /// The client interrupted while the target ran (the CPU role keeps
+    /// it for the resume it carries out itself after an internal stop).
+    fn client_interrupted(&mut self) {}
 
-    /// The GPU role's state, on a GPU session.
-    fn gpu(&self) -> Option<&GpuRole> {
-        None
-    }
+    /// A stop reaches the client: a pending interrupt is answered.
+    fn stop_reaches_client(&mut self) {}
 
     /// Whether the end, kill or detach of this session's processes is a
     /// fact for the multiplexer: the CPU process's end ends the GPU
@@ -113,8 +111,10 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
         false
     }
 
-    /// Before the client's resume: `true` when the role started the
-    /// resume itself (the CPU role: a step over its internal breakpoint).
+    /// Before the client's resume (`plans`): `true` when the role started
+    /// the resume itself (the CPU role keeps `plans` to carry them out
+    /// again after an internal stop, and steps over its internal
+    /// breakpoint first).
     fn prepare_resume(_s: &mut Session<Self>, _plans: &BTreeMap<Pid, ResumePlan>) -> bool {
         false
     }
@@ -196,12 +196,16 @@ pub enum NotServed {
 impl SessionRole for CpuRole {
     const ROLE: Role = Role::Cpu;
 
-    fn cpu(&self) -> Option<&CpuRole> {
-        Some(self)
+    fn program_output(&self) -> Option<&crate::native::SharedProgramOutput> {
+        self.program_output.as_ref()
     }
 
-    fn cpu_mut(&mut self) -> Option<&mut CpuRole> {
-        Some(self)
+    fn client_interrupted(&mut self) {
+        self.interrupt_wanted = true;
+    }
+
+    fn stop_reaches_client(&mut self) {
+        self.interrupt_wanted = false;
     }
 
     fn reports_process_ends(&self) -> bool {
@@ -242,6 +246,7 @@ impl SessionRole for CpuRole {
     }
 
     fn prepare_resume(s: &mut Session<Self>, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
+        s.role.last_plans = plans.clone();
         s.gpu_prepare_resume(plans)
     }
 
@@ -268,10 +273,6 @@ impl SessionRole for CpuRole {
 
 impl SessionRole for GpuRole {
     const ROLE: Role = Role::Gpu;
-
-    fn gpu(&self) -> Option<&GpuRole> {
-        Some(self)
-    }
 
     fn reports_process_ends(&self) -> bool {
         false
@@ -358,8 +359,13 @@ mod tests {
             Err(NotServed::Error(ErrorCode::NotSupported, _))
         ));
         assert!(gpu.serves(&Command::NonStop(false)).is_ok());
-        assert!(gpu.cpu().is_none() && cpu.cpu().is_some());
-        assert!(gpu.gpu().is_some() && cpu.gpu().is_none());
+        let (mut gpu_m, mut cpu_m) = (GpuRole::default(), CpuRole::default());
+        gpu_m.client_interrupted();
+        cpu_m.client_interrupted();
+        assert!(cpu_m.interrupt_wanted);
+        cpu_m.stop_reaches_client();
+        assert!(!cpu_m.interrupt_wanted);
+        assert!(gpu.program_output().is_none() && cpu.program_output().is_none());
         assert!(cpu.reports_process_ends() && !gpu.reports_process_ends());
         assert!(cpu.outlives_client() && !gpu.outlives_client());
         assert_eq!(gpu.accelerator_feature(true), None);

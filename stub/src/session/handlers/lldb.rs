@@ -26,7 +26,7 @@ impl<R: SessionRole> Session<R> {
     /// lldb-server's output forwarding applies, `server::output`).
     pub fn speaks_lldb(&self) -> bool {
         self.features.dialect == crate::session::Dialect::Lldb
-            && self.role.cpu().is_some_and(|c| c.program_output.is_some())
+            && self.role.program_output().is_some()
     }
 
     /// The program's output as lldb-server forwards it: `O` packets of
@@ -157,7 +157,7 @@ impl<R: SessionRole> Session<R> {
         if !(self.speaks_lldb() && self.is_running()) {
             return;
         }
-        let Some(po) = self.role.cpu().and_then(|c| c.program_output.clone()) else {
+        let Some(po) = self.role.program_output().cloned() else {
             return;
         };
         let data = po

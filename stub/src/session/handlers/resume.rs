@@ -258,9 +258,6 @@ impl<R: SessionRole> Session<R> {
 
     pub(in crate::session) fn start_resume(&mut self, plans: BTreeMap<Pid, ResumePlan>) {
         self.xfer_cache.clear();
-        if let Some(cpu) = self.role.cpu_mut() {
-            cpu.last_plans = plans.clone();
-        }
         // A thread sitting on one of the GPU library's own breakpoints must
         // get off it first, out of the client's sight.
         if R::prepare_resume(self, &plans) {
@@ -303,9 +300,7 @@ impl<R: SessionRole> Session<R> {
             tracing::debug!(target: "packets", session = self.id, "interrupt while stopped: ignored");
             return;
         }
-        if let Some(cpu) = self.role.cpu_mut() {
-            cpu.interrupt_wanted = true;
-        }
+        self.role.client_interrupted();
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
                 tracing::warn!(target: "ptrace", "interrupt failed: {e}");

@@ -62,9 +62,7 @@ impl<R: SessionRole> Session<R> {
         if self.is_running() && R::intercept_stop(self, &stop) {
             return;
         }
-        if let Some(cpu) = self.role.cpu_mut() {
-            cpu.interrupt_wanted = false;
-        }
+        self.role.stop_reaches_client();
         let stop = if self.is_running() {
             R::decorate_stop(self, stop)
         } else {
