@@ -722,7 +722,7 @@ impl Server {
         if refused_open == 0 {
             sessions.clear();
         }
-        self.turns.end_turn(refused_open, &sessions);
+        self.turns.end_turn(self.turn, refused_open, &sessions);
     }
 
     /// The poll timeout with the refused connections in mind: none when

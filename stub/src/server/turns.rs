@@ -31,7 +31,8 @@ use mio::Token;
 /// What the loop did, counted (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoopStats {
-    /// Loop turns so far.
+    /// Loop turns so far (the server's turn number, `Server::turn`, as of
+    /// the last turn's end).
     pub turns: u64,
     /// Connections refused so far (the connection limit's turn-aways not
     /// counted: they are answered at once and never read).
@@ -130,12 +131,17 @@ impl TurnCounter {
         *self.session_read_now.entry(t).or_default() += 1;
     }
 
-    /// Close the turn. `refused_open`: refused connections open now;
+    /// Close turn number `turn`. `refused_open`: refused connections open now;
     /// `sessions`: each session's connection token and socket fd (`None`
     /// for stdio, which cannot be peeked).
-    pub(super) fn end_turn(&mut self, refused_open: usize, sessions: &[(Token, Option<RawFd>)]) {
+    pub(super) fn end_turn(
+        &mut self,
+        turn: u64,
+        refused_open: usize,
+        sessions: &[(Token, Option<RawFd>)],
+    ) {
         let mut st = self.stats.borrow_mut();
-        st.turns += 1;
+        st.turns = turn;
         let mut together = 0;
         for (bytes, reads) in self.refused_now.drain().map(|(_, v)| v) {
             together += bytes;
@@ -192,15 +198,15 @@ mod tests {
         c.refused_read(a, 100);
         c.refused_read(a, 50);
         c.refused_read(b, 10);
-        c.end_turn(2, &[]);
+        c.end_turn(1, 2, &[]);
         c.refused_read(a, 7);
-        c.end_turn(2, &[]);
+        c.end_turn(2, 2, &[]);
         let live = std::os::unix::net::UnixStream::pair().unwrap();
         let fd = std::os::fd::AsRawFd::as_raw_fd(&live.1);
         std::io::Write::write_all(&mut &live.0, b"$").unwrap();
         let s = Token(30);
-        c.end_turn(1, &[(s, Some(fd))]);
-        c.end_turn(1, &[(s, Some(fd))]);
+        c.end_turn(3, 1, &[(s, Some(fd))]);
+        c.end_turn(4, 1, &[(s, Some(fd))]);
         let st = c.shared().borrow().clone();
         assert_eq!(st.turns, 4);
         assert_eq!(st.refused_connections, 2);
@@ -215,15 +221,15 @@ mod tests {
         std::io::Read::read_exact(&mut &live.1, &mut got).unwrap();
         std::io::Write::write_all(&mut &live.0, b"$").unwrap();
         c.session_read(s);
-        c.end_turn(1, &[(s, Some(fd))]);
+        c.end_turn(5, 1, &[(s, Some(fd))]);
         let st = c.shared().borrow().clone();
         assert_eq!(st.max_session_wait_turns, 2);
         // Read again and nothing came after: the run ends.
         std::io::Read::read_exact(&mut &live.1, &mut got).unwrap();
         c.session_read(s);
-        c.end_turn(1, &[(s, Some(fd))]);
+        c.end_turn(6, 1, &[(s, Some(fd))]);
         std::io::Write::write_all(&mut &live.0, b"$").unwrap();
-        c.end_turn(1, &[(s, Some(fd))]);
+        c.end_turn(7, 1, &[(s, Some(fd))]);
         let st = c.shared().borrow().clone();
         assert_eq!(st.max_session_wait_turns, 2);
         assert_eq!(st.contended_session_reads, 2);
