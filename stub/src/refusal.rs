@@ -4,9 +4,10 @@
 //! is live, a GPU claim that fails) gets an error reply with the reason to
 //! each packet it sends, and is closed [`REFUSED_LINGER`] after its last
 //! answer. It must not cost the live sessions
-//! anything: it is read at most [`crate::bounds::REFUSED_TURN_BYTES`] per
-//! loop turn (the server comes back to it on the next turn, after the
-//! other connections), [`crate::bounds::REFUSED_TOTAL_BYTES`] in all, and
+//! anything: it is read once a loop turn, at most
+//! [`crate::bounds::REFUSED_TURN_BYTES`] (the server comes back to it on
+//! the next turn, after the other connections; `server/turns.rs` counts
+//! what each turn read), [`crate::bounds::REFUSED_TOTAL_BYTES`] in all, and
 //! for at most [`crate::bounds::REFUSED_DEADLINE`]; when either runs out
 //! it is answered as if it had sent its packet, and closed.
 //!

@@ -268,8 +268,26 @@ fn offer_through_forward(advertise: bool) -> (String, String, String) {
     let rt = env.bin_dir.join("libsimgpu_rt.so");
     let mut g = g;
     if advertise {
-        let (_, url, _gpu) = claim_gpu_at_launch(&g, &mut cpu, &sample, &rt);
+        // Before the real claim: another process connects through the same
+        // forwarder. Its address is the forwarder's, like the CPU
+        // connection's, but the socat process that relays it relays
+        // another client: it is refused, and the offer stays pending.
+        let pid = inferior_pid(&g);
+        run_to_gpu_launch(&mut cpu, pid, &sample, &rt);
+        let offered = offer_url(&mut cpu);
+        let why = stray_through(&fwd.addr);
+        assert!(
+            why.contains("does not answer the pending GPU connection offer")
+                && why.contains("relayed by process"),
+            "{why}"
+        );
+        let (url, _gpu) = claim_offered(&offered);
         g.wait_line("accepted GPU session");
+        assert!(
+            g.log().contains("ThroughForwarder"),
+            "the claim is proven through the forwarder: {}",
+            g.log()
+        );
         return (url, fwd.addr.clone(), g.addr.clone());
     }
     // Without --advertise, the offered address is gdbmux's own listener; a
@@ -289,6 +307,36 @@ fn offer_through_forward(advertise: bool) -> (String, String, String) {
         "{why}"
     );
     (url, fwd.addr.clone(), g.addr.clone())
+}
+
+/// A client in another process (socat's STDIO, kept open until the
+/// server closes the connection) sends `qSupported` to `addr`; returns
+/// everything the server sent back.
+fn stray_through(addr: &str) -> String {
+    use std::io::Read;
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new("socat")
+        .args(["STDIO", &format!("TCP:{addr}")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn socat");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(&protocol_tests::framing::encode_packet(b"qSupported"))
+        .expect("send qSupported");
+    let mut out = Vec::new();
+    // The refused connection is closed after its answer: end of file.
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_end(&mut out)
+        .expect("read the refusal");
+    drop(stdin);
+    let _ = child.wait();
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `--advertise HOST:PORT`: the offer carries exactly that address (here

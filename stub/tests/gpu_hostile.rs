@@ -8,34 +8,12 @@
 
 mod gpu_support;
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use gpu_support::*;
-
-/// Builds hostile.hsaco and the hostile host program (against the
-/// runtime's shared library, as the other samples).
-fn build_hostile(env: &GpuEnv) -> (PathBuf, PathBuf) {
-    let dir = env.samples.join("hostile");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let src = env.root.join("samples/hostile");
-    env.build_kernel(&src.join("hostile.cl"), &dir.join("hostile.hsaco"));
-    let exe = dir.join("hostile");
-    env.build_host(&src.join("hostile.c"), &exe, &["-O1"]);
-    (dir, exe)
-}
 
 #[test]
 fn gdb_stops_and_inspects_a_hung_wave() {
     let env = GpuEnv::get();
-    let (dir, exe) = build_hostile(env);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
-    cmd.args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"])
-        .arg(&exe)
-        .arg("--hang")
-        .env("SIMGPU_KERNEL_DIR", &dir)
-        .env("SIMGPU_WATCHDOG_MS", "1");
-    let server = Server::start(cmd);
+    let (server, exe) = env.hang_server("hostile", &[("SIMGPU_WATCHDOG_MS", "1")]);
     let out = run_gdb(
         &env.root.join("stub/tests/gpu/gdb_hang.py"),
         &exe,

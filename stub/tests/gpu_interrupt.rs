@@ -9,54 +9,16 @@
 
 mod gpu_support;
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 use std::time::Instant;
 
 use gpu_support::*;
 use protocol_tests::reply::IdPart;
 
-/// Builds hostile.hsaco and the hostile host program (as gpu_hostile.rs).
-fn build_hostile(env: &GpuEnv) -> (PathBuf, PathBuf) {
-    let dir = env.samples.join("hostile-interrupt");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let src = env.root.join("samples/hostile");
-    let st = Command::new("clang-19")
-        .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-O1", "-g"])
-        .args(["-nogpulib", "-cl-std=CL2.0", "-x", "cl"])
-        .arg(src.join("hostile.cl"))
-        .arg("-o")
-        .arg(dir.join("hostile.hsaco"))
-        .status()
-        .expect("clang-19");
-    assert!(st.success(), "clang-19 failed on hostile.cl");
-    let exe = dir.join("hostile");
-    let st = Command::new("cc")
-        .args(["-g", "-O1", "-Wall"])
-        .arg(format!("-I{}", env.root.join("samples/include").display()))
-        .arg(src.join("hostile.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-L{}", env.bin_dir.display()))
-        .arg("-lsimgpu_rt")
-        .arg(format!("-Wl,-rpath,{}", env.bin_dir.display()))
-        .status()
-        .expect("cc");
-    assert!(st.success(), "cc failed for hostile.c");
-    (dir, exe)
-}
-
 #[test]
 fn gpu_interrupt_stops_the_running_wave_without_the_timeout() {
     let env = GpuEnv::get();
-    let (dir, exe) = build_hostile(env);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
-    cmd.args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"])
-        .arg(&exe)
-        .arg("--hang")
-        .env("SIMGPU_KERNEL_DIR", &dir);
-    let server = Server::start(cmd);
+    let (server, exe) = env.hang_server("hostile-interrupt", &[]);
     let (mut cpu, _) = lldb_client(server.port);
     let stop = signal_stop(cpu.stop_reply("?").expect("?").0, "?");
     let pid = stop

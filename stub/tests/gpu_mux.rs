@@ -887,23 +887,18 @@ fn gdb_monitor_gpu_pending_break() {
 fn gdb_monitor_gpu_private() {
     let env = GpuEnv::get();
     let exe = env.samples.join("private_array_host");
-    let st = Command::new("cc")
-        .args(["-g", "-O1", "-Wall"])
-        .arg(format!("-I{}", env.root.join("samples/include").display()))
-        .arg(format!("-I{}", env.root.join("samples").display()))
-        .arg(format!(
-            "-DKERNEL_DIR=\"{}\"",
-            env.root.join("samples/corpus/bin").display()
-        ))
-        .arg(env.root.join("stub/tests/gpu/private_array_host.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-L{}", env.bin_dir.display()))
-        .arg("-lsimgpu_rt")
-        .arg(format!("-Wl,-rpath,{}", env.bin_dir.display()))
-        .status()
-        .expect("cc");
-    assert!(st.success(), "building private_array_host");
+    env.build_host(
+        &env.root.join("stub/tests/gpu/private_array_host.c"),
+        &exe,
+        &[
+            "-O1",
+            &format!("-I{}", env.root.join("samples").display()),
+            &format!(
+                "-DKERNEL_DIR=\"{}\"",
+                env.root.join("samples/corpus/bin").display()
+            ),
+        ],
+    );
     let hsaco = env.root.join("samples/corpus/bin/private_array.O0.hsaco");
     let dis = Command::new("llvm-objdump-19")
         .arg("-d")

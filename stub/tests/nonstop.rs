@@ -14,6 +14,14 @@
 //!
 //! gdb is driven through its stdin; each step waits for its own echo
 //! marker and for the asynchronous stops it expects (events, no sleeps).
+//! Where `interrupt -a` finds the other threads is fixed by the program,
+//! not by the machine's speed: its first breakpoint is hit only once the
+//! spinner is in its loop and the main thread sleeps in `pthread_join`.
+//! Before, the first breakpoint could come while the main thread was
+//! still on its way to `pthread_join` (or the spinner not yet in its
+//! loop), and the frame `interrupt -a` printed for it would then differ
+//! between the two servers' runs: the likely cause of a comparison that
+//! failed once under load.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod gpu_support;

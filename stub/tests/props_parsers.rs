@@ -40,7 +40,6 @@ use stub::packet::stop_reply::StopReplyOptions;
 use stub::packet::stop_reply::StopSnapshot;
 use stub::packet::stop_reply::ThreadSnapshot;
 use stub::packet::Command;
-use stub::session::Role;
 use stub::session::Session;
 use stub::session::SessionControl;
 use stub::session::MAX_PACKET;
@@ -469,7 +468,7 @@ proptest! {
     fn session_accel_hit_answers_once(json in hit_json(), with_mux in any::<bool>()) {
         let mut s = Session::new(1, Default::default());
         if with_mux {
-            s = s.with_mux(Rc::new(RefCell::new(Mux::new(None, "hook".into(), true, true))), Role::Cpu);
+            s = s.with_mux(Rc::new(RefCell::new(Mux::new(None, "hook".into(), true, true))));
         }
         let mut payload = b"jAcceleratorPluginBreakpointHit:".to_vec();
         payload.extend_from_slice(&json);
@@ -513,7 +512,7 @@ proptest! {
         let cut = cut % (wire.len() + 1);
         let mut s = Session::new(1, Default::default());
         if with_mux {
-            s = s.with_mux(Rc::new(RefCell::new(Mux::new(None, "hook".into(), true, true))), Role::Cpu);
+            s = s.with_mux(Rc::new(RefCell::new(Mux::new(None, "hook".into(), true, true))));
         }
         for chunk in [&wire[..cut], &wire[cut..]] {
             let control = s.on_input(chunk);

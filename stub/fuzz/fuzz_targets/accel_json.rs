@@ -32,7 +32,6 @@ use stub::mux::accel::ByName;
 use stub::mux::accel::ConnectInfo;
 use stub::mux::accel::HitResponse;
 use stub::mux::Mux;
-use stub::session::Role;
 use stub::session::Session;
 use stub::wire::Encoder;
 use stub::wire::Framer;
@@ -200,7 +199,7 @@ fn session_reply(data: &[u8], with_mux: bool) -> Vec<u8> {
     let mut s = Session::new(1, Default::default());
     if with_mux {
         let mux = Rc::new(RefCell::new(Mux::new(None, "hook".into(), true, true)));
-        s = s.with_mux(mux, Role::Cpu);
+        s = s.with_mux(mux);
     }
     let mut payload = b"jAcceleratorPluginBreakpointHit:".to_vec();
     payload.extend_from_slice(data);

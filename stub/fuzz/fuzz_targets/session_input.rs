@@ -22,7 +22,6 @@ use libfuzzer_sys::fuzz_target;
 use stub::mux::Mux;
 use stub::packet::parse;
 use stub::packet::Command;
-use stub::session::Role;
 use stub::session::Session;
 use stub::session::SessionControl;
 use stub::session::MAX_PACKET;
@@ -116,7 +115,7 @@ fuzz_target!(|data: &[u8]| {
         // The CPU side of a multiplexer without a GPU library: the
         // accelerator packets and `monitor gpu` take their mux paths.
         let mux = Rc::new(RefCell::new(Mux::new(None, "hook".into(), true, true)));
-        session = session.with_mux(mux, Role::Cpu);
+        session = session.with_mux(mux);
     }
     for (chunk, budget) in budgets {
         let control = session.on_input(chunk);

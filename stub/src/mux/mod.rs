@@ -63,8 +63,9 @@
 //! For a client on another host, where its processes cannot be seen, the
 //! claim must come from the CPU client's address. With `--advertise` (the
 //! client is behind a port forwarder, which may open each forwarded
-//! connection from a process of its own, as `socat …,fork` does), the claim
-//! must come from the CPU connection's address. A port scanner, a second
+//! connection from a process of its own, as `socat …,fork` does), each
+//! forwarder process is traced to the client it relays, and both must
+//! relay the same client process (or remote address). A port scanner, a second
 //! debugger or any other process that connects while an offer is pending
 //! is refused, and the offer stays pending for the real client.
 //!
@@ -166,8 +167,15 @@ pub enum ClaimProof {
     SameRemoteHost(std::net::IpAddr),
     /// `--advertise` says the client is behind a port forwarder, which may
     /// open each forwarded connection from a process of its own (`socat
-    /// fork`): both connections come from the forwarder's address.
-    ThroughForwarder(std::net::IpAddr),
+    /// fork`): the claim comes from forwarder process `forwarder`, and the
+    /// forwarder processes of both connections relay one client (`client`:
+    /// [`ClaimProof::SameProcess`] or [`ClaimProof::SameRemoteHost`]).
+    ThroughForwarder {
+        /// The forwarder process the claim comes from.
+        forwarder: u32,
+        /// The one client both connections were traced back to.
+        client: Box<ClaimProof>,
+    },
     /// Not the debugger that received the offer (why, for the refusal).
     Mismatch(String),
 }
@@ -411,7 +419,7 @@ impl Mux {
             Some(
                 ClaimProof::SameProcess(_)
                 | ClaimProof::SameRemoteHost(_)
-                | ClaimProof::ThroughForwarder(_),
+                | ClaimProof::ThroughForwarder { .. },
             ) => {}
             Some(ClaimProof::Mismatch(why)) => {
                 return self.refuse(format!(

@@ -33,6 +33,7 @@ mod output;
 pub mod peer;
 mod relaunch;
 pub mod transport;
+pub mod turns;
 
 use std::collections::HashMap;
 use std::io;
@@ -66,8 +67,10 @@ use crate::native;
 use crate::native::LinuxProcess;
 use crate::refusal::refusal_frames;
 use crate::refusal::Refusal;
+use crate::session::AnySession;
+use crate::session::CpuRole;
+use crate::session::GpuRole;
 use crate::session::LaunchDefaults;
-use crate::session::Role;
 use crate::session::Session;
 use crate::session::SessionControl;
 use crate::stop::StopEvent;
@@ -410,7 +413,7 @@ struct Client {
 }
 
 enum ClientKind {
-    Session(Box<Session>),
+    Session(AnySession),
     /// Refused: answer the first packet with an error, then close; read
     /// within a budget (see [`Refusal`]).
     Refused(Box<Refusal>),
@@ -427,7 +430,7 @@ pub struct Server {
     cpu_session: Option<Token>,
     /// `--multi`: the CPU session whose client vanished, kept for the next
     /// connection.
-    orphan: Option<Box<Session>>,
+    orphan: Option<Box<Session<CpuRole>>>,
     /// Connections turned away by the connection limit (for log pacing).
     over_limit: u64,
     initial: Option<(Box<dyn Target>, StopEvent)>,
@@ -439,6 +442,8 @@ pub struct Server {
     read_buf: Vec<u8>,
     /// Loop turns so far (the refused connections' per-turn budgets).
     turn: u64,
+    /// What each turn did, counted (`monitor loop`, [`turns`]).
+    turns: turns::TurnCounter,
     /// Refused connections that used their budget of this turn with input
     /// left: read again next turn (edge-triggered: no new event comes).
     refused_backlog: Vec<Token>,
@@ -576,6 +581,7 @@ impl Server {
             exit_requested: false,
             read_buf: vec![0; READ_CHUNK],
             turn: 0,
+            turns: Default::default(),
             refused_backlog: Vec::new(),
             output,
         };
@@ -641,11 +647,15 @@ impl Server {
             let timeout = self.refused_timeout(busy.timeout(Instant::now()));
             match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {
+                    self.end_turn();
+                    continue;
+                }
                 Err(e) => return Err(io_err("poll")(e)),
             }
             self.refused_turn();
             if timeout.is_some() && events.is_empty() {
+                self.end_turn();
                 // Spinning with nothing to do: let a client that runs on
                 // this CPU go first (it is what we are waiting for).
                 std::thread::yield_now();
@@ -683,6 +693,7 @@ impl Server {
             }
             busy.after_events(Instant::now(), !self.any_running());
             self.sync_mux();
+            self.end_turn();
             if self.should_exit() {
                 tracing::info!(target: "mux", "server exiting");
                 // Programs that outlive gdbmux (detached, left running)
@@ -694,6 +705,24 @@ impl Server {
                 return Ok(());
             }
         }
+    }
+
+    /// Close the loop turn's counts ([`turns`]): the refused connections
+    /// open, and the sessions' sockets to check for unread input.
+    fn end_turn(&mut self) {
+        let mut refused_open = 0;
+        let mut sessions = Vec::new();
+        for (t, c) in &self.clients {
+            match (&c.kind, &c.conn) {
+                (ClientKind::Refused(_), _) => refused_open += 1,
+                (ClientKind::Session(_), Conn::Stdio) => sessions.push((*t, None)),
+                (ClientKind::Session(_), conn) => sessions.push((*t, Some(conn.read_fd()))),
+            }
+        }
+        if refused_open == 0 {
+            sessions.clear();
+        }
+        self.turns.end_turn(self.turn, refused_open, &sessions);
     }
 
     /// The poll timeout with the refused connections in mind: none when
@@ -823,7 +852,7 @@ impl Server {
                     };
                     let close = match self.clients.get_mut(&tok) {
                         Some(Client {
-                            kind: ClientKind::Session(s),
+                            kind: ClientKind::Session(AnySession::Gpu(s)),
                             ..
                         }) => {
                             s.on_peer_exit(&stop);
@@ -978,7 +1007,7 @@ impl Server {
                     }
                     _ => {
                         let mut s = Session::new(session, self.cfg.launch.clone())
-                            .with_mux(self.mux.clone(), Role::Cpu)
+                            .with_mux(self.mux.clone())
                             .with_program_output(self.output.clone())
                             .with_output_limit(self.cfg.max_pending_output);
                         if let Some((t, stop)) = self.initial.take() {
@@ -995,7 +1024,7 @@ impl Server {
                 }
                 self.cpu_session = Some(token);
                 self.session_tokens.insert(s.id(), token);
-                ClientKind::Session(s)
+                ClientKind::Session(AnySession::Cpu(s))
             }
             Accept::Gpu {
                 session,
@@ -1007,14 +1036,13 @@ impl Server {
                     Some(gpu) => {
                         let mut t = GpuTarget::new(gpu, cpu_pid);
                         let stop = t.initial_stop();
-                        let mut s = Session::new(session, LaunchDefaults::default())
-                            .with_mux(self.mux.clone(), Role::Gpu)
-                            .claimed(offer, cpu_pid)
+                        let mut s = Session::<GpuRole>::new_gpu(session, offer, cpu_pid)
+                            .with_mux(self.mux.clone())
                             .with_output_limit(self.cfg.max_pending_output);
                         s.adopt(Box::new(t), stop);
                         self.session_tokens.insert(session, token);
                         tracing::info!(target: "mux", session, offer, %peer, "accepted GPU session");
-                        ClientKind::Session(Box::new(s))
+                        ClientKind::Session(AnySession::Gpu(Box::new(s)))
                     }
                     None => refused("gdbmux: connection refused: no GPU library".into()),
                 }
@@ -1025,8 +1053,12 @@ impl Server {
             }
         };
         let mut kind = kind;
-        if let ClientKind::Session(s) = &mut kind {
-            s.set_hostio_offload(self.hostio.handle());
+        match &mut kind {
+            ClientKind::Session(s) => {
+                s.set_hostio_offload(self.hostio.handle());
+                s.set_loop_stats(self.turns.shared());
+            }
+            ClientKind::Refused(_) => self.turns.refused_opened(),
         }
         let fd = conn.read_fd();
         self.poll
@@ -1055,10 +1087,10 @@ impl Server {
         }
         let mut closed = false;
         let mut control = SessionControl::Continue;
-        loop {
-            let Some(c) = self.clients.get_mut(&token) else {
-                return;
-            };
+        // This turn's reads, for the counts ([`turns`]).
+        let mut refused_reads: Vec<usize> = Vec::new();
+        let mut session_read = false;
+        while let Some(c) = self.clients.get_mut(&token) {
             let limit = match &mut c.kind {
                 ClientKind::Refused(r) => r.allowance(self.turn),
                 ClientKind::Session(_) => buf.len(),
@@ -1070,7 +1102,12 @@ impl Server {
                 }
                 break;
             }
-            match c.conn.read(buf.get_mut(..limit).unwrap_or_default()) {
+            let refused = matches!(c.kind, ClientKind::Refused(_));
+            let got = c.conn.read(buf.get_mut(..limit).unwrap_or_default());
+            if refused {
+                refused_reads.push(*got.as_ref().unwrap_or(&0));
+            }
+            match got {
                 Ok(0) => {
                     closed = true;
                     break;
@@ -1080,6 +1117,7 @@ impl Server {
                     let data = buf.get(..n).unwrap_or_default();
                     match &mut c.kind {
                         ClientKind::Session(s) => {
+                            session_read = true;
                             control = s.on_input(data);
                             if control != SessionControl::Continue {
                                 break;
@@ -1096,6 +1134,13 @@ impl Server {
                                 control = SessionControl::Close;
                                 break;
                             }
+                            // One read a turn: a short one drained the
+                            // socket (a new arrival raises a new edge); a
+                            // full one used the turn's budget, and the next
+                            // pass puts the connection in the backlog.
+                            if n < limit && !hangup {
+                                break;
+                            }
                         }
                     }
                 }
@@ -1109,6 +1154,15 @@ impl Server {
             }
         }
         self.read_buf = buf;
+        for n in refused_reads {
+            self.turns.refused_read(token, n);
+        }
+        if session_read {
+            self.turns.session_read(token);
+        }
+        if !self.clients.contains_key(&token) {
+            return;
+        }
         self.flush(token);
         match control {
             SessionControl::Continue => {}
@@ -1213,23 +1267,26 @@ impl Server {
             if self.cpu_session == Some(token) {
                 self.cpu_session = None;
             }
-            let keep = matches!(self.cfg.lifetime, Lifetime::Multi | Lifetime::Reopen)
-                && !self.exit_requested
-                && s.outlives_client();
-            if keep {
-                // `--multi`: the next connection takes this session over.
-                tracing::info!(target: "mux", session = s.id(), "CPU client gone; session kept for the next connection");
-                if self.cfg.announce {
-                    eprintln!("Remote side has terminated connection.  GDBserver will reopen the connection.");
+            let multi = matches!(self.cfg.lifetime, Lifetime::Multi | Lifetime::Reopen)
+                && !self.exit_requested;
+            match s {
+                // `--multi`: the next connection takes this session over
+                // (only a CPU session outlives its client).
+                AnySession::Cpu(mut cpu) if multi && cpu.outlives_client() => {
+                    tracing::info!(target: "mux", session = cpu.id(), "CPU client gone; session kept for the next connection");
+                    if self.cfg.announce {
+                        eprintln!("Remote side has terminated connection.  GDBserver will reopen the connection.");
+                    }
+                    self.session_tokens.remove(&cpu.id());
+                    self.mux.borrow_mut().on(MuxEvent::SessionClosed {
+                        session: cpu.id(),
+                        kept: true,
+                    });
+                    cpu.on_client_vanished();
+                    self.orphan = Some(cpu);
+                    return;
                 }
-                self.session_tokens.remove(&s.id());
-                self.mux.borrow_mut().on(MuxEvent::SessionClosed {
-                    session: s.id(),
-                    kept: true,
-                });
-                s.on_client_vanished();
-                self.orphan = Some(s);
-                return;
+                other => s = other,
             }
             tracing::info!(target: "mux", session = s.id(), "session closed");
             let released = s.on_disconnect();

@@ -9,11 +9,17 @@
 //!   `/proc/net/tcp{,6}` (found by its address pair); its inode is owned
 //!   by the process that has `socket:[INODE]` among its fds;
 //! - TCP from another host: its processes are out of sight; the claim must
-//!   come from the CPU client's address.
+//!   come from the CPU client's address;
+//! - `--advertise` (a port forwarder on this host, which may open each
+//!   connection from a process of its own, as `socat …,fork` does): the
+//!   peer identity is traced one hop further, to the one connection each
+//!   forwarder process relays, and the owner of its client end (or its
+//!   remote address). The claim is proven only if both forwarder
+//!   processes relay the same client; an address match alone never is.
 //!
-//! Cost: one read of the socket tables and one walk over `/proc/*/fd`,
-//! only for a connection that arrives while an offer is pending (the loop
-//! does no other work for it; both are in-memory kernel tables).
+//! Cost: a read of the socket tables and walks over `/proc/*/fd`, only
+//! for a connection that arrives while an offer is pending (the loop does
+//! no other work for it; all are in-memory kernel tables).
 
 use std::net::IpAddr;
 use std::net::SocketAddr;
@@ -33,29 +39,12 @@ enum Peer {
 }
 
 /// Prove that `claim` comes from the client of `cpu` (see the module docs).
-/// `forwarded`: `--advertise` was given, the client is behind a port
-/// forwarder: the same peer address is proof enough.
+/// `forwarded`: `--advertise` was given, the client may be behind a port
+/// forwarder that opens each connection from a process of its own: a
+/// claim whose peer is another process than the CPU connection's is then
+/// traced one hop back, to the client each forwarder process relays
+/// ([`behind`]), and proven only if that is one client.
 pub fn claim_proof(cpu: &Conn, claim: &Conn, forwarded: bool) -> ClaimProof {
-    if forwarded {
-        let peer = |c: &Conn| match c {
-            Conn::Tcp(s) => s.peer_addr().ok().map(|a| a.ip()),
-            _ => None,
-        };
-        match (cpu, claim) {
-            (Conn::Unix(_), Conn::Unix(_)) => {
-                // A unix socket behind a forwarder: every connection comes
-                // from the forwarder on this host.
-                return ClaimProof::ThroughForwarder(std::net::IpAddr::from([127, 0, 0, 1]));
-            }
-            _ => {
-                if let (Some(a), Some(b)) = (peer(cpu), peer(claim)) {
-                    if a == b {
-                        return ClaimProof::ThroughForwarder(a);
-                    }
-                }
-            }
-        }
-    }
     let (a, b) = match (cpu, claim) {
         (Conn::Tcp(c), Conn::Tcp(n)) => {
             let pair = |s: &mio::net::TcpStream| Some((s.peer_addr().ok()?, s.local_addr().ok()?));
@@ -70,6 +59,7 @@ pub fn claim_proof(cpu: &Conn, claim: &Conn, forwarded: bool) -> ClaimProof {
     match (a, b) {
         (Peer::Process(x), Peer::Process(y)) if x == y => ClaimProof::SameProcess(x),
         (Peer::Remote(x), Peer::Remote(y)) if x == y => ClaimProof::SameRemoteHost(x),
+        (Peer::Process(x), Peer::Process(y)) if forwarded => through_forwarder(x, y),
         (Peer::Process(x), Peer::Process(y)) => ClaimProof::Mismatch(format!(
             "it comes from process {y}, the debugger that received the offer is process {x}"
         )),
@@ -79,6 +69,83 @@ pub fn claim_proof(cpu: &Conn, claim: &Conn, forwarded: bool) -> ClaimProof {
             describe(&a)
         )),
     }
+}
+
+/// `--advertise`: the CPU connection comes from forwarder process `cpu`,
+/// the claim from process `claim`. Proven when each relays exactly one
+/// client connection and both relay the same client: one process on this
+/// host, or (a forwarder whose client is elsewhere) one remote address,
+/// as without `--advertise`.
+fn through_forwarder(cpu: u32, claim: u32) -> ClaimProof {
+    let (Some(x), Some(y)) = (behind(cpu), behind(claim)) else {
+        return ClaimProof::Mismatch(format!(
+            "it comes from process {claim}, which does not relay the client of the debugger's forwarder, process {cpu}"
+        ));
+    };
+    let client = match (&x, &y) {
+        (Peer::Process(p), Peer::Process(q)) if p == q => ClaimProof::SameProcess(*p),
+        (Peer::Remote(p), Peer::Remote(q)) if p == q => ClaimProof::SameRemoteHost(*p),
+        _ => {
+            return ClaimProof::Mismatch(format!(
+                "it is relayed by process {claim} from {}, the debugger that received the offer is {} (relayed by process {cpu})",
+                describe(&y),
+                describe(&x)
+            ))
+        }
+    };
+    ClaimProof::ThroughForwarder {
+        forwarder: claim,
+        client: Box::new(client),
+    }
+}
+
+/// The one client a forwarder process relays: its only established TCP
+/// connection other than those to this server. `None` when it holds none
+/// or several (a forwarder that multiplexes many clients in one process
+/// is proven by [`ClaimProof::SameProcess`] instead). The tables are read
+/// in the forwarder's own network namespace (`/proc/PID/net/tcp`).
+fn behind(pid: u32) -> Option<Peer> {
+    let table = socket_table(&format!("/proc/{pid}/net"));
+    let ours = held_sockets(pid);
+    let ours_here = held_sockets(std::process::id());
+    let mut relayed = table.iter().filter(|s| {
+        s.established
+            && ours.contains(&s.inode)
+            // Not a connection to this server: its other end is not ours.
+            && !table.iter().any(|o| {
+                o.local == s.remote && o.remote == s.local && ours_here.contains(&o.inode)
+            })
+    });
+    let (one, None) = (relayed.next()?, relayed.next()) else {
+        return None;
+    };
+    // The client's end of that connection, if it is in the same table.
+    match table
+        .iter()
+        .find(|o| o.local == one.remote && o.remote == one.local)
+    {
+        Some(end) => owners_of(&[end.inode])
+            .first()
+            .map(|(_, p)| Peer::Process(*p)),
+        None => Some(Peer::Remote(one.remote.ip())),
+    }
+}
+
+/// The socket inodes process `pid` holds (`socket:[INODE]` among its fds).
+fn held_sockets(pid: u32) -> Vec<u64> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| {
+            let link = std::fs::read_link(fd.path()).ok()?;
+            let link = link.to_str()?;
+            link.strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect()
 }
 
 fn describe(p: &Peer) -> String {
@@ -116,13 +183,13 @@ fn tcp_peers(cpu: (SocketAddr, SocketAddr), claim: (SocketAddr, SocketAddr)) -> 
         };
         return (remote(cpu), remote(claim));
     }
-    let table = socket_table();
+    let table = socket_table("/proc/net");
     // The client end: its local address is our peer, its remote is ours.
     let inode = |(peer, ours): (SocketAddr, SocketAddr)| {
         table
             .iter()
-            .find(|(l, r, _)| *l == peer && *r == ours)
-            .map(|(_, _, ino)| *ino)
+            .find(|s| s.local == peer && s.remote == ours)
+            .map(|s| s.inode)
     };
     let (Some(ci), Some(ni)) = (inode(cpu), inode(claim)) else {
         let unknown = || Peer::Unknown("a local socket not in /proc/net/tcp".into());
@@ -139,22 +206,38 @@ fn tcp_peers(cpu: (SocketAddr, SocketAddr), claim: (SocketAddr, SocketAddr)) -> 
     (who(ci), who(ni))
 }
 
-/// `(local, remote, inode)` of every TCP socket in this network namespace.
-fn socket_table() -> Vec<(SocketAddr, SocketAddr, u64)> {
+/// One row of `/proc/net/tcp{,6}`.
+struct TcpSocket {
+    local: SocketAddr,
+    remote: SocketAddr,
+    /// State `01` (proc_net_tcp.rst: `TCP_ESTABLISHED`).
+    established: bool,
+    inode: u64,
+}
+
+/// Every TCP socket in the network namespace whose `net` directory is
+/// `net` (`/proc/net`: this server's; `/proc/PID/net`: that process's).
+fn socket_table(net: &str) -> Vec<TcpSocket> {
     let mut out = Vec::new();
-    for (path, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
-        let Ok(text) = std::fs::read_to_string(path) else {
+    for (file, v6) in [("tcp", false), ("tcp6", true)] {
+        let Ok(text) = std::fs::read_to_string(format!("{net}/{file}")) else {
             continue;
         };
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split_whitespace().collect();
-            let (Some(l), Some(r), Some(ino)) = (f.get(1), f.get(2), f.get(9)) else {
+            let (Some(l), Some(r), Some(st), Some(ino)) = (f.get(1), f.get(2), f.get(3), f.get(9))
+            else {
                 continue;
             };
-            if let (Some(l), Some(r), Ok(ino)) =
+            if let (Some(local), Some(remote), Ok(inode)) =
                 (parse_addr(l, v6), parse_addr(r, v6), ino.parse::<u64>())
             {
-                out.push((l, r, ino));
+                out.push(TcpSocket {
+                    local,
+                    remote,
+                    established: *st == "01",
+                    inode,
+                });
             }
         }
     }

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use super::Session;
+use super::SessionRole;
 use crate::target::BreakpointKind;
 use crate::target::Pid;
 
@@ -113,7 +114,7 @@ impl ClientBreakpoints {
     }
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     /// `--multi`: the client that inserted these vanished. Take its
     /// breakpoints and watchpoints out of the (stopped) processes; the next
     /// client inserts its own. Internal breakpoints at the same addresses

@@ -12,8 +12,11 @@ use std::collections::BTreeMap;
 use gpu_target::model::BreakpointAction;
 use gpu_target::model::BreakpointId;
 
+use super::CpuRole;
+use super::GpuRole;
 use super::Session;
 use super::SessionControl;
+use super::SessionRole;
 use crate::gpu::controller::GpuNews;
 use crate::gpu::host::HostRequest;
 use crate::packet::reply;
@@ -42,27 +45,7 @@ pub(super) enum Internal {
     ClientStepping { pid: Pid, addr: u64 },
 }
 
-impl Session {
-    /// After a CPU process was adopted: attach the GPU library to it.
-    pub(super) fn gpu_attach(&mut self, pid: Pid) {
-        // The CPU role's hook: a GPU session's process is the GPU itself.
-        if self.role.cpu().is_none() {
-            return;
-        }
-        let Some(mux) = self.mux.clone() else { return };
-        let Some(gpu) = mux.borrow().gpu() else {
-            return;
-        };
-        let r = gpu.borrow_mut().attach(pid);
-        match r {
-            Ok(notifier) => mux
-                .borrow_mut()
-                .on(crate::mux::MuxEvent::GpuAttached { pid, notifier }),
-            Err(e) => tracing::warn!(target: "dbgapi", pid, "GPU attach failed: {e}"),
-        }
-        self.gpu_apply_host_requests();
-    }
-
+impl<R: SessionRole> Session<R> {
     /// Carry out queued host-breakpoint requests of the library.
     pub(super) fn gpu_apply_host_requests(&mut self) {
         let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
@@ -87,13 +70,66 @@ impl Session {
         }
     }
 
+    /// Take in the GPU library's events through the multiplexer (which
+    /// applies the runtime's transitions first, and passes the news on to
+    /// the other sessions).
+    pub(super) fn pump_gpu(&mut self) -> crate::gpu::GpuNews {
+        self.mux
+            .as_ref()
+            .map(|m| m.borrow_mut().pump_gpu_for(self.id))
+            .unwrap_or_default()
+    }
+
+    /// A CPU session's process was detached or killed: the multiplexer
+    /// ends the GPU session that depends on it (the role decides,
+    /// `SessionRole::reports_process_ends`).
+    pub(super) fn cpu_process_released(&self, pid: Pid, how: crate::mux::Release) {
+        if self.role.reports_process_ends() {
+            self.mux_event(crate::mux::MuxEvent::CpuProcessReleased { pid, how });
+        }
+    }
+
+    /// A CPU session's process exited or was killed by a signal.
+    pub(super) fn cpu_process_ended(&self, stop: &StopEvent) {
+        if self.role.reports_process_ends() {
+            self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(stop));
+        }
+    }
+
+    /// Tell the multiplexer something (no-op without one).
+    pub(super) fn mux_event(&self, ev: crate::mux::MuxEvent<'_>) {
+        if let Some(m) = &self.mux {
+            m.borrow_mut().on(ev);
+        }
+    }
+}
+
+/// The CPU role's GPU hooks: the engine reaches them through
+/// [`SessionRole`]'s hooks (`after_adopt`, `intercept_stop`,
+/// `prepare_resume`, `report_gpu_stop`, `decorate_stop`, `gpu_news`, the
+/// accelerator plugin), which do nothing on a GPU session.
+impl Session<CpuRole> {
+    /// After a CPU process was adopted: attach the GPU library to it.
+    pub(super) fn gpu_attach(&mut self, pid: Pid) {
+        let Some(mux) = self.mux.clone() else { return };
+        let Some(gpu) = mux.borrow().gpu() else {
+            return;
+        };
+        let r = gpu.borrow_mut().attach(pid);
+        match r {
+            Ok(notifier) => mux
+                .borrow_mut()
+                .on(crate::mux::MuxEvent::GpuAttached { pid, notifier }),
+            Err(e) => tracing::warn!(target: "dbgapi", pid, "GPU attach failed: {e}"),
+        }
+        self.gpu_apply_host_requests();
+    }
+
     /// A CPU stop while running: if it is a hit of the library's own
     /// breakpoint (and not also a client breakpoint), handle it here and
     /// return `true` (the client sees nothing).
     pub(super) fn gpu_intercept(&mut self, stop: &StopEvent) -> bool {
-        let Some(cpu) = self.role.cpu_mut() else {
-            return false;
-        };
+        let cpu = &mut self.role;
         if let Some(Internal::ClientStepping { pid, addr }) = cpu.internal.clone() {
             cpu.internal = None;
             if let Some(tg) = self.procs.get_mut(&pid) {
@@ -186,7 +222,7 @@ impl Session {
     /// steps over it internally, then resumes the client's plan. Returns
     /// `true` when it started the resume itself.
     pub(super) fn gpu_prepare_resume(&mut self, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
-        if self.role.cpu().is_none_or(|c| c.internal.is_some()) {
+        if self.role.internal.is_some() {
             return false;
         }
         let Some(crate::stop::StopEvent::Stopped { pid, tid, .. }) = self.journal.event().cloned()
@@ -226,11 +262,9 @@ impl Session {
         }
     }
 
-    /// The CPU role's internal-breakpoint state (no-op on a GPU session).
+    /// The CPU role's internal-breakpoint state.
     fn set_internal(&mut self, v: Option<Internal>) {
-        if let Some(cpu) = self.role.cpu_mut() {
-            cpu.internal = v;
-        }
+        self.role.internal = v;
     }
 
     fn step_over_internal(&mut self, pid: Pid, tid: Tid, addr: u64) {
@@ -255,13 +289,7 @@ impl Session {
     }
 
     fn resume_last_plans(&mut self) {
-        let Some((plans, interrupt)) = self
-            .role
-            .cpu()
-            .map(|c| (c.last_plans.clone(), c.interrupt_wanted))
-        else {
-            return;
-        };
+        let (plans, interrupt) = (self.role.last_plans.clone(), self.role.interrupt_wanted);
         for (pid, plan) in plans {
             if let Some(t) = self.procs.get_mut(&pid) {
                 if let Err(e) = t.resume(&plan) {
@@ -278,25 +306,11 @@ impl Session {
         }
     }
 
-    /// The GPU notifier was readable and the multiplexer took in `news`:
-    /// a CPU session carries out what they mean for its process, a GPU
-    /// session collects its target's events (wave stops).
-    pub fn on_gpu_notifier(&mut self, news: &GpuNews) {
-        match self.role {
-            super::role::RoleState::Cpu(_) => self.gpu_on_news(news),
-            super::role::RoleState::Gpu(_) => self.on_target_event(),
-        }
-    }
-
     /// The CPU role's part of GPU events (the notifier was readable, or an
     /// internal breakpoint was reported): console lines, a held internal
     /// breakpoint released, the library's host-breakpoint requests, a wave
     /// stop reported to gdb.
     pub(super) fn gpu_on_news(&mut self, news: &GpuNews) {
-        // `monitor gpu` pumps on either session; only the CPU role acts.
-        if self.role.cpu().is_none() {
-            return;
-        }
         if news.runtime_loaded && self.is_running() {
             // Stock lldb 23.1 aborts (LLVM ERROR: disassembly not yet
             // supported for subtarget) when it displays a GPU stop
@@ -313,7 +327,7 @@ impl Session {
                 self.send(&reply::console(line));
             }
         }
-        let held = self.role.cpu().and_then(|c| c.internal.clone());
+        let held = self.role.internal.clone();
         if let Some(Internal::Held { pid, tid, addr, id }) = held {
             if news.resumed.contains(&id) {
                 self.set_internal(None);
@@ -329,7 +343,7 @@ impl Session {
     /// connected, stop the CPU process and report that stop with a console
     /// line naming the wave, kernel and address.
     pub(super) fn gpu_report_stop(&mut self) {
-        if !self.is_running() || self.role.cpu().is_none_or(|c| c.gpu_report.is_some()) {
+        if !self.is_running() || self.role.gpu_report.is_some() {
             return;
         }
         let Some(mux) = self.mux.clone() else { return };
@@ -396,9 +410,7 @@ impl Session {
             .keys()
             .next()
             .and_then(|pid| crate::gpu::launcher::launching_thread(*pid));
-        if let Some(cpu) = self.role.cpu_mut() {
-            cpu.gpu_report = Some((text, launcher));
-        }
+        self.role.gpu_report = Some((text, launcher));
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
                 tracing::warn!(target: "ptrace", "interrupt for a GPU stop: {e}");
@@ -409,7 +421,7 @@ impl Session {
     /// If a GPU stop is being reported, turn the CPU interrupt into that
     /// report (console line + SIGTRAP stop).
     pub(super) fn gpu_decorate_stop(&mut self, stop: StopEvent) -> StopEvent {
-        let Some((text, launcher)) = self.role.cpu_mut().and_then(|c| c.gpu_report.take()) else {
+        let Some((text, launcher)) = self.role.gpu_report.take() else {
             return stop;
         };
         self.send(&reply::console(&text));
@@ -436,13 +448,48 @@ impl Session {
         }
     }
 
-    /// The CPU process of this server ended; a GPU session reports it as
-    /// the end of its own process (the GPU role's hook; a CPU session
-    /// learns its own process's end from its target).
-    pub fn on_peer_exit(&mut self, ev: &StopEvent) {
-        let Some(role) = self.role.gpu() else {
-            return;
+    /// `jAcceleratorPluginInitialize`
+    pub(super) fn handle_accel_initialize(&mut self) {
+        let r = match &self.mux {
+            Some(m) => m.borrow_mut().initialize(),
+            None => b"[]".to_vec(),
         };
+        self.send(&r);
+    }
+
+    /// `jAcceleratorPluginBreakpointHit:`
+    pub(super) fn handle_accel_hit(&mut self, json: &[u8]) {
+        let r = match &self.mux {
+            Some(m) => m.borrow_mut().breakpoint_hit(json),
+            None => Err(crate::mux::AccelError::NoPlugin),
+        };
+        match r {
+            Ok(j) => self.send(&j),
+            Err(e) => self.send_error(e.code(), &e.to_string()),
+        }
+    }
+}
+
+impl Session<CpuRole> {
+    /// The GPU notifier was readable and the multiplexer took in `news`:
+    /// the CPU session carries out what they mean for its process.
+    pub fn on_gpu_notifier(&mut self, news: &GpuNews) {
+        self.gpu_on_news(news);
+    }
+}
+
+impl Session<GpuRole> {
+    /// The GPU notifier was readable: the GPU session collects its
+    /// target's events (wave stops).
+    pub fn on_gpu_notifier(&mut self, _news: &GpuNews) {
+        self.on_target_event();
+    }
+
+    /// The CPU process of this server ended; the GPU session reports it
+    /// as the end of its own process (a CPU session learns its own
+    /// process's end from its target).
+    pub fn on_peer_exit(&mut self, ev: &StopEvent) {
+        let role = &self.role;
         tracing::info!(target: "mux", session = self.id, offer = ?role.offer, cpu_pid = ?role.cpu_pid, "the CPU process ended: ending the GPU session");
         let was_running = self.is_running();
         // The GPU process is reported under its own pid (the CPU process's
@@ -470,60 +517,6 @@ impl Session {
                 self.send(&r);
             }
             self.control = SessionControl::Close;
-        }
-    }
-
-    /// Take in the GPU library's events through the multiplexer (which
-    /// applies the runtime's transitions first, and passes the news on to
-    /// the other sessions).
-    pub(super) fn pump_gpu(&mut self) -> crate::gpu::GpuNews {
-        self.mux
-            .as_ref()
-            .map(|m| m.borrow_mut().pump_gpu_for(self.id))
-            .unwrap_or_default()
-    }
-
-    /// A CPU session's process was detached or killed: the multiplexer
-    /// ends the GPU session that depends on it (the role decides,
-    /// `RoleState::reports_process_ends`).
-    pub(super) fn cpu_process_released(&self, pid: Pid, how: crate::mux::Release) {
-        if self.role.reports_process_ends() {
-            self.mux_event(crate::mux::MuxEvent::CpuProcessReleased { pid, how });
-        }
-    }
-
-    /// A CPU session's process exited or was killed by a signal.
-    pub(super) fn cpu_process_ended(&self, stop: &StopEvent) {
-        if self.role.reports_process_ends() {
-            self.mux_event(crate::mux::MuxEvent::CpuProcessEnded(stop));
-        }
-    }
-
-    /// Tell the multiplexer something (no-op without one).
-    pub(super) fn mux_event(&self, ev: crate::mux::MuxEvent<'_>) {
-        if let Some(m) = &self.mux {
-            m.borrow_mut().on(ev);
-        }
-    }
-
-    /// `jAcceleratorPluginInitialize`
-    pub(super) fn handle_accel_initialize(&mut self) {
-        let r = match &self.mux {
-            Some(m) => m.borrow_mut().initialize(),
-            None => b"[]".to_vec(),
-        };
-        self.send(&r);
-    }
-
-    /// `jAcceleratorPluginBreakpointHit:`
-    pub(super) fn handle_accel_hit(&mut self, json: &[u8]) {
-        let r = match &self.mux {
-            Some(m) => m.borrow_mut().breakpoint_hit(json),
-            None => Err(crate::mux::AccelError::NoPlugin),
-        };
-        match r {
-            Ok(j) => self.send(&j),
-            Err(e) => self.send_error(e.code(), &e.to_string()),
         }
     }
 }

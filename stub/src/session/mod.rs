@@ -6,7 +6,9 @@
 //! thread-list paging, qXfer windows, `?` replay) are answered here; real
 //! work goes to the [`Target`]. `handlers/` holds the dispatch and one
 //! handler module per packet family; `role.rs` the two roles (CPU, GPU)
-//! and what only one of them has.
+//! and what only one of them has. [`Session`] is generic over its role:
+//! `Session<CpuRole>` and `Session<GpuRole>` are distinct types over this
+//! one engine, held by the server as [`AnySession`].
 //!
 //! ## State
 //! ```text
@@ -37,6 +39,10 @@ pub use handlers::set_log_control;
 pub use handlers::LogControl;
 pub use handlers::{log_timestamps, parse_debug_format, set_log_timestamps};
 pub use journal::Journal;
+pub use role::CpuRole;
+pub use role::GpuRole;
+pub use role::NotServed;
+pub use role::SessionRole;
 
 use crate::packet;
 use crate::packet::reply;
@@ -149,6 +155,104 @@ pub enum Role {
     Gpu,
 }
 
+/// A session of either role, as the server holds it. The role-specific
+/// calls are on the typed sessions (`Session::<GpuRole>::on_peer_exit`;
+/// only a CPU session is kept for the next `--multi` client); the rest go
+/// to the one engine whichever the role.
+pub enum AnySession {
+    /// The CPU process's session.
+    Cpu(Box<Session<CpuRole>>),
+    /// The GPU's session.
+    Gpu(Box<Session<GpuRole>>),
+}
+
+/// `$body` with `$s` bound to the session, whichever its role.
+macro_rules! either {
+    ($self:expr, $s:ident => $body:expr) => {
+        match $self {
+            AnySession::Cpu($s) => $body,
+            AnySession::Gpu($s) => $body,
+        }
+    };
+}
+
+impl AnySession {
+    /// Session id (for logs).
+    pub fn id(&self) -> u64 {
+        either!(self, s => s.id())
+    }
+
+    /// Which role.
+    pub fn role(&self) -> Role {
+        either!(self, s => s.role())
+    }
+
+    /// See [`Session::on_input`].
+    pub fn on_input(&mut self, data: &[u8]) -> SessionControl {
+        either!(self, s => s.on_input(data))
+    }
+
+    /// See [`Session::pending_output`].
+    pub fn pending_output(&mut self) -> &mut Vec<u8> {
+        either!(self, s => s.pending_output())
+    }
+
+    /// See [`Session::on_target_wakeup`].
+    pub fn on_target_wakeup(&mut self, maybe_death: bool) {
+        either!(self, s => s.on_target_wakeup(maybe_death))
+    }
+
+    /// See [`Session::on_gpu_notifier`].
+    pub fn on_gpu_notifier(&mut self, news: &crate::gpu::GpuNews) {
+        either!(self, s => s.on_gpu_notifier(news))
+    }
+
+    /// See [`Session::wants_close`].
+    pub fn wants_close(&self) -> bool {
+        either!(self, s => s.wants_close())
+    }
+
+    /// See [`Session::is_running`].
+    pub fn is_running(&self) -> bool {
+        either!(self, s => s.is_running())
+    }
+
+    /// See [`Session::on_vfile_done`].
+    pub fn on_vfile_done(&mut self, seq: u64, reply: &[u8]) -> SessionControl {
+        either!(self, s => s.on_vfile_done(seq, reply))
+    }
+
+    /// See [`Session::speaks_lldb`].
+    pub fn speaks_lldb(&self) -> bool {
+        either!(self, s => s.speaks_lldb())
+    }
+
+    /// See [`Session::send_program_output`].
+    pub fn send_program_output(&mut self, bytes: &[u8]) {
+        either!(self, s => s.send_program_output(bytes))
+    }
+
+    /// See [`Session::abandon`].
+    pub fn abandon(&mut self) {
+        either!(self, s => s.abandon())
+    }
+
+    /// See [`Session::on_disconnect`].
+    pub fn on_disconnect(&mut self) -> Vec<(Pid, crate::mux::Release)> {
+        either!(self, s => s.on_disconnect())
+    }
+
+    /// See [`Session::set_hostio_offload`].
+    pub fn set_hostio_offload(&mut self, pool: crate::hostio::offload::Handle) {
+        either!(self, s => s.set_hostio_offload(pool))
+    }
+
+    /// See [`Session::set_loop_stats`].
+    pub fn set_loop_stats(&mut self, stats: crate::server::turns::SharedLoopStats) {
+        either!(self, s => s.set_loop_stats(stats))
+    }
+}
+
 /// What the server should do after feeding input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionControl {
@@ -176,8 +280,10 @@ pub(crate) enum RunState {
     StoppedWithHeldInput,
 }
 
-/// One client connection and the processes it debugs.
-pub struct Session {
+/// One client connection and the processes it debugs, in role `R`: a
+/// [`CpuRole`] session (the default) or a [`GpuRole`] one, distinct types
+/// over one protocol engine (`handlers/`); [`AnySession`] holds either.
+pub struct Session<R: SessionRole = CpuRole> {
     id: u64,
     framer: Framer,
     encoder: Encoder,
@@ -207,7 +313,7 @@ pub struct Session {
     pass_signals: Vec<i32>,
     unknown_logged: crate::bounds::UnknownLog,
     /// The role, with what only that role has (`role.rs`).
-    role: role::RoleState,
+    role: R,
     mux: Option<crate::mux::MuxHandle>,
     symbolizer: crate::gpu::symbols::Symbolizer,
     /// What the client inserted with `Z`, taken out when it vanishes.
@@ -221,12 +327,44 @@ pub struct Session {
     mem_scratch: Vec<u8>,
     /// lldb's register view of a process (lldb sessions, x86-64 only).
     lldb_regs: Option<(Pid, std::rc::Rc<lldb_regs::LldbRegView>)>,
+    /// The server loop's counts, for `monitor loop` (`server/turns.rs`).
+    loop_stats: Option<crate::server::turns::SharedLoopStats>,
 }
 
-impl Session {
-    /// New session, optionally with a process already launched/attached
-    /// (gdbserver style: `gdbmux :PORT -- prog`), and its initial stop.
+impl Session<CpuRole> {
+    /// New CPU session; a process already launched/attached (gdbserver
+    /// style: `gdbmux :PORT -- prog`) is given to it with
+    /// [`Session::adopt`].
     pub fn new(id: u64, launch: LaunchDefaults) -> Self {
+        Session::with_role(id, launch, CpuRole::default())
+    }
+
+    /// The server's output terminal for launched programs (a CPU
+    /// session's; a GPU session launches nothing).
+    pub fn with_program_output(mut self, o: Option<crate::native::SharedProgramOutput>) -> Self {
+        self.role.program_output = o;
+        self
+    }
+}
+
+impl Session<GpuRole> {
+    /// New GPU session: the connection that claimed offer `offer` for the
+    /// CPU process `cpu_pid` (its target, a `gpu::GpuTarget`, is given to
+    /// it with [`Session::adopt`]).
+    pub fn new_gpu(id: u64, offer: i64, cpu_pid: Pid) -> Self {
+        Session::with_role(
+            id,
+            LaunchDefaults::default(),
+            GpuRole {
+                offer: Some(offer),
+                cpu_pid: Some(cpu_pid),
+            },
+        )
+    }
+}
+
+impl<R: SessionRole> Session<R> {
+    fn with_role(id: u64, launch: LaunchDefaults, role: R) -> Self {
         Session {
             id,
             framer: Framer::new(MAX_PACKET),
@@ -253,7 +391,7 @@ impl Session {
             xfer_cache: Default::default(),
             pass_signals: Vec::new(),
             unknown_logged: Default::default(),
-            role: role::RoleState::new(Role::Cpu),
+            role,
             mux: None,
             symbolizer: Default::default(),
             client_bps: Default::default(),
@@ -261,16 +399,13 @@ impl Session {
             nonstop: Default::default(),
             mem_scratch: Vec::new(),
             lldb_regs: None,
+            loop_stats: None,
         }
     }
 
-    /// The server's output terminal for launched programs (a CPU
-    /// session's; a GPU session launches nothing).
-    pub fn with_program_output(mut self, o: Option<crate::native::SharedProgramOutput>) -> Self {
-        if let Some(cpu) = self.role.cpu_mut() {
-            cpu.program_output = o;
-        }
-        self
+    /// The server loop's counts, read by `monitor loop`.
+    pub fn set_loop_stats(&mut self, stats: crate::server::turns::SharedLoopStats) {
+        self.loop_stats = Some(stats);
     }
 
     /// Bound the client's output queue (default [`MAX_PENDING_OUTPUT`]).
@@ -284,26 +419,15 @@ impl Session {
         self.output_limit
     }
 
-    /// Attach the session to the multiplexer in a role.
-    pub fn with_mux(mut self, mux: crate::mux::MuxHandle, role: Role) -> Self {
+    /// Attach the session to the multiplexer.
+    pub fn with_mux(mut self, mux: crate::mux::MuxHandle) -> Self {
         self.mux = Some(mux);
-        self.role = role::RoleState::new(role);
-        self
-    }
-
-    /// A GPU session: the offer it claimed, for the CPU process `cpu_pid`
-    /// (after [`Session::with_mux`] in [`Role::Gpu`]).
-    pub fn claimed(mut self, offer: i64, cpu_pid: Pid) -> Self {
-        if let role::RoleState::Gpu(g) = &mut self.role {
-            g.offer = Some(offer);
-            g.cpu_pid = Some(cpu_pid);
-        }
         self
     }
 
     /// This session's role.
     pub fn role(&self) -> Role {
-        self.role.tag()
+        R::ROLE
     }
 
     /// Whether `--multi` keeps this session for the next client when its
@@ -330,7 +454,7 @@ impl Session {
         self.procs.insert(pid, target);
         self.current = Some(pid);
         self.record_stop(stop);
-        self.gpu_attach(pid);
+        R::after_adopt(self, pid);
     }
 
     /// Whether a process is running (a resume is waiting for its stop).

@@ -29,6 +29,7 @@ use std::collections::VecDeque;
 
 use super::handlers::VContScope;
 use super::Session;
+use super::SessionRole;
 use crate::packet::reply;
 use crate::packet::Command;
 use crate::packet::IdSel;
@@ -99,9 +100,9 @@ pub(super) struct NonStop {
     last: BTreeMap<(Pid, Tid), StopEvent>,
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     /// `QNonStop:0|1`.
-    /// (A GPU session refuses `QNonStop:1` before this: `RoleState::serves`.)
+    /// (A GPU session refuses `QNonStop:1` before this: `SessionRole::serves`.)
     pub(super) fn handle_nonstop(&mut self, on: bool) {
         for (pid, t) in self.procs.iter_mut() {
             if let Err(e) = t.set_non_stop(on) {

@@ -20,8 +20,12 @@
 //!   waves and GPU breakpoints are the controller's facts
 //!   (`gpu/controller.rs`), not the session's.
 //!
-//! Every decision that differs between the roles is a method here that
-//! matches on the role ([`RoleState::serves`], `reports_process_ends`,
+//! The roles are types ([`CpuRole`], [`GpuRole`]) and the session is
+//! generic over them ([`SessionRole`]): `Session<CpuRole>` and
+//! `Session<GpuRole>` are distinct types over one protocol engine, and the
+//! server holds them through one enum (`session::AnySession`). Every
+//! decision that differs between the roles is a method of
+//! [`SessionRole`] ([`SessionRole::serves`], `reports_process_ends`,
 //! `outlives_client`, the advertised features); the protocol engine asks
 //! the role, it never tests which role it is. A packet only the CPU role
 //! serves is answered on a GPU session as an unsupported one (empty reply,
@@ -31,24 +35,125 @@ use std::collections::BTreeMap;
 
 use super::gpu::Internal;
 use super::Role;
+use super::Session;
 use crate::error::ErrorCode;
+use crate::gpu::controller::GpuNews;
 use crate::packet::Command;
+use crate::stop::StopEvent;
 use crate::target::Capabilities;
 use crate::target::Pid;
 use crate::target::ResumePlan;
 
-/// A session's role and the state only that role has.
-#[derive(Debug)]
-pub(super) enum RoleState {
-    /// The CPU process's session.
-    Cpu(CpuRole),
-    /// The GPU's session (a connection that claimed an offer).
-    Gpu(GpuRole),
+/// A session's role: the state only that role has, and every decision
+/// that differs between the roles. [`super::Session`] is generic over it:
+/// `Session<CpuRole>` and `Session<GpuRole>` are distinct types over one
+/// protocol engine, and the engine asks the role, never which role it is.
+/// Implemented by [`CpuRole`] and [`GpuRole`] only.
+pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
+    /// Which role (for logs and [`super::Session::role`]).
+    const ROLE: Role;
+
+    /// The launched programs' output terminal, forwarded to an lldb
+    /// client (the CPU role's, outside stdio mode).
+    fn program_output(&self) -> Option<&crate::native::SharedProgramOutput> {
+        None
+    }
+
+    /// The client interrupted while the target ran (the CPU role keeps
+    /// it for the resume it carries out itself after an internal stop).
+    fn client_interrupted(&mut self) {}
+
+    /// A stop reaches the client: a pending interrupt is answered.
+    fn stop_reaches_client(&mut self) {}
+
+    /// Whether the end, kill or detach of this session's processes is a
+    /// fact for the multiplexer: the CPU process's end ends the GPU
+    /// session (`MuxEvent::CpuProcessEnded`, `CpuProcessReleased`). A GPU
+    /// session's process is the CPU process's GPU, whose end the
+    /// multiplexer already knows from the CPU side.
+    fn reports_process_ends(&self) -> bool;
+
+    /// Whether `--multi` keeps the session for the next client when its
+    /// client vanishes: the CPU process outlives its client; a GPU session
+    /// ends with its client (a new claim needs a new offer).
+    fn outlives_client(&self) -> bool;
+
+    /// What a session with no process advertises: a CPU session's
+    /// `vRun`/`vAttach` will create a native Linux process, a GPU session
+    /// has nothing.
+    fn idle_capabilities(&self) -> Capabilities;
+
+    /// Role features `qSupported` advertises beyond the target's
+    /// capabilities: ptrace's syscall stops and the host's `/proc`
+    /// tables belong to the CPU session's native processes.
+    fn qsupported_features(&self) -> &'static [&'static str];
+
+    /// `accelerator-plugins+` when a GPU library is loaded: only the CPU
+    /// session offers the GPU (lldb checks the feature on every
+    /// connection, research/lldb-accelerator.md §1.1).
+    fn accelerator_feature(&self, gpu_loaded: bool) -> Option<&'static str>;
+
+    /// Whether this role serves `cmd`, and if not, how it is answered.
+    /// Process creation, syscall catching, the host's osdata tables,
+    /// non-stop mode and lldb's accelerator plugin are the CPU session's
+    /// only.
+    fn serves(&self, cmd: &Command) -> Result<(), NotServed>;
+
+    // The engine's hooks where only the CPU role acts (its GPU hooks,
+    // `gpu.rs`); a GPU session does nothing there (the defaults).
+
+    /// A process was adopted: the CPU role attaches the GPU library to it.
+    fn after_adopt(_s: &mut Session<Self>, _pid: Pid) {}
+
+    /// A stop while running: `true` when the role handled it out of the
+    /// client's sight (the CPU role: the GPU library's own breakpoint).
+    fn intercept_stop(_s: &mut Session<Self>, _stop: &StopEvent) -> bool {
+        false
+    }
+
+    /// Before the client's resume (`plans`): `true` when the role started
+    /// the resume itself (the CPU role keeps `plans` to carry them out
+    /// again after an internal stop, and steps over its internal
+    /// breakpoint first).
+    fn prepare_resume(_s: &mut Session<Self>, _plans: &BTreeMap<Pid, ResumePlan>) -> bool {
+        false
+    }
+
+    /// While running: the CPU role reports a pending GPU stop to gdb.
+    fn report_gpu_stop(_s: &mut Session<Self>) {}
+
+    /// The stop about to be reported, as the role reports it (the CPU
+    /// role: a GPU stop shown on the launching thread).
+    fn decorate_stop(_s: &mut Session<Self>, stop: StopEvent) -> StopEvent {
+        stop
+    }
+
+    /// GPU news the session took in itself (`monitor gpu`).
+    fn gpu_news(_s: &mut Session<Self>, _news: &GpuNews) {}
+
+    /// `jAcceleratorPluginInitialize` (refused before on a GPU session:
+    /// [`SessionRole::serves`]).
+    fn accel_initialize(s: &mut Session<Self>) {
+        s.send(&crate::packet::reply::empty());
+    }
+
+    /// `jAcceleratorPluginBreakpointHit` (refused before on a GPU
+    /// session: [`SessionRole::serves`]).
+    fn accel_hit(s: &mut Session<Self>, _json: &[u8]) {
+        s.send(&crate::packet::reply::empty());
+    }
+}
+
+mod sealed {
+    /// Only this module's roles are roles.
+    pub trait Sealed {}
+    impl Sealed for super::CpuRole {}
+    impl Sealed for super::GpuRole {}
 }
 
 /// What only the CPU session has.
 #[derive(Debug, Default)]
-pub(super) struct CpuRole {
+pub struct CpuRole {
     /// An internal (GPU library) breakpoint hit being handled out of the
     /// client's sight.
     pub(super) internal: Option<Internal>,
@@ -71,7 +176,7 @@ pub(super) struct CpuRole {
 /// What only the GPU session has: which offer it claimed, for which CPU
 /// process. `None` for a session built outside a server (tests, fuzzing).
 #[derive(Debug, Default)]
-pub(super) struct GpuRole {
+pub struct GpuRole {
     /// The offer (the multiplexer's ledger id) this connection claimed.
     pub(super) offer: Option<i64>,
     /// The CPU process whose GPU this session serves; its end is this
@@ -81,132 +186,128 @@ pub(super) struct GpuRole {
 
 /// How a session answers a packet its role does not serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum NotServed {
+pub enum NotServed {
     /// As an unknown packet: an empty reply.
     Unsupported,
     /// With an error naming why.
     Error(ErrorCode, &'static str),
 }
 
-impl RoleState {
-    /// The role in a new session.
-    pub(super) fn new(role: Role) -> Self {
-        match role {
-            Role::Cpu => RoleState::Cpu(CpuRole::default()),
-            Role::Gpu => RoleState::Gpu(GpuRole::default()),
-        }
+impl SessionRole for CpuRole {
+    const ROLE: Role = Role::Cpu;
+
+    fn program_output(&self) -> Option<&crate::native::SharedProgramOutput> {
+        self.program_output.as_ref()
     }
 
-    /// Which role.
-    pub(super) fn tag(&self) -> Role {
-        match self {
-            RoleState::Cpu(_) => Role::Cpu,
-            RoleState::Gpu(_) => Role::Gpu,
-        }
+    fn client_interrupted(&mut self) {
+        self.interrupt_wanted = true;
     }
 
-    /// The CPU role's state, on a CPU session.
-    pub(super) fn cpu(&self) -> Option<&CpuRole> {
-        match self {
-            RoleState::Cpu(c) => Some(c),
-            RoleState::Gpu(_) => None,
-        }
+    fn stop_reaches_client(&mut self) {
+        self.interrupt_wanted = false;
     }
 
-    /// The CPU role's state, on a CPU session.
-    pub(super) fn cpu_mut(&mut self) -> Option<&mut CpuRole> {
-        match self {
-            RoleState::Cpu(c) => Some(c),
-            RoleState::Gpu(_) => None,
-        }
+    fn reports_process_ends(&self) -> bool {
+        true
     }
 
-    /// The GPU role's state, on a GPU session.
-    pub(super) fn gpu(&self) -> Option<&GpuRole> {
-        match self {
-            RoleState::Cpu(_) => None,
-            RoleState::Gpu(g) => Some(g),
-        }
+    fn outlives_client(&self) -> bool {
+        true
     }
 
-    /// Whether the end, kill or detach of this session's processes is a
-    /// fact for the multiplexer: the CPU process's end ends the GPU
-    /// session (`MuxEvent::CpuProcessEnded`, `CpuProcessReleased`). A GPU
-    /// session's process is the CPU process's GPU, whose end the
-    /// multiplexer already knows from the CPU side.
-    pub(super) fn reports_process_ends(&self) -> bool {
-        match self {
-            RoleState::Cpu(_) => true,
-            RoleState::Gpu(_) => false,
-        }
+    fn idle_capabilities(&self) -> Capabilities {
+        crate::native::CAPABILITIES
     }
 
-    /// Whether `--multi` keeps the session for the next client when its
-    /// client vanishes: the CPU process outlives its client; a GPU session
-    /// ends with its client (a new claim needs a new offer).
-    pub(super) fn outlives_client(&self) -> bool {
-        match self {
-            RoleState::Cpu(_) => true,
-            RoleState::Gpu(_) => false,
-        }
+    fn qsupported_features(&self) -> &'static [&'static str] {
+        &[
+            "QCatchSyscalls+",
+            "qXfer:osdata:read+",
+            "QNonStop+",
+            "ConditionalBreakpoints+",
+        ]
     }
 
-    /// What a session with no process advertises: a CPU session's
-    /// `vRun`/`vAttach` will create a native Linux process, a GPU session
-    /// has nothing.
-    pub(super) fn idle_capabilities(&self) -> Capabilities {
-        match self {
-            RoleState::Cpu(_) => crate::native::CAPABILITIES,
-            RoleState::Gpu(_) => Capabilities::NONE,
-        }
+    fn accelerator_feature(&self, gpu_loaded: bool) -> Option<&'static str> {
+        gpu_loaded.then_some("accelerator-plugins+")
     }
 
-    /// Role features `qSupported` advertises beyond the target's
-    /// capabilities: ptrace's syscall stops and the host's `/proc`
-    /// tables belong to the CPU session's native processes.
-    pub(super) fn qsupported_features(&self) -> &'static [&'static str] {
-        match self {
-            RoleState::Cpu(_) => &[
-                "QCatchSyscalls+",
-                "qXfer:osdata:read+",
-                "QNonStop+",
-                "ConditionalBreakpoints+",
-            ],
-            RoleState::Gpu(_) => &[],
-        }
+    fn serves(&self, _cmd: &Command) -> Result<(), NotServed> {
+        Ok(())
     }
 
-    /// `accelerator-plugins+` when a GPU library is loaded: only the CPU
-    /// session offers the GPU (lldb checks the feature on every
-    /// connection, research/lldb-accelerator.md §1.1).
-    pub(super) fn accelerator_feature(&self, gpu_loaded: bool) -> Option<&'static str> {
-        match self {
-            RoleState::Cpu(_) if gpu_loaded => Some("accelerator-plugins+"),
-            _ => None,
-        }
+    fn after_adopt(s: &mut Session<Self>, pid: Pid) {
+        s.gpu_attach(pid);
     }
 
-    /// Whether this role serves `cmd`, and if not, how it is answered.
-    /// Process creation, syscall catching, the host's osdata tables,
-    /// non-stop mode and lldb's accelerator plugin are the CPU session's
-    /// only.
-    pub(super) fn serves(&self, cmd: &Command) -> Result<(), NotServed> {
-        match self {
-            RoleState::Cpu(_) => Ok(()),
-            RoleState::Gpu(_) => match cmd {
-                Command::VRun(_)
-                | Command::VAttach(_)
-                | Command::Restart
-                | Command::CatchSyscalls(_)
-                | Command::AcceleratorInitialize
-                | Command::AcceleratorBreakpointHit(_) => Err(NotServed::Unsupported),
-                Command::XferRead(x) if x.object == "osdata" => Err(NotServed::Unsupported),
-                Command::NonStop(true) => Err(NotServed::Error(
-                    ErrorCode::NotSupported,
-                    "non-stop mode is served on the CPU connection only",
-                )),
-                _ => Ok(()),
-            },
+    fn intercept_stop(s: &mut Session<Self>, stop: &StopEvent) -> bool {
+        s.gpu_intercept(stop)
+    }
+
+    fn prepare_resume(s: &mut Session<Self>, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
+        s.role.last_plans = plans.clone();
+        s.gpu_prepare_resume(plans)
+    }
+
+    fn report_gpu_stop(s: &mut Session<Self>) {
+        s.gpu_report_stop();
+    }
+
+    fn decorate_stop(s: &mut Session<Self>, stop: StopEvent) -> StopEvent {
+        s.gpu_decorate_stop(stop)
+    }
+
+    fn gpu_news(s: &mut Session<Self>, news: &GpuNews) {
+        s.gpu_on_news(news);
+    }
+
+    fn accel_initialize(s: &mut Session<Self>) {
+        s.handle_accel_initialize();
+    }
+
+    fn accel_hit(s: &mut Session<Self>, json: &[u8]) {
+        s.handle_accel_hit(json);
+    }
+}
+
+impl SessionRole for GpuRole {
+    const ROLE: Role = Role::Gpu;
+
+    fn reports_process_ends(&self) -> bool {
+        false
+    }
+
+    fn outlives_client(&self) -> bool {
+        false
+    }
+
+    fn idle_capabilities(&self) -> Capabilities {
+        Capabilities::NONE
+    }
+
+    fn qsupported_features(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn accelerator_feature(&self, _gpu_loaded: bool) -> Option<&'static str> {
+        None
+    }
+
+    fn serves(&self, cmd: &Command) -> Result<(), NotServed> {
+        match cmd {
+            Command::VRun(_)
+            | Command::VAttach(_)
+            | Command::Restart
+            | Command::CatchSyscalls(_)
+            | Command::AcceleratorInitialize
+            | Command::AcceleratorBreakpointHit(_) => Err(NotServed::Unsupported),
+            Command::XferRead(x) if x.object == "osdata" => Err(NotServed::Unsupported),
+            Command::NonStop(true) => Err(NotServed::Error(
+                ErrorCode::NotSupported,
+                "non-stop mode is served on the CPU connection only",
+            )),
+            _ => Ok(()),
         }
     }
 }
@@ -218,8 +319,8 @@ mod tests {
 
     #[test]
     fn gpu_session_refuses_cpu_only_packets() {
-        let gpu = RoleState::new(Role::Gpu);
-        let cpu = RoleState::new(Role::Cpu);
+        let gpu = GpuRole::default();
+        let cpu = CpuRole::default();
         let osdata = Command::XferRead(XferRead {
             object: "osdata".into(),
             annex: String::new(),
@@ -251,15 +352,20 @@ mod tests {
         for c in [features, Command::QuestionMark, Command::Kill] {
             assert!(gpu.serves(&c).is_ok(), "GPU session refuses {c:?}");
         }
-        assert_eq!(gpu.tag(), Role::Gpu);
-        assert_eq!(cpu.tag(), Role::Cpu);
+        assert_eq!(GpuRole::ROLE, Role::Gpu);
+        assert_eq!(CpuRole::ROLE, Role::Cpu);
         assert!(matches!(
             gpu.serves(&Command::NonStop(true)),
             Err(NotServed::Error(ErrorCode::NotSupported, _))
         ));
         assert!(gpu.serves(&Command::NonStop(false)).is_ok());
-        assert!(gpu.cpu().is_none() && cpu.cpu().is_some());
-        assert!(gpu.gpu().is_some() && cpu.gpu().is_none());
+        let (mut gpu_m, mut cpu_m) = (GpuRole::default(), CpuRole::default());
+        gpu_m.client_interrupted();
+        cpu_m.client_interrupted();
+        assert!(cpu_m.interrupt_wanted);
+        cpu_m.stop_reaches_client();
+        assert!(!cpu_m.interrupt_wanted);
+        assert!(gpu.program_output().is_none() && cpu.program_output().is_none());
         assert!(cpu.reports_process_ends() && !gpu.reports_process_ends());
         assert!(cpu.outlives_client() && !gpu.outlives_client());
         assert_eq!(gpu.accelerator_feature(true), None);

@@ -126,6 +126,35 @@ impl GpuEnv {
         assert!(st.success(), "compiling {}", src.display());
     }
 
+    /// `samples/hostile/`: hostile.hsaco and the hostile host program,
+    /// built into `samples/NAME` (one directory per test binary: they run
+    /// in parallel). Returns (that directory, the program), which the
+    /// program finds its kernels in through `SIMGPU_KERNEL_DIR`.
+    pub fn build_hostile(&self, name: &str) -> (PathBuf, PathBuf) {
+        let dir = self.samples.join(name);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let src = self.root.join("samples/hostile");
+        self.build_kernel(&src.join("hostile.cl"), &dir.join("hostile.hsaco"));
+        let exe = dir.join("hostile");
+        self.build_host(&src.join("hostile.c"), &exe, &["-O1"]);
+        (dir, exe)
+    }
+
+    /// gdbmux (log channels `mux`, `dbgapi`) on a free port serving
+    /// `hostile --hang`, built by [`GpuEnv::build_hostile`] into
+    /// `samples/NAME`, with `vars` in its environment. Returns the server
+    /// and the program.
+    pub fn hang_server(&self, name: &str, vars: &[(&str, &str)]) -> (Server, PathBuf) {
+        let (dir, exe) = self.build_hostile(name);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+        cmd.args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"])
+            .arg(&exe)
+            .arg("--hang")
+            .env("SIMGPU_KERNEL_DIR", &dir)
+            .envs(vars.iter().copied());
+        (Server::start(cmd), exe)
+    }
+
     /// A program of `stub/tests/gpu/typed/` built at test time into its own
     /// directory `bin_dir/group/test` (tests run in parallel): the host
     /// `host_c` (built with `flags`) and the kernels `KERNEL.cl` as

@@ -331,9 +331,17 @@ pub fn claim_gpu_at_launch(
     let pid = inferior_pid(g);
     run_to_gpu_launch(cpu, pid, sample, rt);
     let url = offer_url(cpu);
+    let (url, gpu) = claim_offered(&url);
+    (pid, url, gpu)
+}
+
+/// Claim the offer made at `url` with a new lldb-dialect connection from
+/// this process and check its first `?` is a `T` stop. Returns the URL and
+/// the GPU session.
+pub fn claim_offered(url: &str) -> (String, RspClient) {
     let mut gpu = RspClient::connect(url.trim_start_matches("connect://")).unwrap();
     gpu.handshake_lldb().unwrap();
     let stop = StopReply::parse(&gpu.request(b"?").unwrap()).unwrap();
     assert!(matches!(stop, StopReply::Signal(_)), "{stop:?}");
-    (pid, url, gpu)
+    (url.to_string(), gpu)
 }

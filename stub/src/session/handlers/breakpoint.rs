@@ -2,9 +2,10 @@
 
 use crate::session::breakpoints::ClientBreakpoint;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::target::BreakpointKind;
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     /// `Z` (`insert`) or `z` on the current process; what succeeds is
     /// tracked as the client's (taken out if it vanishes with `--multi`).
     pub(in crate::session) fn handle_z(

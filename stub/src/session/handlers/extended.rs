@@ -6,10 +6,11 @@
 use crate::packet::reply;
 use crate::session::Session;
 use crate::session::SessionControl;
+use crate::session::SessionRole;
 use crate::stop::StopEvent;
 use crate::target::Pid;
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     /// `R`: only in extended mode; gdbserver answers `R` outside it as
     /// unknown.
     pub(in crate::session) fn handle_r(&mut self) {

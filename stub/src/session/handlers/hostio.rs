@@ -4,8 +4,9 @@
 use crate::hostio::offload::Handle;
 use crate::session::Session;
 use crate::session::SessionControl;
+use crate::session::SessionRole;
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_vfile(&mut self, args: &[u8]) {
         let Some(pool) = self.hostio_offload.clone() else {
             // No pool (a session outside a server): run it here.

@@ -8,6 +8,7 @@ use crate::native::LaunchOptions;
 use crate::native::LinuxProcess;
 use crate::packet::reply;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::target::Pid;
 use crate::target::Target;
 
@@ -129,7 +130,7 @@ impl LaunchDefaults {
     }
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(super) fn handle_vrun(&mut self, args: Vec<Vec<u8>>) {
         let mut it = args.into_iter();
         let prog = it.next().unwrap_or_default();

@@ -10,6 +10,7 @@ use crate::packet::reply;
 use crate::packet::thread_id::ThreadId;
 use crate::session::lldb_regs::LldbRegView;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::stop::StopEvent;
 use crate::stop::StopKind;
 use crate::target::Pid;
@@ -19,13 +20,13 @@ fn hexs(s: &str) -> String {
     hex::encode_to_string(s.as_bytes())
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     /// Whether this is the session of an lldb client that holds the
     /// launched programs' output terminal (a CPU session's role state;
     /// lldb-server's output forwarding applies, `server::output`).
     pub fn speaks_lldb(&self) -> bool {
         self.features.dialect == crate::session::Dialect::Lldb
-            && self.role.cpu().is_some_and(|c| c.program_output.is_some())
+            && self.role.program_output().is_some()
     }
 
     /// The program's output as lldb-server forwards it: `O` packets of
@@ -156,7 +157,7 @@ impl Session {
         if !(self.speaks_lldb() && self.is_running()) {
             return;
         }
-        let Some(po) = self.role.cpu().and_then(|c| c.program_output.clone()) else {
+        let Some(po) = self.role.program_output().cloned() else {
             return;
         };
         let data = po
@@ -376,7 +377,7 @@ impl Session {
 }
 
 /// lldb's settings and fixed-answer queries.
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_thread_suffix_supported(&mut self) {
         self.features.thread_suffix = true;
         self.send(&reply::ok());

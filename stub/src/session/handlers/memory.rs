@@ -2,11 +2,12 @@
 
 use crate::packet::reply;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::session::MAX_PACKET;
 use crate::target::Target;
 use crate::target::TargetError;
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_m(&mut self, addr: u64, len: u64) {
         let len = (len as usize).min((MAX_PACKET - 16) / 2);
         self.reply_memory(addr, len, false);

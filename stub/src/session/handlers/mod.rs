@@ -45,11 +45,12 @@ use crate::packet::signals;
 use crate::packet::Command;
 use crate::session::Dialect;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::target::Pid;
 use crate::target::Target;
 use crate::target::TargetError;
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn dispatch(&mut self, cmd: Command) {
         if self.is_running() {
             // All-stop: while a resume is pending the client may only
@@ -61,7 +62,7 @@ impl Session {
         if let Err(how) = self.role.serves(&cmd) {
             // A packet of the other role (`role.rs`): answered as an
             // unsupported one (or with the role's error), never carried out.
-            tracing::debug!(target: "packets", session = self.id, role = ?self.role.tag(), "packet of the other role: not served");
+            tracing::debug!(target: "packets", session = self.id, role = ?R::ROLE, "packet of the other role: not served");
             match how {
                 crate::session::role::NotServed::Unsupported => self.send(&reply::empty()),
                 crate::session::role::NotServed::Error(code, why) => self.send_error(code, why),
@@ -198,8 +199,8 @@ impl Session {
             Command::SetDetachOnError(_) => self.handle_set_detach_on_error(),
             Command::ServerVersion => self.handle_server_version(),
             // --- lldb accelerator plugin (../gpu.rs) ---
-            Command::AcceleratorInitialize => self.handle_accel_initialize(),
-            Command::AcceleratorBreakpointHit(json) => self.handle_accel_hit(&json),
+            Command::AcceleratorInitialize => R::accel_initialize(self),
+            Command::AcceleratorBreakpointHit(json) => R::accel_hit(self, &json),
             Command::Unknown(p) => self.handle_unknown(&p),
         }
     }

@@ -6,11 +6,14 @@ use std::fmt::Write as _;
 use crate::packet::reply;
 use crate::session::Session;
 use crate::session::SessionControl;
+use crate::session::SessionRole;
 
 const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   help              this text\n\
   info | ps         the debugged processes and their threads (tid, name, pc)\n\
   exit              stop the gdbmux server after this session\n\
+  loop              the server loop's counts: turns, refused connections' bytes per turn,\n\
+                    the longest a session waited with input unread (in turns)\n\
   set debug 0|1     gdbserver's debug output (ptrace, native, session channels)\n\
   set remote-debug 0|1   gdbserver's protocol debug output (packets channel)\n\
   set debug-format all|none|timestamp   timestamps on log lines (on unless turned off)\n\
@@ -118,7 +121,7 @@ fn set_debug(which: &str, on: bool) -> Result<String, String> {
     })
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(super) fn handle_monitor(&mut self, cmd: &[u8]) {
         let cmd = String::from_utf8_lossy(cmd).trim().to_string();
         let mut words = cmd.split_whitespace();
@@ -154,6 +157,13 @@ impl Session {
                 let text = self.monitor_info();
                 self.console_then_ok(&text);
             }
+            "loop" => match self.loop_stats.as_ref().map(|l| l.borrow().report()) {
+                Some(text) => self.console_then_ok(&text),
+                None => self.send_error(
+                    crate::error::ErrorCode::NotSupported,
+                    "this session is not served by a server loop",
+                ),
+            },
             "gpu" => {
                 let args: Vec<String> = words.map(str::to_string).collect();
                 let text = self.monitor_gpu(&args);

@@ -9,6 +9,7 @@ use gpu_target::model::WaveId;
 
 use crate::gpu::GpuShared;
 use crate::session::Session;
+use crate::session::SessionRole;
 
 fn num(s: &str) -> Option<u64> {
     match s.strip_prefix("0x") {
@@ -29,7 +30,7 @@ fn hexdump(addr: u64, data: &[u8]) -> String {
     s
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     fn gpu_handle(&self) -> Option<GpuShared> {
         self.mux.as_ref().and_then(|m| m.borrow().gpu())
     }
@@ -52,7 +53,7 @@ impl Session {
         // Answer from the GPU's current state: take in events the loop has
         // not seen yet (a monitor command is not a replay packet).
         let news = self.pump_gpu();
-        self.gpu_on_news(&news);
+        R::gpu_news(self, &news);
         let sub = args.first().map(String::as_str).unwrap_or("info");
         let r: Result<String, String> = match sub {
             "info" | "state" => {

@@ -6,9 +6,10 @@
 use crate::packet::reply;
 use crate::session::Dialect;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::session::MAX_PACKET;
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_start_no_ack(&mut self) {
         self.send(&reply::ok());
         self.framer.set_no_ack(true);

@@ -5,11 +5,12 @@ use crate::packet::reply;
 use crate::packet::IdSel;
 use crate::packet::ThreadId;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::target::Pid;
 use crate::target::TargetError;
 use crate::target::Tid;
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_big_g(&mut self, data: &[u8], thread: Option<ThreadId>) {
         let r = self
             .reg_thread(thread)

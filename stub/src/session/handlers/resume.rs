@@ -9,6 +9,7 @@ use crate::packet::ThreadId;
 use crate::packet::VContAction;
 use crate::packet::VContKind;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::stop::StopEvent;
 use crate::target::Pid;
 use crate::target::ResumeAction;
@@ -27,7 +28,7 @@ pub(in crate::session) enum VContScope {
     Thread(Pid, Tid),
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_vcont_query(&mut self) {
         if self.features.disabled.vcont {
             self.send(&reply::empty());
@@ -257,12 +258,9 @@ impl Session {
 
     pub(in crate::session) fn start_resume(&mut self, plans: BTreeMap<Pid, ResumePlan>) {
         self.xfer_cache.clear();
-        if let Some(cpu) = self.role.cpu_mut() {
-            cpu.last_plans = plans.clone();
-        }
         // A thread sitting on one of the GPU library's own breakpoints must
         // get off it first, out of the client's sight.
-        if self.gpu_prepare_resume(&plans) {
+        if R::prepare_resume(self, &plans) {
             self.run = crate::session::RunState::Running;
             self.on_target_event();
             return;
@@ -294,7 +292,7 @@ impl Session {
         // threads) are picked up at once, and so are GPU stops that
         // happened while the CPU was stopped (gdb's GPU path).
         self.on_target_event();
-        self.gpu_report_stop();
+        R::report_gpu_stop(self);
     }
 
     pub(in crate::session) fn handle_interrupt(&mut self) {
@@ -302,9 +300,7 @@ impl Session {
             tracing::debug!(target: "packets", session = self.id, "interrupt while stopped: ignored");
             return;
         }
-        if let Some(cpu) = self.role.cpu_mut() {
-            cpu.interrupt_wanted = true;
-        }
+        self.role.client_interrupted();
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
                 tracing::warn!(target: "ptrace", "interrupt failed: {e}");

@@ -8,13 +8,14 @@ use crate::packet::stop_reply::StopSnapshot;
 use crate::packet::stop_reply::ThreadSnapshot;
 use crate::session::Journal;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::stop::StopEvent;
 use crate::stop::StopKind;
 use crate::target::Pid;
 use crate::target::Target;
 use crate::target::Tid;
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_question(&mut self) {
         let opts = self.features.stop_options();
         match self.journal.reply(&opts) {
@@ -58,14 +59,12 @@ impl Session {
     pub(in crate::session) fn on_stop(&mut self, stop: StopEvent) {
         self.forward_program_output();
         self.process_bookkeeping(&stop);
-        if self.is_running() && self.gpu_intercept(&stop) {
+        if self.is_running() && R::intercept_stop(self, &stop) {
             return;
         }
-        if let Some(cpu) = self.role.cpu_mut() {
-            cpu.interrupt_wanted = false;
-        }
+        self.role.stop_reaches_client();
         let stop = if self.is_running() {
-            self.gpu_decorate_stop(stop)
+            R::decorate_stop(self, stop)
         } else {
             stop
         };

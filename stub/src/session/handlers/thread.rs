@@ -8,11 +8,12 @@ use crate::packet::HOp;
 use crate::packet::IdSel;
 use crate::packet::ThreadId;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::stop::StopEvent;
 use crate::target::Pid;
 use crate::target::Tid;
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_thread_alive(&mut self, id: ThreadId) {
         let ok = self.resolve_thread(Some(id)).is_some_and(|(pid, tid)| {
             self.procs

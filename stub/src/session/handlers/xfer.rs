@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use crate::packet::reply;
 use crate::packet::XferRead;
 use crate::session::Session;
+use crate::session::SessionRole;
 use crate::target::ArchInfo;
 use crate::target::RegisterInfo;
 use crate::target::TargetError;
@@ -112,7 +113,7 @@ fn lldb_svr4(doc: &str) -> Result<String, TargetError> {
     Ok(format!("{}{}", &doc[..start], &doc[end..]))
 }
 
-impl Session {
+impl<R: SessionRole> Session<R> {
     pub(super) fn handle_xfer(&mut self, x: &XferRead) {
         let key = format!("{}:{}", x.object, x.annex);
         if x.offset == 0 || self.xfer_cache.get(&key).is_none() {
@@ -236,7 +237,7 @@ impl Session {
 }
 
 /// `qXfer:*:write`.
-impl Session {
+impl<R: SessionRole> Session<R> {
     /// Only `siginfo` is writable; other objects answer empty (gdbserver).
     pub(in crate::session) fn handle_xfer_write(&mut self, object: &str, offset: u64, data: &[u8]) {
         if object == "siginfo" {

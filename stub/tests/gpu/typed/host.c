@@ -1,31 +1,7 @@
 /* Host program of the typed-session tests: saxpy from saxpy.hsaco, then a
  * second code object (negate.hsaco, loaded next to it) launched; checks both. The
  * code objects are found in the directory given as argv[1]. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-#include "simgpu_rt.h"
-
-#define CHECK(call)                                                            \
-  do {                                                                         \
-    int st_ = (call);                                                          \
-    if (st_ != SIMGPU_SUCCESS) {                                               \
-      fprintf(stderr, "%s failed: %s\n", #call, simgpu_status_string(st_));    \
-      return 1;                                                                \
-    }                                                                          \
-  } while (0)
-
-struct saxpy_args {
-  int a;
-  const int *x;
-  int *y;
-  uint32_t n;
-};
-struct negate_args {
-  int *y;
-  uint32_t n;
-};
+#include "typed.h"
 
 int main(int argc, char **argv) {
   enum { N = 200 };

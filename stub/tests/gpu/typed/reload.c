@@ -2,25 +2,7 @@
  * unloaded; saxpy.hsaco is loaded (taking memory), negate.hsaco is loaded
  * again and launched once more. One wave per launch. The code objects are
  * found in the directory given as argv[1]. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-#include "simgpu_rt.h"
-
-#define CHECK(call)                                                            \
-  do {                                                                         \
-    int st_ = (call);                                                          \
-    if (st_ != SIMGPU_SUCCESS) {                                               \
-      fprintf(stderr, "%s failed: %s\n", #call, simgpu_status_string(st_));    \
-      return 1;                                                                \
-    }                                                                          \
-  } while (0)
-
-struct negate_args {
-  int *y;
-  uint32_t n;
-};
+#include "typed.h"
 
 int main(int argc, char **argv) {
   enum { N = 64 };

@@ -4,17 +4,9 @@
  * directory given as argv[1]. */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <unistd.h>
 
-#include "simgpu_rt.h"
-
-struct negate_args {
-  int *y;
-  uint32_t n;
-};
+#include "typed.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
