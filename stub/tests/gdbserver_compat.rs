@@ -28,8 +28,9 @@ const GDBSERVER: &str = "gdbserver";
 const STDIO_GUARD: &str = "timeout -s KILL 90";
 const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
 
-const FIXTURES: [&str; 10] = [
+const FIXTURES: [&str; 11] = [
     "argv",
+    "sig",
     "condloop",
     "condthreads",
     "sigstorm",
@@ -960,6 +961,39 @@ fn gdb_target_side_condition_matches_gdbserver() {
     assert_eq!(a, b, "gdbserver vs gdbmux");
 }
 
+/// A program run through the dynamic loader (`SERVER - /lib64/ld.so PROG`,
+/// gdb testsuite gdb.server/solib-list.exp): the kernel's auxv describes
+/// ld.so, which has no `PT_PHDR`, so `qXfer:libraries-svr4:read` answers
+/// an error as gdbserver does, and gdb walks the loader's list itself: it
+/// lists libc, and `bt` goes through libc's `raise` (with an empty list,
+/// gdb knew no library but ld.so). The same session as with gdbserver.
+#[test]
+fn gdb_program_run_through_ld_so_matches_gdbserver() {
+    let dir = fixture_dir();
+    let exe = dir.join("sig");
+    let interp = "/lib64/ld-linux-x86-64.so.2";
+    let run = |server: &str| {
+        let extra = if server == GDBMUX { " --no-gpu" } else { "" };
+        let cmds = [
+            "set sysroot".to_string(),
+            format!(
+                "target remote | {STDIO_GUARD} {server}{extra} - {interp} {}",
+                exe.display()
+            ),
+            "continue".into(),
+            "info sharedlibrary".into(),
+            "bt".into(),
+        ];
+        normalise(&gdb(&cmds, Some(&exe)))
+    };
+    let [a, b] = [run(GDBSERVER), run(GDBMUX)];
+    let text = b.join("\n");
+    assert!(text.contains("received signal SIGUSR1"), "{text}");
+    assert!(text.contains("libc.so.6"), "{text}");
+    assert!(text.contains("__GI_raise (sig=10)"), "{text}");
+    assert_eq!(a, b, "gdbserver vs gdbmux");
+}
+
 /// Target-side conditions with four threads hitting the same breakpoint:
 /// in all-stop a false hit's step-over stops the other threads first (as
 /// gdbserver does), so a thread reaching the breakpoint meanwhile still
@@ -982,6 +1016,35 @@ fn gdb_target_side_condition_with_threads_matches_gdbserver() {
         assert_eq!(hits, 4, "{who}: breakpoint stops:\n{text}");
         assert!(text.contains("sum PID"), "{who}: {text}");
         assert!(text.contains("exited normally"), "{who}: {text}");
+    }
+}
+
+/// The same in non-stop mode (`set non-stop on`, `continue -a`): a false
+/// hit's step-over stops the other threads there too, as gdbserver's
+/// `start_step_over` does, unseen by gdb, so no thread runs through the
+/// breakpoint while its original byte is back: each thread stops once
+/// with x == 2999 and the program runs to its end.
+#[test]
+fn gdb_target_side_condition_non_stop_matches_gdbserver() {
+    let dir = fixture_dir();
+    let exe = dir.join("condthreads");
+    for server in SERVERS {
+        let extra = if server == GDBMUX { " --no-gpu" } else { "" };
+        let mut cmds = vec![
+            "set non-stop on".to_string(),
+            format!(
+                "target remote | {STDIO_GUARD} {server}{extra} - {}",
+                exe.display()
+            ),
+            "set breakpoint condition-evaluation target".into(),
+            "break f if x == 2999".into(),
+        ];
+        // One `continue -a` per stop at most: four hits, then the exit.
+        cmds.extend(std::iter::repeat_n("continue -a".to_string(), 5));
+        let text = gdb(&cmds, Some(&exe));
+        let hits = text.matches("hit Breakpoint 1, f (x=2999)").count();
+        assert_eq!(hits, 4, "{server}: breakpoint stops:\n{text}");
+        assert!(text.contains("exited normally"), "{server}: {text}");
     }
 }
 
