@@ -1299,7 +1299,19 @@ impl Target for LinuxProcess {
                     Err(e) => tracing::warn!(target: "native", "waitpid({tid}): {e}"),
                 }
             }
-            if self.state == State::Running && self.threads.iter().any(|t| t.pending.is_some()) {
+            // Only a stop of a thread the client resumed stops the others:
+            // one kept by a thread it left stopped (`vCont;s:X` while Y
+            // still holds a stop) waits for Y's next resume. Stopping for
+            // it reported a thread gdb did not resume, and gdb 13 asserts
+            // (infrun.c finish_step_over, gdb testsuite
+            // signal-while-stepping-over-bp-other-thread, when the resumed
+            // thread's step had not ended by this pass).
+            if self.state == State::Running
+                && self
+                    .threads
+                    .iter()
+                    .any(|t| t.pending.is_some() && t.action != ResumeAction::Stop)
+            {
                 self.begin_stop();
             }
             self.advance_step_over();
