@@ -208,6 +208,7 @@ impl LinuxProcess {
             }
         }
         t.regs.invalidate();
+        t.attach_signal = None;
         let (step, sig) = match t.action {
             ResumeAction::Continue(s) => {
                 t.action = ResumeAction::Continue(None);
@@ -1386,7 +1387,12 @@ impl Target for LinuxProcess {
                 }) => Some(*signal),
                 _ => None,
             }
-            .or(t.deliver);
+            .or(t.deliver)
+            // gdbserver's default without QProgramSignals: not SIGTRAP or
+            // SIGINT (linux-low.cc get_detach_signal).
+            .or(t
+                .attach_signal
+                .filter(|s| *s != libc::SIGTRAP && *s != libc::SIGINT));
             if t.sigstop_expected {
                 // Flush our SIGSTOP, or the untraced process would stop.
                 let mut flushed = false;
