@@ -16,34 +16,27 @@ use crate::stop::StopEvent;
 use crate::stop::StopKind;
 use crate::target::Pid;
 
-/// Wait for the attach SIGSTOP of `tid`. Other signals that arrive first
-/// are suppressed now and returned for redelivery on the first resume.
-/// `Ok(None)` when the thread died meanwhile.
-fn wait_attach_stop(tid: RawTid, keep_signal_stop: bool) -> Result<Option<Option<i32>>, Errno> {
-    let mut deliver = None;
+/// Wait for the attach SIGSTOP of `tid`: `Ok(Some(None))`. A signal that
+/// arrives first is returned as `Ok(Some(Some(sig)))`, the thread staying
+/// in its stop with our SIGSTOP still queued. `Ok(None)` when the thread
+/// died meanwhile.
+fn wait_attach_stop(tid: RawTid) -> Result<Option<Option<i32>>, Errno> {
     loop {
         match ptrace::wait(tid, false)? {
-            Some(WaitStatus::Stopped(libc::SIGSTOP)) => return Ok(Some(deliver)),
+            Some(WaitStatus::Stopped(libc::SIGSTOP)) => return Ok(Some(None)),
             // Attaching while the process is still finishing an execve
             // (e.g. right after it was spawned): the kernel's legacy
             // post-exec SIGTRAP arrives; delivering it later would kill
             // the untraced-by-design process, so drop it.
             Some(WaitStatus::Stopped(libc::SIGTRAP)) => ptrace::cont(tid, 0)?,
-            // Another signal arrived first (a signal storm): a thread
-            // other than the main one stays in that signal's stop, as
-            // gdbserver leaves it (linux-low's attach keeps the status
-            // pending): its siginfo is that signal's (gdb's
-            // `$_siginfo`), and our SIGSTOP, still queued, is swallowed
-            // when it runs again (`sigstop_expected`) or discarded at
-            // detach. The main thread waits on for its SIGSTOP.
-            Some(WaitStatus::Stopped(sig)) if keep_signal_stop => {
-                deliver = Some(sig);
-                return Ok(Some(deliver));
-            }
-            Some(WaitStatus::Stopped(sig)) => {
-                deliver = Some(sig);
-                ptrace::cont(tid, 0)?;
-            }
+            // Another signal arrived first (a signal storm): the thread
+            // stays in that signal's stop, as gdbserver leaves it
+            // (linux-low's attach keeps the status pending): its siginfo
+            // is that signal's (gdb's `$_siginfo`), and our SIGSTOP,
+            // still queued, is swallowed when it runs again
+            // (`sigstop_expected`) or discarded at detach. The main
+            // thread's signal is the attach stop's (see `attach`).
+            Some(WaitStatus::Stopped(sig)) => return Ok(Some(Some(sig))),
             Some(WaitStatus::Exited(_)) | Some(WaitStatus::Signaled(_)) => return Ok(None),
             Some(_) | None => ptrace::cont(tid, 0)?,
         }
@@ -64,6 +57,7 @@ impl LinuxProcess {
             return Err(NativeError::NoSuchProcess { pid });
         }
         let mut threads: Vec<Thread> = Vec::new();
+        let mut main_signal = None;
         let cleanup = |threads: &[Thread]| {
             for t in threads {
                 let _ = ptrace::detach(t.tid, t.deliver.unwrap_or(0));
@@ -103,14 +97,23 @@ impl LinuxProcess {
                 }
                 added = true;
                 let main = tid == pid as RawTid;
-                match wait_attach_stop(tid, !main) {
+                match wait_attach_stop(tid) {
                     Ok(Some(deliver)) => {
                         if let Err(e) = ptrace::set_options(tid, BASE_OPTIONS) {
                             tracing::warn!(target: "native", "PTRACE_SETOPTIONS {tid}: {e}");
                         }
                         let mut t = Thread::stopped(tid);
-                        t.deliver = deliver;
-                        t.sigstop_expected = deliver.is_some() && !main;
+                        t.sigstop_expected = deliver.is_some();
+                        if main && deliver.is_some() {
+                            // gdbserver reports it as the attach stop
+                            // ("Program received signal SIGALRM", gdb
+                            // testsuite attach-into-signal); the client
+                            // passes it on or not when it resumes.
+                            main_signal = deliver;
+                            t.attach_signal = deliver;
+                        } else {
+                            t.deliver = deliver;
+                        }
                         threads.push(t);
                     }
                     Ok(None) if tid != pid as RawTid => {}
@@ -138,7 +141,7 @@ impl LinuxProcess {
         let ev = StopEvent::Stopped {
             pid,
             tid: u64::from(pid),
-            signal: 0,
+            signal: main_signal.unwrap_or(0),
             kind: StopKind::Initial,
         };
         Ok((p, ev))

@@ -10,11 +10,12 @@
 //! already stopping for another reason, the thread is left stopped at the
 //! breakpoint address instead and re-evaluates the hit when it runs again.
 //!
-//! In all-stop mode the other threads are stopped for that step and held
-//! until it is done (`StepOverHold` in `process.rs`), as gdbserver does.
-//! Known limit (non-stop mode): during that one-instruction step the
-//! breakpoint is out of memory, and another thread running through the
-//! same address in that window does not trap.
+//! The other threads are stopped for that step and held until it is done
+//! (`StepOverHold` in `process.rs`), as gdbserver does, in all-stop and in
+//! non-stop mode: no thread runs through the address while the original
+//! byte is back. In non-stop mode the client sees none of those stops; a
+//! held thread it asks to stop (`vCont;t`) is reported at once, and one
+//! it resumes waits for the end of the step.
 
 use std::collections::BTreeMap;
 
@@ -52,6 +53,11 @@ impl Conditions {
     /// (its original byte is in memory).
     pub fn stepping_over(&self, addr: u64) -> bool {
         self.stepping.values().any(|a| *a == addr)
+    }
+
+    /// Whether `tid` is stepping over a breakpoint now.
+    pub fn is_stepping(&self, tid: RawTid) -> bool {
+        self.stepping.contains_key(&tid)
     }
 
     /// The breakpoint `tid` was stepping over, now done.

@@ -208,6 +208,7 @@ impl LinuxProcess {
             }
         }
         t.regs.invalidate();
+        t.attach_signal = None;
         let (step, sig) = match t.action {
             ResumeAction::Continue(s) => {
                 t.action = ResumeAction::Continue(None);
@@ -221,6 +222,7 @@ impl LinuxProcess {
             ResumeAction::Stop => return,
         };
         let sig = sig.or(t.deliver.take()).unwrap_or(0);
+        tracing::trace!(target: "native", "run {} step={step} sig={sig}", t.tid);
         let r = if step {
             ptrace::step(t.tid, sig)
         } else if catching {
@@ -389,7 +391,12 @@ impl LinuxProcess {
                     return None;
                 }
                 if self.pass.get(sig as usize).copied().unwrap_or(false) {
-                    if self.keeps_running(i) {
+                    if self.conds.is_stepping(tid) {
+                        // A passed signal arrived before the step over a
+                        // false condition's breakpoint: step with it (the
+                        // trap comes at the handler's first instruction).
+                        self.step_with_signal(i, sig);
+                    } else if self.keeps_running(i) {
                         let t = &mut self.threads[i];
                         t.deliver = Some(sig);
                         self.run_thread(i);
@@ -501,12 +508,10 @@ impl LinuxProcess {
         if super::condbp::any_true(&conds, &mut ctx) {
             return false;
         }
-        if self.state != State::Running {
+        if !self.nonstop && self.state != State::Running {
             return true;
         }
-        if self.nonstop {
-            return self.start_condition_step(i, addr);
-        }
+        tracing::trace!(target: "native", "thread {tid}: condition at {addr:#x} false (hold {:?})", self.hold);
         if self.hold.is_some() {
             // Another thread's step-over is under way: this one stays at
             // the breakpoint, unreported, and evaluates the hit again when
@@ -514,7 +519,9 @@ impl LinuxProcess {
             return true;
         }
         // Stop every other running thread first; the step starts once
-        // they all have (`advance_step_over`; at once if none runs).
+        // they all have (`advance_step_over`; at once if none runs). In
+        // non-stop mode too, as gdbserver's `start_step_over` does; the
+        // client does not see those stops (`process/nonstop.rs`).
         self.hold = Some(StepOverHold {
             tid,
             addr,
@@ -552,7 +559,7 @@ impl LinuxProcess {
         if h.stepping {
             return;
         }
-        if self.state != State::Running {
+        if !self.step_over_may_run() {
             self.hold = None;
             return;
         }
@@ -586,18 +593,27 @@ impl LinuxProcess {
     /// Restart the threads held by a finished step-over (those the client
     /// resumed, with no stop to report).
     fn release_held(&mut self) {
-        if self.state != State::Running {
+        if !self.step_over_may_run() {
             return;
         }
         for j in 0..self.threads.len() {
             let t = &self.threads[j];
-            if !t.running
-                && !t.sigstop_expected
-                && t.pending.is_none()
-                && t.action != ResumeAction::Stop
-            {
+            // One that stopped at the breakpoint before our SIGSTOP came
+            // runs too: the SIGSTOP then arrives and is swallowed.
+            if !t.running && t.pending.is_none() && t.action != ResumeAction::Stop {
                 self.run_thread(j);
             }
+        }
+    }
+
+    /// Whether a condition's step-over may go on: in all-stop while the
+    /// process runs (a reportable stop ends it), in non-stop while the
+    /// process lives (another thread's stop is that thread's alone).
+    fn step_over_may_run(&self) -> bool {
+        if self.nonstop {
+            self.state != State::Gone
+        } else {
+            self.state == State::Running
         }
     }
 
@@ -619,6 +635,18 @@ impl LinuxProcess {
         }
         self.threads[i].running = true;
         true
+    }
+
+    /// Restart the single step of a condition's step-over, delivering
+    /// `sig`.
+    fn step_with_signal(&mut self, i: usize, sig: i32) {
+        let t = &mut self.threads[i];
+        t.regs.invalidate();
+        if let Err(e) = ptrace::step(t.tid, sig) {
+            tracing::debug!(target: "native", "step {} with signal {sig}: {e}", t.tid);
+            raise_sigchld();
+        }
+        t.running = true;
     }
 
     /// The single step of a condition's step-over trapped: patch the
@@ -1272,7 +1300,19 @@ impl Target for LinuxProcess {
                     Err(e) => tracing::warn!(target: "native", "waitpid({tid}): {e}"),
                 }
             }
-            if self.state == State::Running && self.threads.iter().any(|t| t.pending.is_some()) {
+            // Only a stop of a thread the client resumed stops the others:
+            // one kept by a thread it left stopped (`vCont;s:X` while Y
+            // still holds a stop) waits for Y's next resume. Stopping for
+            // it reported a thread gdb did not resume, and gdb 13 asserts
+            // (infrun.c finish_step_over, gdb testsuite
+            // signal-while-stepping-over-bp-other-thread, when the resumed
+            // thread's step had not ended by this pass).
+            if self.state == State::Running
+                && self
+                    .threads
+                    .iter()
+                    .any(|t| t.pending.is_some() && t.action != ResumeAction::Stop)
+            {
                 self.begin_stop();
             }
             self.advance_step_over();
@@ -1347,7 +1387,12 @@ impl Target for LinuxProcess {
                 }) => Some(*signal),
                 _ => None,
             }
-            .or(t.deliver);
+            .or(t.deliver)
+            // gdbserver's default without QProgramSignals: not SIGTRAP or
+            // SIGINT (linux-low.cc get_detach_signal).
+            .or(t
+                .attach_signal
+                .filter(|s| *s != libc::SIGTRAP && *s != libc::SIGINT));
             if t.sigstop_expected {
                 // Flush our SIGSTOP, or the untraced process would stop.
                 let mut flushed = false;
@@ -1618,7 +1663,11 @@ impl crate::target::LibrariesSvr4Ops for LinuxProcess {
     fn libraries_svr4_xml(&mut self) -> TargetResult<String> {
         let auxv = crate::target::AuxvOps::auxv(self)?;
         let mut read = |a: u64, n: usize| self.read_memory(a, n).ok().filter(|v| v.len() == n);
-        Ok(svr4::library_list(&mut read, &auxv))
+        // No DT_DEBUG to find: an error, as gdbserver's E01 (see svr4.rs).
+        svr4::library_list(&mut read, &auxv).ok_or(TargetError::Errno {
+            what: "find DT_DEBUG".into(),
+            errno: Errno::EIO,
+        })
     }
 }
 

@@ -33,7 +33,10 @@ fn read_u64(read: &mut ReadMem<'_>, addr: u64) -> Option<u64> {
     u64_at(&b, 0)
 }
 
-/// Address of `r_debug` (0 before the loader filled `DT_DEBUG` in).
+/// Address of `r_debug` (0 before the loader filled `DT_DEBUG` in); `None`
+/// when the program the kernel started has no `DT_DEBUG` to find, as for a
+/// program run as `ld.so ./prog` (the kernel's auxv describes ld.so, which has
+/// no `PT_PHDR`), a static executable, or unreadable headers.
 pub fn r_debug_addr(read: &mut ReadMem<'_>, auxv: &[u8]) -> Option<u64> {
     let phdr = auxv_get(auxv, AT_PHDR)?;
     let phnum = auxv_get(auxv, AT_PHNUM)? as usize;
@@ -54,13 +57,15 @@ pub fn r_debug_addr(read: &mut ReadMem<'_>, auxv: &[u8]) -> Option<u64> {
             _ => {}
         }
     }
-    // Without PT_PHDR assume a non-PIE executable (bias 0).
-    let dyn_addr = dynamic?.wrapping_add(bias.unwrap_or(0));
+    // Without PT_PHDR the load bias is unknown: gdbserver 13 then gives up
+    // (linux-low.cc `get_dynamic`: "if there exists DT_DEBUG there is always
+    // also PT_PHDR"), and so do we.
+    let dyn_addr = dynamic?.wrapping_add(bias?);
     for i in 0..4096u64 {
         let e = read(dyn_addr + 16 * i, 16)?;
         let tag = u64_at(&e, 0)?;
         if tag == DT_NULL {
-            return Some(0);
+            return None;
         }
         if tag == DT_DEBUG {
             return u64_at(&e, 8);
@@ -105,9 +110,13 @@ pub fn xml_escape(s: &str) -> String {
     o
 }
 
-/// Build gdb's `<library-list-svr4>` document.
-pub fn library_list(read: &mut ReadMem<'_>, auxv: &[u8]) -> String {
-    let r_debug = r_debug_addr(read, auxv).unwrap_or(0);
+/// Build gdb's `<library-list-svr4>` document; `None` when there is no
+/// `DT_DEBUG` to find ([`r_debug_addr`]). gdbserver 13 answers that case with
+/// `E01` (linux-low.cc `qxfer_libraries_svr4`), and gdb then walks the
+/// loader's list itself through memory reads (solib-svr4.c
+/// `svr4_current_sos_direct`), which finds the program that ld.so loaded.
+pub fn library_list(read: &mut ReadMem<'_>, auxv: &[u8]) -> Option<String> {
+    let r_debug = r_debug_addr(read, auxv)?;
     // struct r_debug { int r_version; struct link_map *r_map; ... }
     let r_map = if r_debug == 0 {
         0
@@ -115,7 +124,7 @@ pub fn library_list(read: &mut ReadMem<'_>, auxv: &[u8]) -> String {
         read_u64(read, r_debug + 8).unwrap_or(0)
     };
     if r_map == 0 {
-        return "<library-list-svr4 version=\"1.0\"/>".to_string();
+        return Some("<library-list-svr4 version=\"1.0\"/>".to_string());
     }
     let mut doc = format!("<library-list-svr4 version=\"1.0\" main-lm=\"{r_map:#x}\">");
     // struct link_map { l_addr; l_name; l_ld; l_next; l_prev; }
@@ -148,7 +157,7 @@ pub fn library_list(read: &mut ReadMem<'_>, auxv: &[u8]) -> String {
         lm = l_next;
     }
     doc.push_str("</library-list-svr4>");
-    doc
+    Some(doc)
 }
 
 #[cfg(test)]
@@ -161,11 +170,48 @@ mod tests {
     }
 
     #[test]
-    fn empty_before_loader() {
+    fn no_auxv_is_none() {
         let mut read = |_a: u64, _n: usize| -> Option<Vec<u8>> { None };
+        assert_eq!(library_list(&mut read, &[]), None);
+    }
+
+    /// An auxv naming a program header table at 0x1000 (bias 0x1000 when
+    /// `with_phdr`) whose `PT_DYNAMIC` at vaddr 0x100 holds `DT_DEBUG`=0.
+    fn image(with_phdr: bool) -> (Vec<u8>, impl FnMut(u64, usize) -> Option<Vec<u8>>) {
+        let mut auxv = Vec::new();
+        for (k, v) in [(AT_PHDR, 0x1000u64), (AT_PHNUM, 2), (AT_PHENT, 56), (0, 0)] {
+            auxv.extend_from_slice(&k.to_le_bytes());
+            auxv.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut mem = vec![0u8; 0x2000];
+        let mut phdr = |i: usize, ty: u32, vaddr: u64| {
+            let o = 0x1000 + i * 56;
+            mem[o..o + 4].copy_from_slice(&ty.to_le_bytes());
+            mem[o + 16..o + 24].copy_from_slice(&vaddr.to_le_bytes());
+        };
+        phdr(0, if with_phdr { PT_PHDR } else { 1 }, 0);
+        phdr(1, PT_DYNAMIC, 0x100);
+        // Dynamic section at 0x1100: DT_DEBUG 0, DT_NULL.
+        mem[0x1100..0x1108].copy_from_slice(&DT_DEBUG.to_le_bytes());
+        let read = move |a: u64, n: usize| {
+            let a = usize::try_from(a).ok()?;
+            mem.get(a..a.checked_add(n)?).map(<[u8]>::to_vec)
+        };
+        (auxv, read)
+    }
+
+    #[test]
+    fn empty_before_loader() {
+        let (auxv, mut read) = image(true);
         assert_eq!(
-            library_list(&mut read, &[]),
-            "<library-list-svr4 version=\"1.0\"/>"
+            library_list(&mut read, &auxv).as_deref(),
+            Some("<library-list-svr4 version=\"1.0\"/>")
         );
+    }
+
+    #[test]
+    fn no_pt_phdr_is_none_as_gdbserver() {
+        let (auxv, mut read) = image(false);
+        assert_eq!(library_list(&mut read, &auxv), None);
     }
 }

@@ -39,6 +39,12 @@ pub struct Thread {
     pub regs: RegCache,
     /// Debug-register generation applied to this thread.
     pub dr_generation: u64,
+    /// The signal an attach found it stopped for, reported to the client
+    /// as the attach stop: delivered if the client detaches before the
+    /// thread runs, as gdbserver's `get_detach_signal` delivers the last
+    /// reported signal (a program whose SIGALRM handler raises the next
+    /// SIGALRM aborts when one is dropped: attach-into-signal).
+    pub attach_signal: Option<i32>,
 }
 
 impl Thread {
@@ -54,6 +60,7 @@ impl Thread {
             deliver: None,
             regs: RegCache::default(),
             dr_generation: 0,
+            attach_signal: None,
         }
     }
 

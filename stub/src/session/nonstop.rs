@@ -251,7 +251,21 @@ impl<R: SessionRole> Session<R> {
 
     /// Journal a stop and render its reply bytes.
     fn render_stop(&mut self, ev: StopEvent) -> Vec<u8> {
+        // The client's thread selection (`Hg`, `Hc`) stays as it set it:
+        // a stop notification can arrive between gdb's `Hg` and its `P`,
+        // and gdbserver 13 says "In non-stop, don't change the general
+        // thread behind GDB's back" (remote-utils.cc,
+        // prepare_resume_reply). An exit still drops its threads.
+        let kept = match ev {
+            StopEvent::Stopped { .. } if self.g_thread.is_some() => {
+                Some((self.g_thread, self.c_thread, self.current))
+            }
+            _ => None,
+        };
         self.record_stop(ev);
+        if let Some((g, c, current)) = kept {
+            (self.g_thread, self.c_thread, self.current) = (g, c, current);
+        }
         let opts = self.features.stop_options();
         self.journal.reply(&opts).unwrap_or_default()
     }

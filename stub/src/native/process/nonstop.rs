@@ -94,9 +94,13 @@ impl LinuxProcess {
     /// progress).
     pub(super) fn keeps_running(&self, i: usize) -> bool {
         if self.nonstop {
-            self.threads
-                .get(i)
-                .is_some_and(|t| t.action != ResumeAction::Stop)
+            // As in all-stop, threads stopped for a condition's step-over
+            // stay stopped until it is done.
+            self.hold.is_none()
+                && self
+                    .threads
+                    .get(i)
+                    .is_some_and(|t| t.action != ResumeAction::Stop)
         } else {
             // Threads stopped for a condition's step-over stay stopped
             // until it is done (`StepOverHold`).
@@ -156,8 +160,12 @@ impl LinuxProcess {
             let Some(action) = action.filter(|a| *a != ResumeAction::Stop) else {
                 continue;
             };
+            let held_by = self.hold.map(|h| h.tid);
             let t = &mut self.threads[i];
-            if t.running {
+            // Only threads the client sees stopped: one stopped by us (a
+            // condition's step-over, its held threads, one resumed while
+            // the step-over holds it) runs as far as the client knows.
+            if t.running || t.action != ResumeAction::Stop {
                 continue;
             }
             t.action = action;
@@ -175,7 +183,11 @@ impl LinuxProcess {
                 held = true;
                 continue;
             }
-            self.run_thread(i);
+            // During a condition's step-over it starts with the held
+            // threads, once the step is done (`release_held`).
+            if held_by.is_none() {
+                self.run_thread(i);
+            }
         }
         self.ns_refresh_state();
         if held {
@@ -192,8 +204,33 @@ impl LinuxProcess {
             return Err(TargetError::Gone(self.pid as Tid));
         }
         let pid = self.pid;
-        for t in &mut self.threads {
-            if !t.running || tids.is_some_and(|l| !l.contains(&(t.tid as Tid))) {
+        let mut reported = false;
+        let mut dropped = false;
+        for i in 0..self.threads.len() {
+            let t = &self.threads[i];
+            if tids.is_some_and(|l| !l.contains(&(t.tid as Tid))) {
+                continue;
+            }
+            // Held for a condition's step-over, or its thread waiting for
+            // the others to stop (it waits at the breakpoint, which it
+            // hits again when resumed): stopped already, running for the
+            // client, who now gets its stop.
+            if let Some(h) = self.hold {
+                if !t.running && t.action != ResumeAction::Stop && t.pending.is_none() {
+                    if h.tid == t.tid {
+                        if h.stepping {
+                            continue;
+                        }
+                        self.hold = None;
+                        dropped = true;
+                    }
+                    self.ns_report(i, 0, StopKind::Interrupt);
+                    reported = true;
+                    continue;
+                }
+            }
+            let t = &mut self.threads[i];
+            if !t.running {
                 continue;
             }
             // A zombie leader (it called pthread_exit) never stops.
@@ -207,6 +244,13 @@ impl LinuxProcess {
                     Err(e) => tracing::debug!(target: "native", "tgkill {}: {e}", t.tid),
                 }
             }
+        }
+        if dropped {
+            // The threads it held and the client did not stop run on.
+            self.release_held();
+        }
+        if reported {
+            raise_sigchld();
         }
         Ok(())
     }
@@ -265,6 +309,9 @@ impl LinuxProcess {
                     Err(e) => tracing::warn!(target: "native", "waitpid({tid}): {e}"),
                 }
             }
+            // A condition's step-over starts once the threads it stopped
+            // have all stopped.
+            self.advance_step_over();
             self.ns_refresh_state();
             if !progress && self.ready.is_empty() {
                 return Ok(None);
