@@ -84,6 +84,7 @@ pub use super::salu::Sop2;
 pub use super::salu::Sopc;
 pub use super::salu::Sopk;
 pub use super::valu::VAlu;
+pub use super::vop3p::Vop3pOp;
 pub(crate) use opcodes_exec;
 
 /// Code monomorphised per opcode by `dispatch` (see [`VAlu::dispatch`]).
@@ -405,6 +406,10 @@ pub enum FlatOp {
         bytes: u8,
         /// Sign extension.
         signed: bool,
+        /// The `_d16` forms: the value (extended to 16 bits) goes to the
+        /// low half ([`D16_LO`]) or high half ([`D16_HI`]) of the
+        /// destination, whose other half is kept; 0: the whole register.
+        d16: u8,
     },
     /// Store of `bytes` bytes.
     Store {
@@ -423,9 +428,21 @@ pub enum FlatOp {
     Atomic64(u8),
 }
 
+/// [`FlatOp::Load`] into the low half of the destination.
+pub const D16_LO: u8 = 1;
+/// [`FlatOp::Load`] into the high half of the destination.
+pub const D16_HI: u8 = 2;
+
 impl FlatOp {
+    /// The FLAT/GLOBAL/SCRATCH and MUBUF operation of an opcode number
+    /// (the two encodings number them alike on gfx90a).
     fn from_code(c: u32) -> Option<Self> {
-        let load = |bytes, signed| Self::Load { bytes, signed };
+        let load = |bytes, signed| Self::Load {
+            bytes,
+            signed,
+            d16: 0,
+        };
+        let d16 = |bytes, signed, d16| Self::Load { bytes, signed, d16 };
         Some(match c {
             16 => load(1, false),
             17 => load(1, true),
@@ -443,7 +460,20 @@ impl FlatOp {
             29 => Self::Store { bytes: 8 },
             30 => Self::Store { bytes: 12 },
             31 => Self::Store { bytes: 16 },
-            64..=76 => Self::Atomic((c - 64) as u8),
+            32 => d16(1, false, D16_LO),
+            33 => d16(1, false, D16_HI),
+            34 => d16(1, true, D16_LO),
+            35 => d16(1, true, D16_HI),
+            36 => d16(2, false, D16_LO),
+            37 => d16(2, false, D16_HI),
+            64..=81 => {
+                let i = (c - 64) as u8;
+                if FLAT_ATOMICS[i as usize].wide {
+                    Self::Atomic64(i)
+                } else {
+                    Self::Atomic(i)
+                }
+            }
             96..=108 => Self::Atomic64((c - 96) as u8),
             _ => return None,
         })
@@ -471,7 +501,16 @@ impl FlatOp {
             (n, _) => format!("dwordx{}", n / 4),
         };
         match self {
-            Self::Load { bytes, signed } => format!("load_{}", sized(bytes, signed)),
+            Self::Load { bytes, signed, d16 } if d16 != 0 => format!(
+                "load_{}_d16{}",
+                match (bytes, signed) {
+                    (1, false) => "ubyte",
+                    (1, true) => "sbyte",
+                    _ => "short",
+                },
+                if d16 == D16_HI { "_hi" } else { "" }
+            ),
+            Self::Load { bytes, signed, .. } => format!("load_{}", sized(bytes, signed)),
             Self::Store { bytes } => {
                 let s = match bytes {
                     1 => "byte".to_owned(),
@@ -487,10 +526,10 @@ impl FlatOp {
                 "atomic_{}",
                 FLAT_ATOMICS.get(i as usize).map_or("?", |a| a.name)
             ),
-            Self::Atomic64(i) => format!(
-                "atomic_{}_x2",
-                FLAT_ATOMICS.get(i as usize).map_or("?", |a| a.name)
-            ),
+            Self::Atomic64(i) => match FLAT_ATOMICS.get(i as usize) {
+                Some(a) if a.wide => format!("atomic_{}", a.name),
+                a => format!("atomic_{}_x2", a.map_or("?", |a| a.name)),
+            },
         }
     }
 }
@@ -860,6 +899,9 @@ fn decode_vop3(w0: u32, w1: u32) -> Option<Kind> {
         _ => VOp::Alu(VAlu::from_code(code)?),
     };
     let vop3b = matches!(op, VOp::Alu(a) if a.has_carry_out());
+    if !vop3b && (w0 >> 11) & 0xf != 0 {
+        return None; // op_sel (VOP3 f16 halves): not modelled
+    }
     Some(Kind::Valu {
         op,
         enc: VEnc::E64,
@@ -1431,24 +1473,6 @@ impl Inst {
     }
 }
 
-opcodes! {
-    /// VOP3P opcodes (gfx90a), operand widths in dwords.
-    Vop3pOp {
-        0x0e => PkFmaF16 "v_pk_fma_f16" [1,1,1,1],
-        0x0f => PkAddF16 "v_pk_add_f16" [1,1,1],
-        0x10 => PkMulF16 "v_pk_mul_f16" [1,1,1],
-        0x11 => PkMinF16 "v_pk_min_f16" [1,1,1],
-        0x12 => PkMaxF16 "v_pk_max_f16" [1,1,1],
-        0x30 => PkFmaF32 "v_pk_fma_f32" [2,2,2,2],
-        0x31 => PkMulF32 "v_pk_mul_f32" [2,2,2],
-        0x32 => PkAddF32 "v_pk_add_f32" [2,2,2],
-        0x33 => PkMovB32 "v_pk_mov_b32" [2,2,2],
-        0x42 => MfmaF32_4x4x1f32 "v_mfma_f32_4x4x1f32" [4,1,1,4],
-        0x58 => AccvgprReadB32 "v_accvgpr_read_b32" [1,1],
-        0x59 => AccvgprWriteB32 "v_accvgpr_write_b32" [1,1],
-    }
-}
-
 fn decode_vop3p(w0: u32, w1: u32) -> Option<Kind> {
     let op = Vop3pOp::from_code((w0 >> 16) & 0x7f)?;
     Some(Kind::Vop3p {
@@ -1463,8 +1487,8 @@ fn decode_vop3p(w0: u32, w1: u32) -> Option<Kind> {
         op_sel_hi: (((w1 >> 27) & 3) | ((w0 >> 14) & 1) << 2) as u8,
         neg_lo: (w1 >> 29) as u8,
         neg_hi: ((w0 >> 8) & 7) as u8,
-        clamp: (w0 >> 15) & 1 != 0 && !matches!(op, Vop3pOp::MfmaF32_4x4x1f32),
-        acc_cd: (w0 >> 15) & 1 != 0 && matches!(op, Vop3pOp::MfmaF32_4x4x1f32),
+        clamp: (w0 >> 15) & 1 != 0 && op.mfma().is_none(),
+        acc_cd: (w0 >> 15) & 1 != 0 && op.mfma().is_some(),
     })
 }
 
@@ -1537,20 +1561,22 @@ impl Inst {
                 vec![reg("a", src[0].saturating_sub(256), 1)],
             ),
             Vop3pOp::AccvgprWriteB32 => (reg("a", *dst as u16, 1), vec![plain(src[0], 1)]),
-            Vop3pOp::MfmaF32_4x4x1f32 => {
+            _ if op.mfma().is_some() => {
                 // op_sel_hi bits 0/1 make A/B accumulation registers.
                 let ab = |i: usize| {
                     if (op_sel_hi >> i) & 1 != 0 && src[i] >= 256 {
-                        reg("a", src[i] - 256, 1)
+                        reg("a", src[i] - 256, w[i + 1])
+                    } else if src[i] >= 256 {
+                        reg("v", src[i] - 256, w[i + 1])
                     } else {
-                        plain(src[i], 1)
+                        plain(src[i], w[i + 1])
                     }
                 };
                 let cd = |n: u16| {
                     if *acc_cd {
-                        reg("a", n, 4)
+                        reg("a", n, w[0])
                     } else {
-                        reg("v", n, 4)
+                        reg("v", n, w[0])
                     }
                 };
                 (
@@ -1561,7 +1587,7 @@ impl Inst {
                         if src[2] >= 256 {
                             cd(src[2] - 256)
                         } else {
-                            plain(src[2], 4)
+                            plain(src[2], w[3])
                         },
                     ],
                 )
@@ -1575,7 +1601,7 @@ impl Inst {
         for x in &srcs {
             write!(f, ", {x}")?;
         }
-        if matches!(op, Vop3pOp::MfmaF32_4x4x1f32) {
+        if op.mfma().is_some() {
             let cbsz = *neg_hi;
             let abid = *op_sel | (*op_sel_hi & 4) << 1;
             if cbsz != 0 {
