@@ -83,6 +83,8 @@ pub use super::salu::Sop1;
 pub use super::salu::Sop2;
 pub use super::salu::Sopc;
 pub use super::salu::Sopk;
+pub use super::salu::Sopp;
+use super::salu::SoppImm;
 pub use super::valu::VAlu;
 pub use super::vop3p::Vop3pOp;
 pub(crate) use opcodes_exec;
@@ -93,27 +95,6 @@ pub trait OpKernel {
     type Out;
     /// Runs with the opcode `ALL[OP]`.
     fn run<const OP: usize>(&mut self) -> Self::Out;
-}
-
-opcodes! {
-    /// SOPP opcodes.
-    Sopp {
-        0 => Nop "s_nop" [],
-        1 => Endpgm "s_endpgm" [],
-        2 => Branch "s_branch" [],
-        4 => CbranchScc0 "s_cbranch_scc0" [],
-        5 => CbranchScc1 "s_cbranch_scc1" [],
-        6 => CbranchVccz "s_cbranch_vccz" [],
-        7 => CbranchVccnz "s_cbranch_vccnz" [],
-        8 => CbranchExecz "s_cbranch_execz" [],
-        9 => CbranchExecnz "s_cbranch_execnz" [],
-        10 => Barrier "s_barrier" [],
-        12 => Waitcnt "s_waitcnt" [],
-        14 => Sleep "s_sleep" [],
-        15 => Setprio "s_setprio" [],
-        18 => Trap "s_trap" [],
-        19 => IcacheInv "s_icache_inv" [],
-    }
 }
 
 opcodes! {
@@ -940,17 +921,7 @@ impl Inst {
     /// `pc`.
     pub fn branch_target(&self, pc: u64) -> Option<u64> {
         match self.kind {
-            Kind::Sopp {
-                op:
-                    Sopp::Branch
-                    | Sopp::CbranchScc0
-                    | Sopp::CbranchScc1
-                    | Sopp::CbranchVccz
-                    | Sopp::CbranchVccnz
-                    | Sopp::CbranchExecz
-                    | Sopp::CbranchExecnz,
-                simm16,
-            } => Some(
+            Kind::Sopp { op, simm16 } if op.is_branch() => Some(
                 pc.wrapping_add(4)
                     .wrapping_add((simm16 as i16 as i64 * 4) as u64),
             ),
@@ -985,13 +956,7 @@ impl Inst {
 
     /// Whether control never falls through to the next instruction.
     pub fn is_terminator(&self) -> bool {
-        matches!(
-            self.kind,
-            Kind::Sopp {
-                op: Sopp::Endpgm | Sopp::Branch,
-                ..
-            }
-        )
+        matches!(self.kind, Kind::Sopp { op, .. } if op.is_terminator())
     }
 }
 
@@ -1150,13 +1115,10 @@ impl fmt::Display for Inst {
             }
             Kind::Sopp { op, simm16 } => {
                 f.write_str(op.name())?;
-                match op {
-                    Sopp::Endpgm | Sopp::Barrier | Sopp::IcacheInv if *simm16 == 0 => Ok(()),
-                    // LLVM prints these immediates in hex above 64.
-                    Sopp::Nop | Sopp::Sleep | Sopp::Setprio | Sopp::Trap if *simm16 > 64 => {
-                        write!(f, " 0x{simm16:x}")
-                    }
-                    Sopp::Waitcnt => waitcnt(f, *simm16),
+                match op.imm() {
+                    SoppImm::OmitZero if *simm16 == 0 => Ok(()),
+                    SoppImm::HexAbove64 if *simm16 > 64 => write!(f, " 0x{simm16:x}"),
+                    SoppImm::Waitcnt => waitcnt(f, *simm16),
                     _ => write!(f, " {simm16}"),
                 }
             }

@@ -196,3 +196,93 @@ opcodes_exec! {
         15 => MulkI32 "s_mulk_i32" [1] => r.sset(d, 1, si.wrapping_mul(k) as u32 as u64);
     }
 }
+
+/// What a SOPP instruction does to control flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Falls through.
+    Next,
+    /// A PC-relative branch (simm16 dwords after the next instruction),
+    /// taken or not.
+    Branch(bool),
+    /// Ends the wave.
+    End,
+    /// Waits at the work-group barrier.
+    Barrier,
+    /// Traps with the immediate as trap id.
+    Trap,
+}
+
+/// How LLVM prints a SOPP instruction's immediate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SoppImm {
+    /// A branch's target: the signed dword offset from the next
+    /// instruction, in decimal (the row's flow is `Flow::Branch`).
+    Target,
+    /// Decimal, in hex above 64.
+    HexAbove64,
+    /// Nothing when 0, else decimal.
+    OmitZero,
+    /// The `vmcnt(..) expcnt(..) lgkmcnt(..)` fields.
+    Waitcnt,
+}
+
+macro_rules! sopp_ops {
+    (
+        flow($r:ident) { $($prelude:tt)* }
+        $( $num:literal => $var:ident $name:literal $imm:ident $(, $term:ident)? => $flow:expr; )*
+    ) => {
+        opcodes! {
+            /// SOPP opcodes.
+            Sopp { $($num => $var $name [],)* }
+        }
+        impl Sopp {
+            /// The control flow of this instruction in a wave with registers
+            /// `r`.
+            #[inline(always)]
+            #[allow(unused_variables)]
+            pub fn flow(self, $r: &WaveRegs) -> Flow {
+                $($prelude)*
+                match self { $(Self::$var => $flow,)* }
+            }
+            /// How the immediate prints.
+            pub fn imm(self) -> SoppImm {
+                match self { $(Self::$var => SoppImm::$imm,)* }
+            }
+            /// Control never falls through (`terminator` rows).
+            pub fn is_terminator(self) -> bool {
+                match self { $(Self::$var => sopp_ops!(@term $($term)?),)* }
+            }
+        }
+    };
+    (@term) => { false };
+    (@term terminator) => { true };
+}
+
+sopp_ops! {
+    // `CODE => Variant "llvm_name" IMM(, terminator) => flow;` (IMM: how
+    // the immediate prints, `Target` for the branches).
+    flow(r) {}
+    0 => Nop "s_nop" HexAbove64 => Flow::Next;
+    1 => Endpgm "s_endpgm" OmitZero, terminator => Flow::End;
+    2 => Branch "s_branch" Target, terminator => Flow::Branch(true);
+    4 => CbranchScc0 "s_cbranch_scc0" Target => Flow::Branch(!r.scc);
+    5 => CbranchScc1 "s_cbranch_scc1" Target => Flow::Branch(r.scc);
+    6 => CbranchVccz "s_cbranch_vccz" Target => Flow::Branch(r.vcc == 0);
+    7 => CbranchVccnz "s_cbranch_vccnz" Target => Flow::Branch(r.vcc != 0);
+    8 => CbranchExecz "s_cbranch_execz" Target => Flow::Branch(r.exec == 0);
+    9 => CbranchExecnz "s_cbranch_execnz" Target => Flow::Branch(r.exec != 0);
+    10 => Barrier "s_barrier" OmitZero => Flow::Barrier;
+    12 => Waitcnt "s_waitcnt" Waitcnt => Flow::Next;
+    14 => Sleep "s_sleep" HexAbove64 => Flow::Next;
+    15 => Setprio "s_setprio" HexAbove64 => Flow::Next;
+    18 => Trap "s_trap" HexAbove64 => Flow::Trap;
+    19 => IcacheInv "s_icache_inv" OmitZero => Flow::Next;
+}
+
+impl Sopp {
+    /// A PC-relative branch (`Target` rows).
+    pub fn is_branch(self) -> bool {
+        self.imm() == SoppImm::Target
+    }
+}

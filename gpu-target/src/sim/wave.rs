@@ -12,7 +12,6 @@ use super::decode::Inst;
 use super::decode::Kind;
 use super::decode::OpKernel;
 use super::decode::Sop1;
-use super::decode::Sopp;
 use super::decode::VAlu;
 use super::decode::VCmp;
 use super::decode::VEnc;
@@ -27,6 +26,7 @@ use super::memory::MemFault;
 use super::memory::APERTURE_SIZE;
 use super::memory::PRIVATE_APERTURE;
 use super::memory::SHARED_APERTURE;
+use super::salu::Flow;
 use super::valu::LaneIn;
 use super::vop3p::MfmaShape;
 
@@ -363,24 +363,18 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         }
         Kind::Sopp { op, simm16 } => {
             let target = next.wrapping_add(((*simm16 as i16 as i64) * 4) as u64);
-            let taken = match op {
-                Sopp::Branch => true,
-                Sopp::CbranchScc0 => !r.scc,
-                Sopp::CbranchScc1 => r.scc,
-                Sopp::CbranchVccz => r.vcc == 0,
-                Sopp::CbranchVccnz => r.vcc != 0,
-                Sopp::CbranchExecz => r.exec == 0,
-                Sopp::CbranchExecnz => r.exec != 0,
-                Sopp::Endpgm => return Step::End,
-                Sopp::Barrier => {
+            let taken = match op.flow(r) {
+                Flow::Branch(taken) => taken,
+                Flow::Next => false,
+                Flow::End => return Step::End,
+                Flow::Barrier => {
                     r.pc = next;
                     return Step::Barrier;
                 }
-                Sopp::Trap => {
+                Flow::Trap => {
                     r.pc = next;
                     return Step::Trap(*simm16 as u8);
                 }
-                Sopp::Nop | Sopp::Waitcnt | Sopp::Sleep | Sopp::Setprio | Sopp::IcacheInv => false,
             };
             r.pc = if taken { target } else { next };
             return Step::Continue;
