@@ -18,9 +18,8 @@ static inline s4 bvec(uint x) {
               (short)(as_u(small(x, 2)) >> 16), (short)(as_u(small(x, 3)) >> 16));
 }
 
-// C's register r holds bits r % 8.. of c: vector literals, so that no
-// register is indexed by a variable (VGPR indexing, s_set_gpr_idx_on, is not
-// modelled by the simulator).
+// C's register r holds bits r % 8.. of c, set by vector literals (a loop
+// would index registers by a variable: vgpr_index covers that).
 #define E(c, r) ((float)((c >> r) & 15u) - 7.0f)
 #define C4(c) E(c, 0), E(c, 1), E(c, 2), E(c, 3)
 #define C8(c) C4(c), E(c, 4), E(c, 5), E(c, 6), E(c, 7)

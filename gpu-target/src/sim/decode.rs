@@ -79,6 +79,7 @@ macro_rules! opcodes_exec {
         }
     };
 }
+use super::salu::gpr_idx_text;
 pub use super::salu::Sop1;
 pub use super::salu::Sop2;
 pub use super::salu::Sopc;
@@ -903,9 +904,8 @@ fn decode_vop3(w0: u32, w1: u32) -> Option<Kind> {
 impl Inst {
     fn uses_literal(&self) -> bool {
         match &self.kind {
-            Kind::Sop2 { src0, src1, .. } | Kind::Sopc { src0, src1, .. } => {
-                *src0 == 255 || *src1 == 255
-            }
+            Kind::Sop2 { src0, src1, .. } => *src0 == 255 || *src1 == 255,
+            Kind::Sopc { src0, src1, op } => *src0 == 255 || (*src1 == 255 && op.widths()[1] != 0),
             Kind::Sop1 { src0, op, .. } => *src0 == 255 && op.widths().len() > 1,
             Kind::Valu {
                 enc: VEnc::E32,
@@ -939,12 +939,15 @@ impl Inst {
                 None => format!("{self}  # {t:#x}"),
             },
             // LLVM 15 (comgr's, which the real library uses) prints
-            // s_barrier with a trailing space.
+            // s_barrier and s_set_gpr_idx_off with a trailing space.
             None if matches!(
                 self.kind,
                 Kind::Sopp {
                     op: Sopp::Barrier,
                     simm16: 0
+                } | Kind::Sopp {
+                    op: Sopp::SetGprIdxOff,
+                    ..
                 }
             ) =>
             {
@@ -1100,6 +1103,16 @@ impl fmt::Display for Inst {
                     _ => Ok(()),
                 }
             }
+            Kind::Sopc { op, src0, src1 } if op.widths()[1] == 0 => {
+                let w = op.widths();
+                write!(
+                    f,
+                    "{} {}, {}",
+                    op.name(),
+                    src(*src0, w[0]),
+                    gpr_idx_text(*src1)
+                )
+            }
             Kind::Sopc { op, src0, src1 } => {
                 let w = op.widths();
                 write!(
@@ -1119,6 +1132,8 @@ impl fmt::Display for Inst {
                     SoppImm::OmitZero if *simm16 == 0 => Ok(()),
                     SoppImm::HexAbove64 if *simm16 > 64 => write!(f, " 0x{simm16:x}"),
                     SoppImm::Waitcnt => waitcnt(f, *simm16),
+                    SoppImm::GprIdx => write!(f, " {}", gpr_idx_text(*simm16)),
+                    SoppImm::Never => Ok(()),
                     _ => write!(f, " {simm16}"),
                 }
             }

@@ -146,7 +146,8 @@ opcodes_exec! {
 
 opcodes_exec! {
     /// SOPC opcodes: the new SCC.
-    Sopc fn exec(a: u64, b: u64) -> bool {
+    /// A src1 width of 0: the field is an immediate, not an operand.
+    Sopc fn exec(r: &mut WaveRegs, a: u64, b: u64) -> bool {
         let (a32, b32) = (a as u32, b as u32);
         let (ai, bi) = (a32 as i32, b32 as i32);
     } {
@@ -166,6 +167,13 @@ opcodes_exec! {
         13 => Bitcmp1B32 "s_bitcmp1_b32" [1,1] => (a32 >> (b32 & 31)) & 1 == 1;
         14 => Bitcmp0B64 "s_bitcmp0_b64" [2,1] => (a >> (b32 & 63)) & 1 == 0;
         15 => Bitcmp1B64 "s_bitcmp1_b64" [2,1] => (a >> (b32 & 63)) & 1 == 1;
+        // VGPR indexing on: M0[7:0] = the index, M0[15:12] = which VALU
+        // operands it offsets (the immediate: SRC0, SRC1, SRC2, DST).
+        17 => SetGprIdxOn "s_set_gpr_idx_on" [1,0] => {
+            r.m0 = (r.m0 & !0xf0ff) | (a32 & 0xff) | (b32 & 0xf) << 12;
+            r.mode |= MODE_GPR_IDX_EN;
+            r.scc
+        };
         18 => CmpEqU64 "s_cmp_eq_u64" [2,2] => a == b;
         19 => CmpLgU64 "s_cmp_lg_u64" [2,2] => a != b;
     }
@@ -213,6 +221,9 @@ pub enum Flow {
     Trap,
 }
 
+/// MODE.GPR_IDX_EN: VGPR indexing (`s_set_gpr_idx_on`) is on.
+pub const MODE_GPR_IDX_EN: u32 = 1 << 27;
+
 /// How LLVM prints a SOPP instruction's immediate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SoppImm {
@@ -225,11 +236,15 @@ pub enum SoppImm {
     OmitZero,
     /// The `vmcnt(..) expcnt(..) lgkmcnt(..)` fields.
     Waitcnt,
+    /// A VGPR indexing mode, `gpr_idx(SRC0,...)`.
+    GprIdx,
+    /// Never printed (the instruction has no operand).
+    Never,
 }
 
 macro_rules! sopp_ops {
     (
-        flow($r:ident) { $($prelude:tt)* }
+        flow($r:ident, $imm16:ident) { $($prelude:tt)* }
         $( $num:literal => $var:ident $name:literal $imm:ident $(, $term:ident)? => $flow:expr; )*
     ) => {
         opcodes! {
@@ -237,11 +252,11 @@ macro_rules! sopp_ops {
             Sopp { $($num => $var $name [],)* }
         }
         impl Sopp {
-            /// The control flow of this instruction in a wave with registers
-            /// `r`.
+            /// The control flow of this instruction (immediate `simm16`) in
+            /// a wave with registers `r` (which it may change).
             #[inline(always)]
             #[allow(unused_variables)]
-            pub fn flow(self, $r: &WaveRegs) -> Flow {
+            pub fn flow(self, $r: &mut WaveRegs, $imm16: u16) -> Flow {
                 $($prelude)*
                 match self { $(Self::$var => $flow,)* }
             }
@@ -262,7 +277,7 @@ macro_rules! sopp_ops {
 sopp_ops! {
     // `CODE => Variant "llvm_name" IMM(, terminator) => flow;` (IMM: how
     // the immediate prints, `Target` for the branches).
-    flow(r) {}
+    flow(r, simm16) {}
     0 => Nop "s_nop" HexAbove64 => Flow::Next;
     1 => Endpgm "s_endpgm" OmitZero, terminator => Flow::End;
     2 => Branch "s_branch" Target, terminator => Flow::Branch(true);
@@ -278,6 +293,29 @@ sopp_ops! {
     15 => Setprio "s_setprio" HexAbove64 => Flow::Next;
     18 => Trap "s_trap" HexAbove64 => Flow::Trap;
     19 => IcacheInv "s_icache_inv" OmitZero => Flow::Next;
+    28 => SetGprIdxOff "s_set_gpr_idx_off" Never => {
+        r.mode &= !MODE_GPR_IDX_EN;
+        Flow::Next
+    };
+    29 => SetGprIdxMode "s_set_gpr_idx_mode" GprIdx => {
+        r.m0 = (r.m0 & !0xf000) | (simm16 as u32 & 0xf) << 12;
+        Flow::Next
+    };
+}
+
+/// A VGPR indexing mode as LLVM prints it: `gpr_idx(SRC0,SRC1,SRC2,DST)`
+/// with the enabled ones, or hex when bits beyond the four are set.
+pub fn gpr_idx_text(mode: u16) -> String {
+    if mode & !0xf != 0 {
+        return format!("0x{mode:x}");
+    }
+    let names: Vec<&str> = ["SRC0", "SRC1", "SRC2", "DST"]
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| (mode >> i) & 1 != 0)
+        .map(|(_, n)| n)
+        .collect();
+    format!("gpr_idx({})", names.join(","))
 }
 
 impl Sopp {

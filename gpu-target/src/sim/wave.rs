@@ -27,6 +27,7 @@ use super::memory::APERTURE_SIZE;
 use super::memory::PRIVATE_APERTURE;
 use super::memory::SHARED_APERTURE;
 use super::salu::Flow;
+use super::salu::MODE_GPR_IDX_EN;
 use super::valu::LaneIn;
 use super::vop3p::MfmaShape;
 
@@ -353,8 +354,12 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         Kind::Sopc { op, src0, src1 } => {
             let w = op.widths();
             let a = r.sget(*src0, w[0], lit);
-            let b = r.sget(*src1, w[1], lit);
-            r.scc = op.exec(a, b);
+            let b = if w[1] == 0 {
+                *src1 as u64
+            } else {
+                r.sget(*src1, w[1], lit)
+            };
+            r.scc = op.exec(r, a, b);
             Step::Continue
         }
         Kind::Sopk { op, sdst, simm16 } => {
@@ -363,7 +368,7 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         }
         Kind::Sopp { op, simm16 } => {
             let target = next.wrapping_add(((*simm16 as i16 as i64) * 4) as u64);
-            let taken = match op.flow(r) {
+            let taken = match op.flow(r, *simm16) {
                 Flow::Branch(taken) => taken,
                 Flow::Next => false,
                 Flow::End => return Step::End,
@@ -404,6 +409,13 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             }
             Step::Continue
         }
+        Kind::Valu { .. } if r.mode & MODE_GPR_IDX_EN != 0 => valu_indexed(r, inst),
+        // VGPR indexing of the other VALU encodings is not modelled.
+        Kind::Vop3p { .. } | Kind::Sdwa { .. } | Kind::Dpp { .. }
+            if r.mode & MODE_GPR_IDX_EN != 0 =>
+        {
+            Step::IllegalInstruction
+        }
         Kind::Valu { .. } => valu(r, inst),
         Kind::Vop3p { .. } => vop3p(r, inst),
         Kind::Mubuf { .. } => mubuf(r, ctx, inst),
@@ -417,6 +429,33 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         r.pc = next;
     }
     outcome
+}
+
+/// A VALU instruction under VGPR indexing (`s_set_gpr_idx_on`): the VGPR
+/// operands that M0[15:12] enables (src0, src1, src2, the VGPR destination)
+/// are offset by M0[7:0]; past v255 is an illegal instruction.
+fn valu_indexed(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let mut inst = inst.clone();
+    let Kind::Valu { op, dst, src, .. } = &mut inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let (idx, enable) = ((r.m0 & 0xff) as u16, (r.m0 >> 12) & 0xf);
+    for (i, s) in src.iter_mut().enumerate() {
+        if (enable >> i) & 1 != 0 && *s >= 256 {
+            *s += idx;
+            if *s > 511 {
+                return Step::IllegalInstruction;
+            }
+        }
+    }
+    let vgpr_dst = matches!(op, VOp::Alu(a) if !a.sgpr_dst());
+    if enable & 8 != 0 && vgpr_dst {
+        match dst.checked_add(idx as u8).filter(|_| idx <= 255) {
+            Some(d) => *dst = d,
+            None => return Step::IllegalInstruction,
+        }
+    }
+    valu(r, &inst)
 }
 
 fn sop1(r: &mut WaveRegs, op: Sop1, d: u16, src0: u16, lit: Option<u32>, next: u64) -> Step {

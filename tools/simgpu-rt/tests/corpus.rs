@@ -1412,3 +1412,23 @@ fn mfma_shapes() {
         },
     );
 }
+
+#[test]
+fn vgpr_index() {
+    let (a, b) = ints();
+    let mut want = vec![0u32; 2 * N];
+    for i in 0..N {
+        let mut v: Vec<u32> = (0..16u32)
+            .map(|r| a[i].wrapping_mul(r + 1).wrapping_add(r << 8))
+            .collect();
+        let k = (b[i] % 16) as usize;
+        v[k] ^= 0x55aa;
+        want[2 * i] = v[k].wrapping_add(v[(k + 5) % 16]);
+        want[2 * i + 1] = v
+            .iter()
+            .fold(0u32, |s, x| s.wrapping_mul(3).wrapping_add(*x));
+    }
+    std_kernel("vgpr_index", &a, &b, &vec![0; 2 * N], N as u32, 64, |got| {
+        expect_eq("vgpr_index", got, &want)
+    });
+}
