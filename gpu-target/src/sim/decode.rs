@@ -635,6 +635,8 @@ pub enum Kind {
         vaddr: u8,
         srsrc: u8,
         soffset: u8,
+        /// The data registers are AGPRs.
+        acc: bool,
         offset: u16,
         offen: bool,
         idxen: bool,
@@ -755,6 +757,7 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             vdata: ((w1 >> 8) & 0xff) as u8,
             srsrc: (((w1 >> 16) & 0x1f) << 2) as u8,
             soffset: (w1 >> 24) as u8,
+            acc: (w1 >> 23) & 1 != 0,
         }
     } else if w0 >> 26 == 0b110110 {
         let w1 = word(bytes, 1)?;
@@ -1631,6 +1634,7 @@ impl Inst {
             glc,
             slc,
             scc,
+            acc,
         } = &self.kind
         else {
             return Ok(());
@@ -1640,7 +1644,14 @@ impl Inst {
             width: w,
             literal: None,
         };
-        write!(f, "buffer_{} {}, ", op.name(), v(*vdata, op.data_dwords()))?;
+        // Data registers: VGPRs, or AGPRs with `acc`.
+        let data = v(*vdata, op.data_dwords()).to_string();
+        let data = if *acc {
+            data.replacen('v', "a", 1)
+        } else {
+            data
+        };
+        write!(f, "buffer_{} {data}, ", op.name())?;
         match (offen, idxen) {
             (true, true) => write!(f, "{}", v(*vaddr, 2))?,
             (false, false) => f.write_str("off")?,

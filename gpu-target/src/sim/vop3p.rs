@@ -182,10 +182,21 @@ pub fn mfma(
         MfmaIn::F32 => 1,
         MfmaIn::F16 | MfmaIn::Bf16 => 4,
     };
-    let groups = LANES / s.n;
-    let lane_of = |row: usize, blk: usize, k: usize, rows: usize| {
-        (row + rows * (blk * (s.k / e) + k / e), k % e)
+    // Every lane's elements as f64, once (not per product).
+    let values = |regs: &[[u32; LANES]]| -> [[f64; 4]; LANES] {
+        std::array::from_fn(|lane| {
+            std::array::from_fn(|k| {
+                if k < e {
+                    element(s.input, regs, lane, k) as f64
+                } else {
+                    0.0
+                }
+            })
+        })
     };
+    let (av, bv) = (values(a), values(b));
+    let groups = LANES / s.n;
+    let kl = s.k / e;
     for blk in 0..s.blocks {
         for i in 0..s.m {
             let g = blk * (s.m / 4) + i / 4;
@@ -193,11 +204,11 @@ pub fn mfma(
             for j in 0..s.n {
                 let lane = j + s.n * (g % groups);
                 let mut acc = f32::from_bits(c[reg][lane]) as f64;
-                for k in 0..s.k {
-                    let (la, ea) = lane_of(i, blk, k, s.m);
-                    let (lb, eb) = lane_of(j, blk, k, s.n);
-                    let x = element(s.input, a, la, ea) as f64;
-                    let y = element(s.input, b, lb, eb) as f64;
+                for kk in 0..s.k {
+                    // A(i, kk) and B(kk, j) of this block.
+                    let step = blk * kl + kk / e;
+                    let x = av[i + s.m * step][kk % e];
+                    let y = bv[j + s.n * step][kk % e];
                     acc += x * y;
                 }
                 d[reg][lane] = (acc as f32).to_bits();

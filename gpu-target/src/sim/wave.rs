@@ -418,6 +418,7 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         }
         Kind::Valu { .. } => valu(r, inst),
         Kind::Vop3p { .. } => vop3p(r, inst),
+        Kind::Mubuf { acc: true, .. } => mubuf_acc(r, ctx, inst),
         Kind::Mubuf { .. } => mubuf(r, ctx, inst),
         Kind::Sdwa { .. } => sdwa(r, inst),
         Kind::Dpp { .. } => dpp(r, inst),
@@ -1520,25 +1521,32 @@ fn mfma(r: &mut WaveRegs, op: Vop3pOp, shape: MfmaShape, inst: &Inst) -> Step {
         return Step::IllegalInstruction;
     }
     let w = op.widths();
-    let rows = |r: &WaveRegs, code: u16, n: u8, acc: bool| -> Vec<[u32; LANES]> {
-        (0..n as usize)
-            .map(|k| {
-                if code >= 256 {
-                    let regs = if acc { &r.agpr } else { &r.vgpr };
-                    regs.get(code as usize - 256 + k)
-                        .copied()
-                        .unwrap_or([0; LANES])
-                } else {
-                    [r.sget(code, 1, inst.literal) as u32; LANES]
-                }
-            })
-            .collect()
+    // Operands staged in fixed arrays (at most 2 A/B and 32 C/D registers):
+    // no allocation per instruction.
+    let rows = |r: &WaveRegs, out: &mut [[u32; LANES]], code: u16, acc: bool| {
+        for (k, row) in out.iter_mut().enumerate() {
+            *row = if code >= 256 {
+                let regs = if acc { &r.agpr } else { &r.vgpr };
+                regs.get(code as usize - 256 + k)
+                    .copied()
+                    .unwrap_or([0; LANES])
+            } else {
+                [r.sget(code, 1, inst.literal) as u32; LANES]
+            };
+        }
     };
-    let a = rows(r, src[0], w[1], op_sel_hi & 1 != 0);
-    let b = rows(r, src[1], w[2], op_sel_hi & 2 != 0);
-    let c = rows(r, src[2], w[3], *acc_cd);
-    let mut d = vec![[0u32; LANES]; w[0] as usize];
-    super::vop3p::mfma(shape, &a, &b, &c, &mut d);
+    let (na, nb, nc) = (w[1] as usize, w[2] as usize, w[3] as usize);
+    let (mut a, mut b) = ([[0u32; LANES]; 2], [[0u32; LANES]; 2]);
+    let mut c = [[0u32; LANES]; 32];
+    let mut d = [[0u32; LANES]; 32];
+    if na > 2 || nb > 2 || nc > 32 || (w[0] as usize) > 32 {
+        return Step::IllegalInstruction;
+    }
+    rows(r, &mut a[..na], src[0], op_sel_hi & 1 != 0);
+    rows(r, &mut b[..nb], src[1], op_sel_hi & 2 != 0);
+    rows(r, &mut c[..nc], src[2], *acc_cd);
+    let d = &mut d[..w[0] as usize];
+    super::vop3p::mfma(shape, &a[..na], &b[..nb], &c[..nc], d);
     let dst = *dst as usize;
     let regs = if *acc_cd { &mut r.agpr } else { &mut r.vgpr };
     if dst + d.len() > 256 {
@@ -1550,7 +1558,7 @@ fn mfma(r: &mut WaveRegs, op: Vop3pOp, shape: MfmaShape, inst: &Inst) -> Step {
         }
         regs.resize(dst + d.len(), [0; LANES]);
     }
-    regs[dst..dst + d.len()].copy_from_slice(&d);
+    regs[dst..dst + d.len()].copy_from_slice(d);
     Step::Continue
 }
 
@@ -2167,6 +2175,75 @@ fn dpp(r: &mut WaveRegs, inst: &Inst) -> Step {
 /// FLAT with AGPR data (`acc`): the accumulation registers are staged in
 /// VGPRs past the wave's allocation around the ordinary access.
 #[allow(clippy::needless_range_loop)] // lanes index several arrays at once
+/// A MUBUF access whose data registers are AGPRs (`-O0` spills of
+/// accumulation registers): the AGPRs trade places with the VGPRs of the
+/// same numbers, the access runs on those, and they trade back (what a load
+/// or returning atomic wrote lands in the AGPRs, under EXEC). When the
+/// address VGPRs overlap the data registers, or those are past the wave's
+/// VGPRs, the AGPRs are staged in VGPRs past the allocation instead.
+fn mubuf_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Mubuf {
+        op,
+        vdata,
+        vaddr,
+        offen,
+        idxen,
+        ..
+    } = inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let n = op.data_dwords() as usize;
+    let data = vdata as usize..vdata as usize + n;
+    let addr_regs = if offen && idxen {
+        2
+    } else {
+        (offen || idxen) as usize
+    };
+    let addr = vaddr as usize..vaddr as usize + addr_regs;
+    let overlap = addr.start < data.end && data.start < addr.end;
+    let mut staged = inst.clone();
+    if let Kind::Mubuf { acc, .. } = &mut staged.kind {
+        *acc = false;
+    }
+    if !overlap && data.end <= r.vgpr.len() {
+        if r.agpr.len() < data.end {
+            r.agpr.resize(data.end, [0; LANES]);
+        }
+        let swap = |r: &mut WaveRegs| {
+            for k in data.clone() {
+                std::mem::swap(&mut r.vgpr[k], &mut r.agpr[k]);
+            }
+        };
+        swap(r);
+        let out = mubuf(r, ctx, &staged);
+        swap(r);
+        return out;
+    }
+    let base = r.vgpr.len();
+    if base + n > 256 {
+        return Step::IllegalInstruction;
+    }
+    for k in data.clone() {
+        let v = r.agpr.get(k).copied().unwrap_or([0; LANES]);
+        r.vgpr.push(v);
+    }
+    if let Kind::Mubuf { vdata: d, .. } = &mut staged.kind {
+        *d = base as u8;
+    }
+    let out = mubuf(r, ctx, &staged);
+    if r.agpr.len() < data.end {
+        r.agpr.resize(data.end, [0; LANES]);
+    }
+    // Whatever the access left in the staged rows (a load's blend under
+    // EXEC, a store's unchanged data) is the AGPRs' new value.
+    for (k, at) in data.enumerate() {
+        r.agpr[at] = r.vgpr[base + k];
+    }
+    r.vgpr.truncate(base);
+    out
+}
+
 fn flat_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Flat { vdst, data, .. } = inst.kind else {
         return Step::IllegalInstruction;
@@ -2210,11 +2287,7 @@ fn flat_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             if r.agpr.len() <= n {
                 r.agpr.resize(n + 1, [0; LANES]);
             }
-            for lane in 0..LANES {
-                if exec >> lane & 1 != 0 {
-                    r.agpr[n][lane] = v[lane];
-                }
-            }
+            blend_row(&mut r.agpr[n], v, exec);
         }
     }
     out
