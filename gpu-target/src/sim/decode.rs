@@ -79,11 +79,15 @@ macro_rules! opcodes_exec {
         }
     };
 }
+use super::salu::gpr_idx_text;
 pub use super::salu::Sop1;
 pub use super::salu::Sop2;
 pub use super::salu::Sopc;
 pub use super::salu::Sopk;
+pub use super::salu::Sopp;
+use super::salu::SoppImm;
 pub use super::valu::VAlu;
+pub use super::vop3p::Vop3pOp;
 pub(crate) use opcodes_exec;
 
 /// Code monomorphised per opcode by `dispatch` (see [`VAlu::dispatch`]).
@@ -92,27 +96,6 @@ pub trait OpKernel {
     type Out;
     /// Runs with the opcode `ALL[OP]`.
     fn run<const OP: usize>(&mut self) -> Self::Out;
-}
-
-opcodes! {
-    /// SOPP opcodes.
-    Sopp {
-        0 => Nop "s_nop" [],
-        1 => Endpgm "s_endpgm" [],
-        2 => Branch "s_branch" [],
-        4 => CbranchScc0 "s_cbranch_scc0" [],
-        5 => CbranchScc1 "s_cbranch_scc1" [],
-        6 => CbranchVccz "s_cbranch_vccz" [],
-        7 => CbranchVccnz "s_cbranch_vccnz" [],
-        8 => CbranchExecz "s_cbranch_execz" [],
-        9 => CbranchExecnz "s_cbranch_execnz" [],
-        10 => Barrier "s_barrier" [],
-        12 => Waitcnt "s_waitcnt" [],
-        14 => Sleep "s_sleep" [],
-        15 => Setprio "s_setprio" [],
-        18 => Trap "s_trap" [],
-        19 => IcacheInv "s_icache_inv" [],
-    }
 }
 
 opcodes! {
@@ -405,6 +388,10 @@ pub enum FlatOp {
         bytes: u8,
         /// Sign extension.
         signed: bool,
+        /// The `_d16` forms: the value (extended to 16 bits) goes to the
+        /// low half ([`D16_LO`]) or high half ([`D16_HI`]) of the
+        /// destination, whose other half is kept; 0: the whole register.
+        d16: u8,
     },
     /// Store of `bytes` bytes.
     Store {
@@ -423,9 +410,21 @@ pub enum FlatOp {
     Atomic64(u8),
 }
 
+/// [`FlatOp::Load`] into the low half of the destination.
+pub const D16_LO: u8 = 1;
+/// [`FlatOp::Load`] into the high half of the destination.
+pub const D16_HI: u8 = 2;
+
 impl FlatOp {
+    /// The FLAT/GLOBAL/SCRATCH and MUBUF operation of an opcode number
+    /// (the two encodings number them alike on gfx90a).
     fn from_code(c: u32) -> Option<Self> {
-        let load = |bytes, signed| Self::Load { bytes, signed };
+        let load = |bytes, signed| Self::Load {
+            bytes,
+            signed,
+            d16: 0,
+        };
+        let d16 = |bytes, signed, d16| Self::Load { bytes, signed, d16 };
         Some(match c {
             16 => load(1, false),
             17 => load(1, true),
@@ -443,7 +442,20 @@ impl FlatOp {
             29 => Self::Store { bytes: 8 },
             30 => Self::Store { bytes: 12 },
             31 => Self::Store { bytes: 16 },
-            64..=76 => Self::Atomic((c - 64) as u8),
+            32 => d16(1, false, D16_LO),
+            33 => d16(1, false, D16_HI),
+            34 => d16(1, true, D16_LO),
+            35 => d16(1, true, D16_HI),
+            36 => d16(2, false, D16_LO),
+            37 => d16(2, false, D16_HI),
+            64..=81 => {
+                let i = (c - 64) as u8;
+                if FLAT_ATOMICS[i as usize].wide {
+                    Self::Atomic64(i)
+                } else {
+                    Self::Atomic(i)
+                }
+            }
             96..=108 => Self::Atomic64((c - 96) as u8),
             _ => return None,
         })
@@ -471,7 +483,16 @@ impl FlatOp {
             (n, _) => format!("dwordx{}", n / 4),
         };
         match self {
-            Self::Load { bytes, signed } => format!("load_{}", sized(bytes, signed)),
+            Self::Load { bytes, signed, d16 } if d16 != 0 => format!(
+                "load_{}_d16{}",
+                match (bytes, signed) {
+                    (1, false) => "ubyte",
+                    (1, true) => "sbyte",
+                    _ => "short",
+                },
+                if d16 == D16_HI { "_hi" } else { "" }
+            ),
+            Self::Load { bytes, signed, .. } => format!("load_{}", sized(bytes, signed)),
             Self::Store { bytes } => {
                 let s = match bytes {
                     1 => "byte".to_owned(),
@@ -487,10 +508,10 @@ impl FlatOp {
                 "atomic_{}",
                 FLAT_ATOMICS.get(i as usize).map_or("?", |a| a.name)
             ),
-            Self::Atomic64(i) => format!(
-                "atomic_{}_x2",
-                FLAT_ATOMICS.get(i as usize).map_or("?", |a| a.name)
-            ),
+            Self::Atomic64(i) => match FLAT_ATOMICS.get(i as usize) {
+                Some(a) if a.wide => format!("atomic_{}", a.name),
+                a => format!("atomic_{}_x2", a.map_or("?", |a| a.name)),
+            },
         }
     }
 }
@@ -614,6 +635,8 @@ pub enum Kind {
         vaddr: u8,
         srsrc: u8,
         soffset: u8,
+        /// The data registers are AGPRs.
+        acc: bool,
         offset: u16,
         offen: bool,
         idxen: bool,
@@ -734,6 +757,7 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
             vdata: ((w1 >> 8) & 0xff) as u8,
             srsrc: (((w1 >> 16) & 0x1f) << 2) as u8,
             soffset: (w1 >> 24) as u8,
+            acc: (w1 >> 23) & 1 != 0,
         }
     } else if w0 >> 26 == 0b110110 {
         let w1 = word(bytes, 1)?;
@@ -860,6 +884,9 @@ fn decode_vop3(w0: u32, w1: u32) -> Option<Kind> {
         _ => VOp::Alu(VAlu::from_code(code)?),
     };
     let vop3b = matches!(op, VOp::Alu(a) if a.has_carry_out());
+    if !vop3b && (w0 >> 11) & 0xf != 0 {
+        return None; // op_sel (VOP3 f16 halves): not modelled
+    }
     Some(Kind::Valu {
         op,
         enc: VEnc::E64,
@@ -880,9 +907,8 @@ fn decode_vop3(w0: u32, w1: u32) -> Option<Kind> {
 impl Inst {
     fn uses_literal(&self) -> bool {
         match &self.kind {
-            Kind::Sop2 { src0, src1, .. } | Kind::Sopc { src0, src1, .. } => {
-                *src0 == 255 || *src1 == 255
-            }
+            Kind::Sop2 { src0, src1, .. } => *src0 == 255 || *src1 == 255,
+            Kind::Sopc { src0, src1, op } => *src0 == 255 || (*src1 == 255 && op.widths()[1] != 0),
             Kind::Sop1 { src0, op, .. } => *src0 == 255 && op.widths().len() > 1,
             Kind::Valu {
                 enc: VEnc::E32,
@@ -898,17 +924,7 @@ impl Inst {
     /// `pc`.
     pub fn branch_target(&self, pc: u64) -> Option<u64> {
         match self.kind {
-            Kind::Sopp {
-                op:
-                    Sopp::Branch
-                    | Sopp::CbranchScc0
-                    | Sopp::CbranchScc1
-                    | Sopp::CbranchVccz
-                    | Sopp::CbranchVccnz
-                    | Sopp::CbranchExecz
-                    | Sopp::CbranchExecnz,
-                simm16,
-            } => Some(
+            Kind::Sopp { op, simm16 } if op.is_branch() => Some(
                 pc.wrapping_add(4)
                     .wrapping_add((simm16 as i16 as i64 * 4) as u64),
             ),
@@ -926,12 +942,15 @@ impl Inst {
                 None => format!("{self}  # {t:#x}"),
             },
             // LLVM 15 (comgr's, which the real library uses) prints
-            // s_barrier with a trailing space.
+            // s_barrier and s_set_gpr_idx_off with a trailing space.
             None if matches!(
                 self.kind,
                 Kind::Sopp {
                     op: Sopp::Barrier,
                     simm16: 0
+                } | Kind::Sopp {
+                    op: Sopp::SetGprIdxOff,
+                    ..
                 }
             ) =>
             {
@@ -943,13 +962,7 @@ impl Inst {
 
     /// Whether control never falls through to the next instruction.
     pub fn is_terminator(&self) -> bool {
-        matches!(
-            self.kind,
-            Kind::Sopp {
-                op: Sopp::Endpgm | Sopp::Branch,
-                ..
-            }
-        )
+        matches!(self.kind, Kind::Sopp { op, .. } if op.is_terminator())
     }
 }
 
@@ -1093,6 +1106,16 @@ impl fmt::Display for Inst {
                     _ => Ok(()),
                 }
             }
+            Kind::Sopc { op, src0, src1 } if op.widths()[1] == 0 => {
+                let w = op.widths();
+                write!(
+                    f,
+                    "{} {}, {}",
+                    op.name(),
+                    src(*src0, w[0]),
+                    gpr_idx_text(*src1)
+                )
+            }
             Kind::Sopc { op, src0, src1 } => {
                 let w = op.widths();
                 write!(
@@ -1108,13 +1131,12 @@ impl fmt::Display for Inst {
             }
             Kind::Sopp { op, simm16 } => {
                 f.write_str(op.name())?;
-                match op {
-                    Sopp::Endpgm | Sopp::Barrier | Sopp::IcacheInv if *simm16 == 0 => Ok(()),
-                    // LLVM prints these immediates in hex above 64.
-                    Sopp::Nop | Sopp::Sleep | Sopp::Setprio | Sopp::Trap if *simm16 > 64 => {
-                        write!(f, " 0x{simm16:x}")
-                    }
-                    Sopp::Waitcnt => waitcnt(f, *simm16),
+                match op.imm() {
+                    SoppImm::OmitZero if *simm16 == 0 => Ok(()),
+                    SoppImm::HexAbove64 if *simm16 > 64 => write!(f, " 0x{simm16:x}"),
+                    SoppImm::Waitcnt => waitcnt(f, *simm16),
+                    SoppImm::GprIdx => write!(f, " {}", gpr_idx_text(*simm16)),
+                    SoppImm::Never => Ok(()),
                     _ => write!(f, " {simm16}"),
                 }
             }
@@ -1431,24 +1453,6 @@ impl Inst {
     }
 }
 
-opcodes! {
-    /// VOP3P opcodes (gfx90a), operand widths in dwords.
-    Vop3pOp {
-        0x0e => PkFmaF16 "v_pk_fma_f16" [1,1,1,1],
-        0x0f => PkAddF16 "v_pk_add_f16" [1,1,1],
-        0x10 => PkMulF16 "v_pk_mul_f16" [1,1,1],
-        0x11 => PkMinF16 "v_pk_min_f16" [1,1,1],
-        0x12 => PkMaxF16 "v_pk_max_f16" [1,1,1],
-        0x30 => PkFmaF32 "v_pk_fma_f32" [2,2,2,2],
-        0x31 => PkMulF32 "v_pk_mul_f32" [2,2,2],
-        0x32 => PkAddF32 "v_pk_add_f32" [2,2,2],
-        0x33 => PkMovB32 "v_pk_mov_b32" [2,2,2],
-        0x42 => MfmaF32_4x4x1f32 "v_mfma_f32_4x4x1f32" [4,1,1,4],
-        0x58 => AccvgprReadB32 "v_accvgpr_read_b32" [1,1],
-        0x59 => AccvgprWriteB32 "v_accvgpr_write_b32" [1,1],
-    }
-}
-
 fn decode_vop3p(w0: u32, w1: u32) -> Option<Kind> {
     let op = Vop3pOp::from_code((w0 >> 16) & 0x7f)?;
     Some(Kind::Vop3p {
@@ -1463,8 +1467,8 @@ fn decode_vop3p(w0: u32, w1: u32) -> Option<Kind> {
         op_sel_hi: (((w1 >> 27) & 3) | ((w0 >> 14) & 1) << 2) as u8,
         neg_lo: (w1 >> 29) as u8,
         neg_hi: ((w0 >> 8) & 7) as u8,
-        clamp: (w0 >> 15) & 1 != 0 && !matches!(op, Vop3pOp::MfmaF32_4x4x1f32),
-        acc_cd: (w0 >> 15) & 1 != 0 && matches!(op, Vop3pOp::MfmaF32_4x4x1f32),
+        clamp: (w0 >> 15) & 1 != 0 && op.mfma().is_none(),
+        acc_cd: (w0 >> 15) & 1 != 0 && op.mfma().is_some(),
     })
 }
 
@@ -1537,20 +1541,22 @@ impl Inst {
                 vec![reg("a", src[0].saturating_sub(256), 1)],
             ),
             Vop3pOp::AccvgprWriteB32 => (reg("a", *dst as u16, 1), vec![plain(src[0], 1)]),
-            Vop3pOp::MfmaF32_4x4x1f32 => {
+            _ if op.mfma().is_some() => {
                 // op_sel_hi bits 0/1 make A/B accumulation registers.
                 let ab = |i: usize| {
                     if (op_sel_hi >> i) & 1 != 0 && src[i] >= 256 {
-                        reg("a", src[i] - 256, 1)
+                        reg("a", src[i] - 256, w[i + 1])
+                    } else if src[i] >= 256 {
+                        reg("v", src[i] - 256, w[i + 1])
                     } else {
-                        plain(src[i], 1)
+                        plain(src[i], w[i + 1])
                     }
                 };
                 let cd = |n: u16| {
                     if *acc_cd {
-                        reg("a", n, 4)
+                        reg("a", n, w[0])
                     } else {
-                        reg("v", n, 4)
+                        reg("v", n, w[0])
                     }
                 };
                 (
@@ -1561,7 +1567,7 @@ impl Inst {
                         if src[2] >= 256 {
                             cd(src[2] - 256)
                         } else {
-                            plain(src[2], 4)
+                            plain(src[2], w[3])
                         },
                     ],
                 )
@@ -1575,7 +1581,7 @@ impl Inst {
         for x in &srcs {
             write!(f, ", {x}")?;
         }
-        if matches!(op, Vop3pOp::MfmaF32_4x4x1f32) {
+        if op.mfma().is_some() {
             let cbsz = *neg_hi;
             let abid = *op_sel | (*op_sel_hi & 4) << 1;
             if cbsz != 0 {
@@ -1628,6 +1634,7 @@ impl Inst {
             glc,
             slc,
             scc,
+            acc,
         } = &self.kind
         else {
             return Ok(());
@@ -1637,7 +1644,14 @@ impl Inst {
             width: w,
             literal: None,
         };
-        write!(f, "buffer_{} {}, ", op.name(), v(*vdata, op.data_dwords()))?;
+        // Data registers: VGPRs, or AGPRs with `acc`.
+        let data = v(*vdata, op.data_dwords()).to_string();
+        let data = if *acc {
+            data.replacen('v', "a", 1)
+        } else {
+            data
+        };
+        write!(f, "buffer_{} {data}, ", op.name())?;
         match (offen, idxen) {
             (true, true) => write!(f, "{}", v(*vaddr, 2))?,
             (false, false) => f.write_str("off")?,

@@ -15,4 +15,5 @@ pub mod salu;
 pub mod storm;
 pub mod synthetic;
 pub mod valu;
+pub mod vop3p;
 pub mod wave;

@@ -146,7 +146,8 @@ opcodes_exec! {
 
 opcodes_exec! {
     /// SOPC opcodes: the new SCC.
-    Sopc fn exec(a: u64, b: u64) -> bool {
+    /// A src1 width of 0: the field is an immediate, not an operand.
+    Sopc fn exec(r: &mut WaveRegs, a: u64, b: u64) -> bool {
         let (a32, b32) = (a as u32, b as u32);
         let (ai, bi) = (a32 as i32, b32 as i32);
     } {
@@ -166,6 +167,13 @@ opcodes_exec! {
         13 => Bitcmp1B32 "s_bitcmp1_b32" [1,1] => (a32 >> (b32 & 31)) & 1 == 1;
         14 => Bitcmp0B64 "s_bitcmp0_b64" [2,1] => (a >> (b32 & 63)) & 1 == 0;
         15 => Bitcmp1B64 "s_bitcmp1_b64" [2,1] => (a >> (b32 & 63)) & 1 == 1;
+        // VGPR indexing on: M0[7:0] = the index, M0[15:12] = which VALU
+        // operands it offsets (the immediate: SRC0, SRC1, SRC2, DST).
+        17 => SetGprIdxOn "s_set_gpr_idx_on" [1,0] => {
+            r.m0 = (r.m0 & !0xf0ff) | (a32 & 0xff) | (b32 & 0xf) << 12;
+            r.mode |= MODE_GPR_IDX_EN;
+            r.scc
+        };
         18 => CmpEqU64 "s_cmp_eq_u64" [2,2] => a == b;
         19 => CmpLgU64 "s_cmp_lg_u64" [2,2] => a != b;
     }
@@ -194,5 +202,125 @@ opcodes_exec! {
         13 => CmpkLeU32 "s_cmpk_le_u32" [1] => r.scc = s <= ku;
         14 => AddkI32 "s_addk_i32" [1] => { let (v, o) = si.overflowing_add(k); r.sset(d, 1, v as u32 as u64); r.scc = o; };
         15 => MulkI32 "s_mulk_i32" [1] => r.sset(d, 1, si.wrapping_mul(k) as u32 as u64);
+    }
+}
+
+/// What a SOPP instruction does to control flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Falls through.
+    Next,
+    /// A PC-relative branch (simm16 dwords after the next instruction),
+    /// taken or not.
+    Branch(bool),
+    /// Ends the wave.
+    End,
+    /// Waits at the work-group barrier.
+    Barrier,
+    /// Traps with the immediate as trap id.
+    Trap,
+}
+
+/// MODE.GPR_IDX_EN: VGPR indexing (`s_set_gpr_idx_on`) is on.
+pub const MODE_GPR_IDX_EN: u32 = 1 << 27;
+
+/// How LLVM prints a SOPP instruction's immediate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SoppImm {
+    /// A branch's target: the signed dword offset from the next
+    /// instruction, in decimal (the row's flow is `Flow::Branch`).
+    Target,
+    /// Decimal, in hex above 64.
+    HexAbove64,
+    /// Nothing when 0, else decimal.
+    OmitZero,
+    /// The `vmcnt(..) expcnt(..) lgkmcnt(..)` fields.
+    Waitcnt,
+    /// A VGPR indexing mode, `gpr_idx(SRC0,...)`.
+    GprIdx,
+    /// Never printed (the instruction has no operand).
+    Never,
+}
+
+macro_rules! sopp_ops {
+    (
+        flow($r:ident, $imm16:ident) { $($prelude:tt)* }
+        $( $num:literal => $var:ident $name:literal $imm:ident $(, $term:ident)? => $flow:expr; )*
+    ) => {
+        opcodes! {
+            /// SOPP opcodes.
+            Sopp { $($num => $var $name [],)* }
+        }
+        impl Sopp {
+            /// The control flow of this instruction (immediate `simm16`) in
+            /// a wave with registers `r` (which it may change).
+            #[inline(always)]
+            #[allow(unused_variables)]
+            pub fn flow(self, $r: &mut WaveRegs, $imm16: u16) -> Flow {
+                $($prelude)*
+                match self { $(Self::$var => $flow,)* }
+            }
+            /// How the immediate prints.
+            pub fn imm(self) -> SoppImm {
+                match self { $(Self::$var => SoppImm::$imm,)* }
+            }
+            /// Control never falls through (`terminator` rows).
+            pub fn is_terminator(self) -> bool {
+                match self { $(Self::$var => sopp_ops!(@term $($term)?),)* }
+            }
+        }
+    };
+    (@term) => { false };
+    (@term terminator) => { true };
+}
+
+sopp_ops! {
+    // `CODE => Variant "llvm_name" IMM(, terminator) => flow;` (IMM: how
+    // the immediate prints, `Target` for the branches).
+    flow(r, simm16) {}
+    0 => Nop "s_nop" HexAbove64 => Flow::Next;
+    1 => Endpgm "s_endpgm" OmitZero, terminator => Flow::End;
+    2 => Branch "s_branch" Target, terminator => Flow::Branch(true);
+    4 => CbranchScc0 "s_cbranch_scc0" Target => Flow::Branch(!r.scc);
+    5 => CbranchScc1 "s_cbranch_scc1" Target => Flow::Branch(r.scc);
+    6 => CbranchVccz "s_cbranch_vccz" Target => Flow::Branch(r.vcc == 0);
+    7 => CbranchVccnz "s_cbranch_vccnz" Target => Flow::Branch(r.vcc != 0);
+    8 => CbranchExecz "s_cbranch_execz" Target => Flow::Branch(r.exec == 0);
+    9 => CbranchExecnz "s_cbranch_execnz" Target => Flow::Branch(r.exec != 0);
+    10 => Barrier "s_barrier" OmitZero => Flow::Barrier;
+    12 => Waitcnt "s_waitcnt" Waitcnt => Flow::Next;
+    14 => Sleep "s_sleep" HexAbove64 => Flow::Next;
+    15 => Setprio "s_setprio" HexAbove64 => Flow::Next;
+    18 => Trap "s_trap" HexAbove64 => Flow::Trap;
+    19 => IcacheInv "s_icache_inv" OmitZero => Flow::Next;
+    28 => SetGprIdxOff "s_set_gpr_idx_off" Never => {
+        r.mode &= !MODE_GPR_IDX_EN;
+        Flow::Next
+    };
+    29 => SetGprIdxMode "s_set_gpr_idx_mode" GprIdx => {
+        r.m0 = (r.m0 & !0xf000) | (simm16 as u32 & 0xf) << 12;
+        Flow::Next
+    };
+}
+
+/// A VGPR indexing mode as LLVM prints it: `gpr_idx(SRC0,SRC1,SRC2,DST)`
+/// with the enabled ones, or hex when bits beyond the four are set.
+pub fn gpr_idx_text(mode: u16) -> String {
+    if mode & !0xf != 0 {
+        return format!("0x{mode:x}");
+    }
+    let names: Vec<&str> = ["SRC0", "SRC1", "SRC2", "DST"]
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| (mode >> i) & 1 != 0)
+        .map(|(_, n)| n)
+        .collect();
+    format!("gpr_idx({})", names.join(","))
+}
+
+impl Sopp {
+    /// A PC-relative branch (`Target` rows).
+    pub fn is_branch(self) -> bool {
+        self.imm() == SoppImm::Target
     }
 }

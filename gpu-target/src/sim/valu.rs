@@ -83,6 +83,17 @@ fn f16_rtz(x: f32) -> u32 {
     }
 }
 
+/// The low 16 bits of `v` as f16 operand `i` with its abs/neg modifiers
+/// applied to the sign bit (no rounding: NaN payloads are kept).
+fn f16_bits(v: u64, i: usize, abs: u8, neg: u8) -> u64 {
+    let x = v & if (abs >> i) & 1 != 0 { 0x7fff } else { 0xffff };
+    if (neg >> i) & 1 != 0 {
+        x ^ 0x8000
+    } else {
+        x
+    }
+}
+
 /// Calls a `sat(...)` closure with the two 32-bit sources.
 #[inline(always)]
 fn sat<F: Fn(u32, u32) -> u64>(f: F, a: u32, b: u32) -> u64 {
@@ -547,4 +558,6 @@ valu_ops! {
     0x296 => CvtPkrtzF16F32 "v_cvt_pkrtz_f16_f32" [1,1,1] => (f16_rtz(f(a, 0)) | f16_rtz(f(b, 1)) << 16) as u64;
     0x29c => AddI32 "v_add_i32" [1,1,1] sat(|a, b| (a as i32).saturating_add(b as i32) as u32 as u64) => ai.wrapping_add(bi) as u32 as u64;
     0x29d => SubI32 "v_sub_i32" [1,1,1] sat(|a, b| (a as i32).saturating_sub(b as i32) as u32 as u64) => ai.wrapping_sub(bi) as u32 as u64;
+    // Two f16 bit patterns (abs/neg on their sign bits), b high.
+    0x2a0 => PackB32F16 "v_pack_b32_f16" [1,1,1] flags(F16) => f16_bits(a, 0, abs, neg) | f16_bits(b, 1, abs, neg) << 16;
 }

@@ -12,12 +12,13 @@ use super::decode::Inst;
 use super::decode::Kind;
 use super::decode::OpKernel;
 use super::decode::Sop1;
-use super::decode::Sopp;
 use super::decode::VAlu;
 use super::decode::VCmp;
 use super::decode::VEnc;
 use super::decode::VOp;
 use super::decode::Vop3pOp;
+use super::decode::D16_HI;
+use super::decode::D16_LO;
 use super::decode::DS_ATOMICS;
 use super::decode::FLAT_ATOMICS;
 use super::memory::GlobalMemory;
@@ -25,7 +26,10 @@ use super::memory::MemFault;
 use super::memory::APERTURE_SIZE;
 use super::memory::PRIVATE_APERTURE;
 use super::memory::SHARED_APERTURE;
+use super::salu::Flow;
+use super::salu::MODE_GPR_IDX_EN;
 use super::valu::LaneIn;
+use super::vop3p::MfmaShape;
 
 /// Lanes per wave.
 pub const LANES: usize = 64;
@@ -350,8 +354,12 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         Kind::Sopc { op, src0, src1 } => {
             let w = op.widths();
             let a = r.sget(*src0, w[0], lit);
-            let b = r.sget(*src1, w[1], lit);
-            r.scc = op.exec(a, b);
+            let b = if w[1] == 0 {
+                *src1 as u64
+            } else {
+                r.sget(*src1, w[1], lit)
+            };
+            r.scc = op.exec(r, a, b);
             Step::Continue
         }
         Kind::Sopk { op, sdst, simm16 } => {
@@ -360,24 +368,18 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         }
         Kind::Sopp { op, simm16 } => {
             let target = next.wrapping_add(((*simm16 as i16 as i64) * 4) as u64);
-            let taken = match op {
-                Sopp::Branch => true,
-                Sopp::CbranchScc0 => !r.scc,
-                Sopp::CbranchScc1 => r.scc,
-                Sopp::CbranchVccz => r.vcc == 0,
-                Sopp::CbranchVccnz => r.vcc != 0,
-                Sopp::CbranchExecz => r.exec == 0,
-                Sopp::CbranchExecnz => r.exec != 0,
-                Sopp::Endpgm => return Step::End,
-                Sopp::Barrier => {
+            let taken = match op.flow(r, *simm16) {
+                Flow::Branch(taken) => taken,
+                Flow::Next => false,
+                Flow::End => return Step::End,
+                Flow::Barrier => {
                     r.pc = next;
                     return Step::Barrier;
                 }
-                Sopp::Trap => {
+                Flow::Trap => {
                     r.pc = next;
                     return Step::Trap(*simm16 as u8);
                 }
-                Sopp::Nop | Sopp::Waitcnt | Sopp::Sleep | Sopp::Setprio | Sopp::IcacheInv => false,
             };
             r.pc = if taken { target } else { next };
             return Step::Continue;
@@ -407,8 +409,16 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             }
             Step::Continue
         }
+        Kind::Valu { .. } if r.mode & MODE_GPR_IDX_EN != 0 => valu_indexed(r, inst),
+        // VGPR indexing of the other VALU encodings is not modelled.
+        Kind::Vop3p { .. } | Kind::Sdwa { .. } | Kind::Dpp { .. }
+            if r.mode & MODE_GPR_IDX_EN != 0 =>
+        {
+            Step::IllegalInstruction
+        }
         Kind::Valu { .. } => valu(r, inst),
         Kind::Vop3p { .. } => vop3p(r, inst),
+        Kind::Mubuf { acc: true, .. } => mubuf_acc(r, ctx, inst),
         Kind::Mubuf { .. } => mubuf(r, ctx, inst),
         Kind::Sdwa { .. } => sdwa(r, inst),
         Kind::Dpp { .. } => dpp(r, inst),
@@ -420,6 +430,33 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         r.pc = next;
     }
     outcome
+}
+
+/// A VALU instruction under VGPR indexing (`s_set_gpr_idx_on`): the VGPR
+/// operands that M0[15:12] enables (src0, src1, src2, the VGPR destination)
+/// are offset by M0[7:0]; past v255 is an illegal instruction.
+fn valu_indexed(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let mut inst = inst.clone();
+    let Kind::Valu { op, dst, src, .. } = &mut inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let (idx, enable) = ((r.m0 & 0xff) as u16, (r.m0 >> 12) & 0xf);
+    for (i, s) in src.iter_mut().enumerate() {
+        if (enable >> i) & 1 != 0 && *s >= 256 {
+            *s += idx;
+            if *s > 511 {
+                return Step::IllegalInstruction;
+            }
+        }
+    }
+    let vgpr_dst = matches!(op, VOp::Alu(a) if !a.sgpr_dst());
+    if enable & 8 != 0 && vgpr_dst {
+        match dst.checked_add(idx as u8).filter(|_| idx <= 255) {
+            Some(d) => *dst = d,
+            None => return Step::IllegalInstruction,
+        }
+    }
+    valu(r, &inst)
 }
 
 fn sop1(r: &mut WaveRegs, op: Sop1, d: u16, src0: u16, lit: Option<u32>, next: u64) -> Step {
@@ -1256,7 +1293,7 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     };
     let last = 63 - exec.leading_zeros() as usize;
     match op {
-        FlatOp::Load { signed, .. } => {
+        FlatOp::Load { signed, d16, .. } => {
             let mut stack = [0u8; LANES * 16];
             let buf = &mut stack[..(last - first + 1) * bytes];
             if let Err(addr) = lanes_xfer(exec, first, last, bytes, &addrs, |a, o| {
@@ -1277,12 +1314,9 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                         } else {
                             u16::from_le_bytes([chunk[0], chunk[1]]) as u32
                         };
-                        let v = match (bytes, signed) {
-                            (1, true) => raw as u8 as i8 as i32 as u32,
-                            (2, true) => raw as u16 as i16 as i32 as u32,
-                            _ => raw,
-                        };
-                        r.vset(*vdst as usize, 1, lane, v as u64);
+                        let v = sext(raw, bytes, *signed);
+                        let old = r.vgpr.get(*vdst as usize).map_or(0, |x| x[lane]);
+                        r.vset(*vdst as usize, 1, lane, d16_merge(old, v, *d16) as u64);
                     }
                     _ => {
                         for k in 0..bytes / 4 {
@@ -1389,7 +1423,6 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
         op_sel_hi,
         neg_lo,
         neg_hi,
-        acc_cd,
         ..
     } = &inst.kind
     else {
@@ -1419,130 +1452,113 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
             blend_row(&mut r.agpr[dst], &v, exec);
             return Step::Continue;
         }
-        Vop3pOp::MfmaF32_4x4x1f32 => return mfma_4x4x1(r, dst, src, *acc_cd, op_sel_hi),
         _ => {}
     }
+    if let Some(shape) = op.mfma() {
+        return mfma(r, *op, shape, inst);
+    }
     // Packed: each half picks its source half by op_sel (low result) and
-    // op_sel_hi (high result).
+    // op_sel_hi (high result); neg_lo/neg_hi flip the half's sign bit.
     let half_bits: u32 = if w[0] == 2 { 32 } else { 16 };
+    let mask = if half_bits == 32 { 0xffff_ffff } else { 0xffff };
     let nsrc = w.len() - 1;
     // A constant operand of packed f32 math is the 32-bit value in both
     // halves.
-    let s: Vec<VSrc> = (0..nsrc)
-        .map(|i| match (w[i + 1], inline_const(src[i], 1)) {
+    let mut s = [VSrc::Uniform(0); 3];
+    for i in 0..nsrc {
+        s[i] = match (w[i + 1], inline_const(src[i], 1)) {
             (2, Some(c)) => VSrc::Uniform(c | c << 32),
             _ => r.vsrc(src[i], w[i + 1], inst.literal),
-        })
-        .collect();
+        };
+    }
+    let sign = 1u64 << (half_bits - 1);
     for lane in 0..LANES {
         if exec >> lane & 1 == 0 {
             continue;
         }
+        let v = [r.vget(s[0], lane), r.vget(s[1], lane), r.vget(s[2], lane)];
         let mut res = 0u64;
         for hi in 0..2u32 {
             let sel = if hi == 0 { op_sel } else { op_sel_hi };
             let negm = if hi == 0 { neg_lo } else { neg_hi };
-            let mut x = [0f64; 3];
-            let mut raw = [0u64; 3];
-            for i in 0..nsrc {
-                let v = r.vget(s[i], lane);
-                let part = if (sel >> i) & 1 != 0 {
-                    v >> half_bits
+            let part = |i: usize| {
+                let x = if (sel >> i) & 1 != 0 {
+                    v[i] >> half_bits
                 } else {
-                    v
-                };
-                raw[i] = part & if half_bits == 32 { 0xffff_ffff } else { 0xffff };
-                x[i] = if half_bits == 32 {
-                    f32::from_bits(raw[i] as u32) as f64
-                } else {
-                    f16_to_f32(raw[i] as u16) as f64
-                };
-                if (negm >> i) & 1 != 0 {
-                    x[i] = -x[i];
-                }
-            }
-            let v = match op {
-                Vop3pOp::PkMovB32 => {
-                    res |= raw[hi as usize] << (hi * 32);
-                    continue;
-                }
-                Vop3pOp::PkFmaF16 | Vop3pOp::PkFmaF32 => {
-                    if half_bits == 32 {
-                        (x[0] as f32).mul_add(x[1] as f32, x[2] as f32) as f64
-                    } else {
-                        x[0] * x[1] + x[2]
-                    }
-                }
-                Vop3pOp::PkAddF16 | Vop3pOp::PkAddF32 => x[0] + x[1],
-                Vop3pOp::PkMulF16 | Vop3pOp::PkMulF32 => x[0] * x[1],
-                Vop3pOp::PkMinF16 => x[0].min(x[1]),
-                _ => x[0].max(x[1]),
+                    v[i]
+                } & mask;
+                (if (negm >> i) & 1 != 0 { x ^ sign } else { x }) as u32
             };
-            let bits = if half_bits == 32 {
-                (v as f32).to_bits() as u64
-            } else {
-                f64_to_f16(v) as u64
-            };
-            res |= bits << (hi * half_bits);
+            let h = op.half(part(0), part(1), part(2), hi == 1) as u64 & mask;
+            res |= h << (hi * half_bits);
         }
         r.vset(dst, w[0], lane, res);
     }
     Step::Continue
 }
 
-/// `v_mfma_f32_4x4x1f32`: 16 blocks (lanes 4b..4b+3) of a 4x4 outer product
-/// D = A * B + C; lane 4b+i holds A[i] and B[i] of block b, and D/C element
-/// (row j, column i) of block b is register j of lane 4b+i.
-fn mfma_4x4x1(r: &mut WaveRegs, dst: usize, src: &[u16; 3], acc_cd: bool, acc_ab: u8) -> Step {
-    // A/B from accumulation registers: staged as constants per lane.
-    let operand = |r: &WaveRegs, i: usize| -> [u32; LANES] {
-        let code = src[i];
-        if (acc_ab >> i) & 1 != 0 && code >= 256 {
-            r.agpr
-                .get(code as usize - 256)
-                .copied()
-                .unwrap_or([0; LANES])
-        } else {
-            let s = r.vsrc(code, 1, None);
-            std::array::from_fn(|l| r.vget(s, l) as u32)
-        }
+/// An MFMA (`v_mfma_*`): A and B from VGPRs or (op_sel_hi bits 0/1)
+/// accumulation registers, C and D in accumulation registers with `acc_cd`
+/// (else VGPRs); the whole wave takes part whatever EXEC is. The layouts
+/// and arithmetic are [`super::vop3p::mfma`]'s.
+fn mfma(r: &mut WaveRegs, op: Vop3pOp, shape: MfmaShape, inst: &Inst) -> Step {
+    let Kind::Vop3p {
+        dst,
+        src,
+        op_sel,
+        op_sel_hi,
+        neg_lo,
+        neg_hi,
+        acc_cd,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
     };
-    let (av, bv) = (operand(r, 0), operand(r, 1));
-    let read_c = |r: &WaveRegs, k: usize, lane: usize| -> f32 {
-        let code = src[2];
-        let v = if code >= 256 {
-            let n = code as usize - 256 + k;
-            if acc_cd {
-                r.agpr.get(n).map(|x| x[lane]).unwrap_or(0)
+    // cbsz/abid/blgp (broadcast controls) are not modelled: clang emits
+    // them only when a kernel asks for them.
+    if *neg_hi != 0 || *op_sel != 0 || *op_sel_hi & 4 != 0 || *neg_lo != 0 {
+        return Step::IllegalInstruction;
+    }
+    let w = op.widths();
+    // Operands staged in fixed arrays (at most 2 A/B and 32 C/D registers):
+    // no allocation per instruction.
+    let rows = |r: &WaveRegs, out: &mut [[u32; LANES]], code: u16, acc: bool| {
+        for (k, row) in out.iter_mut().enumerate() {
+            *row = if code >= 256 {
+                let regs = if acc { &r.agpr } else { &r.vgpr };
+                regs.get(code as usize - 256 + k)
+                    .copied()
+                    .unwrap_or([0; LANES])
             } else {
-                r.vgpr.get(n).map(|x| x[lane]).unwrap_or(0)
-            }
-        } else {
-            r.sget(code, 1, None) as u32
-        };
-        f32::from_bits(v)
+                [r.sget(code, 1, inst.literal) as u32; LANES]
+            };
+        }
     };
-    let mut out = [[0u32; LANES]; 4];
-    for blk in 0..16 {
-        for i in 0..4 {
-            let lane = blk * 4 + i;
-            for (j, o) in out.iter_mut().enumerate() {
-                let x = f32::from_bits(av[blk * 4 + j]);
-                let y = f32::from_bits(bv[lane]);
-                o[lane] = x.mul_add(y, read_c(r, j, lane)).to_bits();
-            }
+    let (na, nb, nc) = (w[1] as usize, w[2] as usize, w[3] as usize);
+    let (mut a, mut b) = ([[0u32; LANES]; 2], [[0u32; LANES]; 2]);
+    let mut c = [[0u32; LANES]; 32];
+    let mut d = [[0u32; LANES]; 32];
+    if na > 2 || nb > 2 || nc > 32 || (w[0] as usize) > 32 {
+        return Step::IllegalInstruction;
+    }
+    rows(r, &mut a[..na], src[0], op_sel_hi & 1 != 0);
+    rows(r, &mut b[..nb], src[1], op_sel_hi & 2 != 0);
+    rows(r, &mut c[..nc], src[2], *acc_cd);
+    let d = &mut d[..w[0] as usize];
+    super::vop3p::mfma(shape, &a[..na], &b[..nb], &c[..nc], d);
+    let dst = *dst as usize;
+    let regs = if *acc_cd { &mut r.agpr } else { &mut r.vgpr };
+    if dst + d.len() > 256 {
+        return Step::IllegalInstruction;
+    }
+    if regs.len() < dst + d.len() {
+        if !*acc_cd {
+            return Step::IllegalInstruction;
         }
+        regs.resize(dst + d.len(), [0; LANES]);
     }
-    if acc_cd && r.agpr.len() < dst + 4 {
-        r.agpr.resize(dst + 4, [0; LANES]);
-    }
-    for (j, o) in out.iter().enumerate() {
-        if acc_cd {
-            r.agpr[dst + j] = *o;
-        } else if let Some(v) = r.vgpr.get_mut(dst + j) {
-            *v = *o;
-        }
-    }
+    regs[dst..dst + d.len()].copy_from_slice(d);
     Step::Continue
 }
 
@@ -1635,6 +1651,16 @@ fn scratch(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     flat_apertures(r, ctx, op, *vdst, *data, &addrs)
 }
 
+/// A `_d16` load's register value: `v` in the low (`D16_LO`) or high
+/// (`D16_HI`) half of `old`, the other half kept; `v` itself otherwise.
+fn d16_merge(old: u32, v: u32, d16: u8) -> u32 {
+    match d16 {
+        D16_LO => (old & 0xffff_0000) | (v & 0xffff),
+        D16_HI => (old & 0xffff) | v << 16,
+        _ => v,
+    }
+}
+
 /// Sign-extends a sub-dword load.
 fn sext(v: u32, bytes: usize, signed: bool) -> u32 {
     match (bytes, signed) {
@@ -1657,15 +1683,17 @@ struct LaneXfer {
     data: u8,
     /// A store's data shift (16 for the `_d16_hi` stores).
     shift: u32,
+    /// A load's `_d16` half (see [`d16_merge`]).
+    d16: u8,
 }
 
 impl LaneXfer {
     /// For a FLAT/MUBUF load or store (`None` for atomics).
     fn new(op: &FlatOp, vdst: u8, data: u8) -> Option<Self> {
-        let (bytes, load, signed, shift) = match *op {
-            FlatOp::Load { bytes, signed } => (bytes as usize, true, signed, 0),
-            FlatOp::Store { bytes } => (bytes as usize, false, false, 0),
-            FlatOp::StoreD16Hi { bytes } => (bytes as usize, false, false, 16),
+        let (bytes, load, signed, shift, d16) = match *op {
+            FlatOp::Load { bytes, signed, d16 } => (bytes as usize, true, signed, 0, d16),
+            FlatOp::Store { bytes } => (bytes as usize, false, false, 0, 0),
+            FlatOp::StoreD16Hi { bytes } => (bytes as usize, false, false, 16, 0),
             _ => return None,
         };
         Some(Self {
@@ -1675,6 +1703,7 @@ impl LaneXfer {
             vdst,
             data,
             shift,
+            d16,
         })
     }
 
@@ -1692,7 +1721,9 @@ impl LaneXfer {
             let mut w = [0u8; 4];
             w[..n].copy_from_slice(&mem[..n]);
             let v = sext(u32::from_le_bytes(w), self.bytes, self.signed);
-            r.vset(self.vdst as usize + k, 1, lane, v as u64);
+            let reg = self.vdst as usize + k;
+            let old = r.vgpr.get(reg).map_or(0, |x| x[lane]);
+            r.vset(reg, 1, lane, d16_merge(old, v, self.d16) as u64);
         } else {
             let v = r.vgpr.get(self.data as usize + k).map_or(0, |x| x[lane]) >> self.shift;
             mem[..n].copy_from_slice(&v.to_le_bytes()[..n]);
@@ -1725,7 +1756,7 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let base = r.sget(*srsrc as u16, 2, None) & 0xffff_ffff_ffff;
     let soff = r.sget(*soffset as u16, 1, None);
     let (bytes, load, _) = match op {
-        FlatOp::Load { bytes, signed } => (*bytes as usize, true, *signed),
+        FlatOp::Load { bytes, signed, .. } => (*bytes as usize, true, *signed),
         FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => (*bytes as usize, false, false),
         _ => return Step::IllegalInstruction,
     };
@@ -2144,6 +2175,75 @@ fn dpp(r: &mut WaveRegs, inst: &Inst) -> Step {
 /// FLAT with AGPR data (`acc`): the accumulation registers are staged in
 /// VGPRs past the wave's allocation around the ordinary access.
 #[allow(clippy::needless_range_loop)] // lanes index several arrays at once
+/// A MUBUF access whose data registers are AGPRs (`-O0` spills of
+/// accumulation registers): the AGPRs trade places with the VGPRs of the
+/// same numbers, the access runs on those, and they trade back (what a load
+/// or returning atomic wrote lands in the AGPRs, under EXEC). When the
+/// address VGPRs overlap the data registers, or those are past the wave's
+/// VGPRs, the AGPRs are staged in VGPRs past the allocation instead.
+fn mubuf_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Mubuf {
+        op,
+        vdata,
+        vaddr,
+        offen,
+        idxen,
+        ..
+    } = inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let n = op.data_dwords() as usize;
+    let data = vdata as usize..vdata as usize + n;
+    let addr_regs = if offen && idxen {
+        2
+    } else {
+        (offen || idxen) as usize
+    };
+    let addr = vaddr as usize..vaddr as usize + addr_regs;
+    let overlap = addr.start < data.end && data.start < addr.end;
+    let mut staged = inst.clone();
+    if let Kind::Mubuf { acc, .. } = &mut staged.kind {
+        *acc = false;
+    }
+    if !overlap && data.end <= r.vgpr.len() {
+        if r.agpr.len() < data.end {
+            r.agpr.resize(data.end, [0; LANES]);
+        }
+        let swap = |r: &mut WaveRegs| {
+            for k in data.clone() {
+                std::mem::swap(&mut r.vgpr[k], &mut r.agpr[k]);
+            }
+        };
+        swap(r);
+        let out = mubuf(r, ctx, &staged);
+        swap(r);
+        return out;
+    }
+    let base = r.vgpr.len();
+    if base + n > 256 {
+        return Step::IllegalInstruction;
+    }
+    for k in data.clone() {
+        let v = r.agpr.get(k).copied().unwrap_or([0; LANES]);
+        r.vgpr.push(v);
+    }
+    if let Kind::Mubuf { vdata: d, .. } = &mut staged.kind {
+        *d = base as u8;
+    }
+    let out = mubuf(r, ctx, &staged);
+    if r.agpr.len() < data.end {
+        r.agpr.resize(data.end, [0; LANES]);
+    }
+    // Whatever the access left in the staged rows (a load's blend under
+    // EXEC, a store's unchanged data) is the AGPRs' new value.
+    for (k, at) in data.enumerate() {
+        r.agpr[at] = r.vgpr[base + k];
+    }
+    r.vgpr.truncate(base);
+    out
+}
+
 fn flat_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Flat { vdst, data, .. } = inst.kind else {
         return Step::IllegalInstruction;
@@ -2187,11 +2287,7 @@ fn flat_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             if r.agpr.len() <= n {
                 r.agpr.resize(n + 1, [0; LANES]);
             }
-            for lane in 0..LANES {
-                if exec >> lane & 1 != 0 {
-                    r.agpr[n][lane] = v[lane];
-                }
-            }
+            blend_row(&mut r.agpr[n], v, exec);
         }
     }
     out

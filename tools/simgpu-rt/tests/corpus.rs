@@ -1255,3 +1255,180 @@ fn buffer_atomics() {
         },
     );
 }
+
+#[test]
+fn d16_loads() {
+    let a = rand_halves(N, 61);
+    let (_, b) = ints();
+    let half = |k: usize| (a[k / 2] >> (16 * (k % 2))) as u16;
+    let byte = |k: usize| (b[k / 4] >> (8 * (k % 4))) as u8;
+    let sbyte = |k: usize| byte(k) as i8 as i16;
+    let mul = |x: u16, y: u16| f2h(h2f(x) * h2f(y));
+    let add = |x: u16, y: u16| f2h(h2f(x) + h2f(y));
+    let n = N;
+    let want: Vec<u32> = (0..N)
+        .flat_map(|i| {
+            let (mut hx, mut hy) = (half(2 * i), half((7 * i) % (2 * n)));
+            (hx, hy) = (mul(hx, half((5 * i + 1) % (2 * n))), mul(hy, half(i + 3)));
+            (hx, hy) = (add(hx, half(i + 9)), add(hy, hy));
+            let (mut sx, mut sy) = (half(i + 1) as i16, half((3 * i) % n) as i16);
+            sx = sx.wrapping_add(byte(i) as i16);
+            sy = sy.wrapping_add(sbyte(i + 2));
+            sx = sx.wrapping_mul(byte((i * 9) % n) as i16);
+            sy = sy.wrapping_mul(sbyte((i * 11) % n));
+            let tx = sx.wrapping_sub(sbyte(i + 5));
+            let ux = (sx as u16).wrapping_add(byte(i + 4) as u16);
+            let uy = (sy as u16).wrapping_add(sy as u16);
+            let pack = |lo: u16, hi: u16| lo as u32 | (hi as u32) << 16;
+            [
+                pack(hx, hy),
+                pack(sx as u16, sy as u16),
+                pack(tx as u16, 0),
+                pack(ux, uy),
+            ]
+        })
+        .collect();
+    std_kernel("d16_loads", &a, &b, &vec![0; 4 * N], N as u32, 64, |got| {
+        expect_eq("d16_loads", got, &want)
+    });
+}
+
+#[test]
+fn float_atomics() {
+    let (a, b) = ints();
+    let n = N;
+    let x = |i: usize| ((a[i] % 1024) as i32 - 512) as f32 / 8.0;
+    let mut init = vec![0u32; 16 + 5 * n];
+    init[6..8].copy_from_slice(&pairs(&[0.25f64.to_bits()]));
+    init[8..10].copy_from_slice(&pairs(&[1e300f64.to_bits()]));
+    init[10..12].copy_from_slice(&pairs(&[(-1e300f64).to_bits()]));
+    for i in 0..n {
+        init[16 + i] = (i as f32 * 0.5).to_bits();
+        let at = 16 + 2 * n + 2 * i;
+        init[at..at + 2].copy_from_slice(&pairs(&[(2.0 * i as f64).to_bits()]));
+    }
+    let mut want = init.clone();
+    let mut sums = [0f32; 4];
+    let (mut lo, mut hi) = (0u32, 0u32);
+    let (mut add, mut min, mut max) = (0.25f64, 1e300f64, -1e300f64);
+    for i in 0..n {
+        sums[i % 4] += x(i);
+        lo += b[i] & 7;
+        hi += (b[i] >> 8) & 7;
+        let y = x(i) as f64;
+        (add, min, max) = (add + y, min.min(y), max.max(y));
+        want[16 + i] = (i as f32 * 0.5 + x(i)).to_bits();
+        want[16 + n + i] = (i as f32 * 0.5).to_bits();
+        let at = 16 + 2 * n + 2 * i;
+        want[at..at + 2].copy_from_slice(&pairs(&[(2.0 * i as f64 + y).to_bits()]));
+        want[16 + 4 * n + i] = 2 * i as u32;
+    }
+    for k in 0..4 {
+        want[k] = sums[k].to_bits();
+    }
+    want[4] = f2h(lo as f64) as u32 | (f2h(hi as f64) as u32) << 16;
+    want[6..12].copy_from_slice(&pairs(&[add.to_bits(), min.to_bits(), max.to_bits()]));
+    std_kernel("float_atomics", &a, &b, &init, N as u32, 64, |got| {
+        expect_eq("float_atomics", got, &want)
+    });
+}
+
+/// The f32 MFMA shapes of `mfma_shapes` (name, m, n, k, blocks, elements
+/// per lane, output registers, region in 256-word units), in kernel order.
+type MfmaRow = (
+    &'static str,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+);
+const MFMA_SHAPES: [MfmaRow; 15] = [
+    ("32x32x1f32", 32, 32, 1, 2, 1, 32, 0),
+    ("16x16x1f32", 16, 16, 1, 4, 1, 16, 8),
+    ("4x4x1f32", 4, 4, 1, 16, 1, 4, 12),
+    ("32x32x2f32", 32, 32, 2, 1, 1, 16, 13),
+    ("16x16x4f32", 16, 16, 4, 1, 1, 4, 17),
+    ("32x32x4f16", 32, 32, 4, 2, 4, 32, 18),
+    ("16x16x4f16", 16, 16, 4, 4, 4, 16, 26),
+    ("4x4x4f16", 4, 4, 4, 16, 4, 4, 30),
+    ("32x32x8f16", 32, 32, 8, 1, 4, 16, 31),
+    ("16x16x16f16", 16, 16, 16, 1, 4, 4, 35),
+    ("32x32x4bf16_1k", 32, 32, 4, 2, 4, 32, 36),
+    ("16x16x4bf16_1k", 16, 16, 4, 4, 4, 16, 44),
+    ("4x4x4bf16_1k", 4, 4, 4, 16, 4, 4, 48),
+    ("32x32x8bf16_1k", 32, 32, 8, 1, 4, 16, 49),
+    ("16x16x16bf16_1k", 16, 16, 16, 1, 4, 4, 53),
+];
+
+#[test]
+fn mfma_shapes() {
+    let (a, b) = ints();
+    let small = |x: u32, k: usize| ((x >> (4 * k)) & 7) as f32 - 3.0;
+    let c = |lane: usize, r: usize| {
+        let w = a[(lane + 1) % N] ^ b[(lane + 2) % N];
+        ((w >> (r % 8)) & 15) as f32 - 7.0
+    };
+    let mut want = vec![0u32; 54 * 256];
+    for (_, m, n, k, blocks, e, regs, base) in MFMA_SHAPES {
+        // The operand layouts of AMD's matrix instruction calculator: A's
+        // element (i, kk) of block blk is element kk % e of lane
+        // i + m * (blk * k / e + kk / e); B's (kk, j) likewise.
+        let elem = |w: &[u32], row: usize, blk: usize, kk: usize| {
+            small(w[row + m * (blk * (k / e) + kk / e)], kk % e)
+        };
+        // D's rows in groups of 4 spread over 64 / n lane groups, then
+        // registers.
+        let groups = 64 / n;
+        for blk in 0..blocks {
+            for i in 0..m {
+                let g = blk * (m / 4) + i / 4;
+                let (reg, lane_grp) = (4 * (g / groups) + i % 4, g % groups);
+                for j in 0..n {
+                    let lane = j + n * lane_grp;
+                    let dot: f32 = (0..k)
+                        .map(|kk| elem(&a, i, blk, kk) * elem(&b, j, blk, kk))
+                        .sum();
+                    want[base * 256 + lane * regs + reg] = (c(lane, reg) + dot).to_bits();
+                }
+            }
+        }
+    }
+    std_kernel(
+        "mfma_shapes",
+        &a,
+        &b,
+        &vec![0; 54 * 256],
+        64,
+        64,
+        |got| match MFMA_SHAPES.iter().find_map(|s| {
+            let r = s.7 * 256..(s.7 + s.6 / 4) * 256;
+            expect_eq(s.0, &got[r.clone()], &want[r]).err()
+        }) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        },
+    );
+}
+
+#[test]
+fn vgpr_index() {
+    let (a, b) = ints();
+    let mut want = vec![0u32; 2 * N];
+    for i in 0..N {
+        let mut v: Vec<u32> = (0..16u32)
+            .map(|r| a[i].wrapping_mul(r + 1).wrapping_add(r << 8))
+            .collect();
+        let k = (b[i] % 16) as usize;
+        v[k] ^= 0x55aa;
+        want[2 * i] = v[k].wrapping_add(v[(k + 5) % 16]);
+        want[2 * i + 1] = v
+            .iter()
+            .fold(0u32, |s, x| s.wrapping_mul(3).wrapping_add(*x));
+    }
+    std_kernel("vgpr_index", &a, &b, &vec![0; 2 * N], N as u32, 64, |got| {
+        expect_eq("vgpr_index", got, &want)
+    });
+}
