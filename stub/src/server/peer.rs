@@ -45,12 +45,15 @@ enum Peer {
 /// traced one hop back, to the client each forwarder process relays
 /// ([`behind`]), and proven only if that is one client.
 pub fn claim_proof(cpu: &Conn, claim: &Conn, forwarded: bool) -> ClaimProof {
+    // Each connection's (peer, local) addresses, for TCP.
+    let mut links = (None, None);
     let (a, b) = match (cpu, claim) {
         (Conn::Tcp(c), Conn::Tcp(n)) => {
             let pair = |s: &mio::net::TcpStream| Some((s.peer_addr().ok()?, s.local_addr().ok()?));
             let (Some(cpu_pair), Some(claim_pair)) = (pair(c), pair(n)) else {
                 return ClaimProof::Mismatch("the connection's addresses are unknown".into());
             };
+            links = (Some(cpu_pair), Some(claim_pair));
             tcp_peers(cpu_pair, claim_pair)
         }
         (Conn::Unix(c), Conn::Unix(n)) => (unix_peer(c), unix_peer(n)),
@@ -59,7 +62,9 @@ pub fn claim_proof(cpu: &Conn, claim: &Conn, forwarded: bool) -> ClaimProof {
     match (a, b) {
         (Peer::Process(x), Peer::Process(y)) if x == y => ClaimProof::SameProcess(x),
         (Peer::Remote(x), Peer::Remote(y)) if x == y => ClaimProof::SameRemoteHost(x),
-        (Peer::Process(x), Peer::Process(y)) if forwarded => through_forwarder(x, y),
+        (Peer::Process(x), Peer::Process(y)) if forwarded => {
+            through_forwarder((x, links.0), (y, links.1))
+        }
         (Peer::Process(x), Peer::Process(y)) => ClaimProof::Mismatch(format!(
             "it comes from process {y}, the debugger that received the offer is process {x}"
         )),
@@ -71,13 +76,18 @@ pub fn claim_proof(cpu: &Conn, claim: &Conn, forwarded: bool) -> ClaimProof {
     }
 }
 
+/// A forwarder process and, for TCP, its connection's (peer, local)
+/// addresses as this server sees them.
+type Link = (u32, Option<(SocketAddr, SocketAddr)>);
+
 /// `--advertise`: the CPU connection comes from forwarder process `cpu`,
-/// the claim from process `claim`. Proven when each relays exactly one
+/// the claim from process `claim` (each with the connection's (peer,
+/// local) addresses when it is TCP). Proven when each relays exactly one
 /// client connection and both relay the same client: one process on this
 /// host, or (a forwarder whose client is elsewhere) one remote address,
 /// as without `--advertise`.
-fn through_forwarder(cpu: u32, claim: u32) -> ClaimProof {
-    let (Some(x), Some(y)) = (behind(cpu), behind(claim)) else {
+fn through_forwarder((cpu, cpu_link): Link, (claim, claim_link): Link) -> ClaimProof {
+    let (Some(x), Some(y)) = (behind(cpu, cpu_link), behind(claim, claim_link)) else {
         return ClaimProof::Mismatch(format!(
             "it comes from process {claim}, which does not relay the client of the debugger's forwarder, process {cpu}"
         ));
@@ -100,21 +110,19 @@ fn through_forwarder(cpu: u32, claim: u32) -> ClaimProof {
 }
 
 /// The one client a forwarder process relays: its only established TCP
-/// connection other than those to this server. `None` when it holds none
-/// or several (a forwarder that multiplexes many clients in one process
-/// is proven by [`ClaimProof::SameProcess`] instead). The tables are read
-/// in the forwarder's own network namespace (`/proc/PID/net/tcp`).
-fn behind(pid: u32) -> Option<Peer> {
+/// connection other than the one to this server (`to_us`: that
+/// connection's (peer, local) addresses as this server sees them; a unix
+/// connection is not in the TCP tables). `None` when it holds none or
+/// several (a forwarder that multiplexes many clients in one process is
+/// proven by [`ClaimProof::SameProcess`] instead). The tables are read in
+/// the forwarder's own network namespace (`/proc/PID/net/tcp`).
+fn behind(pid: u32, to_us: Option<(SocketAddr, SocketAddr)>) -> Option<Peer> {
     let table = socket_table(&format!("/proc/{pid}/net"));
-    let ours = held_sockets(pid);
-    let ours_here = held_sockets(std::process::id());
+    let held = held_sockets(pid);
     let mut relayed = table.iter().filter(|s| {
         s.established
-            && ours.contains(&s.inode)
-            // Not a connection to this server: its other end is not ours.
-            && !table.iter().any(|o| {
-                o.local == s.remote && o.remote == s.local && ours_here.contains(&o.inode)
-            })
+            && held.contains(&s.inode)
+            && to_us.is_none_or(|(peer, ours)| !(s.local == peer && s.remote == ours))
     });
     let (one, None) = (relayed.next()?, relayed.next()) else {
         return None;
@@ -348,5 +356,67 @@ mod tests {
             ClaimProof::SameProcess(std::process::id())
         );
         drop(a);
+    }
+
+    /// `--advertise` over TCP behind `socat …,fork` (each connection
+    /// relayed by a process of its own): two connections of this process
+    /// through the forwarder are traced back to this process; a
+    /// connection of another process through the same forwarder is not.
+    #[test]
+    fn through_a_forking_tcp_forwarder() {
+        use std::io::BufRead;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut fwd = std::process::Command::new("socat")
+            .args(["-d", "-d", "TCP-LISTEN:0,bind=127.0.0.1,reuseaddr,fork"])
+            .arg(format!("TCP:{}", l.local_addr().unwrap()))
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("socat");
+        // "listening on AF=2 127.0.0.1:PORT"
+        let mut err = std::io::BufReader::new(fwd.stderr.take().unwrap());
+        let port = loop {
+            let mut line = String::new();
+            assert!(err.read_line(&mut line).unwrap() > 0, "socat ended");
+            if let Some(a) = line.split("listening on AF=2 ").nth(1) {
+                break a.trim().rsplit(':').next().unwrap().to_string();
+            }
+        };
+        let fwd_addr = format!("127.0.0.1:{port}");
+        let conn = |l: &std::net::TcpListener| {
+            let (s, _) = l.accept().unwrap();
+            Conn::Tcp(mio::net::TcpStream::from_std(s))
+        };
+        let _a = std::net::TcpStream::connect(&fwd_addr).unwrap();
+        let cpu = conn(&l);
+        let _b = std::net::TcpStream::connect(&fwd_addr).unwrap();
+        let claim = conn(&l);
+        let me = std::process::id();
+        match claim_proof(&cpu, &claim, true) {
+            ClaimProof::ThroughForwarder { client, .. } => {
+                assert_eq!(*client, ClaimProof::SameProcess(me))
+            }
+            other => panic!("not proven through the forwarder: {other:?}"),
+        }
+        assert!(
+            matches!(claim_proof(&cpu, &claim, false), ClaimProof::Mismatch(_)),
+            "without --advertise two forwarder processes are no proof"
+        );
+        // Another process through the same forwarder (its connection held
+        // open: its stdin stays open until it is killed).
+        let mut other = std::process::Command::new("socat")
+            .args(["-u", "STDIN"])
+            .arg(format!("TCP:{fwd_addr}"))
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("socat client");
+        let stray = conn(&l);
+        let proof = claim_proof(&cpu, &stray, true);
+        assert!(matches!(proof, ClaimProof::Mismatch(_)), "{proof:?}");
+        let _ = other.kill();
+        let _ = other.wait();
+        // The forwarder's children (one per connection) end with their
+        // connections; its stderr is not read to the end (they hold it).
+        let _ = fwd.kill();
+        let _ = fwd.wait();
     }
 }
