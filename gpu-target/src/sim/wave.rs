@@ -1423,6 +1423,7 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
         op_sel_hi,
         neg_lo,
         neg_hi,
+        acc_cd,
         ..
     } = &inst.kind
     else {
@@ -1430,6 +1431,15 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
     };
     let exec = r.exec;
     let w = op.widths();
+    if let Some(shape) = op.mfma() {
+        // cbsz/abid/blgp (MFMA's broadcast controls, in the op_sel and neg
+        // fields) are not modelled: clang emits them only when a kernel
+        // asks for them.
+        if *neg_hi != 0 || *op_sel != 0 || *op_sel_hi & 4 != 0 || *neg_lo != 0 {
+            return Step::IllegalInstruction;
+        }
+        return mfma(r, w, shape, *dst as usize, src, *op_sel_hi, *acc_cd);
+    }
     let (dst, op_sel, op_sel_hi, neg_lo, neg_hi) =
         (*dst as usize, *op_sel, *op_sel_hi, *neg_lo, *neg_hi);
     match op {
@@ -1453,9 +1463,6 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
             return Step::Continue;
         }
         _ => {}
-    }
-    if let Some(shape) = op.mfma() {
-        return mfma(r, *op, shape, inst);
     }
     // Packed: each half picks its source half by op_sel (low result) and
     // op_sel_hi (high result); neg_lo/neg_hi flip the half's sign bit.
@@ -1501,26 +1508,15 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
 /// accumulation registers, C and D in accumulation registers with `acc_cd`
 /// (else VGPRs); the whole wave takes part whatever EXEC is. The layouts
 /// and arithmetic are [`super::vop3p::mfma`]'s.
-fn mfma(r: &mut WaveRegs, op: Vop3pOp, shape: MfmaShape, inst: &Inst) -> Step {
-    let Kind::Vop3p {
-        dst,
-        src,
-        op_sel,
-        op_sel_hi,
-        neg_lo,
-        neg_hi,
-        acc_cd,
-        ..
-    } = &inst.kind
-    else {
-        return Step::IllegalInstruction;
-    };
-    // cbsz/abid/blgp (broadcast controls) are not modelled: clang emits
-    // them only when a kernel asks for them.
-    if *neg_hi != 0 || *op_sel != 0 || *op_sel_hi & 4 != 0 || *neg_lo != 0 {
-        return Step::IllegalInstruction;
-    }
-    let w = op.widths();
+fn mfma(
+    r: &mut WaveRegs,
+    w: &[u8],
+    shape: MfmaShape,
+    dst: usize,
+    src: &[u16; 3],
+    acc_ab: u8,
+    acc_cd: bool,
+) -> Step {
     // Operands staged in fixed arrays (at most 2 A/B and 32 C/D registers):
     // no allocation per instruction.
     let rows = |r: &WaveRegs, out: &mut [[u32; LANES]], code: u16, acc: bool| {
@@ -1531,7 +1527,8 @@ fn mfma(r: &mut WaveRegs, op: Vop3pOp, shape: MfmaShape, inst: &Inst) -> Step {
                     .copied()
                     .unwrap_or([0; LANES])
             } else {
-                [r.sget(code, 1, inst.literal) as u32; LANES]
+                // VOP3P has no literal.
+                [r.sget(code, 1, None) as u32; LANES]
             };
         }
     };
@@ -1542,18 +1539,17 @@ fn mfma(r: &mut WaveRegs, op: Vop3pOp, shape: MfmaShape, inst: &Inst) -> Step {
     if na > 2 || nb > 2 || nc > 32 || (w[0] as usize) > 32 {
         return Step::IllegalInstruction;
     }
-    rows(r, &mut a[..na], src[0], op_sel_hi & 1 != 0);
-    rows(r, &mut b[..nb], src[1], op_sel_hi & 2 != 0);
-    rows(r, &mut c[..nc], src[2], *acc_cd);
+    rows(r, &mut a[..na], src[0], acc_ab & 1 != 0);
+    rows(r, &mut b[..nb], src[1], acc_ab & 2 != 0);
+    rows(r, &mut c[..nc], src[2], acc_cd);
     let d = &mut d[..w[0] as usize];
     super::vop3p::mfma(shape, &a[..na], &b[..nb], &c[..nc], d);
-    let dst = *dst as usize;
-    let regs = if *acc_cd { &mut r.agpr } else { &mut r.vgpr };
+    let regs = if acc_cd { &mut r.agpr } else { &mut r.vgpr };
     if dst + d.len() > 256 {
         return Step::IllegalInstruction;
     }
     if regs.len() < dst + d.len() {
-        if !*acc_cd {
+        if !acc_cd {
             return Step::IllegalInstruction;
         }
         regs.resize(dst + d.len(), [0; LANES]);
