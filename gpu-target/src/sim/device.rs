@@ -965,7 +965,35 @@ fn init_wave(d: &DispatchDesc, coord: [u32; 3], index: u32) -> WaveRegs {
     r
 }
 
+/// The host scheduling priority of the device threads.
+///
+/// A real GPU runs its waves without taking host CPU from the debugger;
+/// the simulator's device threads do take it, and 10,000 spinning waves keep
+/// every device thread busy. At the default priority they shared the CPUs
+/// with the debugger's one event loop thread, which then waited for a CPU
+/// in the middle of a stop-all (on 2 CPUs, 8 ms of the loop's CPU time took
+/// 0.4–2.3 s of wall-clock time, every switch away from it a preemption).
+/// At the lowest priority (nice 19) they run on what the debugger leaves.
+mod host_priority {
+    /// Nice value of a device thread (the lowest priority).
+    const DEVICE_NICE: libc::c_int = 19;
+
+    /// Lowers the calling thread's priority; best effort (a failure leaves
+    /// it where it was, which only costs latency).
+    pub fn lower_this_thread() {
+        let tid = nix::unistd::gettid().as_raw();
+        // SAFETY: setpriority takes plain integers and touches no memory of
+        // ours; on Linux, PRIO_PROCESS with a thread id sets that thread's
+        // nice value only.
+        let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, DEVICE_NICE) };
+        if r != 0 {
+            tracing::debug!(target: "simgpu", "device thread priority unchanged: {}", std::io::Error::last_os_error());
+        }
+    }
+}
+
 fn worker(shared: &Shared) {
+    host_priority::lower_this_thread();
     loop {
         let wg = {
             let mut s = lock(&shared.sched);

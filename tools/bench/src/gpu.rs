@@ -12,7 +12,8 @@
 //! - stop-all: from the `\x03` that interrupts the GPU session to its stop
 //!   reply, every wave stopped (checked: each wave's pc is readable), sent
 //!   right after `vCont;c` (resume and stop) and, from running waves, after
-//!   the resume was given time to be served;
+//!   the resume was given time to be served, with the CPU time gdbmux's
+//!   loop thread spent on that stop (its `schedstat`);
 //! - `jThreadsInfo` with the expedited registers (pc, exec…) of every wave.
 //!
 //! Each figure is printed for every wave count asked for (`--gpu-waves
@@ -148,6 +149,9 @@ pub struct GpuFigures {
     pub stop_all_ms: f64,
     /// `\x03` to the stop reply, the resume served first (ms).
     pub stop_running_ms: f64,
+    /// CPU time of gdbmux's loop thread over that stop-all (ms): what the
+    /// stop costs the server, whatever else the machine runs.
+    pub stop_running_cpu_ms: f64,
     /// `jThreadsInfo`, median (ms), and its size (bytes).
     pub jti_ms: f64,
     pub jti_bytes: usize,
@@ -204,13 +208,24 @@ pub fn measure(gdbmux: &Path, fx: &GpuFixture, a: &Args, waves: usize) -> Result
         "1".to_string(),
     ];
     let (mut child, port) = start_args("gdbmux", gdbmux, &a.gdbmux_args, &fx.prog, &args, &[])?;
-    let r = measure_on(port, fx, waves);
+    let r = measure_on(port, fx, waves, child.id());
     let _ = child.kill();
     let _ = child.wait();
     r
 }
 
-fn measure_on(port: u16, fx: &GpuFixture, waves: usize) -> Result<GpuFigures> {
+/// Nanoseconds on a CPU of thread `tid` of `pid` so far (the first field
+/// of `/proc/PID/task/TID/schedstat`); the loop thread is the main one.
+fn thread_cpu_ns(pid: u32, tid: u32) -> Result<u64> {
+    let path = format!("/proc/{pid}/task/{tid}/schedstat");
+    let text = std::fs::read_to_string(&path).with_context(|| path.clone())?;
+    text.split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("{path}: {text}"))
+}
+
+fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuFigures> {
     let mut cpu = Rsp::connect(port)?;
     cpu.handshake_lldb()?;
     let ready = nm(&fx.prog, "bench_gpu_ready")?;
@@ -287,18 +302,22 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize) -> Result<GpuFigures> {
     // resume time to be served (nothing on the wire says when it was), then
     // interrupt. Three cycles, the median.
     let mut stops = Vec::new();
+    let mut stop_cpu = Vec::new();
     for _ in 0..STOP_CYCLES {
         g.send(b"vCont;c")?;
         std::thread::sleep(RESUME_SETTLE);
+        let c = thread_cpu_ns(pid, pid)?;
         let t = Instant::now();
         g.s.write_all(b"\x03")?;
         let stop = g.recv_stop()?;
         stops.push(t.elapsed().as_secs_f64() * 1e3);
+        stop_cpu.push(thread_cpu_ns(pid, pid)?.saturating_sub(c) as f64 / 1e6);
         if !stop.starts_with('T') && !stop.starts_with('S') {
             bail!("GPU interrupt: {stop}");
         }
     }
     let stop_running_ms = quantiles(stops).0;
+    let stop_running_cpu_ms = quantiles(stop_cpu).0;
 
     // End: stop the CPU and kill the program through the stub.
     cpu.s.write_all(b"\x03")?;
@@ -311,6 +330,7 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize) -> Result<GpuFigures> {
         list_stopped,
         stop_all_ms,
         stop_running_ms,
+        stop_running_cpu_ms,
         jti_ms,
         jti_bytes,
     })
@@ -351,6 +371,7 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
             ),
             stop_all_ms: med(v.iter().map(|f| f.stop_all_ms).collect()),
             stop_running_ms: med(v.iter().map(|f| f.stop_running_ms).collect()),
+            stop_running_cpu_ms: med(v.iter().map(|f| f.stop_running_cpu_ms).collect()),
             jti_ms: med(v.iter().map(|f| f.jti_ms).collect()),
             jti_bytes: v[0].jti_bytes,
         })
@@ -367,7 +388,7 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
     });
     println!("|---|{}---|", "---|".repeat(rows.len()));
     type Get = fn(&GpuFigures) -> f64;
-    let table: [(&str, Get, &str); 7] = [
+    let table: [(&str, Get, &str); 8] = [
         (
             "jThreadsInfo, registers expedited (ms)",
             |f| f.jti_ms,
@@ -377,6 +398,11 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
             "stop-all of running waves, \\x03 to the stop reply (ms)",
             |f| f.stop_running_ms,
             "< 10",
+        ),
+        (
+            "gdbmux loop thread CPU in that stop-all (ms)",
+            |f| f.stop_running_cpu_ms,
+            "-",
         ),
         (
             "resume + stop-all, \\x03 right after vCont;c (ms)",

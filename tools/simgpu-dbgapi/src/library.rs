@@ -208,6 +208,9 @@ struct Process {
     /// the client's next pass; `true` once a pass has ended since.
     late_resume: Option<(u64, usize, bool)>,
     held_ack: Option<HeldAck>,
+    /// The notifier is drained at the start of the client's next pass
+    /// (set when a call returned NONE; see `poll`).
+    drain_notifier: bool,
     last_lists: HashMap<&'static str, Vec<u64>>,
     /// The event storm of `SIMGPU_STORM`, if one was asked for.
     storm: Option<StormRun>,
@@ -409,6 +412,7 @@ impl Library {
                 bp_resume: None,
                 late_resume: None,
                 held_ack: None,
+                drain_notifier: true,
                 last_lists: HashMap::new(),
                 storm: None,
                 faults,
@@ -557,9 +561,15 @@ impl Library {
     fn poll(&mut self, p: u64) -> Result<(), Status> {
         let (cp, hello, gone) = {
             let proc = self.proc(p)?;
-            let mut buf = [0u8; 64];
-            while matches!(nix::unistd::read(proc.notifier_r.as_raw_fd(), &mut buf), Ok(n) if n > 0)
-            {
+            // Once per pass of the client (its first call after a NONE),
+            // before anything is looked at: a wake-up written later stays
+            // readable, so nothing is missed, and a pass over 10,000 wave
+            // stops makes one `read` instead of one per event.
+            if std::mem::take(&mut proc.drain_notifier) {
+                let mut buf = [0u8; 64];
+                while matches!(nix::unistd::read(proc.notifier_r.as_raw_fd(), &mut buf), Ok(n) if n > 0)
+                {
+                }
             }
             let mut inbox = lock(&proc.inbox);
             let hello = inbox.hello.take();
@@ -805,6 +815,7 @@ impl Library {
         // call (after it carried out its breakpoint requests).
         for &p in &ps {
             let proc = self.proc(p)?;
+            proc.drain_notifier = true;
             if let Some((_, _, ended)) = proc.late_resume.as_mut() {
                 // Quietly: no notifier write (`SIMGPU_QUIET_RESUME`).
                 *ended = true;
@@ -1391,9 +1402,16 @@ impl Library {
     pub fn wave_stop(&mut self, wh: u64) -> Result<(), Status> {
         let (proc, w) = self.wave_proc(wh)?;
         proc.faults.check("wave_stop")?;
-        let i = Self::sim_wave(proc, w)?;
-        if Self::visible_state(proc, w, i.state) == wave_state::STOP {
-            return Err(st::ERROR_WAVE_STOPPED);
+        // Only a wave whose WAVE_STOP was fetched can look stopped to the
+        // client (`visible_state`): any other wave goes straight to the
+        // device, whose stop request finds the wave once (a state query
+        // first cost a second lookup and workgroup lock per wave of a
+        // stop-all).
+        if proc.stop_fetched.contains(&w) || is_storm_id(w.0) {
+            let i = Self::sim_wave(proc, w)?;
+            if Self::visible_state(proc, w, i.state) == wave_state::STOP {
+                return Err(st::ERROR_WAVE_STOPPED);
+            }
         }
         if proc.stop_requested.contains(&w) {
             return Err(st::ERROR_WAVE_OUTSTANDING_STOP);
@@ -1402,11 +1420,14 @@ impl Library {
             // Storm waves stop when their producer says so.
             return Err(st::ERROR_NOT_IMPLEMENTED);
         }
-        proc.stop_requested.insert(w);
         if proc.faults.stall {
-            // Accepted, never completed: the device is stalled.
+            // Accepted (if the wave exists), never completed: the device
+            // is stalled.
+            Self::sim_wave(proc, w)?;
+            proc.stop_requested.insert(w);
             return Ok(());
         }
+        proc.stop_requested.insert(w);
         match proc.device.stop_wave(w) {
             // Stopped already (its WAVE_STOP is pending): that event completes the request.
             Ok(()) | Err(DeviceError::WaveStopped(_)) => Ok(()),

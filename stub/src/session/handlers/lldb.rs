@@ -309,6 +309,7 @@ impl<R: SessionRole> Session<R> {
         };
         let stop = self.journal.event().cloned();
         let others = self.journal.other_reasons();
+        let is_cpu = self.role.cpu().is_some();
         let Ok(t) = self.target_mut(pid) else {
             self.send_error(crate::error::ErrorCode::NoSuchProcess, "no process");
             return;
@@ -320,6 +321,13 @@ impl<R: SessionRole> Session<R> {
                 self.send_target_error(&e);
                 return;
             }
+        };
+        // CPU threads carry their stack's top and frame-pointer chain
+        // (`expedited_stack`); the GPU session's waves do not.
+        let stack_regs = if is_cpu {
+            stack_registers(t.registers())
+        } else {
+            None
         };
         let mut out = Vec::with_capacity(threads.len());
         for tid in threads {
@@ -366,6 +374,22 @@ impl<R: SessionRole> Session<R> {
             for r in &regs {
                 if let Ok(v) = t.read_register(tid, *r) {
                     values.insert(r.to_string(), hex::encode_to_string(&v).into());
+                }
+            }
+            if let Some((sp, fp)) = stack_regs {
+                let word = |r: u32| {
+                    values
+                        .get(&r.to_string())
+                        .and_then(|v| v.as_str())
+                        .and_then(|h| hex::decode(h.as_bytes()))
+                        .and_then(|b| b.get(..8).and_then(|b| b.try_into().ok()))
+                        .map(u64::from_le_bytes)
+                };
+                if let (Some(sp), Some(fp)) = (word(sp), word(fp)) {
+                    let memory = expedited_stack(&mut **t, sp, fp);
+                    if !memory.is_empty() {
+                        th.insert("memory".into(), memory.into());
+                    }
                 }
             }
             th.insert("registers".into(), values.into());
@@ -446,4 +470,75 @@ impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_server_version(&mut self) {
         self.send(format!("name:gdbmux;version:{};", env!("CARGO_PKG_VERSION")).as_bytes());
     }
+}
+
+/// Bytes from the stack pointer up that `jThreadsInfo` sends with each CPU
+/// thread: the top of the stack, where lldb finds frame 0's return address
+/// and spilled arguments.
+const STACK_TOP_BYTES: u64 = 256;
+/// Frame-pointer links followed from `fp` (16 bytes each: saved `fp` and
+/// return address).
+const FP_FRAMES: usize = 16;
+/// A saved frame pointer further than this above the current one ends the
+/// walk (not a frame of this stack).
+const MAX_FRAME: u64 = 1 << 20;
+
+/// The register numbers of the stack and frame pointers, when the target
+/// has both as 8-byte registers (x86-64).
+fn stack_registers(regs: &[crate::target::RegisterInfo]) -> Option<(u32, u32)> {
+    let find = |g: &str| {
+        regs.iter()
+            .find(|r| r.generic == Some(g) && r.bitsize == 64)
+            .map(|r| r.regnum)
+    };
+    Some((find("sp")?, find("fp")?))
+}
+
+/// The `"memory"` array of a `jThreadsInfo` thread: the top of its stack
+/// and the 16 bytes at each frame-pointer link, overlapping pieces merged,
+/// each `{"address": N, "bytes": "hex"}`. lldb puts every piece in its
+/// process memory cache (`ProcessGDBRemote::SetThreadStopInfo`, key
+/// `memory`, as debugserver sends it), so listing the threads after a stop
+/// no longer reads each thread's stack with its own `x` round trip
+/// (lldb-server does not send it: the client then asks per thread).
+/// Unreadable pieces are left out; lldb reads what it misses as before.
+fn expedited_stack(t: &mut dyn crate::target::Target, sp: u64, fp: u64) -> Vec<serde_json::Value> {
+    let mut ranges: Vec<(u64, u64)> = vec![(sp, sp.saturating_add(STACK_TOP_BYTES))];
+    let mut f = fp;
+    let mut link = [0u8; 16];
+    for _ in 0..FP_FRAMES {
+        if f < sp || !f.is_multiple_of(8) || f.saturating_sub(sp) > MAX_FRAME * FP_FRAMES as u64 {
+            break;
+        }
+        if !matches!(t.read_memory_into(f, &mut link), Ok(16)) {
+            break;
+        }
+        ranges.push((f, f + 16));
+        let next = u64::from_le_bytes(link[..8].try_into().unwrap_or_default());
+        if next <= f || next - f > MAX_FRAME {
+            break;
+        }
+        f = next;
+    }
+    ranges.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (a, b) in ranges {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    let mut out = Vec::with_capacity(merged.len());
+    for (a, b) in merged {
+        let mut buf = vec![0u8; (b - a) as usize];
+        let n = match t.read_memory_into(a, &mut buf) {
+            Ok(n) if n > 0 => n,
+            _ => continue,
+        };
+        let mut m = serde_json::Map::new();
+        m.insert("address".into(), a.into());
+        m.insert("bytes".into(), hex::encode_to_string(&buf[..n]).into());
+        out.push(serde_json::Value::Object(m));
+    }
+    out
 }
