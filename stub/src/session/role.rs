@@ -78,6 +78,11 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
     /// ends with its client (a new claim needs a new offer).
     fn outlives_client(&self) -> bool;
 
+    /// Whether `jThreadsInfo` carries each thread's stack top and
+    /// frame-pointer chain for lldb's memory cache: a CPU thread's frames
+    /// are walked through its stack; a GPU wave's are not.
+    fn expedites_stack(&self) -> bool;
+
     /// What a session with no process advertises: a CPU session's
     /// `vRun`/`vAttach` will create a native Linux process, a GPU session
     /// has nothing.
@@ -212,6 +217,10 @@ impl SessionRole for CpuRole {
         true
     }
 
+    fn expedites_stack(&self) -> bool {
+        true
+    }
+
     fn outlives_client(&self) -> bool {
         true
     }
@@ -275,6 +284,10 @@ impl SessionRole for GpuRole {
     const ROLE: Role = Role::Gpu;
 
     fn reports_process_ends(&self) -> bool {
+        false
+    }
+
+    fn expedites_stack(&self) -> bool {
         false
     }
 

@@ -309,7 +309,7 @@ impl<R: SessionRole> Session<R> {
         };
         let stop = self.journal.event().cloned();
         let others = self.journal.other_reasons();
-        let is_cpu = self.role.cpu().is_some();
+        let expedite_stack = self.role.expedites_stack();
         let Ok(t) = self.target_mut(pid) else {
             self.send_error(crate::error::ErrorCode::NoSuchProcess, "no process");
             return;
@@ -324,7 +324,7 @@ impl<R: SessionRole> Session<R> {
         };
         // CPU threads carry their stack's top and frame-pointer chain
         // (`expedited_stack`); the GPU session's waves do not.
-        let stack_regs = if is_cpu {
+        let stack_regs = if expedite_stack {
             stack_registers(t.registers())
         } else {
             None
