@@ -4,6 +4,10 @@
 //! thread's stack in its own `x` round trip (issue 15, lldb `thread list`
 //! with many threads). The packet logs of both runs are compared.
 //!
+//! And at a breakpoint stop of a launched program, the stop reply's
+//! `jstopinfo` (every thread's id, name and stop reason, as lldb-server
+//! sends it) spares lldb a `qThreadStopInfo` round trip per thread.
+//!
 //! Needs `lldb` and `lldb-server` (pip `lldb-for-pwndbg`) and gcc.
 
 mod compare_support;
@@ -49,8 +53,13 @@ fn sleepers(dir: &Path) -> Victim {
 
 /// gdbmux attached to `pid`, and its port.
 fn gdbmux_attach(pid: &str) -> (Child, u16) {
+    gdbmux_with(&["--no-gpu", "--once", "--attach", "127.0.0.1:0", pid])
+}
+
+/// gdbmux with `args`, and its port.
+fn gdbmux_with(args: &[&str]) -> (Child, u16) {
     let mut child = Command::new(GDBMUX)
-        .args(["--no-gpu", "--once", "--attach", "127.0.0.1:0", pid])
+        .args(args)
         .env_remove("GDBMUX_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -139,4 +148,81 @@ fn thread_list_needs_no_stack_reads_and_matches_lldb_server() {
     // (lldb-server's run shows it, so the check below can fail).
     assert!(reads(&ref_after) >= 2, "lldb-server: {ref_after:?}");
     assert_eq!(reads(&after), 0, "gdbmux: {after:?}");
+}
+
+/// The packets lldb sent, in order, from an lldb packet log.
+fn sent_packets(log: &Path) -> Vec<String> {
+    let text = String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
+    text.lines()
+        .filter_map(|l| l.split("send packet: $").nth(1))
+        .map(|p| p.split('#').next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// One lldb session on a launched `threads` (main and four workers):
+/// a breakpoint on `thread_work`, `continue`, `thread list`, kill. The
+/// `thread #` lines of `thread list` and the packets sent from the
+/// `continue` on.
+fn breakpoint_session(server: &str, dir: &Path, log: &Path) -> (Vec<String>, Vec<String>) {
+    let exe = dir.join("threads");
+    let exe_s = exe.to_str().unwrap();
+    let (mut child, port) = match server {
+        "gdbmux" => gdbmux_with(&["--no-gpu", "--once", "127.0.0.1:0", exe_s, "30"]),
+        _ => compare_support::start_lldb_server(dir, &["--", exe_s, "30"]),
+    };
+    let _ = std::fs::remove_file(log);
+    let out = compare_support::lldb_batch(
+        &[
+            format!("gdb-remote 127.0.0.1:{port}"),
+            "breakpoint set -n thread_work".into(),
+            format!("log enable -f {} gdb-remote packets", log.display()),
+            "continue".into(),
+            "thread list".into(),
+            "process kill".into(),
+        ],
+        &exe,
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let list = out
+        .split("(lldb) thread list")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{server}: no thread list:\n{out}"));
+    let threads = list
+        .lines()
+        .take_while(|l| !l.starts_with("(lldb)"))
+        .filter(|l| l.contains("thread #"))
+        .map(str::to_string)
+        .collect();
+    (threads, sent_packets(log))
+}
+
+#[test]
+fn breakpoint_stop_needs_no_stop_info_per_thread() {
+    let dir: PathBuf = compare_support::build_fixtures("lldb-stop-infos", &["threads"]);
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let asks = |v: &[String]| {
+        v.iter()
+            .filter(|p| p.starts_with("qThreadStopInfo"))
+            .count()
+    };
+    for server in ["lldb-server", "gdbmux"] {
+        let (threads, sent) =
+            breakpoint_session(server, &dir, &tmp.join(format!("lsi-{server}.log")));
+        // Five threads, each with its name; the one at the breakpoint
+        // (more may be, as the workers race) shows it.
+        assert_eq!(threads.len(), 5, "{server}: {threads:?}");
+        assert!(
+            threads.iter().all(|l| l.contains("name = 'threads'")),
+            "{server}: {threads:?}"
+        );
+        assert!(
+            threads
+                .iter()
+                .any(|l| l.contains("stop reason = breakpoint")),
+            "{server}: {threads:?}"
+        );
+        // Without jstopinfo lldb asks each of the other four threads.
+        assert_eq!(asks(&sent), 0, "{server}: {sent:?}");
+    }
 }

@@ -340,7 +340,7 @@ fn stop_event() -> impl Strategy<Value = StopEvent> {
 }
 
 fn options() -> impl Strategy<Value = StopReplyOptions> {
-    vec(any::<bool>(), 9).prop_map(|b| StopReplyOptions {
+    vec(any::<bool>(), 10).prop_map(|b| StopReplyOptions {
         multiprocess: b[0],
         native_signals: b[1],
         swbreak: b[2],
@@ -350,6 +350,7 @@ fn options() -> impl Strategy<Value = StopReplyOptions> {
         exec_events: b[6],
         list_threads: b[7],
         interrupt_as_sigint: b[8],
+        stop_infos: b[9],
         // gdbserver's --disable-packet switches: off here.
         no_t: false,
         no_thread: false,

@@ -51,6 +51,10 @@ pub struct StopReplyOptions {
     pub no_t: bool,
     /// gdbserver `--disable-packet=Tthread`: no `thread:` field.
     pub no_thread: bool,
+    /// lldb-server's `jstopinfo:` key in `T` replies (every thread's stop
+    /// info, so lldb asks no `qThreadStopInfo` per thread). Added by the
+    /// stop journal, which holds the other threads' stops.
+    pub stop_infos: bool,
 }
 
 /// State of one thread at the stop.

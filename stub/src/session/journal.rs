@@ -12,6 +12,7 @@ use crate::packet::stop_reply::StopSnapshot;
 use crate::stop::StopEvent;
 use crate::stop::StopKind;
 use crate::target::Tid;
+use crate::wire::hex;
 
 #[derive(Debug, Clone)]
 struct Rendered {
@@ -67,7 +68,14 @@ impl Journal {
         match &self.rendered {
             Some(r) if r.opts == *opts => Some(r.bytes.clone()),
             _ => {
-                let bytes = stop_reply::build(snap, opts);
+                let mut bytes = stop_reply::build(snap, opts);
+                if opts.stop_infos && bytes.first() == Some(&b'T') {
+                    if let Some(json) = self.stop_infos() {
+                        bytes.extend_from_slice(b"jstopinfo:");
+                        hex::encode(json.as_bytes(), &mut bytes);
+                        bytes.push(b';');
+                    }
+                }
                 self.rendered = Some(Rendered {
                     opts: *opts,
                     bytes: bytes.clone(),
@@ -91,6 +99,49 @@ impl Journal {
         Some(stop_reply::build(snap, opts))
     }
 
+    /// lldb-server's `jstopinfo` for the recorded stop: a JSON array with
+    /// every thread's id, name, and its stop reason and signal when it has
+    /// one (lldb then asks no `qThreadStopInfo`, and takes a thread missing
+    /// a reason as one that has none). Sent, as by lldb-server
+    /// (GDBRemoteCommunicationServerLLGS::PrepareStopReplyPacketForThread),
+    /// only when the process has more than one thread.
+    fn stop_infos(&self) -> Option<String> {
+        let primary = self.primary.as_ref()?;
+        let StopEvent::Stopped { tid: ptid, .. } = &primary.event else {
+            return None;
+        };
+        if primary.threads.len() < 2 {
+            return None;
+        }
+        let mut out = Vec::with_capacity(primary.threads.len());
+        for t in &primary.threads {
+            let snap = if t.tid == *ptid {
+                Some(primary)
+            } else {
+                self.others.get(&t.tid)
+            };
+            let mut o = serde_json::Map::new();
+            o.insert("tid".into(), t.tid.into());
+            if let Some(s) = snap {
+                if let StopEvent::Stopped { signal, kind, .. } = &s.event {
+                    if *signal != 0 || *kind != StopKind::Signal {
+                        let f = lldb_stop_fields(*signal, kind);
+                        o.insert("signal".into(), f.signal.into());
+                        o.insert("reason".into(), f.reason.into());
+                        if let Some(d) = f.description {
+                            o.insert("description".into(), d.into());
+                        }
+                    }
+                }
+                if let Some(name) = &s.thread_name {
+                    o.insert("name".into(), name.clone().into());
+                }
+            }
+            out.push(serde_json::Value::Object(o));
+        }
+        Some(serde_json::Value::Array(out).to_string())
+    }
+
     /// A signal-0 snapshot for a thread that did not report the stop.
     pub fn quiet(
         pid: u32,
@@ -110,6 +161,45 @@ impl Journal {
             thread_name: name,
             core: None,
         }
+    }
+}
+
+/// How lldb is told why a thread stopped (`jThreadsInfo`, `jstopinfo`):
+/// lldb-server's reason names (GetStopReasonString), the signal lldb shows
+/// and a description.
+pub struct LldbStopFields {
+    /// `breakpoint`, `trace`, `watchpoint` or `signal`.
+    pub reason: &'static str,
+    /// The native signal: an interrupt or the first stop shows SIGSTOP, as
+    /// with lldb-server.
+    pub signal: i32,
+    /// A fault's description.
+    pub description: Option<String>,
+}
+
+/// [`LldbStopFields`] of a stop with `signal` and `kind`.
+pub fn lldb_stop_fields(signal: i32, kind: &StopKind) -> LldbStopFields {
+    let reason = match kind {
+        StopKind::SwBreak | StopKind::HwBreak => "breakpoint",
+        StopKind::Step => "trace",
+        StopKind::Watch { .. } | StopKind::ReadWatch { .. } | StopKind::AccessWatch { .. } => {
+            "watchpoint"
+        }
+        _ => "signal",
+    };
+    let signal = if matches!(kind, StopKind::Interrupt | StopKind::Initial) {
+        libc::SIGSTOP
+    } else {
+        signal
+    };
+    let description = match kind {
+        StopKind::Fault { description } => Some(description.clone()),
+        _ => None,
+    };
+    LldbStopFields {
+        reason,
+        signal,
+        description,
     }
 }
 

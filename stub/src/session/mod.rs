@@ -97,6 +97,9 @@ pub struct Features {
     pub thread_suffix: bool,
     /// lldb `QListThreadsInStopReply`
     pub list_threads: bool,
+    /// `jstopinfo` in stop replies (lldb, a role that lists stop infos:
+    /// [`SessionRole::lists_stop_infos`]).
+    pub stop_infos: bool,
     /// lldb `QEnableErrorStrings`
     pub error_strings: bool,
     /// `!` extended mode
@@ -126,6 +129,7 @@ impl Features {
             interrupt_as_sigint: self.dialect == Dialect::Gdb,
             no_t: self.disabled.t,
             no_thread: self.disabled.tthread,
+            stop_infos: self.stop_infos,
         }
     }
 }

@@ -83,6 +83,13 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
     /// are walked through its stack; a GPU wave's are not.
     fn expedites_stack(&self) -> bool;
 
+    /// Whether stop replies to lldb carry `jstopinfo` (lldb-server's stop
+    /// info of every thread: tid, name, reason), which spares lldb a
+    /// `qThreadStopInfo` round trip per thread at each stop. A GPU stop
+    /// lists thousands of waves, which would make every stop reply
+    /// megabytes long: the GPU role leaves it out.
+    fn lists_stop_infos(&self) -> bool;
+
     /// What a session with no process advertises: a CPU session's
     /// `vRun`/`vAttach` will create a native Linux process, a GPU session
     /// has nothing.
@@ -217,6 +224,10 @@ impl SessionRole for CpuRole {
         true
     }
 
+    fn lists_stop_infos(&self) -> bool {
+        true
+    }
+
     fn expedites_stack(&self) -> bool {
         true
     }
@@ -284,6 +295,10 @@ impl SessionRole for GpuRole {
     const ROLE: Role = Role::Gpu;
 
     fn reports_process_ends(&self) -> bool {
+        false
+    }
+
+    fn lists_stop_infos(&self) -> bool {
         false
     }
 

@@ -12,7 +12,6 @@ use crate::session::lldb_regs::LldbRegView;
 use crate::session::Session;
 use crate::session::SessionRole;
 use crate::stop::StopEvent;
-use crate::stop::StopKind;
 use crate::target::Pid;
 use crate::wire::hex;
 
@@ -348,24 +347,12 @@ impl<R: SessionRole> Session<R> {
             }) = this
             {
                 if *st == tid {
-                    let reason = match kind {
-                        StopKind::SwBreak | StopKind::HwBreak => "breakpoint",
-                        StopKind::Step => "trace",
-                        StopKind::Watch { .. }
-                        | StopKind::ReadWatch { .. }
-                        | StopKind::AccessWatch { .. } => "watchpoint",
-                        _ => "signal",
-                    };
-                    let sig = if matches!(kind, StopKind::Interrupt | StopKind::Initial) {
-                        libc::SIGSTOP
-                    } else {
-                        *signal
-                    };
-                    if let StopKind::Fault { description } = kind {
-                        th.insert("description".into(), description.clone().into());
+                    let f = crate::session::journal::lldb_stop_fields(*signal, kind);
+                    if let Some(d) = f.description {
+                        th.insert("description".into(), d.into());
                     }
-                    th.insert("reason".into(), reason.into());
-                    th.insert("signal".into(), sig.into());
+                    th.insert("reason".into(), f.reason.into());
+                    th.insert("signal".into(), f.signal.into());
                 } else {
                     th.insert("signal".into(), 0.into());
                 }
@@ -409,6 +396,7 @@ impl<R: SessionRole> Session<R> {
 
     pub(in crate::session) fn handle_list_threads_in_stop_reply(&mut self) {
         self.features.list_threads = true;
+        self.features.stop_infos = self.role.lists_stop_infos();
         self.send(&reply::ok());
     }
 
