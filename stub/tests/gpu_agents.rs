@@ -13,7 +13,6 @@
 mod gpu_support;
 
 use std::path::Path;
-use std::process::Command;
 
 use gpu_support::*;
 
@@ -21,12 +20,7 @@ const AGENTS: &str = "gfx1036,gfx90a,gfx90a";
 
 /// gdbmux serving `host` on the simulated library presenting [`AGENTS`].
 fn serve(host: &Path, dir: &Path) -> Server {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
-    cmd.env("SIMGPU_AGENTS", AGENTS)
-        .args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"])
-        .arg(host)
-        .arg(dir);
-    Server::start(cmd)
+    GpuEnv::get().serve_program_with(host, dir, &[("SIMGPU_AGENTS", AGENTS)])
 }
 
 /// The three agents as `monitor gpu` lists them, in the library's order.
@@ -67,17 +61,18 @@ fn gdb_debugs_a_kernel_beside_an_unsupported_agent() {
         &["-O1"],
     );
     let server = serve(&host, &dir);
-    let mut gdb = Command::new("gdb");
-    gdb.args(["-batch", "-nx"])
-        .args(["-ex", &format!("target remote 127.0.0.1:{}", server.port)])
-        .args(["-ex", "monitor gpu break negate"])
-        .args(["-ex", "continue"])
-        .args(["-ex", "monitor gpu"])
-        .args(["-ex", "monitor gpu waves"])
-        .args(["-ex", "monitor gpu continue"])
-        .args(["-ex", "continue"])
-        .arg(&host);
-    let text = run_with_timeout(&mut gdb, 120);
+    let text = gdb_batch(
+        server.port,
+        &[
+            "monitor gpu break negate",
+            "continue",
+            "monitor gpu",
+            "monitor gpu waves",
+            "monitor gpu continue",
+            "continue",
+        ],
+        &host,
+    );
     let log = server.log();
     assert!(
         text.contains("stopped at a breakpoint in kernel negate"),
@@ -102,18 +97,17 @@ fn lldb_debugs_a_kernel_beside_an_unsupported_agent() {
         &["-O1"],
     );
     let server = serve(&host, &dir);
-    let helper = env.root.join("tools/lldb/gdbmux_lldb.py");
-    let mut lldb = Command::new("lldb");
-    lldb.arg("-b")
-        .args(["-o", &format!("command script import {}", helper.display())])
-        .args(["-o", &format!("gdb-remote 127.0.0.1:{}", server.port)])
-        .args(["-o", "process plugin packet monitor gpu"])
-        .args(["-o", "breakpoint set -o true -n negate"])
-        .args(["-o", "process continue"])
-        .args(["-o", "register read pc"])
-        .args(["-o", "process continue"])
-        .arg(&host);
-    let text = run_with_timeout(&mut lldb, 120);
+    let text = env.lldb_batch(
+        server.port,
+        &[
+            "process plugin packet monitor gpu",
+            "breakpoint set -o true -n negate",
+            "process continue",
+            "register read pc",
+            "process continue",
+        ],
+        &host,
+    );
     let log = server.log();
     assert_agents(&text, &log);
     assert!(

@@ -11,19 +11,13 @@
 mod gpu_support;
 
 use std::path::Path;
-use std::process::Command;
 
 use gpu_support::*;
 
 const REASON: &str = "simgpu: the runtime's r_debug version 7 is not supported (8 to 10 are)";
 
 fn serve(host: &Path, dir: &Path) -> Server {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
-    cmd.env("SIMGPU_RUNTIME_RESTRICTION", REASON)
-        .args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"])
-        .arg(host)
-        .arg(dir);
-    Server::start(cmd)
+    GpuEnv::get().serve_program_with(host, dir, &[("SIMGPU_RUNTIME_RESTRICTION", REASON)])
 }
 
 /// The console line and `monitor gpu`'s runtime line both name the state
@@ -47,17 +41,18 @@ fn gdb_is_told_the_runtime_cannot_be_debugged() {
         &["-O1"],
     );
     let server = serve(&host, &dir);
-    let mut gdb = Command::new("gdb");
-    gdb.args(["-batch", "-nx"])
-        .args(["-ex", &format!("target remote 127.0.0.1:{}", server.port)])
-        .args(["-ex", "monitor gpu break negate"])
-        .args(["-ex", "break simgpu_launch"])
-        .args(["-ex", "continue"])
-        .args(["-ex", "monitor gpu"])
-        .args(["-ex", "delete"])
-        .args(["-ex", "continue"])
-        .arg(&host);
-    let text = run_with_timeout(&mut gdb, 120);
+    let text = gdb_batch(
+        server.port,
+        &[
+            "monitor gpu break negate",
+            "break simgpu_launch",
+            "continue",
+            "monitor gpu",
+            "delete",
+            "continue",
+        ],
+        &host,
+    );
     let log = server.log();
     assert_told(&text, &log);
     assert!(
@@ -86,19 +81,18 @@ fn lldb_is_told_the_runtime_cannot_be_debugged() {
         &["-O1"],
     );
     let server = serve(&host, &dir);
-    let helper = env.root.join("tools/lldb/gdbmux_lldb.py");
-    let mut lldb = Command::new("lldb");
-    lldb.arg("-b")
-        .args(["-o", &format!("command script import {}", helper.display())])
-        .args(["-o", &format!("gdb-remote 127.0.0.1:{}", server.port)])
-        .args(["-o", "breakpoint set -n simgpu_launch"])
-        .args(["-o", "process continue"])
-        .args(["-o", "process plugin packet monitor gpu"])
-        .args(["-o", "target list"])
-        .args(["-o", "breakpoint delete --force"])
-        .args(["-o", "process continue"])
-        .arg(&host);
-    let text = run_with_timeout(&mut lldb, 120);
+    let text = env.lldb_batch(
+        server.port,
+        &[
+            "breakpoint set -n simgpu_launch",
+            "process continue",
+            "process plugin packet monitor gpu",
+            "target list",
+            "breakpoint delete --force",
+            "process continue",
+        ],
+        &host,
+    );
     let log = server.log();
     assert_told(&text, &log);
     assert!(

@@ -16,11 +16,7 @@ use std::path::PathBuf;
 use std::process::Child;
 use std::process::Command;
 use std::process::Stdio;
-use std::sync::mpsc;
 use std::sync::OnceLock;
-use std::time::Duration;
-
-const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
 
 /// The fixtures, built once; returns their directory.
 fn fixture_dir() -> PathBuf {
@@ -72,29 +68,7 @@ fn start(server: Server, dir: &Path, target: &[&str]) -> Started {
                 ["--attach", pid] => vec!["--attach", "127.0.0.1:0", pid],
                 _ => [&["127.0.0.1:0"][..], target].concat(),
             };
-            let mut child = Command::new(GDBMUX)
-                .args(["--no-gpu", "--once"])
-                .args(&args)
-                .env_remove("GDBMUX_LOG")
-                .current_dir(dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn gdbmux");
-            let err = child.stderr.take().unwrap();
-            let (tx, rx) = mpsc::channel();
-            std::thread::spawn(move || {
-                for l in BufReader::new(err).lines() {
-                    let Ok(l) = l else { break };
-                    if let Some(p) = l.strip_prefix("Listening on port ") {
-                        let _ = tx.send(p.trim().parse::<u16>().unwrap());
-                    }
-                }
-            });
-            let port = rx
-                .recv_timeout(Duration::from_secs(30))
-                .expect("gdbmux did not report its port");
+            let (child, port) = compare_support::start_gdbmux(dir, &args);
             Started { child, port }
         }
     }

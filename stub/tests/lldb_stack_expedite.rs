@@ -19,10 +19,6 @@ use std::path::PathBuf;
 use std::process::Child;
 use std::process::Command;
 use std::process::Stdio;
-use std::sync::mpsc;
-use std::time::Duration;
-
-const GDBMUX: &str = env!("CARGO_BIN_EXE_gdbmux");
 
 /// The program, killed at the end.
 struct Victim(Child);
@@ -51,44 +47,13 @@ fn sleepers(dir: &Path) -> Victim {
     Victim(c)
 }
 
-/// gdbmux attached to `pid`, and its port.
-fn gdbmux_attach(pid: &str) -> (Child, u16) {
-    gdbmux_with(&["--no-gpu", "--once", "--attach", "127.0.0.1:0", pid])
-}
-
-/// gdbmux with `args`, and its port.
-fn gdbmux_with(args: &[&str]) -> (Child, u16) {
-    let mut child = Command::new(GDBMUX)
-        .args(args)
-        .env_remove("GDBMUX_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn gdbmux");
-    let err = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(err).lines() {
-            let Ok(l) = l else { break };
-            if let Some(p) = l.strip_prefix("Listening on port ") {
-                let _ = tx.send(p.trim().parse::<u16>().unwrap());
-            }
-        }
-    });
-    let port = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("gdbmux did not report its port");
-    (child, port)
-}
-
 /// One lldb session: attach, `thread list`, detach. The `thread #` lines
 /// (tids masked) and the packets lldb sent after the last `jThreadsInfo`.
 fn session(server: &str, dir: &Path, log: &Path) -> (Vec<String>, Vec<String>) {
     let v = sleepers(dir);
     let pid = v.0.id().to_string();
     let (mut child, port) = match server {
-        "gdbmux" => gdbmux_attach(&pid),
+        "gdbmux" => compare_support::start_gdbmux(dir, &["--attach", "127.0.0.1:0", &pid]),
         _ => compare_support::start_lldb_server(dir, &["--attach", &pid]),
     };
     let _ = std::fs::remove_file(log);
@@ -167,7 +132,7 @@ fn breakpoint_session(server: &str, dir: &Path, log: &Path) -> (Vec<String>, Vec
     let exe = dir.join("threads");
     let exe_s = exe.to_str().unwrap();
     let (mut child, port) = match server {
-        "gdbmux" => gdbmux_with(&["--no-gpu", "--once", "127.0.0.1:0", exe_s, "30"]),
+        "gdbmux" => compare_support::start_gdbmux(dir, &["127.0.0.1:0", exe_s, "30"]),
         _ => compare_support::start_lldb_server(dir, &["--", exe_s, "30"]),
     };
     let _ = std::fs::remove_file(log);

@@ -111,3 +111,34 @@ pub fn start_lldb_server(dir: &Path, target: &[&str]) -> (Child, u16) {
         .expect("lldb-server's port");
     (child, port)
 }
+
+/// gdbmux (`--no-gpu --once` and `args`, e.g. `127.0.0.1:0 ./prog` or
+/// `--attach 127.0.0.1:0 PID`) started in `dir`, and the port it announces
+/// on stderr ("Listening on port N").
+pub fn start_gdbmux(dir: &Path, args: &[&str]) -> (Child, u16) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gdbmux"))
+        .args(["--no-gpu", "--once"])
+        .args(args)
+        .env_remove("GDBMUX_LOG")
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn gdbmux");
+    let err = child.stderr.take().expect("gdbmux stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(err).lines() {
+            let Ok(l) = l else { break };
+            if let Some(p) = l.strip_prefix("Listening on port ") {
+                let _ = tx.send(p.trim().parse::<u16>().expect("gdbmux's port"));
+            }
+        }
+    });
+    let port = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("gdbmux did not report its port");
+    (child, port)
+}

@@ -191,6 +191,33 @@ impl GpuEnv {
         Server::start(cmd)
     }
 
+    /// gdbmux (its `mux` and `dbgapi` channels logged) serving `host` with
+    /// the argument `arg`, the simulated library set up by `vars` (e.g.
+    /// `SIMGPU_AGENTS`), on a free port.
+    pub fn serve_program_with(&self, host: &Path, arg: &Path, vars: &[(&str, &str)]) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+        cmd.envs(vars.iter().copied())
+            .args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"])
+            .arg(host)
+            .arg(arg);
+        Server::start(cmd)
+    }
+
+    /// Stock `lldb -b` on `exe`: the shipped helper imported, connected to
+    /// gdbmux on `port`, then `cmds`; its output (fails after 120 s).
+    pub fn lldb_batch(&self, port: u16, cmds: &[&str], exe: &Path) -> String {
+        let helper = self.root.join("tools/lldb/gdbmux_lldb.py");
+        let mut lldb = Command::new("lldb");
+        lldb.arg("-b")
+            .args(["-o", &format!("command script import {}", helper.display())])
+            .args(["-o", &format!("gdb-remote 127.0.0.1:{port}")]);
+        for c in cmds {
+            lldb.args(["-o", c]);
+        }
+        lldb.arg(exe);
+        run_with_timeout(&mut lldb, 120)
+    }
+
     /// A built sample.
     pub fn sample(&self, name: &str) -> PathBuf {
         self.samples.join(name)
@@ -330,6 +357,19 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Stock `gdb -batch` on `exe`, connected to gdbmux on `port`, then
+/// `cmds`; its output (fails after 120 s).
+pub fn gdb_batch(port: u16, cmds: &[&str], exe: &Path) -> String {
+    let mut gdb = Command::new("gdb");
+    gdb.args(["-batch", "-nx"])
+        .args(["-ex", &format!("target remote 127.0.0.1:{port}")]);
+    for c in cmds {
+        gdb.args(["-ex", c]);
+    }
+    gdb.arg(exe);
+    run_with_timeout(&mut gdb, 120)
 }
 
 /// Run a Python script (with lldb's module importable) and return its
