@@ -142,6 +142,13 @@ fn attach_by_name_inside_pid_and_mount_namespaces() {
     namespaced(true);
 }
 
+/// Fails naming the first of `needles` that `text` does not contain.
+fn assert_mentions(text: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(text.contains(n), "missing {n:?} in: {text}");
+    }
+}
+
 /// `--attach` fails before gdbmux listens: the client can never see a
 /// closed connection, and stderr names the cause and the fix.
 fn assert_attach_refused(wrapper: &[&str], pid: u32, needles: &[&str]) {
@@ -152,9 +159,7 @@ fn assert_attach_refused(wrapper: &[&str], pid: u32, needles: &[&str]) {
     let (st, err) = run_to_end(cmd);
     assert_eq!(st.code(), Some(1), "{err}");
     assert!(!err.contains("Listening on"), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "missing {n:?} in: {err}");
-    }
+    assert_mentions(&err, needles);
 }
 
 /// The same refusal over `vAttach` (extended mode): an `E` reply whose text
@@ -170,10 +175,7 @@ fn assert_vattach_refused(wrapper: &[&str], pid: u32, needles: &[&str]) {
     c.expect_ok("QEnableErrorStrings").unwrap();
     let r = c.request(format!("vAttach;{pid:x}").as_bytes()).unwrap();
     assert!(r.starts_with(b"E"), "{}", String::from_utf8_lossy(&r));
-    let text = error_text(&r);
-    for n in needles {
-        assert!(text.contains(n), "missing {n:?} in: {text}");
-    }
+    assert_mentions(&error_text(&r), needles);
     assert_eq!(c.request_str("?").unwrap(), "W00", "still connected");
 }
 
@@ -282,11 +284,14 @@ fn offer_through_forward(advertise: bool) -> (String, String, String) {
             "{why}"
         );
         let (url, _gpu) = claim_offered(&offered);
-        g.wait_line("accepted GPU session");
+        let line = g.wait_line("accepted GPU session");
+        let me = format!(
+            "claim from process {} through forwarder process ",
+            std::process::id()
+        );
         assert!(
-            g.log().contains("ThroughForwarder"),
-            "the claim is proven through the forwarder: {}",
-            g.log()
+            line.contains(&me),
+            "the claim is proven through the forwarder: {line}"
         );
         return (url, fwd.addr.clone(), g.addr.clone());
     }
@@ -359,4 +364,169 @@ fn gpu_offer_through_forwarded_port_without_advertise() {
     let (url, forwarded, listener) = offer_through_forward(false);
     assert_eq!(url, format!("connect://{listener}"));
     assert_ne!(url, format!("connect://{forwarded}"));
+}
+
+/// `socat TCP-LISTEN:0,fork UPSTREAM`: a forwarder that opens one process
+/// per connection, on a port of the kernel's choosing (its `addr`).
+fn socat_fork(upstream: &str) -> Gdbmux {
+    let mut cmd = Command::new("socat");
+    cmd.args([
+        "-d",
+        "-d",
+        "TCP-LISTEN:0,bind=127.0.0.1,reuseaddr,fork",
+        upstream,
+    ]);
+    Gdbmux::spawn_until(cmd, "listening on AF=2 ")
+}
+
+/// `stub/tests/fixtures/mux_proxy.py UPSTREAM`: a relay that carries every
+/// client in one process (standing in for sshd, `kubectl port-forward`,
+/// docker-proxy), on a port of the kernel's choosing (its `addr`).
+fn relay(upstream: &str) -> Gdbmux {
+    let mut cmd = Command::new("python3");
+    cmd.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mux_proxy.py"
+    ))
+    .arg(upstream);
+    Gdbmux::spawn_until(cmd, "listening on ")
+}
+
+/// gdbmux serving the `vector_add` sample on the unix socket `sock`, with
+/// `--advertise front`.
+fn serve_advertised(sock: &std::path::Path, front: &str) -> Gdbmux {
+    let env = gpu_support::GpuEnv::get();
+    let mut cmd = Command::new(gdbmux_bin());
+    cmd.args(["--advertise", front])
+        .arg(format!("unix:{}", sock.display()))
+        .arg("--")
+        .arg(env.sample("vector_add"));
+    Gdbmux::spawn(cmd)
+}
+
+/// Stock lldb 23.1 (`tests/gpu/lldb_gpu.py`: the GPU target appears by
+/// itself, a GPU breakpoint stops a wave, registers and memory read right)
+/// connected to `front`; returns gdbmux's line that accepted the GPU
+/// session (with its claim proof).
+fn lldb_gpu_through(g: &Gdbmux, front: &str) -> String {
+    let env = gpu_support::GpuEnv::get();
+    let port = front.rsplit(':').next().expect("port");
+    let hsaco = env.root.join("samples/kernels/vector_add.hsaco");
+    let out = gpu_support::run_python(
+        &env.root.join("stub/tests/gpu/lldb_gpu.py"),
+        &[
+            port,
+            env.sample("vector_add").to_str().unwrap_or_default(),
+            &format!("{:#x}", gpu_support::kernel_symbol(&hsaco, "vector_add")),
+        ],
+    );
+    assert!(
+        out.contains("ALL CHECKS PASSED"),
+        "lldb GPU session through forwarders failed:\n{out}\n--- gdbmux log ---\n{}",
+        g.log()
+    );
+    g.log()
+        .lines()
+        .find(|l| l.contains("accepted GPU session"))
+        .unwrap_or_else(|| panic!("no GPU session accepted:\n{}", g.log()))
+        .to_string()
+}
+
+/// The claim's forwarders, nearest gdbmux last, from the accepted line
+/// ("claim from process C through forwarder process F1 through forwarder
+/// process F2"): (C, [F1, F2]).
+fn claim_chain(line: &str) -> (u32, Vec<u32>) {
+    let proof = line
+        .split("claim from process ")
+        .nth(1)
+        .and_then(|p| p.split(')').next())
+        .unwrap_or_else(|| panic!("no claim proof in: {line}"));
+    let mut parts = proof.split(" through forwarder process ");
+    let num = |s: Option<&str>| -> u32 {
+        s.and_then(|s| s.trim().parse().ok())
+            .unwrap_or_else(|| panic!("not a pid in: {line}"))
+    };
+    let client = num(parts.next());
+    let hops = parts.map(|p| num(Some(p))).collect();
+    (client, hops)
+}
+
+/// Stock lldb behind a chain of two forking forwarders (lldb → socat fork
+/// → socat fork → gdbmux on a unix socket, `--advertise` naming the front):
+/// the whole GPU session works, and the claim is proven hop by hop back to
+/// the client process, through two forwarder processes.
+#[test]
+fn lldb_gpu_session_through_a_chain_of_forwarders() {
+    let dir = scratch("chain");
+    let sock = dir.join("gdbmux.sock");
+    let mid = socat_fork(&format!("UNIX-CONNECT:{}", sock.display()));
+    let front = socat_fork(&format!("TCP:{}", mid.addr));
+    let g = serve_advertised(&sock, &front.addr);
+    let line = lldb_gpu_through(&g, &front.addr);
+    let (client, hops) = claim_chain(&line);
+    assert_eq!(hops.len(), 2, "two forwarders: {line}");
+    for pid in hops.iter().chain([&client]) {
+        assert!(
+            ![g.pid(), mid.pid(), front.pid()].contains(pid),
+            "a forwarder's child or the client, not a listener or gdbmux: {line}"
+        );
+    }
+}
+
+/// Stock lldb behind a relay that carries every client in one process:
+/// both of lldb's connections come through the relay, all the relay
+/// carries is lldb's, so the claim is proven through it.
+#[test]
+fn lldb_gpu_session_through_a_single_process_relay() {
+    let dir = scratch("relay");
+    let sock = dir.join("gdbmux.sock");
+    let proxy = relay(sock.to_str().expect("path"));
+    let g = serve_advertised(&sock, &proxy.addr);
+    let line = lldb_gpu_through(&g, &proxy.addr);
+    let (client, hops) = claim_chain(&line);
+    assert_eq!(hops, vec![proxy.pid()], "{line}");
+    assert_ne!(client, proxy.pid());
+}
+
+/// The explicit policy for a relay that carries many clients in one
+/// process: while it carries another client's connection, which of its
+/// connections is which cannot be proven, and a claim through it is
+/// refused with a reason naming the relay, the clients and the way out;
+/// the offer stays pending, and once the other client is gone the real
+/// claim is proven through the relay.
+#[test]
+fn a_relay_carrying_another_client_cannot_prove_a_claim() {
+    let env = gpu_support::GpuEnv::get();
+    let sample = env.sample("vector_add");
+    let dir = scratch("relay-stray");
+    let sock = dir.join("gdbmux.sock");
+    let proxy = relay(sock.to_str().expect("path"));
+    let mut g = serve_advertised(&sock, &proxy.addr);
+    let mut cpu = RspClient::connect(proxy.addr.as_str()).unwrap();
+    cpu.handshake_lldb().unwrap();
+    let pid = inferior_pid(&g);
+    run_to_gpu_launch(&mut cpu, pid, &sample, &env.bin_dir.join("libsimgpu_rt.so"));
+    let offered = offer_url(&mut cpu);
+    assert_eq!(offered, format!("connect://{}", proxy.addr));
+    let why = stray_through(&proxy.addr);
+    assert_mentions(
+        &why,
+        &[
+            "does not answer the pending GPU connection offer",
+            &format!("relayed by process {} (python", proxy.pid()),
+            "several clients",
+            "cannot be proven",
+            "one process per connection",
+        ],
+    );
+    let (_, _gpu) = claim_offered(&offered);
+    let line = g.wait_line("accepted GPU session");
+    assert!(
+        line.contains(&format!(
+            "claim from process {} through forwarder process {})",
+            std::process::id(),
+            proxy.pid()
+        )),
+        "{line}"
+    );
 }

@@ -796,8 +796,8 @@ fn lldb_attach_with_runtime_up_gets_one_gpu_target() {
         server
             .log()
             .lines()
-            .any(|l| l.contains("accept: GPU session (offer claimed)")
-                && l.contains("proof=Some(SameProcess(")),
+            .any(|l| l.contains("accepted GPU session (claim from process ")
+                && !l.contains("through forwarder")),
         "lldb's claim was not proved by peer identity:\n{}",
         server.log()
     );

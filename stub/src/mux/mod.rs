@@ -62,10 +62,11 @@
 //! socket tables and the process's fds; `SO_PEERCRED` on unix sockets).
 //! For a client on another host, where its processes cannot be seen, the
 //! claim must come from the CPU client's address. With `--advertise` (the
-//! client is behind a port forwarder, which may open each forwarded
-//! connection from a process of its own, as `socat …,fork` does), each
-//! forwarder process is traced to the client it relays, and both must
-//! relay the same client process (or remote address). A port scanner, a second
+//! client is behind port forwarders), both connections are traced through
+//! the forwarders, hop by hop, and must end at the same client process (or
+//! remote address); a relay that carries many clients in one process
+//! proves a claim only while all it carries is one client's
+//! ([`crate::server::peer`] has the rules and bounds). A port scanner, a second
 //! debugger or any other process that connects while an offer is pending
 //! is refused, and the offer stays pending for the real client.
 //!
@@ -165,10 +166,9 @@ pub enum ClaimProof {
     /// Both connections come from one remote address (its processes are
     /// out of sight).
     SameRemoteHost(std::net::IpAddr),
-    /// `--advertise` says the client is behind a port forwarder, which may
-    /// open each forwarded connection from a process of its own (`socat
-    /// fork`): the claim comes from forwarder process `forwarder`, and the
-    /// forwarder processes of both connections relay one client (`client`:
+    /// The claim comes through forwarder process `forwarder`, and both
+    /// connections were traced back to one client (`client`: the next
+    /// forwarder of the claim's chain, nested once per forwarder, then
     /// [`ClaimProof::SameProcess`] or [`ClaimProof::SameRemoteHost`]).
     ThroughForwarder {
         /// The forwarder process the claim comes from.

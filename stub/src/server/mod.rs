@@ -1041,7 +1041,9 @@ impl Server {
                             .with_output_limit(self.cfg.max_pending_output);
                         s.adopt(Box::new(t), stop);
                         self.session_tokens.insert(session, token);
-                        tracing::info!(target: "mux", session, offer, %peer, "accepted GPU session");
+                        let proof = arrival.proof.as_ref().map(|p| p.to_string());
+                        let proof = proof.as_deref().unwrap_or("none");
+                        tracing::info!(target: "mux", session, offer, %peer, "accepted GPU session (claim from {proof})");
                         ClientKind::Session(AnySession::Gpu(Box::new(s)))
                     }
                     None => refused("gdbmux: connection refused: no GPU library".into()),
