@@ -157,6 +157,7 @@ impl Server {
 
 /// Run gdb in batch mode with `cmds`; returns its stdout and stderr.
 fn gdb(cmds: &[String], exe: Option<&Path>) -> String {
+    protocol_tests::drivers::versions::require_gdb();
     let mut cmd = Command::new("gdb");
     cmd.args(["-nx", "-batch", "-ex", "set confirm off"]);
     cmd.args(["-ex", "set debuginfod enabled off"]);

@@ -545,11 +545,15 @@ fn refused_floods_do_not_slow_the_live_session() {
     let base = rss_kib(g.pid());
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    // The flooder whose write takes the total past 4 MiB says so (an event
+    // to wait on, not a counter to poll).
+    let (started_tx, started) = std::sync::mpsc::channel::<()>();
     let flooders: Vec<_> = (0..10)
         .map(|i| {
             let addr = g.addr.clone();
             let stop = stop.clone();
             let sent = sent.clone();
+            let started_tx = started_tx.clone();
             std::thread::spawn(move || {
                 // The flooders stand for other machines: on this one they
                 // must not take the CPU from the server and the measuring
@@ -571,7 +575,11 @@ fn refused_floods_do_not_slow_the_live_session() {
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                         match std::io::Write::write(&mut s, &chunk) {
                             Ok(n) => {
-                                sent.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                                let before =
+                                    sent.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                                if before < 4 << 20 && before + n as u64 >= 4 << 20 {
+                                    let _ = started_tx.send(());
+                                }
                             }
                             Err(_) => break,
                         }
@@ -581,11 +589,9 @@ fn refused_floods_do_not_slow_the_live_session() {
         })
         .collect();
     // Let the floods start before measuring.
-    let t = Instant::now();
-    while sent.load(std::sync::atomic::Ordering::Relaxed) < 4 << 20 {
-        assert!(t.elapsed() < WAIT, "the flooders sent nothing");
-        std::thread::yield_now();
-    }
+    started
+        .recv_timeout(WAIT)
+        .expect("the flooders sent less than 4 MiB");
     let times = round_trips_while(&mut c, 300);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for f in flooders {
@@ -697,6 +703,7 @@ fn vfile_open_of_a_fifo_does_not_block() {
 /// Runs a client command to its end (at most [`WAIT`]); returns its output
 /// and how long it took.
 fn run_client(mut cmd: std::process::Command) -> (String, Duration) {
+    gpu_support::require_pinned(&cmd);
     let t = Instant::now();
     cmd.stdin(std::process::Stdio::null());
     let child = cmd

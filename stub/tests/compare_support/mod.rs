@@ -4,6 +4,9 @@
 //! to their end with a deadline.
 #![allow(dead_code)]
 
+#[path = "../fixture_support/mod.rs"]
+mod fixture_support;
+
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::Child;
@@ -18,19 +21,7 @@ use std::time::Duration;
 /// that directory. Callers keep it in a `OnceLock` to build once.
 pub fn build_fixtures(subdir: &str, names: &[&str]) -> PathBuf {
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(subdir);
-    std::fs::create_dir_all(&out).expect("fixture dir");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    for f in names {
-        let tmp = out.join(format!("{f}.{}.tmp", std::process::id()));
-        let st = Command::new("gcc")
-            .args(["-g", "-O0", "-pthread", "-o"])
-            .arg(&tmp)
-            .arg(src.join(format!("{f}.c")))
-            .status()
-            .expect("run gcc");
-        assert!(st.success(), "gcc {f}.c failed");
-        std::fs::rename(&tmp, out.join(f)).expect("rename the fixture");
-    }
+    fixture_support::build_c(&out, names, &["-O0", "-pthread"]);
     out
 }
 
@@ -54,6 +45,7 @@ pub fn wait_stdout(child: Child, secs: u64, what: &str) -> String {
 /// `lldb -b` with the stop disassembly display off, `cmds` as `-o`
 /// commands, on `exe`; its stdout (60 s at most).
 pub fn lldb_batch(cmds: &[String], exe: &Path) -> String {
+    protocol_tests::drivers::versions::require_lldb();
     let mut cmd = Command::new("lldb");
     cmd.args(["-b", "-o", "settings set stop-disassembly-display never"]);
     for c in cmds {

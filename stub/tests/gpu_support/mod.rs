@@ -379,8 +379,10 @@ pub fn run_python(script: &Path, args: &[&str]) -> String {
     run_with_timeout(Command::new("python3").arg(script).args(args), 120)
 }
 
-/// Run a command with a hard timeout; returns stdout+stderr.
+/// Run a command with a hard timeout; returns stdout+stderr. A stock
+/// debugger (`gdb`, `lldb`) must be the pinned version first.
 pub fn run_with_timeout(cmd: &mut Command, secs: u64) -> String {
+    require_pinned(cmd);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = cmd.spawn().expect("spawn");
     let pid = child.id();
@@ -684,5 +686,16 @@ impl Drop for Sample {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Panic unless the stock debugger `cmd` runs (`gdb`, `lldb`; anything
+/// else is not checked) is the version the tests are pinned to (gdb 13,
+/// lldb 23.1: `protocol_tests::drivers::versions`).
+pub fn require_pinned(cmd: &Command) {
+    match cmd.get_program().to_str() {
+        Some("gdb") => protocol_tests::drivers::versions::require_gdb(),
+        Some("lldb") => protocol_tests::drivers::versions::require_lldb(),
+        _ => {}
     }
 }

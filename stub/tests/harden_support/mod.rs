@@ -3,6 +3,9 @@
 //! sleeps), small C helpers built once, and a raw RSP client.
 #![allow(dead_code)]
 
+#[path = "../fixture_support/mod.rs"]
+mod fixture_support;
+
 use std::io::BufRead;
 use std::io::BufReader;
 use std::io::Read;
@@ -30,20 +33,8 @@ const HELPERS: &[&str] = &["waiter", "tracer", "spin", "gate"];
 pub fn helper(name: &str) -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     let dir = BUILT.get_or_init(|| {
-        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("harden-fixtures");
-        std::fs::create_dir_all(&out).expect("fixture dir");
-        for f in HELPERS {
-            let tmp = out.join(format!("{f}.{}.tmp", std::process::id()));
-            let st = Command::new("gcc")
-                .args(["-g", "-O0", "-no-pie", "-o"])
-                .arg(&tmp)
-                .arg(src.join(format!("{f}.c")))
-                .status()
-                .expect("run gcc");
-            assert!(st.success(), "gcc {f}.c failed");
-            std::fs::rename(&tmp, out.join(f)).expect("rename fixture");
-        }
+        fixture_support::build_c(&out, HELPERS, &["-O0", "-no-pie"]);
         out
     });
     assert!(HELPERS.contains(&name), "unknown helper {name}");

@@ -135,9 +135,7 @@ fn std_kernel(
 /// `out[i] = f(a, b, i)` for i < N.
 fn elementwise(name: &str, a: &[u32], b: &[u32], f: impl Fn(&[u32], &[u32], usize) -> u32) {
     let want: Vec<u32> = (0..N).map(|i| f(a, b, i)).collect();
-    std_kernel(name, a, b, &vec![0; 2 * N], N as u32, 64, |got| {
-        expect_eq(name, got, &want)
-    });
+    std_expect(name, (a, b), &vec![0; 2 * N], N_BY_64, &want);
 }
 
 fn ints() -> (Vec<u32>, Vec<u32>) {
@@ -219,9 +217,13 @@ fn i64_arith() {
             r.wrapping_add(if (x as i64) < (y as i64) { 1 } else { 2 })
         })
         .collect();
-    std_kernel("i64_arith", &a, &b, &vec![0; 2 * N], N as u32, 64, |g| {
-        expect_eq("i64_arith", g, &pairs(&want))
-    });
+    std_expect(
+        "i64_arith",
+        (&a, &b),
+        &vec![0; 2 * N],
+        N_BY_64,
+        &pairs(&want),
+    );
 }
 
 #[test]
@@ -236,9 +238,7 @@ fn i64_div() {
             q ^ sq as u64 ^ (x % (y | 1))
         })
         .collect();
-    std_kernel("i64_div", &a, &b, &vec![0; 2 * N], N as u32, 64, |g| {
-        expect_eq("i64_div", g, &pairs(&want))
-    });
+    std_expect("i64_div", (&a, &b), &vec![0; 2 * N], N_BY_64, &pairs(&want));
 }
 
 #[test]
@@ -395,9 +395,7 @@ fn f32_transcendental() {
 fn f64_kernel(name: &str, lim: f64, f: impl Fn(f64, f64) -> f64) {
     let (a, b) = (rand_f64(N, 13, lim), rand_f64(N, 14, lim));
     let want: Vec<u64> = (0..N).map(|i| f(d(&a, i), d(&b, i)).to_bits()).collect();
-    std_kernel(name, &a, &b, &vec![0; 2 * N], N as u32, 64, |g| {
-        expect_eq(name, g, &pairs(&want))
-    });
+    std_expect(name, (&a, &b), &vec![0; 2 * N], N_BY_64, &pairs(&want));
 }
 
 #[test]
@@ -526,9 +524,7 @@ fn conversions() {
             [r, (dd as f32).to_bits()]
         })
         .collect();
-    std_kernel("conversions", &a, &b, &vec![0; 2 * N], N as u32, 64, |g| {
-        expect_eq("conversions", g, &want)
-    });
+    std_expect("conversions", (&a, &b), &vec![0; 2 * N], N_BY_64, &want);
 }
 
 #[test]
@@ -546,9 +542,7 @@ fn conv64() {
             ]
         })
         .collect();
-    std_kernel("conv64", &a, &b, &vec![0; 4 * N], N as u32, 64, |g| {
-        expect_eq("conv64", g, &pairs(&want))
-    });
+    std_expect("conv64", (&a, &b), &vec![0; 4 * N], N_BY_64, &pairs(&want));
 }
 
 #[test]
@@ -772,9 +766,7 @@ fn lds_types() {
                 .wrapping_add(xo.wrapping_add(1).wrapping_mul(xo.wrapping_add(3)))
         })
         .collect();
-    std_kernel("lds_types", &a, &b, &vec![0; N], 256, 128, |g| {
-        expect_eq("lds_types", g, &want)
-    });
+    std_expect("lds_types", (&a, &b), &vec![0; N], (256, 128), &want);
 }
 
 #[test]
@@ -794,9 +786,7 @@ fn global_atomics() {
         b[..N].iter().fold(0u32, |s, x| s.wrapping_sub(x & 0xff)),
         N as u32,
     ];
-    std_kernel("global_atomics", &a, &b, &init, N as u32, 64, |g| {
-        expect_eq("global_atomics", g, &want)
-    });
+    std_expect("global_atomics", (&a, &b), &init, N_BY_64, &want);
 }
 
 #[test]
@@ -841,9 +831,7 @@ fn atomics64() {
     for w in &mut want[5..] {
         *w = 1;
     }
-    std_kernel("atomics64", &a, &b, &pairs(&init), N as u32, 64, |g| {
-        expect_eq("atomics64", g, &pairs(&want))
-    });
+    std_expect("atomics64", (&a, &b), &pairs(&init), N_BY_64, &pairs(&want));
 }
 
 #[test]
@@ -874,9 +862,7 @@ fn lds_atomics() {
         o[33] = (sum >> 32) as u32;
         o[34] = 128;
     }
-    std_kernel("lds_atomics", &a, &b, &vec![0; 80], 256, 128, |g| {
-        expect_eq("lds_atomics", g, &want)
-    });
+    std_expect("lds_atomics", (&a, &b), &vec![0; 80], (256, 128), &want);
 }
 
 fn lane_x(a: &[u32], i: usize) -> u32 {
@@ -904,9 +890,7 @@ fn readlane() {
             l ^ (f << 1) ^ (w << 2) ^ (w2 << 3)
         })
         .collect();
-    std_kernel("readlane", &a, &b, &vec![0; N], N as u32, 64, |g| {
-        expect_eq("readlane", g, &want)
-    });
+    std_expect("readlane", (&a, &b), &vec![0; N], N_BY_64, &want);
 }
 
 #[test]
@@ -921,9 +905,7 @@ fn bpermute() {
             p ^ q.wrapping_mul(3)
         })
         .collect();
-    std_kernel("bpermute", &a, &b, &vec![0; N], 256, 64, |g| {
-        expect_eq("bpermute", g, &want)
-    });
+    std_expect("bpermute", (&a, &b), &vec![0; N], (256, 64), &want);
 }
 
 #[test]
@@ -939,9 +921,7 @@ fn ballot() {
             m.count_ones() | below << 8 | ((m >> (l & 31)) as u32) << 16
         })
         .collect();
-    std_kernel("ballot", &a, &b, &vec![0; N], 256, 64, |g| {
-        expect_eq("ballot", g, &want)
-    });
+    std_expect("ballot", (&a, &b), &vec![0; N], (256, 64), &want);
 }
 
 #[test]
@@ -959,9 +939,7 @@ fn hidden_args() {
         // library, which the corpus does not link).
         .flat_map(|_| [3, 64, 8, 1, 64, N as u32, 0, 1])
         .collect();
-    std_kernel("hidden_args", &a, &b, &vec![0; 8 * N], N as u32, 64, |g| {
-        expect_eq("hidden_args", g, &want)
-    });
+    std_expect("hidden_args", (&a, &b), &vec![0; 8 * N], N_BY_64, &want);
 }
 
 #[test]
@@ -979,9 +957,7 @@ fn vector_types() {
                 .collect::<Vec<u32>>()
         })
         .collect();
-    std_kernel("vector_types", &a, &b, &vec![0; 4 * N], N as u32, 64, |g| {
-        expect_eq("vector_types", g, &want)
-    });
+    std_expect("vector_types", (&a, &b), &vec![0; 4 * N], N_BY_64, &want);
 }
 
 #[test]
@@ -1016,9 +992,7 @@ fn hip_shfl() {
             s ^ b[i]
         })
         .collect();
-    std_kernel("hip_shfl", &a, &b, &vec![0; N], 256, 64, |g| {
-        expect_eq("hip_shfl", g, &want)
-    });
+    std_expect("hip_shfl", (&a, &b), &vec![0; N], (256, 64), &want);
 }
 
 #[test]
@@ -1053,9 +1027,7 @@ fn hip_lds() {
         .collect();
     let s: u64 = b[..N].iter().map(|x| *x as u64).sum();
     want.extend([s as u32, (s >> 32) as u32]);
-    std_kernel("hip_lds", &a, &b, &vec![0; N + 2], 256, 128, |g| {
-        expect_eq("hip_lds", g, &want)
-    });
+    std_expect("hip_lds", (&a, &b), &vec![0; N + 2], (256, 128), &want);
 }
 
 #[test]
@@ -1080,9 +1052,7 @@ fn swizzle_dpp() {
             s1 ^ (s2 << 1) ^ (d1 << 2) ^ (d2 << 3) ^ (d3 << 4) ^ (d4 << 5)
         })
         .collect();
-    std_kernel("swizzle_dpp", &a, &b, &vec![0; N], 256, 64, |g| {
-        expect_eq("swizzle_dpp", g, &want)
-    });
+    std_expect("swizzle_dpp", (&a, &b), &vec![0; N], (256, 64), &want);
 }
 
 #[test]
@@ -1099,9 +1069,7 @@ fn wave_reduce() {
             s ^ total << 12
         })
         .collect();
-    std_kernel("wave_reduce", &a, &b, &vec![0; N], 256, 64, |g| {
-        expect_eq("wave_reduce", g, &want)
-    });
+    std_expect("wave_reduce", (&a, &b), &vec![0; N], (256, 64), &want);
 }
 
 #[test]
@@ -1117,9 +1085,7 @@ fn mfma() {
                 .collect::<Vec<u32>>()
         })
         .collect();
-    std_kernel("mfma", &a, &b, &vec![0; 4 * N], 256, 64, |g| {
-        expect_eq("mfma", g, &want)
-    });
+    std_expect("mfma", (&a, &b), &vec![0; 4 * N], (256, 64), &want);
 }
 
 #[test]
@@ -1288,9 +1254,7 @@ fn d16_loads() {
             ]
         })
         .collect();
-    std_kernel("d16_loads", &a, &b, &vec![0; 4 * N], N as u32, 64, |got| {
-        expect_eq("d16_loads", got, &want)
-    });
+    std_expect("d16_loads", (&a, &b), &vec![0; 4 * N], N_BY_64, &want);
 }
 
 #[test]
@@ -1328,9 +1292,7 @@ fn float_atomics() {
     }
     want[4] = f2h(lo as f64) as u32 | (f2h(hi as f64) as u32) << 16;
     want[6..12].copy_from_slice(&pairs(&[add.to_bits(), min.to_bits(), max.to_bits()]));
-    std_kernel("float_atomics", &a, &b, &init, N as u32, 64, |got| {
-        expect_eq("float_atomics", got, &want)
-    });
+    std_expect("float_atomics", (&a, &b), &init, N_BY_64, &want);
 }
 
 /// The f32 MFMA shapes of `mfma_shapes` (name, m, n, k, blocks, elements
@@ -1428,7 +1390,23 @@ fn vgpr_index() {
             .iter()
             .fold(0u32, |s, x| s.wrapping_mul(3).wrapping_add(*x));
     }
-    std_kernel("vgpr_index", &a, &b, &vec![0; 2 * N], N as u32, 64, |got| {
-        expect_eq("vgpr_index", got, &want)
+    std_expect("vgpr_index", (&a, &b), &vec![0; 2 * N], N_BY_64, &want);
+}
+
+/// The check most kernels make: [`std_kernel`] on `(a, b)` with `(grid,
+/// block)`, whose `out` (starting as `out_init`) must equal `want` word for
+/// word ([`expect_eq`]).
+fn std_expect(
+    name: &str,
+    (a, b): (&[u32], &[u32]),
+    out_init: &[u32],
+    shape: (u32, u16),
+    want: &[u32],
+) {
+    std_kernel(name, a, b, out_init, shape.0, shape.1, |got| {
+        expect_eq(name, got, want)
     });
 }
+
+/// The launch shape most kernels use: N work-items in blocks of 64.
+const N_BY_64: (u32, u16) = (N as u32, 64);
