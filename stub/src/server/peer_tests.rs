@@ -356,3 +356,55 @@ fn a_circle_of_forwarders() {
         "{t:?}"
     );
 }
+
+/// A relay behind a forking forwarder (client → relay → socat fork →
+/// server): each connection passes a forwarder process of its own, then
+/// the same relay, whose connections all come from this process.
+#[test]
+fn through_a_relay_behind_a_forking_forwarder() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (_fwd, fwd) = socat_fork(&format!("TCP:{}", l.local_addr().unwrap()));
+    let (proxy, front) = mux_proxy(&fwd);
+    let _a = TcpStream::connect(&front).unwrap();
+    let (cpu, _) = next(&l);
+    let _b = TcpStream::connect(&front).unwrap();
+    let (claim, _) = next(&l);
+    let proof = claim_proof(&cpu, &claim, true);
+    let (hops, client) = unwrap(&proof);
+    assert_eq!(hops.len(), 2, "{proof}");
+    assert_eq!(hops[1], proxy.pid(), "{proof}");
+    assert_eq!(*client, ClaimProof::SameProcess(std::process::id()));
+}
+
+/// Clients on another host are told apart by their address only (stock
+/// lldb sends nothing of the offered URL): one address is proven, another
+/// is refused with that reason, and so is a remote claim for a local
+/// client.
+#[test]
+fn remote_clients_are_proven_by_address_only() {
+    let a: IpAddr = "192.0.2.1".parse().unwrap();
+    let b: IpAddr = "192.0.2.2".parse().unwrap();
+    let mut host = Host::empty(false);
+    assert_eq!(
+        host.decide(Peer::Remote(a), Peer::Remote(a), true),
+        ClaimProof::SameRemoteHost(a)
+    );
+    for (cpu, claim) in [
+        (Peer::Remote(a), Peer::Remote(b)),
+        (Peer::Process(7), Peer::Remote(b)),
+    ] {
+        for forwarded in [true, false] {
+            let why = mismatch(&host.decide(cpu.clone(), claim.clone(), forwarded)).to_string();
+            assert!(
+                why.contains("host 192.0.2.2"),
+                "the refusal names the claim's host: {why}"
+            );
+        }
+    }
+    let why = mismatch(&host.decide(Peer::Remote(a), Peer::Remote(b), true)).to_string();
+    assert!(
+        why.contains("recognised by its address only")
+            && why.contains("sends nothing of the offered URL"),
+        "{why}"
+    );
+}
