@@ -521,6 +521,15 @@ pub trait GpuBackend {
     fn architecture_registers(&mut self) -> Result<Vec<RegisterDesc>, GpuError> {
         Err(GpuError::NotSupported("architecture register list"))
     }
+    /// Every distinct architecture of the agents the backend can debug, in
+    /// agent order, each with its register list in the library's order
+    /// (a debugger serving one register table builds their union; a wave
+    /// has a subset of its own architecture's registers).
+    fn agent_architecture_registers(
+        &mut self,
+    ) -> Result<Vec<(Architecture, Vec<RegisterDesc>)>, GpuError> {
+        Err(GpuError::NotSupported("per-agent register lists"))
+    }
     /// Reads register `index` of a stopped wave into `buf` (its full size).
     fn read_register(&mut self, wave: WaveId, index: usize, buf: &mut [u8])
         -> Result<(), GpuError>;

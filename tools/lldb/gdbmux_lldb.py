@@ -106,6 +106,11 @@ def _code_objects(text):
     return out
 
 
+def _architectures(text):
+    """The debuggable agents' architectures `monitor gpu` lists."""
+    return re.findall(r"^agent \d+: .* \((gfx[0-9a-f]+)\)$", text, re.M)
+
+
 def _bp_spec(bp):
     """(names, file, line) of a name or file:line breakpoint, else None."""
     sd = bp.SerializeToStructuredData()
@@ -126,7 +131,10 @@ def _cpu_side(dbg):
     cpu_t, gpu_t = _targets(dbg)
     if cpu_t is None or gpu_t is None:
         return None
-    cos = _code_objects(_monitor(dbg, cpu_t))
+    text = _monitor(dbg, cpu_t)
+    _hold_exits(dbg, cpu_t)
+    cos = _code_objects(text)
+    _state["archs"] = _architectures(text)
     pending = []
     for i in range(cpu_t.GetNumBreakpoints()):
         bp = cpu_t.GetBreakpointAtIndex(i)
@@ -153,6 +161,13 @@ def _gpu_side(dbg, cos, pending, tick=lambda: None):
         mod = gpu_t.FindModule(lldb.SBFileSpec(path))
         if not mod.IsValid():
             mod = gpu_t.AddModule(path, None, None)
+        # Agents of several architectures: lldb 23.1 adds a module of
+        # another processor than the target's triple names (gfx90a code in
+        # a gfx908-described target) only when given that module's triple.
+        for arch in _state.get("archs", []):
+            if mod.IsValid():
+                break
+            mod = gpu_t.AddModule(path, f"amdgpu-amd-amdhsa--{arch}", None)
         if not mod.IsValid():
             _log(f"cannot add GPU code object {path}")
             continue
@@ -230,6 +245,15 @@ def _run_on_in_background(dbg, cpu, gpu):
         _trace(f"background CPU continue ended in state {st}")
         with _state["lock"]:
             _state["cpu_bg"] = False
+        if st == lldb.eStateExited:
+            # The CPU's exit is in (this worker took it): gdbmux held the GPU
+            # process's end for this interrupt (_hold_exits), so a command
+            # waiting on the GPU now ends after the CPU shows `exited`.
+            # Lock-free: a command waiting on the GPU holds that target
+            # (GetState would wait for it); lldb ignores the interrupt of a
+            # process that has stopped or exited.
+            _trace("background CPU continue took the exit in: interrupting the GPU for its held end")
+            gpu.SendAsyncInterrupt()
         if st == lldb.eStateStopped and not _state["cpu_halted_for_gpu"]:
             stopped_on_its_own = any(
                 th.GetStopReason() not in (lldb.eStopReasonNone, lldb.eStopReasonInvalid)
@@ -243,6 +267,25 @@ def _run_on_in_background(dbg, cpu, gpu):
     worker = threading.Thread(target=work, name="gdbmux-cpu-bg", daemon=True)
     _state["cpu_bg_thread"] = worker
     worker.start()
+
+
+def _hold_exits(dbg, cpu_t):
+    """Tells gdbmux (once) that this helper interrupts the GPU process once
+    it has taken the CPU's exit in (docs/gpu-lldb.md, finding 12). lldb
+    23.1 takes each target's exit in on its own thread: after a wave stop
+    the CPU's in the worker of _run_on_in_background (or this module's CPU
+    listener), the GPU's in the command waiting on it, so `target list`
+    right after the end could show the CPU `state=running`. gdbmux then
+    holds the GPU process's end, when the CPU was run on from a wave stop,
+    until that interrupt. Asked from the loader hook, where the CPU is
+    stopped and no other command runs."""
+    if _state.get("holds_exits"):
+        return
+    res = lldb.SBCommandReturnObject()
+    ctx = lldb.SBExecutionContext(cpu_t.GetProcess())
+    dbg.GetCommandInterpreter().HandleCommand("process plugin packet monitor gpu hold-exit", ctx, res, False)
+    _state["holds_exits"] = res.Succeeded()
+    _trace(f"hold-exit announced: {res.Succeeded()}")
 
 
 def _on_destroy(debugger_id, *_):
@@ -313,6 +356,11 @@ def _watch(dbg, proc, role):
             with _state["lock"]:
                 if role == "cpu" and st != lldb.eStateRunning:
                     _state["cpu_bg"] = False
+                if role == "cpu" and st == lldb.eStateExited:
+                    # The CPU's exit is in (asynchronous lldb): gdbmux may
+                    # hold the GPU's end for this interrupt (_hold_exits).
+                    _trace("cpu exited: interrupting the GPU for its held end")
+                    gpu.SendAsyncInterrupt()
                 if role == "gpu" and st == lldb.eStateStopped and _state["cpu_bg"]:
                     # The CPU already runs on in the background (waiting
                     # on the dispatch); no command waits on it.

@@ -478,6 +478,29 @@ impl GpuBackend for DbgApiBackend {
             .collect())
     }
 
+    fn agent_architecture_registers(
+        &mut self,
+    ) -> Result<Vec<(Architecture, Vec<RegisterDesc>)>, GpuError> {
+        let mut seen = Vec::new();
+        for a in self.process.agents()? {
+            if let Ok(arch) = self.agent_architecture(a) {
+                if !seen.contains(&arch) {
+                    seen.push(arch);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(seen.len());
+        for arch in seen {
+            let facts = self.architecture_of(arch)?;
+            let regs = registers::architecture_registers(self.process.api(), arch)?
+                .into_iter()
+                .map(|r| r.desc)
+                .collect();
+            out.push((facts, regs));
+        }
+        Ok(out)
+    }
+
     fn register_list_key(&mut self, wave: WaveId) -> Result<Option<u64>, GpuError> {
         self.reg_facts(wave)?;
         Ok(self.registers.get(&wave).map(|(k, _)| *k))

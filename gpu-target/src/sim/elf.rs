@@ -9,6 +9,8 @@ pub const EM_AMDGPU: u16 = 224;
 pub const EF_AMDGPU_MACH_MASK: u32 = 0xff;
 /// `EF_AMDGPU_MACH_AMDGCN_GFX90A`.
 pub const EF_AMDGPU_MACH_GFX90A: u32 = 0x3f;
+/// `EF_AMDGPU_MACH_AMDGCN_GFX908`.
+pub const EF_AMDGPU_MACH_GFX908: u32 = 0x30;
 
 const PT_LOAD: u32 = 1;
 const SHT_NOTE: u32 = 7;

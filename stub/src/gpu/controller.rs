@@ -250,6 +250,14 @@ pub struct GpuController {
     stops: StopQueue,
     arch: Option<Architecture>,
     regs: Vec<RegisterInfo>,
+    /// The served table as the union of the agents' architectures, and
+    /// each architecture's names in it (see [`super::regs::RegisterUnion`]).
+    reg_union: super::regs::RegisterUnion,
+    /// The architectures the table covers, in agent order.
+    arch_names: Vec<String>,
+    /// The GPU session's exit held for the lldb helper (see
+    /// [`GpuController::arm_exit_hold`]).
+    exit_hold: ExitHold,
     code_objects: Vec<CodeObject>,
     gpu_bps: crate::swbreak::Patches,
     /// Waves single-stepping off a GPU breakpoint whose `s_trap` was lifted
@@ -294,6 +302,36 @@ pub struct GpuController {
     /// The last RUNTIME event's state (and the library's reason for a
     /// restricted one).
     runtime: Option<(RuntimeState, Option<String>)>,
+}
+
+/// The GPU session's exit held for the lldb helper.
+#[derive(Debug, Default)]
+struct ExitHold {
+    /// The client has the helper, which interrupts the GPU process once it
+    /// has the CPU's exit.
+    helper: bool,
+    /// Where the GPU session is.
+    gpu: GpuRun,
+    /// A wave stop was reported since the CPU's last resume.
+    wave_stop_seen: bool,
+    /// The next end of the CPU process is held.
+    armed: bool,
+    /// The GPU session's end, held until its client interrupts.
+    held: Option<crate::stop::StopEvent>,
+    /// An end was held.
+    engaged: bool,
+}
+
+/// Where the GPU session is, for [`ExitHold`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum GpuRun {
+    /// Not connected, or stopped other than at a wave.
+    #[default]
+    Other,
+    /// Stopped at a wave's stop.
+    AtWaveStop,
+    /// Running.
+    Running,
 }
 
 /// What can go wrong on the GPU side, typed. Shown to users as the reason
@@ -383,6 +421,9 @@ impl GpuController {
             stops: StopQueue::default(),
             arch: None,
             regs: Vec::new(),
+            reg_union: Default::default(),
+            arch_names: Vec::new(),
+            exit_hold: ExitHold::default(),
             code_objects: Vec::new(),
             gpu_bps: Default::default(),
             stepping_over: BTreeMap::new(),
@@ -789,14 +830,113 @@ impl GpuController {
         let Some(arch) = agents.iter().find_map(|a| a.architecture.clone().ok()) else {
             return;
         };
-        let descs = self
-            .backend()
-            .and_then(|b| b.architecture_registers().map_err(gerr));
-        match descs.map(|d| super::regs::table(&d)) {
-            Ok(t) => self.regs = t,
+        match self.union_of_agents(&arch.name) {
+            Ok(u) => {
+                self.regs = super::regs::table(&u.descs);
+                self.reg_union = u;
+            }
             Err(e) => tracing::warn!(target: "dbgapi", "register table: {e}"),
         }
         self.arch = Some(arch);
+    }
+
+    /// The register table's rows: the union over the debuggable agents'
+    /// architectures (lldb 23.1 keeps one register table per process, gdb
+    /// 13 one target description). A backend without per-agent lists
+    /// gives its one architecture's list.
+    fn union_of_agents(&mut self, first: &str) -> GpuResult<super::regs::RegisterUnion> {
+        let per_agent = self.backend()?.agent_architecture_registers();
+        let archs = match per_agent {
+            Ok(v) => v
+                .into_iter()
+                .map(|(a, regs)| (a.name, regs))
+                .collect::<Vec<_>>(),
+            Err(gpu_target::model::GpuError::NotSupported(_)) => {
+                let regs = self.backend()?.architecture_registers().map_err(gerr)?;
+                vec![(first.to_string(), regs)]
+            }
+            Err(e) => return Err(gerr(e)),
+        };
+        self.arch_names = archs.iter().map(|(n, _)| n.clone()).collect();
+        let u = super::regs::RegisterUnion::of(&archs);
+        tracing::info!(target: "dbgapi", architectures = ?self.arch_names, rows = u.descs.len(), renamed = u.has_renames(), "register table");
+        Ok(u)
+    }
+
+    /// The lldb helper (`tools/lldb/gdbmux_lldb.py`) says it interrupts
+    /// the GPU process once it has taken the CPU's exit in
+    /// (`monitor gpu hold-exit`). lldb 23.1 takes each target's exit in on
+    /// its own thread; after a wave stop the helper runs the CPU on from a
+    /// worker thread, and `target list` right after the end could still
+    /// show the CPU `state=running` (docs/gpu-lldb.md, finding 12). So,
+    /// for a client with the helper, the end of the GPU process is held
+    /// until that interrupt when the CPU was run on from a wave stop
+    /// ([`Self::note_cpu_resume`]).
+    pub fn set_helper_holds_exits(&mut self) {
+        self.exit_hold.helper = true;
+    }
+
+    /// The CPU process is resumed: a hold is armed when a wave stopped
+    /// since the CPU's previous resume (the helper runs the CPU on after a
+    /// wave stop, while the client may already run the GPU on), stays armed
+    /// over the CPU's later resumes (a loader-hook stop it passes) unless
+    /// the GPU session was stopped other than at a wave since (an interrupt:
+    /// the CPU stopped on its own), and is not armed otherwise.
+    pub fn note_cpu_resume(&mut self) {
+        let h = &mut self.exit_hold;
+        h.armed = h.helper && (h.wave_stop_seen || (h.armed && h.gpu != GpuRun::Other));
+        h.wave_stop_seen = false;
+        tracing::debug!(target: "mux", gpu = ?h.gpu, armed = h.armed, "CPU resumed: GPU exit hold");
+    }
+
+    /// The GPU session resumed its process.
+    pub fn note_gpu_resume(&mut self) {
+        tracing::debug!(target: "mux", "GPU resumed: GPU exit hold");
+        self.exit_hold.gpu = GpuRun::Running;
+    }
+
+    /// The GPU session reported a stop (`wave`: of a wave, not the
+    /// shadow thread's interrupt stop).
+    pub fn note_gpu_stop(&mut self, wave: bool) {
+        tracing::debug!(target: "mux", wave, "GPU stopped: GPU exit hold");
+        self.exit_hold.gpu = if wave {
+            GpuRun::AtWaveStop
+        } else {
+            GpuRun::Other
+        };
+        self.exit_hold.wave_stop_seen |= wave;
+    }
+
+    /// (helper announced, hold armed), for `monitor gpu`.
+    pub fn exit_hold_state(&self) -> (bool, bool) {
+        (self.exit_hold.helper, self.exit_hold.armed)
+    }
+
+    /// Hold `ev`, the end of the GPU session's process, if a hold is armed
+    /// (the GPU session reports it when its client interrupts).
+    pub fn hold_exit(&mut self, ev: &crate::stop::StopEvent) -> bool {
+        if !std::mem::take(&mut self.exit_hold.armed) {
+            return false;
+        }
+        self.exit_hold.held = Some(ev.clone());
+        self.exit_hold.engaged = true;
+        true
+    }
+
+    /// Whether the GPU session's end was held (reported or not): a server
+    /// serving one program then stays until the GPU session closes.
+    pub fn exit_hold_engaged(&self) -> bool {
+        self.exit_hold.engaged
+    }
+
+    /// The held end of the GPU session's process, once.
+    pub fn take_held_exit(&mut self) -> Option<crate::stop::StopEvent> {
+        self.exit_hold.held.take()
+    }
+
+    /// The architectures the served register table covers (agent order).
+    pub fn table_architectures(&self) -> &[String] {
+        &self.arch_names
     }
 
     /// Architecture (known after the runtime loaded).
@@ -955,6 +1095,10 @@ impl GpuController {
                 Some(m) => m,
                 None => {
                     let descs = self.backend()?.registers(wave).map_err(gerr)?;
+                    // The wave's own architecture's registers, named as
+                    // the union table names them; the table's other rows
+                    // are not available in this wave.
+                    let descs = self.reg_union.rename(&descs);
                     let m = self.reg_maps.map_for(&self.regs, &descs);
                     if let Some(k) = key {
                         self.reg_maps.remember(k, m.clone());

@@ -181,6 +181,94 @@ impl GpuTarget {
         self.interrupted = true;
     }
 
+    /// The next stop or exit to report (`Target::process_events`).
+    fn next_stop(&mut self) -> TargetResult<Option<StopEvent>> {
+        if !self.running {
+            return Ok(None);
+        }
+        if let Some(e) = self.exit.take() {
+            self.running = false;
+            return Ok(Some(e));
+        }
+        let mut g = self.gpu.borrow_mut();
+        if self.interrupted {
+            self.interrupted = false;
+            self.running = false;
+            return Ok(Some(StopEvent::Stopped {
+                pid: self.pid,
+                tid: SHADOW_TID,
+                signal: libc::SIGSTOP,
+                kind: StopKind::Interrupt,
+            }));
+        }
+        let stop = loop {
+            let Some(stop) = g.pop_stop() else {
+                if self.awaiting_stop && g.take_stop_timeout() {
+                    // The device did not complete the stop requests in time:
+                    // report the interrupt anyway (waves may still run).
+                    self.awaiting_stop = false;
+                    g.set_wave_creation(true);
+                    tracing::warn!(
+                        target: "dbgapi",
+                        timeout_ms = g.stop_timeout().as_millis() as u64,
+                        "GPU stop requests timed out: the device did not report the stops; reporting the interrupt on the shadow thread"
+                    );
+                    drop(g);
+                    self.running = false;
+                    return Ok(Some(StopEvent::Stopped {
+                        pid: self.pid,
+                        tid: SHADOW_TID,
+                        signal: libc::SIGSTOP,
+                        kind: StopKind::Interrupt,
+                    }));
+                }
+                return Ok(None);
+            };
+            let bps = g.gpu_breakpoints();
+            if !reportable(&stop, &bps) && self.awaiting_stop {
+                // A wave stopped for the interrupt: it stays stopped, and
+                // once every requested stop is in the interrupt is reported
+                // (without this the requested stops were resumed here and
+                // the interrupt came after the stop timeout, waves running).
+                if stop.info.stop_reason.unwrap_or_default().0 == 0 {
+                    self.stops_awaited = self.stops_awaited.saturating_sub(1);
+                    self.interrupt_tid.get_or_insert(stop.tid);
+                }
+                if self.stops_awaited == 0 {
+                    self.awaiting_stop = false;
+                    g.disarm_stop_timer();
+                    g.set_wave_creation(true);
+                    drop(g);
+                    self.running = false;
+                    return Ok(Some(StopEvent::Stopped {
+                        pid: self.pid,
+                        tid: self.interrupt_tid.take().unwrap_or(SHADOW_TID),
+                        signal: libc::SIGSTOP,
+                        kind: StopKind::Interrupt,
+                    }));
+                }
+                continue;
+            }
+            if !reportable(&stop, &bps) {
+                if let Err(e) = g.resume_wave(stop.wave, false) {
+                    tracing::debug!(target: "dbgapi", wave = stop.wave.0, "late resume: {e}");
+                }
+                continue;
+            }
+            break stop;
+        };
+        // All-stop: hold the other waves and new ones.
+        if self.awaiting_stop {
+            self.awaiting_stop = false;
+            g.disarm_stop_timer();
+        }
+        g.set_wave_creation(true);
+        g.stop_all_waves();
+        drop(g);
+        self.running = false;
+        Ok(Some(self.stop_event(&stop)))
+    }
+
     fn wave(&self, tid: Tid) -> TargetResult<gpu_target::model::WaveId> {
         self.gpu
             .borrow()
@@ -347,6 +435,7 @@ impl Target for GpuTarget {
             return Ok(());
         }
         let mut g = self.gpu.borrow_mut();
+        g.note_gpu_resume();
         // Pending stops first (all-stop): drop the stale ones (their waves
         // run on); if a reportable one remains, report it instead of
         // resuming anything (the loop polls us right after the resume).
@@ -391,6 +480,14 @@ impl Target for GpuTarget {
     }
 
     fn interrupt(&mut self) -> TargetResult<()> {
+        // The program's end, held for the lldb helper, which interrupts
+        // once the CPU's exit is in (`GpuController::arm_exit_hold`).
+        if let Some(e) = self.gpu.borrow_mut().take_held_exit() {
+            tracing::info!(target: "mux", "interrupt: reporting the held end of the GPU process");
+            self.exit = Some(e);
+            self.running = true;
+            return Ok(());
+        }
         let n = self.gpu.borrow_mut().stop_all_waves();
         if n == 0 && self.running {
             // Nothing to wait for: report the interrupt on the shadow
@@ -415,90 +512,13 @@ impl Target for GpuTarget {
     }
 
     fn process_events(&mut self) -> TargetResult<Option<StopEvent>> {
-        if !self.running {
-            return Ok(None);
+        let r = self.next_stop();
+        if let Ok(Some(StopEvent::Stopped { tid, .. })) = &r {
+            // Where the GPU session is, for the exit hold of the lldb
+            // helper (`GpuController::note_cpu_resume`).
+            self.gpu.borrow_mut().note_gpu_stop(*tid != SHADOW_TID);
         }
-        if let Some(e) = self.exit.take() {
-            self.running = false;
-            return Ok(Some(e));
-        }
-        let mut g = self.gpu.borrow_mut();
-        if self.interrupted {
-            self.interrupted = false;
-            self.running = false;
-            return Ok(Some(StopEvent::Stopped {
-                pid: self.pid,
-                tid: SHADOW_TID,
-                signal: libc::SIGSTOP,
-                kind: StopKind::Interrupt,
-            }));
-        }
-        let stop = loop {
-            let Some(stop) = g.pop_stop() else {
-                if self.awaiting_stop && g.take_stop_timeout() {
-                    // The device did not complete the stop requests in time:
-                    // report the interrupt anyway (waves may still run).
-                    self.awaiting_stop = false;
-                    g.set_wave_creation(true);
-                    tracing::warn!(
-                        target: "dbgapi",
-                        timeout_ms = g.stop_timeout().as_millis() as u64,
-                        "GPU stop requests timed out: the device did not report the stops; reporting the interrupt on the shadow thread"
-                    );
-                    drop(g);
-                    self.running = false;
-                    return Ok(Some(StopEvent::Stopped {
-                        pid: self.pid,
-                        tid: SHADOW_TID,
-                        signal: libc::SIGSTOP,
-                        kind: StopKind::Interrupt,
-                    }));
-                }
-                return Ok(None);
-            };
-            let bps = g.gpu_breakpoints();
-            if !reportable(&stop, &bps) && self.awaiting_stop {
-                // A wave stopped for the interrupt: it stays stopped, and
-                // once every requested stop is in the interrupt is reported
-                // (without this the requested stops were resumed here and
-                // the interrupt came after the stop timeout, waves running).
-                if stop.info.stop_reason.unwrap_or_default().0 == 0 {
-                    self.stops_awaited = self.stops_awaited.saturating_sub(1);
-                    self.interrupt_tid.get_or_insert(stop.tid);
-                }
-                if self.stops_awaited == 0 {
-                    self.awaiting_stop = false;
-                    g.disarm_stop_timer();
-                    g.set_wave_creation(true);
-                    drop(g);
-                    self.running = false;
-                    return Ok(Some(StopEvent::Stopped {
-                        pid: self.pid,
-                        tid: self.interrupt_tid.take().unwrap_or(SHADOW_TID),
-                        signal: libc::SIGSTOP,
-                        kind: StopKind::Interrupt,
-                    }));
-                }
-                continue;
-            }
-            if !reportable(&stop, &bps) {
-                if let Err(e) = g.resume_wave(stop.wave, false) {
-                    tracing::debug!(target: "dbgapi", wave = stop.wave.0, "late resume: {e}");
-                }
-                continue;
-            }
-            break stop;
-        };
-        // All-stop: hold the other waves and new ones.
-        if self.awaiting_stop {
-            self.awaiting_stop = false;
-            g.disarm_stop_timer();
-        }
-        g.set_wave_creation(true);
-        g.stop_all_waves();
-        drop(g);
-        self.running = false;
-        Ok(Some(self.stop_event(&stop)))
+        r
     }
 
     fn kill(&mut self) -> TargetResult<()> {

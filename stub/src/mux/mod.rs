@@ -358,7 +358,14 @@ impl Mux {
     /// Whether the server's lifetime is over (a once-only server whose CPU
     /// session ended).
     pub fn lifetime_over(&self) -> bool {
-        self.once && self.served_one && self.cpu == CpuSlot::Vacant
+        // A GPU session whose end waits for its client's interrupt (the
+        // lldb helper's, `GpuController::hold_exit`) is served to its end.
+        let gpu_ending = self.gpu_session.is_some()
+            && self
+                .gpu
+                .as_ref()
+                .is_some_and(|g| g.borrow().exit_hold_engaged());
+        self.once && self.served_one && self.cpu == CpuSlot::Vacant && !gpu_ending
     }
 
     /// Whether a new connection would be judged as a claim, so the server
@@ -764,6 +771,16 @@ impl Mux {
             Err(e) => {
                 let _ = writeln!(s, "agents: {e}");
             }
+        }
+        // Agents of several architectures share one register table.
+        let archs = g.table_architectures().to_vec();
+        if archs.len() > 1 {
+            let _ = writeln!(
+                s,
+                "register table: the union of {} ({} registers; each wave has only its own architecture's)",
+                archs.join(", "),
+                g.registers().len()
+            );
         }
         let _ = writeln!(
             s,

@@ -222,6 +222,9 @@ impl Session<CpuRole> {
     /// steps over it internally, then resumes the client's plan. Returns
     /// `true` when it started the resume itself.
     pub(super) fn gpu_prepare_resume(&mut self, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
+        if let Some(g) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) {
+            g.borrow_mut().note_cpu_resume();
+        }
         if self.role.internal.is_some() {
             return false;
         }
@@ -509,6 +512,19 @@ impl Session<GpuRole> {
             },
             other => other.clone(),
         };
+        if was_running {
+            // Held for the lldb helper: reported when the client interrupts
+            // (`GpuController::arm_exit_hold`).
+            let held = self
+                .mux
+                .as_ref()
+                .and_then(|m| m.borrow().gpu())
+                .is_some_and(|g| g.borrow_mut().hold_exit(&ev));
+            if held {
+                tracing::info!(target: "mux", session = self.id, "the GPU process's end waits for the client's interrupt (lldb helper)");
+                return;
+            }
+        }
         self.record_stop(ev);
         if was_running {
             self.run = super::RunState::Stopped;

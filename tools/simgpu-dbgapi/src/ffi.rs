@@ -571,11 +571,11 @@ pub mod exports {
             return st::ERROR_INVALID_ARGUMENT;
         }
         with_lib(|_| {
-            if mach != gpu_target::sim::elf::EF_AMDGPU_MACH_GFX90A {
+            let Some(arch) = crate::archs::by_mach(mach) else {
                 return st::ERROR_INVALID_ELF_AMDGPU_MACHINE;
-            }
+            };
             // SAFETY: non-null out-pointer.
-            unsafe { *out = Handle::new(crate::library::ARCH_HANDLE) };
+            unsafe { *out = Handle::new(arch.handle) };
             st::SUCCESS
         })
     }
@@ -720,7 +720,7 @@ pub mod exports {
         if out.is_null() {
             return st::ERROR_INVALID_ARGUMENT;
         }
-        if a.handle != crate::library::ARCH_HANDLE {
+        if crate::archs::by_handle(a.handle).is_none() {
             return st::ERROR_INVALID_ARCHITECTURE_ID;
         }
         let h = match dwarf {
@@ -754,7 +754,7 @@ pub mod exports {
         symbolizer: Symbolizer,
     ) -> Status {
         with_lib(|lib| {
-            if a.handle != crate::library::ARCH_HANDLE {
+            if crate::archs::by_handle(a.handle).is_none() {
                 return st::ERROR_INVALID_ARCHITECTURE_ID;
             }
             if size.is_null() || memory.is_null() || text.is_null() {

@@ -23,6 +23,7 @@
 //! `SIMGPU_RUNTIME_RESTRICTION` refuses the runtime (see `restriction`).
 
 mod agents;
+mod archs;
 mod faults;
 mod ffi;
 mod library;

@@ -34,9 +34,7 @@ use gpu_target::sim::device::DeviceConfig;
 use gpu_target::sim::device::DeviceError;
 use gpu_target::sim::device::DeviceEvent;
 use gpu_target::sim::device::SimWaveInfo;
-use gpu_target::sim::elf::EF_AMDGPU_MACH_GFX90A;
 use gpu_target::sim::memory::ProcessMemory;
-use gpu_target::sim::regs::gfx90a_registers;
 use gpu_target::sim::regs::Reg;
 use gpu_target::sim::rendezvous::outcome_code;
 use gpu_target::sim::rendezvous::socket_name;
@@ -51,6 +49,7 @@ use gpu_target::sim::storm::StormKind;
 use gpu_target::sim::storm::STORM_ENV;
 
 use crate::agents::Agents;
+use crate::archs::SimArch;
 use crate::faults::Faults;
 use crate::storm::StormRun;
 use crate::storm::StormWave;
@@ -218,7 +217,14 @@ struct Process {
     faults: Faults,
     /// `SIMGPU_AGENTS`, read at attach.
     agents: Agents,
+    /// Dispatch id → its architecture's handle (`dispatch_placement`),
+    /// bounded by [`MAX_DISPATCH_ARCHS`].
+    dispatch_archs: HashMap<u64, u64>,
 }
+
+/// Most dispatch architectures remembered per process (cleared when full:
+/// each is found again from the code object).
+const MAX_DISPATCH_ARCHS: usize = 4096;
 
 pub struct Library {
     client: Box<dyn Client>,
@@ -417,6 +423,7 @@ impl Library {
                 storm: None,
                 faults,
                 agents: Agents::from_env(),
+                dispatch_archs: HashMap::new(),
             },
         );
         self.client
@@ -1095,7 +1102,10 @@ impl Library {
                 let proc = self.proc(p)?;
                 Ok(proc.agents.list(proc.handle, proc.agent))
             }
-            "queue" => Ok(vec![self.proc(p)?.queue]),
+            "queue" => {
+                let proc = self.proc(p)?;
+                Ok(proc.agents.queues(proc.handle, proc.queue))
+            }
             "wave" | "dispatch" => {
                 let proc = self.proc(p)?;
                 let mut ids: Vec<u64> = if what == "wave" {
@@ -1240,6 +1250,9 @@ impl Library {
     }
 
     pub fn queue_info(&self, qh: u64, q: i32) -> Result<Info, Status> {
+        if let Some(agent) = crate::agents::split_queue(qh) {
+            return self.extra_queue_info(agent, q);
+        }
         let proc = self.proc_where(|p| p.queue == qh, st::ERROR_INVALID_QUEUE_ID)?;
         use info::queue as q_;
         Ok(match q {
@@ -1256,6 +1269,9 @@ impl Library {
 
     pub fn dispatch_info(&mut self, d: u64, q: i32) -> Result<Info, Status> {
         let p = d >> SHIFT;
+        if self.processes.contains_key(&p) {
+            self.dispatch_placement(p, d & ((1 << SHIFT) - 1));
+        }
         let proc = self
             .processes
             .get(&p)
@@ -1270,7 +1286,8 @@ impl Library {
             .into_iter()
             .find(|x| x.id.0 == id)
             .ok_or(st::ERROR_INVALID_DISPATCH_ID)?;
-        if let Some(i) = Self::dispatch_identity(proc, id, q) {
+        let place = Self::known_placement(proc, id);
+        if let Some(i) = Self::dispatch_identity(proc, id, q, place) {
             return Ok(i);
         }
         use info::dispatch as q_;
@@ -1294,6 +1311,106 @@ impl Library {
             q_::KERNEL_COMPLETION_ADDRESS => Info::U64(0),
             _ => return Err(st::ERROR_INVALID_ARGUMENT),
         })
+    }
+
+    /// (agent, queue, architecture handle) of wave `wh`: those of its
+    /// dispatch.
+    fn wave_placement(&mut self, wh: u64) -> Result<(u64, u64, u64), Status> {
+        let (proc, w) = self.wave_proc(wh)?;
+        let p = proc.handle;
+        let dispatch = Self::sim_wave(proc, w)?.dispatch.0;
+        Ok(self.dispatch_placement(p, dispatch))
+    }
+
+    /// (agent, queue, architecture handle) of dispatch `id` of process
+    /// `p`: the architecture of the code object its kernel descriptor lies
+    /// in, and the agent that runs that architecture (found once per
+    /// dispatch, from the code object's ELF header in process memory).
+    /// Without an agent running gfx908 (`crate::agents`), every dispatch is
+    /// the simulated gfx90a device's, as it always was.
+    fn dispatch_placement(&mut self, p: u64, id: u64) -> (u64, u64, u64) {
+        let Some(proc) = self.processes.get(&p) else {
+            return (0, 0, ARCH_HANDLE);
+        };
+        let gfx908 = proc
+            .agents
+            .runner(proc.handle, proc.agent, &crate::archs::GFX908);
+        if gfx908.is_none() || is_storm_id(id) {
+            return (proc.agent, proc.queue, ARCH_HANDLE);
+        }
+        if !proc.dispatch_archs.contains_key(&id) {
+            let kd = proc
+                .device
+                .dispatches()
+                .iter()
+                .find(|d| d.id.0 == id)
+                .map(|d| d.kd_addr);
+            let arch = kd
+                .and_then(|kd| self.code_object_arch(p, kd))
+                .unwrap_or(&crate::archs::GFX90A);
+            if let Some(proc) = self.processes.get_mut(&p) {
+                if proc.dispatch_archs.len() >= MAX_DISPATCH_ARCHS {
+                    proc.dispatch_archs.clear();
+                }
+                proc.dispatch_archs.insert(id, arch.handle);
+            }
+        }
+        match self.processes.get(&p) {
+            Some(proc) => Self::known_placement(proc, id),
+            None => (0, 0, ARCH_HANDLE),
+        }
+    }
+
+    /// [`Self::dispatch_placement`] as already found (the simulated
+    /// device's when it was not).
+    fn known_placement(proc: &Process, id: u64) -> (u64, u64, u64) {
+        let arch = proc
+            .dispatch_archs
+            .get(&id)
+            .and_then(|h| crate::archs::by_handle(*h))
+            .unwrap_or(&crate::archs::GFX90A);
+        match proc.agents.runner(proc.handle, proc.agent, arch) {
+            Some(a) if a != proc.agent => (a, crate::agents::queue_of(a), arch.handle),
+            _ => (proc.agent, proc.queue, ARCH_HANDLE),
+        }
+    }
+
+    /// The architecture of the loaded code object holding `addr`.
+    fn code_object_arch(&self, p: u64, addr: u64) -> Option<&'static SimArch> {
+        let proc = self.processes.get(&p)?;
+        let Runtime::Up { r_debug } = proc.runtime else {
+            return None;
+        };
+        let (_, list) = self.read_link_map(proc.client, r_debug).ok()?;
+        let base = list
+            .iter()
+            .map(|(_, a)| *a as u64)
+            .filter(|a| *a <= addr)
+            .max()?;
+        let mut h = [0u8; 64];
+        let n = self.client.read_global(proc.client, base, &mut h).ok()?;
+        crate::archs::of_elf_header(&h[..n.min(64)])
+    }
+
+    /// `queue_get_info` of the queue of an extra agent that runs
+    /// dispatches.
+    fn extra_queue_info(&self, agent: u64, q: i32) -> Result<Info, Status> {
+        let (p, _) = crate::agents::split_handle(agent).ok_or(st::ERROR_INVALID_QUEUE_ID)?;
+        let proc = self.proc_where(|pr| pr.handle == p, st::ERROR_INVALID_QUEUE_ID)?;
+        let extra = proc
+            .agents
+            .extra(p, agent)
+            .ok_or(st::ERROR_INVALID_QUEUE_ID)?;
+        let arch = crate::archs::by_name(&extra.arch)
+            .filter(|_| extra.runs)
+            .ok_or(st::ERROR_INVALID_QUEUE_ID)?;
+        use info::queue as q_;
+        match q {
+            q_::AGENT => Ok(Info::Handle(agent)),
+            q_::ARCHITECTURE => Ok(Info::Handle(arch.handle)),
+            q_::OS_ID => Ok(Info::U64(2)),
+            _ => self.queue_info(proc.queue, q),
+        }
     }
 
     /// A wave as the device sees it: the device's, or a storm wave.
@@ -1324,13 +1441,18 @@ impl Library {
 
     /// The attributes that identify dispatch `id` of `proc` (where it runs
     /// and which packet it is), or `None` for any other query.
-    fn dispatch_identity(proc: &Process, id: u64, q: i32) -> Option<Info> {
+    fn dispatch_identity(
+        proc: &Process,
+        id: u64,
+        q: i32,
+        (agent, queue, arch): (u64, u64, u64),
+    ) -> Option<Info> {
         use info::dispatch as q_;
         Some(match q {
-            q_::QUEUE => Info::Handle(proc.queue),
-            q_::AGENT => Info::Handle(proc.agent),
+            q_::QUEUE => Info::Handle(queue),
+            q_::AGENT => Info::Handle(agent),
             q_::PROCESS => Info::Handle(proc.handle),
-            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
+            q_::ARCHITECTURE => Info::Handle(arch),
             q_::OS_QUEUE_PACKET_ID => Info::U64(id),
             _ => return None,
         })
@@ -1345,7 +1467,8 @@ impl Library {
         {
             return Err(st::ERROR_INVALID_DISPATCH_ID);
         }
-        if let Some(i) = Self::dispatch_identity(proc, id, q) {
+        let place = (proc.agent, proc.queue, ARCH_HANDLE);
+        if let Some(i) = Self::dispatch_identity(proc, id, q, place) {
             return Ok(i);
         }
         use info::dispatch as q_;
@@ -1367,12 +1490,17 @@ impl Library {
     }
 
     pub fn wave_info(&mut self, wh: u64, q: i32) -> Result<Info, Status> {
+        use info::wave as q_;
+        let (agent, queue, arch) = match q {
+            q_::AGENT | q_::QUEUE | q_::ARCHITECTURE => self.wave_placement(wh)?,
+            _ => (0, 0, 0),
+        };
         let (proc, w) = self.wave_proc(wh)?;
         proc.faults.check("wave_info")?;
         let i = Self::sim_wave(proc, w)?;
         let state = Self::visible_state(proc, w, i.state);
         let stopped = state == wave_state::STOP;
-        use info::wave as q_;
+
         let need_stop = |v: Info| {
             if stopped {
                 Ok(v)
@@ -1386,10 +1514,10 @@ impl Library {
             q_::WATCHPOINTS => need_stop(Info::EmptyWatchpoints)?,
             q_::WORKGROUP => return Err(st::ERROR_NOT_AVAILABLE),
             q_::DISPATCH => Info::Handle(proc.handle << SHIFT | i.dispatch.0),
-            q_::QUEUE => Info::Handle(proc.queue),
-            q_::AGENT => Info::Handle(proc.agent),
+            q_::QUEUE => Info::Handle(queue),
+            q_::AGENT => Info::Handle(agent),
             q_::PROCESS => Info::Handle(proc.handle),
-            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
+            q_::ARCHITECTURE => Info::Handle(arch),
             q_::PC => need_stop(Info::U64(i.pc))?,
             q_::EXEC_MASK => need_stop(Info::U64(i.exec))?,
             q_::WORKGROUP_COORD => Info::U32x3(i.workgroup_coord),
@@ -1491,8 +1619,10 @@ impl Library {
     }
 
     pub fn wave_register_list(&mut self, wh: u64) -> Result<Vec<u64>, Status> {
+        let (_, _, arch) = self.wave_placement(wh)?;
+        let arch = crate::archs::by_handle(arch).unwrap_or(&crate::archs::GFX90A);
         let (proc, w) = self.wave_proc(wh)?;
-        let regs = gfx90a_registers();
+        let regs = crate::archs::registers(arch);
         let vgprs = if is_storm_id(w.0) {
             Self::sim_wave(proc, w)?;
             256
@@ -1504,21 +1634,26 @@ impl Library {
                     e => Err(dev_status(e)),
                 })?
         };
+        let vgprs = match Self::sim_wave(proc, w) {
+            Ok(i) if !is_storm_id(w.0) && arch.handle != ARCH_HANDLE => proc
+                .device
+                .dispatches()
+                .iter()
+                .find(|d| d.id == i.dispatch)
+                .map_or(vgprs, |d| crate::archs::vgprs(arch, d.kd.rsrc1, vgprs)),
+            _ => vgprs,
+        };
         Ok(regs
             .iter()
             .enumerate()
             .filter(|(_, r)| !matches!(r, Reg::Vgpr(n) if *n as usize >= vgprs))
-            .map(|(i, _)| ARCH_HANDLE << 32 | i as u64)
+            .map(|(i, _)| crate::archs::register_handle(arch, i))
             .collect())
     }
 
     fn reg(r: u64) -> Result<Reg, Status> {
-        if r >> 32 != ARCH_HANDLE {
-            return Err(st::ERROR_INVALID_REGISTER_ID);
-        }
-        gfx90a_registers()
-            .get((r & 0xffff_ffff) as usize)
-            .copied()
+        crate::archs::split_register(r)
+            .map(|(_, reg)| reg)
             .ok_or(st::ERROR_INVALID_REGISTER_ID)
     }
 
@@ -1526,7 +1661,7 @@ impl Library {
         let d = Self::reg(r)?.desc();
         use info::register as q_;
         Ok(match q {
-            q_::ARCHITECTURE => Info::Handle(ARCH_HANDLE),
+            q_::ARCHITECTURE => Info::Handle(r >> 32),
             q_::NAME => Info::Str(d.name),
             q_::SIZE => Info::U64(d.size as u64),
             q_::TYPE => Info::Str(d.type_name),
@@ -1538,7 +1673,7 @@ impl Library {
 
     /// The gfx90a address spaces in the order AMD's library 0.77 lists them.
     pub fn architecture_address_space_list(&self, a: u64) -> Result<Vec<u64>, Status> {
-        if a != ARCH_HANDLE {
+        if crate::archs::by_handle(a).is_none() {
             return Err(st::ERROR_INVALID_ARCHITECTURE_ID);
         }
         Ok(ADDRESS_SPACES.iter().map(|s| s.0).collect())
@@ -1563,11 +1698,9 @@ impl Library {
     }
 
     pub fn architecture_register_list(&self, a: u64) -> Result<Vec<u64>, Status> {
-        if a != ARCH_HANDLE {
-            return Err(st::ERROR_INVALID_ARCHITECTURE_ID);
-        }
-        Ok((0..gfx90a_registers().len() as u64)
-            .map(|i| ARCH_HANDLE << 32 | i)
+        let arch = crate::archs::by_handle(a).ok_or(st::ERROR_INVALID_ARCHITECTURE_ID)?;
+        Ok((0..crate::archs::registers(arch).len())
+            .map(|i| crate::archs::register_handle(arch, i))
             .collect())
     }
 
@@ -1634,25 +1767,23 @@ impl Library {
     }
 
     pub fn architecture_info(&self, a: u64, q: i32) -> Result<Info, Status> {
-        if a != ARCH_HANDLE {
-            return Err(st::ERROR_INVALID_ARCHITECTURE_ID);
-        }
+        let arch = crate::archs::by_handle(a).ok_or(st::ERROR_INVALID_ARCHITECTURE_ID)?;
         use info::architecture as q_;
         Ok(match q {
-            q_::NAME => Info::Str("gfx90a".into()),
-            q_::ELF_AMDGPU_MACHINE => Info::U32(EF_AMDGPU_MACH_GFX90A),
+            q_::NAME => Info::Str(arch.name.into()),
+            q_::ELF_AMDGPU_MACHINE => Info::U32(arch.mach),
             q_::LARGEST_INSTRUCTION_SIZE => Info::U64(8),
             q_::MINIMUM_INSTRUCTION_ALIGNMENT => Info::U64(4),
             q_::BREAKPOINT_INSTRUCTION_SIZE => Info::U64(4),
             q_::BREAKPOINT_INSTRUCTION => Info::Bytes(vec![0x01, 0x00, 0x92, 0xbf]),
             q_::BREAKPOINT_INSTRUCTION_PC_ADJUST => Info::U64(4),
-            q_::PC_REGISTER => Info::Handle(
-                ARCH_HANDLE << 32
-                    | gfx90a_registers()
-                        .iter()
-                        .position(|r| *r == Reg::Pc)
-                        .unwrap_or(0) as u64,
-            ),
+            q_::PC_REGISTER => Info::Handle(crate::archs::register_handle(
+                arch,
+                crate::archs::registers(arch)
+                    .iter()
+                    .position(|r| *r == Reg::Pc)
+                    .unwrap_or(0),
+            )),
             _ => return Err(st::ERROR_INVALID_ARGUMENT),
         })
     }

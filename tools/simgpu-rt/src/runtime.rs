@@ -96,7 +96,7 @@ impl Status {
             0 => "success",
             1 => "invalid argument",
             2 => "cannot read the code object file",
-            3 => "not a gfx90a code object",
+            3 => "not a code object of this machine's GPUs (gfx90a; gfx908 when SIMGPU_AGENTS lists it)",
             4 => "kernel not found",
             5 => "memory violation in a kernel",
             6 => "kernel aborted (trap or illegal instruction)",
@@ -137,6 +137,8 @@ pub struct Module {
     meta: Vec<KernelMeta>,
     _uri: CString,
     node: Arc<LinkMap>,
+    /// `EF_AMDGPU_MACH_*` of the code object.
+    mach: u32,
 }
 
 impl Module {
@@ -274,11 +276,24 @@ pub fn shutdown() -> Status {
     Status::Success
 }
 
+/// Whether the machine has a GPU for code objects of `EF_AMDGPU_MACH_*`
+/// `mach`: the simulated gfx90a always; gfx908 when `SIMGPU_AGENTS` (the
+/// agents the debugger's simulated library presents, inherited from it)
+/// lists one.
+fn machine_has(mach: u32) -> bool {
+    use gpu_target::sim::elf::EF_AMDGPU_MACH_GFX908;
+    use gpu_target::sim::elf::EF_AMDGPU_MACH_GFX90A;
+    mach == EF_AMDGPU_MACH_GFX90A
+        || mach == EF_AMDGPU_MACH_GFX908
+            && std::env::var("SIMGPU_AGENTS")
+                .is_ok_and(|v| v.split(',').any(|a| a.trim() == "gfx908"))
+}
+
 /// Loads a code object file.
 pub fn load(path: &str) -> Result<Box<Module>, Status> {
     let bytes = std::fs::read(path).map_err(|_| Status::File)?;
     let elf = Elf::parse_code_object(&bytes).map_err(|_| Status::InvalidCodeObject)?;
-    if elf.amdgpu_mach() != gpu_target::sim::elf::EF_AMDGPU_MACH_GFX90A {
+    if !machine_has(elf.amdgpu_mach()) {
         return Err(Status::InvalidCodeObject);
     }
     let image = Aligned::new(
@@ -319,6 +334,7 @@ pub fn load(path: &str) -> Result<Box<Module>, Status> {
         meta: kernel_metadata(&elf),
         _uri: uri,
         node,
+        mach: elf.amdgpu_mach(),
     });
     let mut rt = lock_rt();
     rt.try_connect();
@@ -394,6 +410,15 @@ fn launch_inner(
     let Some((kd, kernarg_size)) = module.kernel(kernel) else {
         return (Status::KernelNotFound, format!("no kernel named {kernel}"));
     };
+    if module.mach == gpu_target::sim::elf::EF_AMDGPU_MACH_GFX908 && (block[1] > 1 || block[2] > 1)
+    {
+        // gfx908 passes work-item ids in v0, v1, v2; the device lays them
+        // out as gfx90a does (packed into v0).
+        return (
+            Status::InvalidArgument,
+            format!("{kernel}: multi-dimensional workgroups of gfx908 code are not supported by the simulated device"),
+        );
+    }
     if grid.contains(&0) || block.contains(&0) {
         return (
             Status::InvalidArgument,

@@ -30,6 +30,24 @@ fn hexdump(addr: u64, data: &[u8]) -> String {
     s
 }
 
+/// With agents of several architectures: the wave's agent and its
+/// architecture, at the end of its `monitor gpu waves` line.
+fn wave_agent(
+    g: &mut crate::gpu::controller::GpuController,
+    s: &mut String,
+    agent: gpu_target::model::AgentId,
+) {
+    let arch = g
+        .agents()
+        .ok()
+        .and_then(|l| l.into_iter().find(|a| a.id == agent))
+        .and_then(|a| a.architecture.ok())
+        .map(|a| a.name)
+        .unwrap_or_else(|| "?".into());
+    s.pop();
+    let _ = writeln!(s, " agent {} ({arch})", agent.0);
+}
+
 impl<R: SessionRole> Session<R> {
     fn gpu_handle(&self) -> Option<GpuShared> {
         self.mux.as_ref().and_then(|m| m.borrow().gpu())
@@ -80,6 +98,7 @@ impl<R: SessionRole> Session<R> {
                 if waves.is_empty() {
                     s.push_str("no waves\n");
                 }
+                let mixed = g.table_architectures().len() > 1;
                 for (w, tid) in waves {
                     match g.wave_info(w) {
                         Ok(i) => {
@@ -98,6 +117,9 @@ impl<R: SessionRole> Session<R> {
                                 i.wave_number_in_workgroup.unwrap_or(0),
                                 i.dispatch.0
                             );
+                            if mixed {
+                                wave_agent(&mut g, &mut s, i.agent);
+                            }
                         }
                         Err(e) => {
                             let _ = writeln!(s, "wave {tid}: {e}");
@@ -105,6 +127,11 @@ impl<R: SessionRole> Session<R> {
                     }
                 }
                 Ok(s)
+            }
+            // The lldb helper's request (see `GpuController::arm_exit_hold`).
+            "hold-exit" => {
+                gpu.borrow_mut().set_helper_holds_exits();
+                Ok("gdbmux: after a wave stop, the GPU process's end waits for the client's interrupt (lldb helper)\n".into())
             }
             "regs" | "registers" => Self::wave_arg(&gpu, args.get(1)).map(|(w, tid)| {
                 let mut g = gpu.borrow_mut();
