@@ -391,6 +391,10 @@ impl Target for GpuTarget {
     }
 
     fn interrupt(&mut self) -> TargetResult<()> {
+        if !self.awaiting_stop {
+            // Count only the terminations of the stops asked for now.
+            self.gpu.borrow_mut().take_terminations();
+        }
         let n = self.gpu.borrow_mut().stop_all_waves();
         if n == 0 && self.running {
             // Nothing to wait for: report the interrupt on the shadow
@@ -433,8 +437,25 @@ impl Target for GpuTarget {
                 kind: StopKind::Interrupt,
             }));
         }
+        if self.awaiting_stop {
+            // Requested stops whose waves ended first never come.
+            self.stops_awaited = self.stops_awaited.saturating_sub(g.take_terminations());
+        }
         let stop = loop {
             let Some(stop) = g.pop_stop() else {
+                if self.awaiting_stop && self.stops_awaited == 0 {
+                    self.awaiting_stop = false;
+                    g.disarm_stop_timer();
+                    g.set_wave_creation(true);
+                    drop(g);
+                    self.running = false;
+                    return Ok(Some(StopEvent::Stopped {
+                        pid: self.pid,
+                        tid: self.interrupt_tid.take().unwrap_or(SHADOW_TID),
+                        signal: libc::SIGSTOP,
+                        kind: StopKind::Interrupt,
+                    }));
+                }
                 if self.awaiting_stop && g.take_stop_timeout() {
                     // The device did not complete the stop requests in time:
                     // report the interrupt anyway (waves may still run).
