@@ -23,14 +23,18 @@
 
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
+use std::sync::atomic::fence;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU32;
 use std::sync::atomic::AtomicU64;
+use std::sync::atomic::AtomicU8;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::sync::Condvar;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
 use std::sync::RwLock;
+use std::sync::TryLockError;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use std::time::Instant;
@@ -261,12 +265,177 @@ struct WgInner {
     queued: bool,
 }
 
+/// The low bits of [`Workgroup::attention`]: one pending stop request per
+/// wave of the workgroup (at most 16 waves: 1024 work-items of 64 lanes).
+const STOP_BITS: u64 = 0xffff;
+/// One thread waiting for [`Workgroup::inner`] (the count is in the high
+/// bits of [`Workgroup::attention`]).
+const WAITER: u64 = 1 << 32;
+
+/// [`WaveSnap::state`] values.
+const STATE_RUNNING: u8 = 0;
+const STATE_SINGLE_STEP: u8 = 1;
+const STATE_STOPPED: u8 = 2;
+const STATE_DONE: u8 = 3;
+
+/// A wave as of the last release of its workgroup's lock: what
+/// [`Device::wave_info`] answers without that lock. A running wave's
+/// fields may lag (as a real device's do); a stopped wave's are exact,
+/// since only the debugger changes them, under the lock, and they are
+/// published before the lock is let go and before its stop event is
+/// queued.
+#[derive(Default)]
+struct WaveSnap {
+    state: AtomicU8,
+    stop_reason: AtomicU32,
+    pc: AtomicU64,
+    exec: AtomicU64,
+}
+
 struct Workgroup {
     dispatch: Arc<DispatchDesc>,
     aborted: Arc<AtomicBool>,
     coord: [u32; 3],
-    preempt: AtomicBool,
+    /// Id of wave 0; wave `i` of the workgroup is `first_wave + i`.
+    first_wave: u64,
+    /// Why the device thread running the workgroup should let go of it
+    /// now: stop requests ([`STOP_BITS`]) and threads waiting for the lock
+    /// (counted in [`WAITER`]s). Zero while nobody wants anything; the
+    /// interpreter checks it before each instruction.
+    attention: AtomicU64,
+    /// Each wave as of the last release of `inner`: what a stop request
+    /// looks at when a device thread holds the lock, and what wave queries
+    /// answer.
+    snaps: Box<[WaveSnap]>,
     inner: Mutex<WgInner>,
+}
+
+impl Workgroup {
+    /// Index in the workgroup of wave `id`.
+    fn index_of(&self, id: WaveId) -> Option<usize> {
+        let i = id.0.checked_sub(self.first_wave)? as usize;
+        (i < self.snaps.len()).then_some(i)
+    }
+
+    /// Publishes each wave (called with `inner` locked).
+    fn publish(&self, inner: &WgInner) {
+        for (w, snap) in inner.waves.iter().zip(self.snaps.iter()) {
+            snap.stop_reason.store(w.stop_reason.0, Ordering::Relaxed);
+            snap.pc.store(w.regs.pc, Ordering::Relaxed);
+            snap.exec.store(w.regs.exec, Ordering::Relaxed);
+            snap.state.store(
+                match (w.run, w.single_step) {
+                    (Run::Running, false) => STATE_RUNNING,
+                    (Run::Running, true) => STATE_SINGLE_STEP,
+                    (Run::Stopped, _) => STATE_STOPPED,
+                    (Run::Done, _) => STATE_DONE,
+                },
+                Ordering::Release,
+            );
+        }
+    }
+
+    /// Carries out the pending stop requests (called with `inner` locked):
+    /// a running wave stops (its WAVE_STOP is returned), a stopped one
+    /// needs nothing (the event of the stop it made completes the request)
+    /// and one that ended reports its request terminated.
+    fn apply_stop_requests(&self, inner: &mut WgInner, out: &mut Vec<DeviceEvent>) {
+        let bits = self.attention.fetch_and(!STOP_BITS, Ordering::AcqRel) & STOP_BITS;
+        if bits == 0 {
+            return;
+        }
+        for (i, w) in inner.waves.iter_mut().enumerate() {
+            if bits & 1 << i == 0 {
+                continue;
+            }
+            match w.run {
+                Run::Running => {
+                    w.run = Run::Stopped;
+                    w.single_step = false;
+                    w.stop_reason = StopReasons::NONE;
+                    out.push(DeviceEvent::WaveStop {
+                        wave: w.id,
+                        reasons: StopReasons::NONE,
+                    });
+                }
+                Run::Stopped => {}
+                Run::Done => out.push(DeviceEvent::WaveCommandTerminated { wave: w.id }),
+            }
+        }
+    }
+
+    /// Takes a pending stop request of wave `i` (it ended: the caller
+    /// reports the request terminated).
+    fn take_stop_request(&self, i: usize) -> bool {
+        let bit = 1u64 << i;
+        self.attention.load(Ordering::Acquire) & bit != 0
+            && self.attention.fetch_and(!bit, Ordering::AcqRel) & bit != 0
+    }
+
+    /// Locks `inner` as a debugger does: the device thread running the
+    /// workgroup lets go at its next instruction. Pending stop requests
+    /// are carried out first (their events go to `out`).
+    fn lock_for_debugger(&self, out: &mut Vec<DeviceEvent>) -> MutexGuard<'_, WgInner> {
+        self.attention.fetch_add(WAITER, Ordering::AcqRel);
+        let mut inner = lock(&self.inner);
+        self.attention.fetch_sub(WAITER, Ordering::AcqRel);
+        self.apply_stop_requests(&mut inner, out);
+        inner
+    }
+}
+
+/// Unlocks a workgroup: the stop requests still pending are carried out
+/// and the wave states published first. A request made while the lock was
+/// held is never left behind: its maker stores it, then tries the lock; an
+/// unlocker unlocks, then looks for requests (both with a sequentially
+/// consistent fence in between), so one of the two sees the other and
+/// carries it out. The events are queued outside the lock.
+fn release<'a>(
+    shared: &Shared,
+    wg: &'a Workgroup,
+    mut inner: MutexGuard<'a, WgInner>,
+    mut events: Vec<DeviceEvent>,
+) {
+    loop {
+        wg.apply_stop_requests(&mut inner, &mut events);
+        wg.publish(&inner);
+        drop(inner);
+        push_unbounded(shared, std::mem::take(&mut events));
+        fence(Ordering::SeqCst);
+        if wg.attention.load(Ordering::SeqCst) & STOP_BITS == 0 {
+            return;
+        }
+        inner = match wg.inner.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+    }
+}
+
+/// Queues events caused by the consumer's own requests (stop requests):
+/// they may exceed the hand-off's capacity (one outstanding stop per wave
+/// bounds them), since the thread carrying them out may be the consumer,
+/// which would wait for itself.
+fn push_unbounded(shared: &Shared, evs: Vec<DeviceEvent>) {
+    let mut wake = false;
+    for ev in evs {
+        wake |= shared.events.push_unbounded(ev) == Ok(Wake::Yes);
+    }
+    if wake {
+        notify_hook(shared);
+    }
+}
+
+/// The resident waves as last published: ascending ids with their
+/// workgroups, valid for [`Shared::waves_epoch`] `epoch`. Readers (the
+/// wave list, every per-wave request) take this lock, never the scheduler
+/// lock the device threads contend for, unless the waves changed since.
+#[derive(Default)]
+struct WaveTable {
+    epoch: u64,
+    ids: Arc<[WaveId]>,
+    wgs: Vec<Arc<Workgroup>>,
 }
 
 struct DispatchState {
@@ -281,6 +450,7 @@ struct DispatchState {
 struct Sched {
     run_queue: VecDeque<Arc<Workgroup>>,
     dispatches: BTreeMap<DispatchId, DispatchState>,
+    /// The resident waves; every change bumps [`Shared::waves_epoch`].
     waves: BTreeMap<WaveId, Arc<Workgroup>>,
     resident_waves: usize,
     debug: bool,
@@ -299,6 +469,9 @@ struct Shared {
     done_cv: Condvar,
     hook: RwLock<Option<EventHook>>,
     events: Handoff<DeviceEvent>,
+    /// Bumped (with the scheduler locked) whenever `Sched::waves` changes.
+    waves_epoch: AtomicU64,
+    table: Mutex<WaveTable>,
     next_id: AtomicU64,
     instructions: AtomicU64,
     cfg: DeviceConfig,
@@ -325,6 +498,8 @@ impl Device {
             done_cv: Condvar::new(),
             hook: RwLock::new(None),
             events: Handoff::new(cfg.event_capacity),
+            waves_epoch: AtomicU64::new(1),
+            table: Mutex::new(WaveTable::default()),
             next_id: AtomicU64::new(1),
             instructions: AtomicU64::new(0),
             cfg: cfg.clone(),
@@ -522,14 +697,38 @@ impl Device {
 
     /// Ids of the resident waves, ascending.
     pub fn wave_ids(&self) -> Vec<WaveId> {
-        lock(&self.shared.sched).waves.keys().copied().collect()
+        self.resident_waves().to_vec()
+    }
+
+    /// Ids of the resident waves, ascending, as published: no device
+    /// lock is taken unless the waves changed since the last call.
+    pub fn resident_waves(&self) -> Arc<[WaveId]> {
+        self.table().ids.clone()
+    }
+
+    /// A number that changes whenever the resident waves change.
+    pub fn waves_epoch(&self) -> u64 {
+        self.shared.waves_epoch.load(Ordering::Acquire)
+    }
+
+    /// The wave table, brought up to date when the waves changed.
+    fn table(&self) -> MutexGuard<'_, WaveTable> {
+        let mut t = lock(&self.shared.table);
+        if t.epoch != self.shared.waves_epoch.load(Ordering::Acquire) {
+            let s = lock(&self.shared.sched);
+            t.epoch = self.shared.waves_epoch.load(Ordering::Acquire);
+            t.ids = s.waves.keys().copied().collect();
+            t.wgs = s.waves.values().cloned().collect();
+        }
+        t
     }
 
     fn wg_of(&self, id: WaveId) -> Result<Arc<Workgroup>, DeviceError> {
-        lock(&self.shared.sched)
-            .waves
-            .get(&id)
-            .cloned()
+        let t = self.table();
+        t.ids
+            .binary_search(&id)
+            .ok()
+            .map(|i| t.wgs[i].clone())
             .ok_or(DeviceError::InvalidWave(id))
     }
 
@@ -540,35 +739,37 @@ impl Device {
         f: impl FnOnce(&mut WgInner, usize, &Workgroup) -> Result<R, DeviceError>,
     ) -> Result<R, DeviceError> {
         let wg = self.wg_of(id)?;
-        wg.preempt.store(true, Ordering::Relaxed);
-        let mut inner = lock(&wg.inner);
-        wg.preempt.store(false, Ordering::Relaxed);
-        let i = inner
-            .waves
-            .iter()
-            .position(|w| w.id == id && w.run != Run::Done)
-            .ok_or(DeviceError::InvalidWave(id))?;
-        f(&mut inner, i, &wg)
+        let mut events = Vec::new();
+        let mut inner = wg.lock_for_debugger(&mut events);
+        let r = match wg.index_of(id) {
+            Some(i) if inner.waves[i].run != Run::Done => f(&mut inner, i, &wg),
+            _ => Err(DeviceError::InvalidWave(id)),
+        };
+        release(&self.shared, &wg, inner, events);
+        r
     }
 
-    /// A snapshot of one wave.
+    /// A snapshot of one wave, as last published (see [`WaveSnap`]): no
+    /// device lock is taken, so a query never waits for a device thread.
     pub fn wave_info(&self, id: WaveId) -> Result<SimWaveInfo, DeviceError> {
-        self.with_wave(id, |inner, i, wg| {
-            let w = &inner.waves[i];
-            Ok(SimWaveInfo {
-                id,
-                dispatch: wg.dispatch.id,
-                state: match (w.run, w.single_step) {
-                    (Run::Stopped, _) => WaveState::Stopped,
-                    (_, true) => WaveState::SingleStep,
-                    _ => WaveState::Running,
-                },
-                stop_reason: w.stop_reason,
-                pc: w.regs.pc,
-                exec: w.regs.exec,
-                workgroup_coord: wg.coord,
-                wave_in_group: w.index,
-            })
+        let wg = self.wg_of(id)?;
+        let i = wg.index_of(id).ok_or(DeviceError::InvalidWave(id))?;
+        let snap = &wg.snaps[i];
+        let state = match snap.state.load(Ordering::Acquire) {
+            STATE_STOPPED => WaveState::Stopped,
+            STATE_SINGLE_STEP => WaveState::SingleStep,
+            STATE_DONE => return Err(DeviceError::InvalidWave(id)),
+            _ => WaveState::Running,
+        };
+        Ok(SimWaveInfo {
+            id,
+            dispatch: wg.dispatch.id,
+            state,
+            stop_reason: StopReasons(snap.stop_reason.load(Ordering::Relaxed)),
+            pc: snap.pc.load(Ordering::Relaxed),
+            exec: snap.exec.load(Ordering::Relaxed),
+            workgroup_coord: wg.coord,
+            wave_in_group: i as u32,
         })
     }
 
@@ -654,24 +855,56 @@ impl Device {
         Ok(())
     }
 
-    /// Requests a wave stop; a [`DeviceEvent::WaveStop`] follows.
+    /// Requests a wave stop; a [`DeviceEvent::WaveStop`] follows (or a
+    /// [`DeviceEvent::WaveCommandTerminated`] if the wave ends first).
+    ///
+    /// Asynchronous, as AMD's `amd_dbgapi_wave_stop` is: it never waits
+    /// for the device thread that may be running the wave. When nobody
+    /// holds the workgroup the wave stops here; otherwise the request is
+    /// left in [`Workgroup::attention`], and the holder, which checks it
+    /// before each instruction, carries it out as it lets go.
     pub fn stop_wave(&self, id: WaveId) -> Result<(), DeviceError> {
-        let ev = self.with_wave(id, |inner, i, _| {
+        let wg = self.wg_of(id)?;
+        let i = wg.index_of(id).ok_or(DeviceError::InvalidWave(id))?;
+        let mut events = Vec::new();
+        let inner = match wg.inner.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        if let Some(mut inner) = inner {
+            wg.apply_stop_requests(&mut inner, &mut events);
             let w = &mut inner.waves[i];
-            match w.run {
+            let r = match w.run {
                 Run::Stopped => Err(DeviceError::WaveStopped(id)),
-                _ => {
+                Run::Done => Err(DeviceError::InvalidWave(id)),
+                Run::Running => {
                     w.run = Run::Stopped;
                     w.single_step = false;
                     w.stop_reason = StopReasons::NONE;
-                    Ok(DeviceEvent::WaveStop {
+                    events.push(DeviceEvent::WaveStop {
                         wave: id,
                         reasons: StopReasons::NONE,
-                    })
+                    });
+                    Ok(())
                 }
-            }
-        })?;
-        self.push_events(vec![ev]);
+            };
+            release(&self.shared, &wg, inner, events);
+            return r;
+        }
+        match wg.snaps[i].state.load(Ordering::Acquire) {
+            STATE_STOPPED => return Err(DeviceError::WaveStopped(id)),
+            STATE_DONE => return Err(DeviceError::InvalidWave(id)),
+            _ => {}
+        }
+        wg.attention.fetch_or(1 << i, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        // The holder may have let go before it saw the request.
+        match wg.inner.try_lock() {
+            Ok(g) => release(&self.shared, &wg, g, events),
+            Err(TryLockError::Poisoned(p)) => release(&self.shared, &wg, p.into_inner(), events),
+            Err(TryLockError::WouldBlock) => {}
+        }
         Ok(())
     }
 
@@ -754,18 +987,19 @@ impl Device {
         };
         let mut ended = Vec::new();
         for wg in &wgs {
-            wg.preempt.store(true, Ordering::Relaxed);
-            let mut inner = lock(&wg.inner);
-            wg.preempt.store(false, Ordering::Relaxed);
+            let mut events = Vec::new();
+            let mut inner = wg.lock_for_debugger(&mut events);
             for w in inner.waves.iter_mut().filter(|w| w.run != Run::Done) {
                 w.run = Run::Done;
                 ended.push(w.id);
             }
+            release(&self.shared, wg, inner, events);
         }
         let mut s = lock(&self.shared.sched);
         for w in &ended {
             s.waves.remove(w);
         }
+        self.shared.waves_epoch.fetch_add(1, Ordering::AcqRel);
         s.resident_waves = s.resident_waves.saturating_sub(ended.len());
         if let Some(d) = s.dispatches.get_mut(&did) {
             d.live_wgs = 0;
@@ -781,19 +1015,6 @@ impl Device {
         drop(s);
         self.shared.work_cv.notify_all();
         self.shared.done_cv.notify_all();
-    }
-
-    /// Events caused by the consumer's own requests (a stop request): they
-    /// may exceed the capacity (one outstanding stop per wave bounds them),
-    /// since waiting here would wait for the caller itself.
-    fn push_events(&self, evs: Vec<DeviceEvent>) {
-        let mut wake = false;
-        for ev in evs {
-            wake |= self.shared.events.push_unbounded(ev) == Ok(Wake::Yes);
-        }
-        if wake {
-            notify_hook(&self.shared);
-        }
     }
 }
 
@@ -845,9 +1066,12 @@ fn launch_more(shared: &Shared, s: &mut Sched) {
                 ((lin / n[0] as u64) % n[1] as u64) as u32,
                 (lin / (n[0] as u64 * n[1] as u64)) as u32,
             ];
+            let first_wave = shared
+                .next_id
+                .fetch_add(desc.waves_per_wg as u64, Ordering::Relaxed);
             let waves: Vec<SimWave> = (0..desc.waves_per_wg)
                 .map(|index| SimWave {
-                    id: WaveId(shared.next_id.fetch_add(1, Ordering::Relaxed)),
+                    id: WaveId(first_wave + index as u64),
                     index,
                     regs: init_wave(&desc, coord, index),
                     run: Run::Running,
@@ -866,7 +1090,16 @@ fn launch_more(shared: &Shared, s: &mut Sched) {
                 dispatch: desc.clone(),
                 aborted,
                 coord,
-                preempt: AtomicBool::new(false),
+                first_wave,
+                attention: AtomicU64::new(0),
+                snaps: waves
+                    .iter()
+                    .map(|w| WaveSnap {
+                        pc: AtomicU64::new(w.regs.pc),
+                        exec: AtomicU64::new(w.regs.exec),
+                        ..Default::default()
+                    })
+                    .collect(),
                 inner: Mutex::new(WgInner {
                     waves,
                     lds: vec![0; desc.group_segment as usize],
@@ -877,6 +1110,7 @@ fn launch_more(shared: &Shared, s: &mut Sched) {
             for w in ids {
                 s.waves.insert(w, wg.clone());
             }
+            shared.waves_epoch.fetch_add(1, Ordering::AcqRel);
             s.run_queue.push_back(wg);
         }
     }
@@ -1027,8 +1261,11 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
     let mut finished = Vec::new();
     let mut abort: Option<DispatchOutcome> = None;
     let mut executed = 0u64;
+    // Events of stop requests, queued (unbounded) as the lock is released.
+    let mut requested = Vec::new();
     let (requeue, all_done) = {
         let mut guard = lock(&wg.inner);
+        wg.apply_stop_requests(&mut guard, &mut requested);
         let inner = &mut *guard;
         if wg.aborted.load(Ordering::Relaxed) {
             for w in inner.waves.iter_mut().filter(|w| w.run != Run::Done) {
@@ -1049,7 +1286,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
             };
             let mut n = 0;
             let mut page = shared.code.page(w.regs.pc);
-            while n < shared.cfg.quantum && !wg.preempt.load(Ordering::Relaxed) {
+            while n < shared.cfg.quantum && wg.attention.load(Ordering::Relaxed) == 0 {
                 n += 1;
                 let pc = w.regs.pc;
                 let generation = shared.code.generation();
@@ -1089,7 +1326,8 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                         }
                     }
                     Step::End => {
-                        if w.single_step {
+                        let requested = wg.take_stop_request(w.index as usize);
+                        if w.single_step || requested {
                             events.push(DeviceEvent::WaveCommandTerminated { wave: w.id });
                         }
                         w.run = Run::Done;
@@ -1146,17 +1384,23 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                 w.at_barrier = false;
             }
         }
+        wg.apply_stop_requests(inner, &mut requested);
         let requeue = inner
             .waves
             .iter()
             .any(|w| w.run == Run::Running && !w.at_barrier);
         inner.queued = requeue;
-        (requeue, inner.waves.iter().all(|w| w.run == Run::Done))
+        let all_done = inner.waves.iter().all(|w| w.run == Run::Done);
+        release(shared, wg, guard, requested);
+        (requeue, all_done)
     };
     shared.instructions.fetch_add(executed, Ordering::Relaxed);
     let mut s = lock(&shared.sched);
     for id in &finished {
         s.waves.remove(id);
+    }
+    if !finished.is_empty() {
+        shared.waves_epoch.fetch_add(1, Ordering::AcqRel);
     }
     s.resident_waves = s.resident_waves.saturating_sub(finished.len());
     let did = wg.dispatch.id;

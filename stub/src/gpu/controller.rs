@@ -248,6 +248,11 @@ pub struct GpuController {
     last_wave_list: Vec<WaveId>,
     next_tid: Tid,
     stops: StopQueue,
+    /// WAVE_COMMAND_TERMINATED events since [`GpuController::take_terminations`]:
+    /// a stop request is asynchronous (`amd_dbgapi_wave_stop` returns at
+    /// once), and a wave that ends before it stops reports its request
+    /// terminated instead of a stop.
+    terminations: usize,
     arch: Option<Architecture>,
     regs: Vec<RegisterInfo>,
     /// The served table as the union of the agents' architectures, and
@@ -296,6 +301,13 @@ pub struct GpuController {
     /// The register maps themselves, one per distinct register list (the
     /// waves of one kernel share theirs): `wave_regs` holds pointers.
     reg_maps: wave_tids::RegMaps,
+    /// Each stopped wave's info as its WAVE_STOP left it (`capture_stop`,
+    /// the pc already rewound), until the wave is resumed, a register of it
+    /// is written or it goes: a stopped wave's info does not change
+    /// meanwhile, and a stop of 10,000 waves asks for each wave's pc, exec
+    /// and name again (the stop record, `jThreadsInfo`). At most one entry
+    /// per live wave (dead waves' go with the wave list, as `wave_regs`').
+    stop_infos: std::collections::HashMap<WaveId, WaveInfo>,
     stop_timer: Option<StopTimer>,
     stop_timeout: std::time::Duration,
     stop_timed_out: bool,
@@ -419,6 +431,7 @@ impl GpuController {
             last_wave_list: Vec::new(),
             next_tid: SHADOW_TID + 1,
             stops: StopQueue::default(),
+            terminations: 0,
             arch: None,
             regs: Vec::new(),
             reg_union: Default::default(),
@@ -439,6 +452,7 @@ impl GpuController {
             counts: GpuEventCounts::default(),
             wave_regs: BTreeMap::new(),
             reg_maps: Default::default(),
+            stop_infos: Default::default(),
             runtime: None,
             stop_timer: StopTimer::new()
                 .map_err(|e| tracing::warn!(target: "dbgapi", "no stop timer (interrupts wait unbounded): {e}"))
@@ -721,6 +735,7 @@ impl GpuController {
                 self.waves.clear();
                 self.last_wave_list.clear();
                 self.stops.clear();
+                self.stop_infos.clear();
             }
             GpuEvent::WaveStop { wave } => {
                 if self.finish_step_over(wave) == Some(true)
@@ -754,6 +769,8 @@ impl GpuController {
                 // The wave is gone: so is its queued stop (bounded memory
                 // under wave churn).
                 let _ = self.finish_step_over(wave);
+                self.terminations += 1;
+                self.stop_infos.remove(&wave);
                 self.waves.remove(&wave);
                 self.last_wave_list.clear();
                 self.wave_regs.remove(&wave);
@@ -810,6 +827,9 @@ impl GpuController {
                     None => tracing::warn!(target: "dbgapi", "no pc register in the table"),
                 }
             }
+        }
+        if info.state == WaveState::Stopped {
+            self.stop_infos.insert(wave, info.clone());
         }
         Ok(info)
     }
@@ -1008,7 +1028,7 @@ impl GpuController {
             }
             self.last_wave_list = list;
         }
-        Ok(self.waves.by_tid().collect())
+        Ok(self.waves.listing().to_vec())
     }
 
     /// Drop what is kept per wave (thread id, register map) for the waves
@@ -1020,6 +1040,7 @@ impl GpuController {
         let live: std::collections::BTreeSet<WaveId> = live.iter().copied().collect();
         self.waves.retain(|w| live.contains(w));
         self.wave_regs.retain(|w, _| live.contains(w));
+        self.stop_infos.retain(|w, _| live.contains(w));
     }
 
     /// What is kept per wave now: (thread ids, register maps, waves
@@ -1052,9 +1073,30 @@ impl GpuController {
         Some(name)
     }
 
-    /// Info about one wave.
+    /// Info about one wave (a stopped wave's as its stop left it).
     pub fn wave_info(&mut self, wave: WaveId) -> GpuResult<WaveInfo> {
+        if let Some(i) = self.stop_infos.get(&wave) {
+            return Ok(i.clone());
+        }
         self.backend()?.wave_info(wave).map_err(gerr)
+    }
+
+    /// Register `index` of a stopped wave from its stop's info: pc and
+    /// exec, the registers every stop record and `jThreadsInfo` expedite.
+    fn stopped_register(&self, wave: WaveId, index: usize) -> Option<Vec<u8>> {
+        let info = self.stop_infos.get(&wave)?;
+        let r = self
+            .regs
+            .get(index)
+            .filter(|r| r.regnum as usize == index)?;
+        let v = if r.generic == Some("pc") {
+            info.pc?
+        } else if r.name == "exec" {
+            info.exec?
+        } else {
+            return None;
+        };
+        (r.bitsize == 64).then(|| v.to_le_bytes().to_vec())
     }
 
     /// Next unreported wave stop.
@@ -1122,6 +1164,9 @@ impl GpuController {
 
     /// Read a register of a wave by register number (the library's index).
     pub fn read_register(&mut self, wave: WaveId, index: usize) -> GpuResult<Vec<u8>> {
+        if let Some(v) = self.stopped_register(wave, index) {
+            return Ok(v);
+        }
         // The table is in register-number order: index it, scan if not.
         let size = self
             .regs
@@ -1140,6 +1185,7 @@ impl GpuController {
 
     /// Write a register of a wave by register number.
     pub fn write_register(&mut self, wave: WaveId, index: usize, data: &[u8]) -> GpuResult<()> {
+        self.stop_infos.remove(&wave);
         let wi = self.wave_index(wave, index)?;
         self.backend()?.write_register(wave, wi, data).map_err(gerr)
     }
@@ -1358,6 +1404,7 @@ impl GpuController {
         } else {
             ResumeMode::Normal
         };
+        self.stop_infos.remove(&wave);
         self.backend()?.resume_wave(wave, mode).map_err(gerr)?;
         // Fix (muxtests): a resumed wave's queued stop is obsolete. Without
         // this, `monitor gpu delete ADDR; monitor gpu continue` in gdb was
@@ -1460,6 +1507,12 @@ impl GpuController {
         self.stops.len()
     }
 
+    /// WAVE_COMMAND_TERMINATED events since the last call: requested stops
+    /// that will not come (their waves ended first).
+    pub fn take_terminations(&mut self) -> usize {
+        std::mem::take(&mut self.terminations)
+    }
+
     /// The CPU process is gone: drop the backend (detaches from the
     /// library).
     pub fn on_cpu_exit(&mut self) {
@@ -1470,6 +1523,7 @@ impl GpuController {
         self.waves.clear();
         self.last_wave_list.clear();
         self.stops.clear();
+        self.stop_infos.clear();
         self.host_bps.clear();
         self.gpu_bps.clear();
         self.stepping_over.clear();

@@ -201,8 +201,25 @@ impl GpuTarget {
                 kind: StopKind::Interrupt,
             }));
         }
+        if self.awaiting_stop {
+            // Requested stops whose waves ended first never come.
+            self.stops_awaited = self.stops_awaited.saturating_sub(g.take_terminations());
+        }
         let stop = loop {
             let Some(stop) = g.pop_stop() else {
+                if self.awaiting_stop && self.stops_awaited == 0 {
+                    self.awaiting_stop = false;
+                    g.disarm_stop_timer();
+                    g.set_wave_creation(true);
+                    drop(g);
+                    self.running = false;
+                    return Ok(Some(StopEvent::Stopped {
+                        pid: self.pid,
+                        tid: self.interrupt_tid.take().unwrap_or(SHADOW_TID),
+                        signal: libc::SIGSTOP,
+                        kind: StopKind::Interrupt,
+                    }));
+                }
                 if self.awaiting_stop && g.take_stop_timeout() {
                     // The device did not complete the stop requests in time:
                     // report the interrupt anyway (waves may still run).
@@ -487,6 +504,10 @@ impl Target for GpuTarget {
             self.exit = Some(e);
             self.running = true;
             return Ok(());
+        }
+        if !self.awaiting_stop {
+            // Count only the terminations of the stops asked for now.
+            self.gpu.borrow_mut().take_terminations();
         }
         let n = self.gpu.borrow_mut().stop_all_waves();
         if n == 0 && self.running {

@@ -83,10 +83,22 @@ pub struct StopSnapshot {
 
 /// Format a thread id the way the client negotiated.
 pub fn thread_id(out: &mut Vec<u8>, pid: Pid, tid: Tid, multiprocess: bool) {
+    // By hand, not `write!`: a thread list of 10,000 GPU waves formats
+    // 10,000 ids, and the formatter cost most of the reply's time.
     if multiprocess {
-        let _ = write!(Buf(out), "p{pid:x}.{tid:x}");
-    } else {
-        let _ = write!(Buf(out), "{tid:x}");
+        out.push(b'p');
+        push_hex(out, pid.into());
+        out.push(b'.');
+    }
+    push_hex(out, tid);
+}
+
+/// `{v:x}`: lower-case hex digits without leading zeros.
+fn push_hex(out: &mut Vec<u8>, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let n = (64 - v.leading_zeros()).div_ceil(4).max(1);
+    for i in (0..n).rev() {
+        out.push(DIGITS[(v >> (4 * i)) as usize & 0xf]);
     }
 }
 
@@ -314,6 +326,24 @@ mod tests {
             ],
             thread_name: Some("prog".into()),
             core: Some(1),
+        }
+    }
+
+    #[test]
+    fn thread_ids_are_formatted_as_by_the_formatter() {
+        for (pid, tid) in [
+            (0, 0),
+            (1, 0xf),
+            (0x10, 0x11),
+            (u32::MAX, u64::MAX),
+            (4242, 1 << 40),
+        ] {
+            let mut out = Vec::new();
+            thread_id(&mut out, pid, tid, true);
+            assert_eq!(out, format!("p{pid:x}.{tid:x}").into_bytes());
+            out.clear();
+            thread_id(&mut out, pid, tid, false);
+            assert_eq!(out, format!("{tid:x}").into_bytes());
         }
     }
 

@@ -16,6 +16,12 @@
 //!   loop thread spent on that stop (its `schedstat`);
 //! - `jThreadsInfo` with the expedited registers (pc, exec…) of every wave.
 //!
+//! Then, where stock lldb 23.1's Python module is installed, the same
+//! program under lldb itself: lldb connects, the GPU target appears by
+//! itself, both processes run, and with N waves resident the GPU process is
+//! stopped (`SBProcess.Stop` to the stopped event) and `thread list` is
+//! timed (checked: N waves listed).
+//!
 //! Each figure is printed for every wave count asked for (`--gpu-waves
 //! 1000,10000`) with its cost per wave and how that grows from the smallest
 //! to the largest count (above ×1.25 is flagged SUPER-LINEAR).
@@ -49,6 +55,129 @@ const STOP_CYCLES: usize = 3;
 /// How long a resume of every wave is given before the interrupt (the
 /// resume has no reply to wait for; a benchmark figure, not a test).
 const RESUME_SETTLE: Duration = Duration::from_millis(300);
+
+/// lldb's Python driver for the GPU `thread list` figure: `python3 -c
+/// DRIVER PORT PROG WAVES`. Prints `GPUSTOP s`, `GPULIST s count`.
+const LLDB_DRIVER: &str = r#"
+import sys, time, lldb
+port, exe, waves = sys.argv[1], sys.argv[2], int(sys.argv[3])
+dbg = lldb.SBDebugger.Create()
+dbg.SetAsync(False)
+ci = dbg.GetCommandInterpreter()
+def run(c):
+    r = lldb.SBCommandReturnObject()
+    ci.HandleCommand(c, r)
+    if not r.Succeeded():
+        raise Exception(c + ": " + r.GetError())
+    return r.GetOutput()
+def wait(proc, state):
+    ev = lldb.SBEvent()
+    deadline = time.monotonic() + 120
+    while proc.GetState() != state:
+        if time.monotonic() > deadline:
+            raise Exception("state %d not reached (%d)" % (state, proc.GetState()))
+        dbg.GetListener().WaitForEvent(1, ev)
+run("settings set stop-disassembly-display never")
+cpu_t = dbg.CreateTarget(exe)
+err = lldb.SBError()
+cpu = cpu_t.ConnectRemote(dbg.GetListener(), "connect://127.0.0.1:" + port, "gdb-remote", err)
+if not err.Success():
+    raise Exception("connect: " + str(err))
+cpu_t.BreakpointCreateByName("bench_gpu_ready")
+cpu.Continue()
+if dbg.GetNumTargets() != 2:
+    raise Exception("no GPU target (%d targets)" % dbg.GetNumTargets())
+gpu_t = dbg.GetTargetAtIndex(1)
+gpu = gpu_t.GetProcess()
+cpu_t.DeleteAllBreakpoints()
+dbg.SetAsync(True)
+gpu.Continue()
+cpu.Continue()
+wait(cpu, lldb.eStateRunning)
+# Every wave is made resident at the launch; the first stop may come
+# before the launch: stop, count, run on until all are listed.
+for attempt in range(60):
+    time.sleep(0.5)
+    wait(gpu, lldb.eStateRunning)
+    t = time.perf_counter()
+    gpu.Stop()
+    wait(gpu, lldb.eStateStopped)
+    stop = time.perf_counter() - t
+    dbg.SetSelectedTarget(gpu_t)
+    dbg.SetAsync(False)
+    t = time.perf_counter()
+    out = run("thread list")
+    took = time.perf_counter() - t
+    dbg.SetAsync(True)
+    n = sum(1 for l in out.splitlines() if l.lstrip("* ").startswith("thread #"))
+    if n >= waves:
+        print("GPUSTOP", stop)
+        print("GPULIST", took, n)
+        break
+    gpu.Continue()
+cpu.Kill()
+"#;
+
+/// `lldb thread list` of the GPU process with `waves` waves, and the
+/// `SBProcess.Stop` before it (s): `None` when lldb's Python module is not
+/// installed (the figure is then reported as not measured).
+fn lldb_thread_list(
+    gdbmux: &Path,
+    fx: &GpuFixture,
+    a: &Args,
+    waves: usize,
+) -> Result<Option<(f64, f64)>> {
+    let have = Command::new("python3")
+        .args(["-c", "import lldb"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have {
+        return Ok(None);
+    }
+    let args = [
+        waves.to_string(),
+        fx.hsaco.display().to_string(),
+        "1".to_string(),
+    ];
+    let (mut child, port) = start_args("gdbmux", gdbmux, &a.gdbmux_args, &fx.prog, &args, &[])?;
+    let out = Command::new("python3")
+        .args(["-c", LLDB_DRIVER, &port.to_string()])
+        .arg(&fx.prog)
+        .arg(waves.to_string())
+        .stdin(std::process::Stdio::null())
+        .output();
+    let _ = child.kill();
+    let _ = child.wait();
+    let out = out.context("running python3 with lldb")?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let field = |k: &str, i: usize| -> Option<f64> {
+        text.lines().find_map(|l| {
+            l.strip_prefix(k)
+                .and_then(|v| v.split_whitespace().nth(i))
+                .and_then(|v| v.parse().ok())
+        })
+    };
+    match (
+        field("GPUSTOP ", 0),
+        field("GPULIST ", 0),
+        field("GPULIST ", 1),
+    ) {
+        (Some(stop), Some(list), Some(n)) if n as usize >= waves => Ok(Some((stop, list))),
+        _ => {
+            let tail: String = text
+                .chars()
+                .rev()
+                .take(1500)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            bail!("lldb GPU thread list with {waves} waves: …{tail}")
+        }
+    }
+}
 
 /// The fixture: host program and code object.
 pub struct GpuFixture {
@@ -155,6 +284,10 @@ pub struct GpuFigures {
     /// `jThreadsInfo`, median (ms), and its size (bytes).
     pub jti_ms: f64,
     pub jti_bytes: usize,
+    /// lldb: `SBProcess.Stop` of the GPU process, then `thread list` (ms;
+    /// NaN when not measured).
+    pub lldb_stop_ms: f64,
+    pub lldb_list_ms: f64,
 }
 
 fn quantiles(mut v: Vec<f64>) -> (f64, f64) {
@@ -211,7 +344,16 @@ pub fn measure(gdbmux: &Path, fx: &GpuFixture, a: &Args, waves: usize) -> Result
     let r = measure_on(port, fx, waves, child.id());
     let _ = child.kill();
     let _ = child.wait();
-    r
+    let mut r = r?;
+    match lldb_thread_list(gdbmux, fx, a, waves) {
+        Ok(Some((stop, list))) => {
+            r.lldb_stop_ms = stop * 1e3;
+            r.lldb_list_ms = list * 1e3;
+        }
+        Ok(None) => eprintln!("  lldb's Python module not found: no lldb `thread list` figure"),
+        Err(e) => eprintln!("  {e:#}"),
+    }
+    Ok(r)
 }
 
 /// Nanoseconds on a CPU of thread `tid` of `pid` so far (the first field
@@ -333,6 +475,8 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuF
         stop_running_cpu_ms,
         jti_ms,
         jti_bytes,
+        lldb_stop_ms: f64::NAN,
+        lldb_list_ms: f64::NAN,
     })
 }
 
@@ -374,6 +518,16 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
             stop_running_cpu_ms: med(v.iter().map(|f| f.stop_running_cpu_ms).collect()),
             jti_ms: med(v.iter().map(|f| f.jti_ms).collect()),
             jti_bytes: v[0].jti_bytes,
+            lldb_stop_ms: med(v
+                .iter()
+                .map(|f| f.lldb_stop_ms)
+                .filter(|x| !x.is_nan())
+                .collect()),
+            lldb_list_ms: med(v
+                .iter()
+                .map(|f| f.lldb_list_ms)
+                .filter(|x| !x.is_nan())
+                .collect()),
         })
         .collect();
     println!(
@@ -388,7 +542,17 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
     });
     println!("|---|{}---|", "---|".repeat(rows.len()));
     type Get = fn(&GpuFigures) -> f64;
-    let table: [(&str, Get, &str); 8] = [
+    let table: [(&str, Get, &str); 10] = [
+        (
+            "lldb 23.1 `thread list` of the stopped GPU process (ms)",
+            |f| f.lldb_list_ms,
+            "< 1000",
+        ),
+        (
+            "lldb 23.1 `SBProcess.Stop` of the running GPU process (ms)",
+            |f| f.lldb_stop_ms,
+            "-",
+        ),
         (
             "jThreadsInfo, registers expedited (ms)",
             |f| f.jti_ms,

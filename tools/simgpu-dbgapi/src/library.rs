@@ -211,6 +211,9 @@ struct Process {
     /// (set when a call returned NONE; see `poll`).
     drain_notifier: bool,
     last_lists: HashMap<&'static str, Vec<u64>>,
+    /// The device's wave epoch when the last wave list was made: while it
+    /// holds, the waves did not change (`list_unchanged_waves`).
+    wave_list_epoch: Option<u64>,
     /// The event storm of `SIMGPU_STORM`, if one was asked for.
     storm: Option<StormRun>,
     /// `SIMGPU_FAIL` / `SIMGPU_STALL`, read at attach.
@@ -420,6 +423,7 @@ impl Library {
                 held_ack: None,
                 drain_notifier: true,
                 last_lists: HashMap::new(),
+                wave_list_epoch: None,
                 storm: None,
                 faults,
                 agents: Agents::from_env(),
@@ -1057,7 +1061,9 @@ impl Library {
         want_changed: bool,
     ) -> ListOut {
         let changed = proc.last_lists.get(key) != Some(&items);
-        proc.last_lists.insert(key, items.clone());
+        if changed {
+            proc.last_lists.insert(key, items.clone());
+        }
         if want_changed && !changed {
             ListOut {
                 items: Vec::new(),
@@ -1078,6 +1084,11 @@ impl Library {
         want_changed: bool,
     ) -> Result<ListOut, Status> {
         let ps = self.targets(p)?;
+        if let ([p], "wave", true) = (ps.as_slice(), what, want_changed) {
+            if let Some(unchanged) = self.list_unchanged_waves(*p)? {
+                return Ok(unchanged);
+            }
+        }
         let mut all = Vec::new();
         for p in &ps {
             let items = self.list_one(*p, what)?;
@@ -1091,6 +1102,27 @@ impl Library {
             items: all,
             changed: true,
         })
+    }
+
+    /// A wave list with `changed` asked for, answered without building the
+    /// list when the device's waves did not change since the last one
+    /// (10,000 waves: the list, its comparison with the last one and the
+    /// copy cost most of a listing). Records the epoch the next list is
+    /// made at. `None`: build the list.
+    fn list_unchanged_waves(&mut self, p: u64) -> Result<Option<ListOut>, Status> {
+        let proc = self.proc(p)?;
+        proc.faults.check("wave_list")?;
+        let epoch = proc.device.waves_epoch();
+        let same = proc.storm.is_none()
+            && proc.wave_list_epoch == Some(epoch)
+            && proc.last_lists.contains_key("wave");
+        // Read before the list is made: a change meanwhile only costs the
+        // next call a full list.
+        proc.wave_list_epoch = Some(epoch);
+        Ok(same.then_some(ListOut {
+            items: Vec::new(),
+            changed: false,
+        }))
     }
 
     fn list_one(&mut self, p: u64, what: &str) -> Result<Vec<u64>, Status> {
@@ -1109,7 +1141,7 @@ impl Library {
             "wave" | "dispatch" => {
                 let proc = self.proc(p)?;
                 let mut ids: Vec<u64> = if what == "wave" {
-                    proc.device.wave_ids().into_iter().map(|w| w.0).collect()
+                    proc.device.resident_waves().iter().map(|w| w.0).collect()
                 } else {
                     proc.device.dispatches().iter().map(|d| d.id.0).collect()
                 };
@@ -1720,6 +1752,9 @@ impl Library {
         let reg = Self::reg(r)?;
         let (proc, w) = self.wave_proc(wh)?;
         proc.faults.check("read_register")?;
+        if let Some(bytes) = Self::read_fetched_register(proc, w, reg)? {
+            return Self::copy_register(&bytes, off, out);
+        }
         let i = Self::sim_wave(proc, w)?;
         if Self::visible_state(proc, w, i.state) != wave_state::STOP {
             return Err(st::ERROR_WAVE_NOT_STOPPED);
@@ -1732,6 +1767,29 @@ impl Library {
             .with_stopped_regs(w, |regs| reg.read(regs))
             .map_err(dev_status)?
             .ok_or(st::ERROR_REGISTER_NOT_AVAILABLE)?;
+        Self::copy_register(&bytes, off, out)
+    }
+
+    /// A register of a wave whose WAVE_STOP was fetched (the only waves
+    /// that can look stopped, see `visible_state`), with one device lookup:
+    /// the device checks that it is stopped as it reads (`jThreadsInfo`
+    /// reads a few registers of every wave). `None` for any other wave.
+    fn read_fetched_register(
+        proc: &Process,
+        w: WaveId,
+        reg: Reg,
+    ) -> Result<Option<Vec<u8>>, Status> {
+        if is_storm_id(w.0) || !proc.stop_fetched.contains(&w) {
+            return Ok(None);
+        }
+        proc.device
+            .with_stopped_regs(w, |regs| reg.read(regs))
+            .map_err(dev_status)?
+            .ok_or(st::ERROR_REGISTER_NOT_AVAILABLE)
+            .map(Some)
+    }
+
+    fn copy_register(bytes: &[u8], off: usize, out: &mut [u8]) -> Result<(), Status> {
         let src = bytes
             .get(off..off + out.len())
             .ok_or(st::ERROR_INVALID_ARGUMENT_COMPATIBILITY)?;

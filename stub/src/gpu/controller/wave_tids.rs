@@ -24,6 +24,10 @@ pub(super) struct WaveTids {
     /// Thread names of live waves (fixed for a wave's life), kept so that
     /// a thread list does not ask the library about every wave each time.
     names: BTreeMap<WaveId, String>,
+    /// `by_tid` as a slice, made on the first listing after a change: a
+    /// thread list of 10,000 unchanged waves copies it instead of walking
+    /// the map.
+    listing: Option<Rc<[(WaveId, Tid)]>>,
 }
 
 impl WaveTids {
@@ -32,6 +36,7 @@ impl WaveTids {
     }
 
     pub(super) fn insert(&mut self, wave: WaveId, tid: Tid) {
+        self.listing = None;
         if let Some(old) = self.by_wave.insert(wave, tid) {
             self.by_tid.remove(&old);
         }
@@ -41,11 +46,13 @@ impl WaveTids {
     pub(super) fn remove(&mut self, wave: &WaveId) {
         if let Some(t) = self.by_wave.remove(wave) {
             self.by_tid.remove(&t);
+            self.listing = None;
         }
         self.names.remove(wave);
     }
 
     pub(super) fn clear(&mut self) {
+        self.listing = None;
         self.by_wave.clear();
         self.by_tid.clear();
         self.names.clear();
@@ -67,11 +74,13 @@ impl WaveTids {
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&WaveId) -> bool) {
         let by_tid = &mut self.by_tid;
         let names = &mut self.names;
+        let listing = &mut self.listing;
         self.by_wave.retain(|w, t| {
             let k = keep(w);
             if !k {
                 by_tid.remove(t);
                 names.remove(w);
+                *listing = None;
             }
             k
         });
@@ -82,9 +91,12 @@ impl WaveTids {
         self.by_tid.get(&tid).copied()
     }
 
-    /// (wave, tid) pairs in thread-id order.
-    pub(super) fn by_tid(&self) -> impl Iterator<Item = (WaveId, Tid)> + '_ {
-        self.by_tid.iter().map(|(t, w)| (*w, *t))
+    /// (wave, tid) pairs in thread-id order, kept until the waves change.
+    pub(super) fn listing(&mut self) -> Rc<[(WaveId, Tid)]> {
+        let by_tid = &self.by_tid;
+        self.listing
+            .get_or_insert_with(|| by_tid.iter().map(|(t, w)| (*w, *t)).collect())
+            .clone()
     }
 
     pub(super) fn len(&self) -> usize {
@@ -173,6 +185,8 @@ mod tests {
         m.set_name(WaveId(104), "w".into());
         m.set_name(WaveId(200), "gone".into());
         assert_eq!(m.name(&WaveId(200)), None);
+        let all: Vec<_> = m.listing().iter().map(|(_, t)| *t).collect();
+        assert_eq!(all, (1..=10).collect::<Vec<_>>());
         m.remove(&WaveId(103));
         m.retain(|w| w.0 % 2 == 0);
         assert_eq!(m.len(), 5);
@@ -180,9 +194,12 @@ mod tests {
         assert_eq!(m.wave_of(5), Some(WaveId(104)));
         assert_eq!(m.wave_of(2), None);
         assert_eq!(m.name(&WaveId(104)).map(String::as_str), Some("w"));
-        let v: Vec<_> = m.by_tid().map(|(_, t)| t).collect();
+        let v: Vec<_> = m.listing().iter().map(|(_, t)| *t).collect();
         assert_eq!(v, vec![1, 3, 5, 7, 9]);
+        m.insert(WaveId(300), 11);
+        assert_eq!(m.listing().last(), Some(&(WaveId(300), 11)));
         m.clear();
         assert_eq!(m.wave_of(1), None);
+        assert!(m.listing().is_empty());
     }
 }
