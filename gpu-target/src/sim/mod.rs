@@ -8,6 +8,7 @@ pub mod elf;
 pub mod handoff;
 pub mod icache;
 pub mod launch;
+pub mod memops;
 pub mod memory;
 pub mod regs;
 pub mod rendezvous;
