@@ -879,6 +879,75 @@ fn lds_atomics() {
     });
 }
 
+/// LDS float atomics (`ds_add/min/max` of f32 and f64, returning and not)
+/// and the DS d16 loads, two waves per work-group.
+#[test]
+fn lds_float() {
+    let (a, b) = ints();
+    let x = |i: usize| ((a[i] % 1024) as i32 - 512) as f32 / 8.0;
+    let mut want = vec![0u32; 32 + 8 * N];
+    for g in 0..2 {
+        let mut fs = [0.0f32, 0.0, 1e30, -1e30];
+        let mut dd = [0.0f64, 0.0, 1e300, -1e300];
+        let item = |l: usize| g * 128 + l;
+        for l in 0..128 {
+            let i = item(l);
+            if i >= N {
+                continue;
+            }
+            let (xi, yi) = (x(i), x(i) as f64 * 0.5);
+            fs[l & 1] += xi;
+            fs[2] = fs[2].min(xi);
+            fs[3] = fs[3].max(xi);
+            dd[l & 1] += yi;
+            dd[2] = dd[2].min(yi);
+            dd[3] = dd[3].max(yi);
+        }
+        for k in 0..4 {
+            want[16 * g + k] = fs[k].to_bits();
+            want[16 * g + 4 + 2 * k] = dd[k].to_bits() as u32;
+            want[16 * g + 5 + 2 * k] = (dd[k].to_bits() >> 32) as u32;
+        }
+        let hs = |k: usize| {
+            let i = item(k);
+            f2h(if i < N { (a[i] & 63) as f64 } else { 0.0 }) as u32
+        };
+        let bs = |k: usize| {
+            let i = item(k);
+            if i < N {
+                b[i] as u8
+            } else {
+                0
+            }
+        };
+        for l in 0..128 {
+            let i = item(l);
+            if i >= N {
+                continue;
+            }
+            let (xi, yi) = (x(i), x(i) as f64 * 0.5);
+            let o = &mut want[32 + 8 * i..32 + 8 * i + 8];
+            o[0] = (l as f32).to_bits();
+            o[1] = (l as f32).to_bits();
+            o[2] = l as u32;
+            o[3] = l as u32;
+            let hv = hs((l * 7) & 127) | hs((l * 3 + 1) & 127) << 16;
+            let sv =
+                bs((l * 5) & 127) as u32 | (bs((l * 9) & 127) as i8 as i16 as u16 as u32) << 16;
+            o[4] = hv ^ sv;
+            o[5] = hv.wrapping_add(sv);
+            o[6] = (l as f32 + xi).to_bits();
+            let dm = (l as f64).max(yi).to_bits();
+            let fm = (l as f32).min(xi).to_bits();
+            let dr = (l as f64 + yi).to_bits();
+            o[7] = dm as u32 ^ (dm >> 32) as u32 ^ fm ^ dr as u32;
+        }
+    }
+    std_kernel("lds_float", &a, &b, &vec![0; 32 + 8 * N], 256, 128, |g| {
+        expect_eq("lds_float", g, &want)
+    });
+}
+
 fn lane_x(a: &[u32], i: usize) -> u32 {
     if i < N {
         a[i]
