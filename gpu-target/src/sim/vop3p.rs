@@ -24,10 +24,13 @@ pub enum MfmaIn {
     F16,
     /// Four bf16 per lane (two VGPRs; the `_1k` forms).
     Bf16,
+    /// Four signed 8-bit integers per lane (one VGPR); C and D are i32 and
+    /// the sums wrap.
+    I8,
 }
 
 /// An MFMA shape: `blocks` independent products of an `m` x `k` matrix A by
-/// a `k` x `n` matrix B, added to C, results in f32.
+/// a `k` x `n` matrix B, added to C, results in f32 (i32 for `I8` inputs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MfmaShape {
     /// Rows of A and D.
@@ -131,6 +134,11 @@ vop3p_ops! {
     0x4a => MfmaF32_4x4x4f16 "v_mfma_f32_4x4x4f16" [4,2,2,4] mfma(4, 4, 4, 16, F16) => 0;
     0x4c => MfmaF32_32x32x8f16 "v_mfma_f32_32x32x8f16" [16,2,2,16] mfma(32, 32, 8, 1, F16) => 0;
     0x4d => MfmaF32_16x16x16f16 "v_mfma_f32_16x16x16f16" [4,2,2,4] mfma(16, 16, 16, 1, F16) => 0;
+    0x50 => MfmaI32_32x32x4i8 "v_mfma_i32_32x32x4i8" [32,1,1,32] mfma(32, 32, 4, 2, I8) => 0;
+    0x51 => MfmaI32_16x16x4i8 "v_mfma_i32_16x16x4i8" [16,1,1,16] mfma(16, 16, 4, 4, I8) => 0;
+    0x52 => MfmaI32_4x4x4i8 "v_mfma_i32_4x4x4i8" [4,1,1,4] mfma(4, 4, 4, 16, I8) => 0;
+    0x54 => MfmaI32_32x32x8i8 "v_mfma_i32_32x32x8i8" [16,1,1,16] mfma(32, 32, 8, 1, I8) => 0;
+    0x55 => MfmaI32_16x16x16i8 "v_mfma_i32_16x16x16i8" [4,1,1,4] mfma(16, 16, 16, 1, I8) => 0;
     0x58 => AccvgprReadB32 "v_accvgpr_read_b32" [1,1] => 0;
     0x59 => AccvgprWriteB32 "v_accvgpr_write_b32" [1,1] => 0;
     0x63 => MfmaF32_32x32x4bf16_1k "v_mfma_f32_32x32x4bf16_1k" [32,2,2,32] mfma(32, 32, 4, 2, Bf16) => 0;
@@ -147,6 +155,7 @@ const LANES: usize = 64;
 fn element(input: MfmaIn, regs: &[[u32; LANES]], lane: usize, e: usize) -> f32 {
     match input {
         MfmaIn::F32 => f32::from_bits(regs[0][lane]),
+        MfmaIn::I8 => (regs[0][lane] >> (8 * e)) as u8 as i8 as f32,
         MfmaIn::F16 | MfmaIn::Bf16 => {
             let bits = (regs[e / 2][lane] >> (16 * (e % 2))) & 0xffff;
             if input == MfmaIn::F16 {
@@ -168,7 +177,8 @@ fn element(input: MfmaIn, regs: &[[u32; LANES]], lane: usize, e: usize) -> f32 {
 ///   `g = b * m/4 + i/4`; element `(i, j)` is in lane `j + n * (g % G)` and
 ///   register `4 * (g / G) + i % 4`, with `G = 64 / n` lane groups.
 ///
-/// Each product is exact in f32 for f16/bf16 inputs; the sum over `k` is
+/// i8 inputs (four per lane in one VGPR) take the f16 layouts, with C and D
+/// in i32. Each product is exact in f32 for f16/bf16 inputs; the sum over `k` is
 /// accumulated in f64 and rounded once (equal to the hardware's result
 /// whenever the sums are exact, as in the corpus).
 pub fn mfma(
@@ -180,8 +190,9 @@ pub fn mfma(
 ) {
     let e = match s.input {
         MfmaIn::F32 => 1,
-        MfmaIn::F16 | MfmaIn::Bf16 => 4,
+        MfmaIn::F16 | MfmaIn::Bf16 | MfmaIn::I8 => 4,
     };
+    let int = s.input == MfmaIn::I8;
     // Every lane's elements as f64, once (not per product).
     let values = |regs: &[[u32; LANES]]| -> [[f64; 4]; LANES] {
         std::array::from_fn(|lane| {
@@ -203,7 +214,11 @@ pub fn mfma(
             let reg = 4 * (g / groups) + i % 4;
             for j in 0..s.n {
                 let lane = j + s.n * (g % groups);
-                let mut acc = f32::from_bits(c[reg][lane]) as f64;
+                let mut acc = if int {
+                    c[reg][lane] as i32 as f64
+                } else {
+                    f32::from_bits(c[reg][lane]) as f64
+                };
                 for kk in 0..s.k {
                     // A(i, kk) and B(kk, j) of this block.
                     let step = blk * kl + kk / e;
@@ -211,7 +226,13 @@ pub fn mfma(
                     let y = bv[j + s.n * step][kk % e];
                     acc += x * y;
                 }
-                d[reg][lane] = (acc as f32).to_bits();
+                // Integer sums are exact in f64 (|A * B| <= 2^14, k <= 16);
+                // i32 wraps.
+                d[reg][lane] = if int {
+                    acc as i64 as i32 as u32
+                } else {
+                    (acc as f32).to_bits()
+                };
             }
         }
     }
@@ -235,14 +256,18 @@ mod tests {
             } else {
                 vec![[0x3c00_3c00; LANES]; 2]
             };
-            let a = if s.input == MfmaIn::Bf16 {
-                vec![[0x3f80_3f80; LANES]; 2]
-            } else {
-                a
+            let a = match s.input {
+                MfmaIn::Bf16 => vec![[0x3f80_3f80; LANES]; 2],
+                MfmaIn::I8 => vec![[0x0101_0101; LANES]; 2],
+                _ => a,
             };
             mfma(s, &a, &a, &c, &mut d);
             // All ones: every element of D is k.
-            let k = (s.k as f32).to_bits();
+            let k = if s.input == MfmaIn::I8 {
+                s.k as u32
+            } else {
+                (s.k as f32).to_bits()
+            };
             assert!(d.iter().all(|r| r.iter().all(|&x| x == k)), "{}", op.name());
         }
     }

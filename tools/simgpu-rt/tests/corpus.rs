@@ -1482,6 +1482,59 @@ fn mfma_shapes() {
     );
 }
 
+/// The integer MFMA shapes: (name, m, n, k, blocks, registers of D, base).
+const MFMA_I8_SHAPES: [(&str, usize, usize, usize, usize, usize, usize); 5] = [
+    ("32x32x4i8", 32, 32, 4, 2, 32, 0),
+    ("16x16x4i8", 16, 16, 4, 4, 16, 8),
+    ("4x4x4i8", 4, 4, 4, 16, 4, 12),
+    ("32x32x8i8", 32, 32, 8, 1, 16, 13),
+    ("16x16x16i8", 16, 16, 16, 1, 4, 17),
+];
+
+/// `v_mfma_i32_*i8`: the f16 shapes' layouts with four signed bytes per
+/// lane, i32 sums that wrap.
+#[test]
+fn mfma_i8() {
+    let (a, b) = ints();
+    let e = 4;
+    let c = |lane: usize, r: usize| ((a[(lane + 1) % N] ^ b[(lane + 2) % N]) << (r % 8)) as i32;
+    let mut want = vec![0u32; 18 * 256];
+    for (_, m, n, k, blocks, regs, base) in MFMA_I8_SHAPES {
+        let elem = |w: &[u32], row: usize, blk: usize, kk: usize| {
+            (w[row + m * (blk * (k / e) + kk / e)] >> (8 * (kk % e))) as u8 as i8 as i32
+        };
+        let groups = 64 / n;
+        for blk in 0..blocks {
+            for i in 0..m {
+                let g = blk * (m / 4) + i / 4;
+                let (reg, lane_grp) = (4 * (g / groups) + i % 4, g % groups);
+                for j in 0..n {
+                    let lane = j + n * lane_grp;
+                    let dot: i32 = (0..k)
+                        .map(|kk| elem(&a, i, blk, kk) * elem(&b, j, blk, kk))
+                        .sum();
+                    want[base * 256 + lane * regs + reg] = c(lane, reg).wrapping_add(dot) as u32;
+                }
+            }
+        }
+    }
+    std_kernel(
+        "mfma_i8",
+        &a,
+        &b,
+        &vec![0; 18 * 256],
+        64,
+        64,
+        |got| match MFMA_I8_SHAPES.iter().find_map(|s| {
+            let r = s.6 * 256..(s.6 + s.5 / 4) * 256;
+            expect_eq(s.0, &got[r.clone()], &want[r]).err()
+        }) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        },
+    );
+}
+
 #[test]
 fn vgpr_index() {
     let (a, b) = ints();
