@@ -27,6 +27,8 @@ pub enum MfmaIn {
     /// Four signed 8-bit integers per lane (one VGPR); C and D are i32 and
     /// the sums wrap.
     I8,
+    /// One f64 per lane (two VGPRs); C and D are f64 (register pairs).
+    F64,
 }
 
 /// An MFMA shape: `blocks` independent products of an `m` x `k` matrix A by
@@ -141,6 +143,8 @@ vop3p_ops! {
     0x55 => MfmaI32_16x16x16i8 "v_mfma_i32_16x16x16i8" [4,1,1,4] mfma(16, 16, 16, 1, I8) => 0;
     0x58 => AccvgprReadB32 "v_accvgpr_read_b32" [1,1] => 0;
     0x59 => AccvgprWriteB32 "v_accvgpr_write_b32" [1,1] => 0;
+    0x6e => MfmaF64_16x16x4f64 "v_mfma_f64_16x16x4f64" [8,2,2,8] mfma(16, 16, 4, 1, F64) => 0;
+    0x6f => MfmaF64_4x4x4f64 "v_mfma_f64_4x4x4f64" [2,2,2,2] mfma(4, 4, 4, 4, F64) => 0;
     0x63 => MfmaF32_32x32x4bf16_1k "v_mfma_f32_32x32x4bf16_1k" [32,2,2,32] mfma(32, 32, 4, 2, Bf16) => 0;
     0x64 => MfmaF32_16x16x4bf16_1k "v_mfma_f32_16x16x4bf16_1k" [16,2,2,16] mfma(16, 16, 4, 4, Bf16) => 0;
     0x65 => MfmaF32_4x4x4bf16_1k "v_mfma_f32_4x4x4bf16_1k" [4,2,2,4] mfma(4, 4, 4, 16, Bf16) => 0;
@@ -154,7 +158,7 @@ const LANES: usize = 64;
 /// one row of 64 lanes each).
 fn element(input: MfmaIn, regs: &[[u32; LANES]], lane: usize, e: usize) -> f32 {
     match input {
-        MfmaIn::F32 => f32::from_bits(regs[0][lane]),
+        MfmaIn::F32 | MfmaIn::F64 => f32::from_bits(regs[0][lane]),
         MfmaIn::I8 => (regs[0][lane] >> (8 * e)) as u8 as i8 as f32,
         MfmaIn::F16 | MfmaIn::Bf16 => {
             let bits = (regs[e / 2][lane] >> (16 * (e % 2))) & 0xffff;
@@ -188,8 +192,11 @@ pub fn mfma(
     c: &[[u32; LANES]],
     d: &mut [[u32; LANES]],
 ) {
+    if s.input == MfmaIn::F64 {
+        return mfma_f64(s, a, b, c, d);
+    }
     let e = match s.input {
-        MfmaIn::F32 => 1,
+        MfmaIn::F32 | MfmaIn::F64 => 1,
         MfmaIn::F16 | MfmaIn::Bf16 | MfmaIn::I8 => 4,
     };
     let int = s.input == MfmaIn::I8;
@@ -238,6 +245,42 @@ pub fn mfma(
     }
 }
 
+/// The f64 shapes, in the layouts AMD's matrix instruction calculator
+/// gives for CDNA2 (`--architecture cdna2 --register-layout`), which differ
+/// from the f32 ones: A's element `(i, k)` of block `b` is in lane
+/// `i + m * b + 16 * k`, B's `(k, j)` in lane `j + n * b + 16 * k`, and D's
+/// `(i, j)` in register pair `i / 4` of lane `j + n * b + 16 * (i % 4)`.
+/// Each step over `k` is a fused multiply-add rounded to f64 (exact
+/// whenever the sums are, as in the corpus).
+fn mfma_f64(
+    s: MfmaShape,
+    a: &[[u32; LANES]],
+    b: &[[u32; LANES]],
+    c: &[[u32; LANES]],
+    d: &mut [[u32; LANES]],
+) {
+    let val = |regs: &[[u32; LANES]], pair: usize, lane: usize| {
+        f64::from_bits(regs[2 * pair][lane] as u64 | (regs[2 * pair + 1][lane] as u64) << 32)
+    };
+    for blk in 0..s.blocks {
+        for i in 0..s.m {
+            for j in 0..s.n {
+                let lane = j + s.n * blk + 16 * (i % 4);
+                let pair = i / 4;
+                let mut acc = val(c, pair, lane);
+                for kk in 0..s.k {
+                    let x = val(a, 0, i + s.m * blk + 16 * kk);
+                    let y = val(b, 0, j + s.n * blk + 16 * kk);
+                    acc = x.mul_add(y, acc);
+                }
+                let bits = acc.to_bits();
+                d[2 * pair][lane] = bits as u32;
+                d[2 * pair + 1][lane] = (bits >> 32) as u32;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,7 +290,13 @@ mod tests {
         for op in Vop3pOp::ALL {
             let Some(s) = op.mfma() else { continue };
             let regs = op.widths()[0] as usize;
-            assert_eq!(s.m * s.n * s.blocks, regs * LANES, "{}", op.name());
+            let per_elem = if s.input == MfmaIn::F64 { 2 } else { 1 };
+            assert_eq!(
+                s.m * s.n * s.blocks * per_elem,
+                regs * LANES,
+                "{}",
+                op.name()
+            );
             let c = vec![[0u32; LANES]; regs];
             let mut d = vec![[u32::MAX; LANES]; regs];
             let one = vec![[1.0f32.to_bits(); LANES]; 2];
@@ -259,14 +308,21 @@ mod tests {
             let a = match s.input {
                 MfmaIn::Bf16 => vec![[0x3f80_3f80; LANES]; 2],
                 MfmaIn::I8 => vec![[0x0101_0101; LANES]; 2],
+                MfmaIn::F64 => vec![[0; LANES], [0x3ff0_0000; LANES]],
                 _ => a,
             };
             mfma(s, &a, &a, &c, &mut d);
             // All ones: every element of D is k.
-            let k = if s.input == MfmaIn::I8 {
-                s.k as u32
-            } else {
-                (s.k as f32).to_bits()
+            let k = match s.input {
+                MfmaIn::I8 => s.k as u32,
+                MfmaIn::F64 => {
+                    let k = (s.k as f64).to_bits();
+                    assert!(d.chunks(2).all(
+                        |p| (0..LANES).all(|l| (p[0][l] as u64 | (p[1][l] as u64) << 32) == k)
+                    ));
+                    continue;
+                }
+                _ => (s.k as f32).to_bits(),
             };
             assert!(d.iter().all(|r| r.iter().all(|&x| x == k)), "{}", op.name());
         }

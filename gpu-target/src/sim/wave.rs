@@ -1508,6 +1508,8 @@ fn mfma(
 ) -> Step {
     // Operands staged in fixed arrays (at most 2 A/B and 32 C/D registers):
     // no allocation per instruction.
+    // An f64 operand from an SGPR pair or inline constant is 64 bits wide.
+    let wide = shape.input == super::vop3p::MfmaIn::F64;
     let rows = |r: &WaveRegs, out: &mut [[u32; LANES]], code: u16, acc: bool| {
         for (k, row) in out.iter_mut().enumerate() {
             *row = if code >= 256 {
@@ -1515,6 +1517,8 @@ fn mfma(
                 regs.get(code as usize - 256 + k)
                     .copied()
                     .unwrap_or([0; LANES])
+            } else if wide {
+                [(r.sget(code, 2, None) >> (32 * (k % 2))) as u32; LANES]
             } else {
                 // VOP3P has no literal.
                 [r.sget(code, 1, None) as u32; LANES]

@@ -1535,6 +1535,42 @@ fn mfma_i8() {
     );
 }
 
+/// `v_mfma_f64_16x16x4f64` and `v_mfma_f64_4x4x4f64`, in the CDNA2 layouts
+/// of AMD's matrix instruction calculator: A's `(i, k)` of block `b` in
+/// lane `i + m * b + 16 * k`, B's `(k, j)` in lane `j + n * b + 16 * k`, D's
+/// `(i, j)` in register pair `i / 4` of lane `j + n * b + 16 * (i % 4)`.
+#[test]
+fn mfma_f64() {
+    let (a, b) = ints();
+    let small = |x: u32, k: usize| ((x >> (4 * k)) & 15) as f64 - 7.0;
+    let cw = |lane: usize| a[(lane + 1) % N] ^ b[(lane + 2) % N];
+    let (fx, fy) = (|l: usize| small(a[l], 0), |l: usize| small(b[l], 1));
+    let mut want = vec![0u32; 640];
+    // (m, n, blocks, C's element of lane l and pair p, output word of it).
+    let shapes: [(usize, usize, usize, fn(usize) -> usize, usize); 2] =
+        [(16, 16, 1, |p| p, 0), (4, 4, 4, |_| 4, 512)];
+    for (m, n, blocks, c_elem, base) in shapes {
+        let pairs = if base == 0 { 4 } else { 1 };
+        for blk in 0..blocks {
+            for i in 0..m {
+                for j in 0..n {
+                    let (lane, pair) = (j + n * blk + 16 * (i % 4), i / 4);
+                    let mut acc = small(cw(lane), c_elem(pair));
+                    for kk in 0..4 {
+                        acc += fx(i + m * blk + 16 * kk) * fy(j + n * blk + 16 * kk);
+                    }
+                    let at = base + 2 * (pairs * lane + pair);
+                    want[at] = acc.to_bits() as u32;
+                    want[at + 1] = (acc.to_bits() >> 32) as u32;
+                }
+            }
+        }
+    }
+    std_kernel("mfma_f64", &a, &b, &vec![0; 640], 64, 64, |got| {
+        expect_eq("mfma_f64", got, &want)
+    });
+}
+
 #[test]
 fn vgpr_index() {
     let (a, b) = ints();
