@@ -1546,16 +1546,17 @@ fn mfma_f64() {
     let cw = |lane: usize| a[(lane + 1) % N] ^ b[(lane + 2) % N];
     let (fx, fy) = (|l: usize| small(a[l], 0), |l: usize| small(b[l], 1));
     let mut want = vec![0u32; 640];
-    // (m, n, blocks, C's element of lane l and pair p, output word of it).
-    let shapes: [(usize, usize, usize, fn(usize) -> usize, usize); 2] =
-        [(16, 16, 1, |p| p, 0), (4, 4, 4, |_| 4, 512)];
-    for (m, n, blocks, c_elem, base) in shapes {
+    // (m, n, blocks, first output word); C's pair p of a lane is element p
+    // of its vector (16x16x4), element 4 (4x4x4).
+    let shapes = [(16, 16, 1, 0), (4, 4, 4, 512)];
+    for (m, n, blocks, base) in shapes {
         let pairs = if base == 0 { 4 } else { 1 };
         for blk in 0..blocks {
             for i in 0..m {
                 for j in 0..n {
                     let (lane, pair) = (j + n * blk + 16 * (i % 4), i / 4);
-                    let mut acc = small(cw(lane), c_elem(pair));
+                    let c_elem = if base == 0 { pair } else { 4 };
+                    let mut acc = small(cw(lane), c_elem);
                     for kk in 0..4 {
                         acc += fx(i + m * blk + 16 * kk) * fy(j + n * blk + 16 * kk);
                     }
