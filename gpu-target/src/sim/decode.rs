@@ -419,6 +419,10 @@ pub enum Kind {
         neg: u8,
         clamp: bool,
         omod: u8,
+        /// VOP3 `op_sel` (bits 0..2: source i's high half; bit 3: the
+        /// result into the destination's high half), for the VOP3-only
+        /// 16-bit opcodes ([`VAlu::has_op_sel`]).
+        op_sel: u8,
     },
     Ds {
         op: DsOp,
@@ -717,6 +721,7 @@ fn decode_vop_e32(w0: u32) -> Option<Kind> {
         neg: 0,
         clamp: false,
         omod: 0,
+        op_sel: 0,
     })
 }
 
@@ -727,9 +732,13 @@ fn decode_vop3(w0: u32, w1: u32) -> Option<Kind> {
         _ => VOp::Alu(VAlu::from_code(code)?),
     };
     let vop3b = matches!(op, VOp::Alu(a) if a.has_carry_out());
-    if !vop3b && (w0 >> 11) & 0xf != 0 {
-        return None; // op_sel (VOP3 f16 halves): not modelled
+    let op_sel = ((w0 >> 11) & 0xf) as u8;
+    if !vop3b && op_sel != 0 && !matches!(op, VOp::Alu(a) if a.has_op_sel()) {
+        return None; // op_sel: only the VOP3-only 16-bit opcodes have it
     }
+    // The 16-bit integer opcodes with op_sel ignore abs and neg (LLVM does
+    // not print them).
+    let int_op_sel = matches!(op, VOp::Alu(a) if a.has_op_sel() && a.flags() & flag::INT16 != 0);
     Some(Kind::Valu {
         op,
         enc: VEnc::E64,
@@ -740,10 +749,15 @@ fn decode_vop3(w0: u32, w1: u32) -> Option<Kind> {
             ((w1 >> 9) & 0x1ff) as u16,
             ((w1 >> 18) & 0x1ff) as u16,
         ],
-        abs: if vop3b { 0 } else { ((w0 >> 8) & 7) as u8 },
-        neg: (w1 >> 29) as u8,
+        abs: if vop3b || int_op_sel {
+            0
+        } else {
+            ((w0 >> 8) & 7) as u8
+        },
+        neg: if int_op_sel { 0 } else { (w1 >> 29) as u8 },
         clamp: (w0 >> 15) & 1 != 0,
         omod: ((w1 >> 27) & 3) as u8,
+        op_sel: if vop3b { 0 } else { op_sel },
     })
 }
 
@@ -1030,6 +1044,7 @@ impl Inst {
             neg,
             clamp,
             omod,
+            op_sel,
         } = &self.kind
         else {
             return Ok(());
@@ -1096,6 +1111,18 @@ impl Inst {
                 }
             }
         }
+        if *op_sel != 0 {
+            // One entry per source, then the destination.
+            let n = match op {
+                VOp::Alu(a) => a.widths().len() - 1,
+                VOp::Cmp(_) => 2,
+            };
+            let bits: Vec<String> = (0..n)
+                .chain([3])
+                .map(|i| ((op_sel >> i) & 1).to_string())
+                .collect();
+            write!(f, " op_sel:[{}]", bits.join(","))?;
+        }
         if *clamp {
             f.write_str(" clamp")?;
         }
@@ -1118,6 +1145,11 @@ impl Inst {
         let n = (neg >> i) & 1 != 0;
         let a = (abs >> i) & 1 != 0;
         let k16 = match &self.kind {
+            // v_mad_u32_u16 / v_mad_i32_i16: the addend is 32 bits.
+            Kind::Valu {
+                op: VOp::Alu(VAlu::MadU32U16 | VAlu::MadI32I16),
+                ..
+            } if i == 2 => 0,
             Kind::Valu { op, .. } => operand16(op),
             _ => 0,
         };

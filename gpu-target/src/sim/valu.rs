@@ -174,6 +174,14 @@ impl VAlu {
     pub fn only_vop3(self) -> bool {
         self.code() >= 0x1c0
     }
+    /// Takes VOP3 `op_sel` (gfx9: the VOP3-only 16-bit opcodes, not the
+    /// `_legacy` ones): a source's high half, the result into the
+    /// destination's high half.
+    pub fn has_op_sel(self) -> bool {
+        self.only_vop3()
+            && self.flags() & (flag::F16 | flag::INT16) != 0
+            && !self.name().contains("legacy")
+    }
     /// Printed without an `_e32`/`_e64` suffix.
     pub fn no_suffix(self) -> bool {
         self.only_vop3() || self.flags() & (flag::K_LIT | flag::NO_SUFFIX) != 0
@@ -513,13 +521,40 @@ valu_ops! {
         }
         v as u64
     };
+    0x1ec => MadLegacyI16 "v_mad_legacy_i16" [1,1,1,1] flags(INT16) => (a as i16).wrapping_mul(b as i16).wrapping_add(c as i16) as u16 as u64;
+    0x1f1 => MadU32U16 "v_mad_u32_u16" [1,1,1,1] flags(INT16) => ((a as u16 as u32) * (b as u16 as u32)).wrapping_add(c32) as u64;
+    0x1f2 => MadI32I16 "v_mad_i32_i16" [1,1,1,1] flags(INT16) => ((a as i16 as i32) * (b as i16 as i32)).wrapping_add(ci) as u32 as u64;
     0x1f3 => XadU32 "v_xad_u32" [1,1,1,1] => (a32 ^ b32).wrapping_add(c32) as u64;
+    0x1f4 => Min3F16 "v_min3_f16" [1,1,1,1] flags(F16) => hb(h(a, 0).min(h(b, 1)).min(h(c, 2)));
+    0x1f5 => Min3I16 "v_min3_i16" [1,1,1,1] flags(INT16) => (a as i16).min(b as i16).min(c as i16) as u16 as u64;
+    0x1f6 => Min3U16 "v_min3_u16" [1,1,1,1] flags(INT16) => (a as u16).min(b as u16).min(c as u16) as u64;
+    0x1f7 => Max3F16 "v_max3_f16" [1,1,1,1] flags(F16) => hb(h(a, 0).max(h(b, 1)).max(h(c, 2)));
+    0x1f8 => Max3I16 "v_max3_i16" [1,1,1,1] flags(INT16) => (a as i16).max(b as i16).max(c as i16) as u16 as u64;
+    0x1f9 => Max3U16 "v_max3_u16" [1,1,1,1] flags(INT16) => (a as u16).max(b as u16).max(c as u16) as u64;
+    0x1fa => Med3F16 "v_med3_f16" [1,1,1,1] flags(F16) => {
+        let (x, y, z) = (h(a, 0), h(b, 1), h(c, 2));
+        hb(x.max(y).min(z).max(x.min(y)))
+    };
+    0x1fb => Med3I16 "v_med3_i16" [1,1,1,1] flags(INT16) => {
+        let (x, y, z) = (a as i16, b as i16, c as i16);
+        x.max(y).min(z).max(x.min(y)) as u16 as u64
+    };
+    0x1fc => Med3U16 "v_med3_u16" [1,1,1,1] flags(INT16) => {
+        let (x, y, z) = (a as u16, b as u16, c as u16);
+        x.max(y).min(z).max(x.min(y)) as u64
+    };
     0x1fd => LshlAddU32 "v_lshl_add_u32" [1,1,1,1] => (a32.wrapping_shl(b32 & 31)).wrapping_add(c32) as u64;
     0x1fe => AddLshlU32 "v_add_lshl_u32" [1,1,1,1] => (a32.wrapping_add(b32)).wrapping_shl(c32 & 31) as u64;
     0x1ff => Add3U32 "v_add3_u32" [1,1,1,1] => a32.wrapping_add(b32).wrapping_add(c32) as u64;
     0x200 => LshlOrB32 "v_lshl_or_b32" [1,1,1,1] => (a32.wrapping_shl(b32 & 31) | c32) as u64;
     0x201 => AndOrB32 "v_and_or_b32" [1,1,1,1] => ((a32 & b32) | c32) as u64;
     0x202 => Or3B32 "v_or3_b32" [1,1,1,1] => (a32 | b32 | c32) as u64;
+    0x204 => MadU16 "v_mad_u16" [1,1,1,1] flags(INT16) => (a as u16).wrapping_mul(b as u16).wrapping_add(c as u16) as u64;
+    0x205 => MadI16 "v_mad_i16" [1,1,1,1] flags(INT16) => (a as i16).wrapping_mul(b as i16).wrapping_add(c as i16) as u16 as u64;
+    // The f64 product of two f16 is exact, so the sum rounds once before
+    // the rounding to f16 (the fused result unless that first rounding is
+    // inexact, for operands 2^29 apart or more).
+    0x206 => FmaF16 "v_fma_f16" [1,1,1,1] flags(F16) => hb(h(a, 0) * h(b, 1) + h(c, 2));
     0x280 => AddF64 "v_add_f64" [2,2,2] => db(fd(a, 0) + fd(b, 1));
     0x281 => MulF64 "v_mul_f64" [2,2,2] => db(fd(a, 0) * fd(b, 1));
     0x282 => MinF64 "v_min_f64" [2,2,2] => db(fd(a, 0).min(fd(b, 1)));

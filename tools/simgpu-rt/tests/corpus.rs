@@ -1572,6 +1572,33 @@ fn mfma_f64() {
     });
 }
 
+/// The VOP3-only 16-bit operations (`v_fma_f16`, `v_min3/max3/med3_f16`,
+/// ...) on small integers, so every result is exact.
+#[test]
+fn f16_vop3() {
+    let (a, b) = ints();
+    let sh = |x: u32, k: u32| ((x >> (5 * k)) & 31) as i32 as f64 - 16.0;
+    let mut want = vec![0u32; 6 * N];
+    for i in 0..N {
+        let (x, y) = (a[i], b[i]);
+        let (p, q, r) = (sh(x, 0), sh(x, 1), sh(y, 0));
+        let h = |v: f64| f2h(v) as u32;
+        let md = p.max(q).min(r).max(p.min(q));
+        want[6 * i] = h(p * q + r) | h(p.max(q).max(r)) << 16;
+        want[6 * i + 1] = h(p.min(r).min(q)) | h(md) << 16;
+        let (s, t, u) = (x as i16, (x >> 16) as i16, y as i16);
+        want[6 * i + 2] = s.max(t).max(u) as u16 as u32 | (s.min(t).min(u) as u16 as u32) << 16;
+        let (us, ut, uu) = (y as u16, (y >> 16) as u16, (x >> 7) as u16);
+        let umad = (us as u32 * ut as u32 + uu as u32) as u16;
+        want[6 * i + 3] = us.max(ut).max(uu) as u32 | (umad as u32) << 16;
+        want[6 * i + 4] = (s as i32 * t as i32 + u as i32) as u16 as u32;
+        want[6 * i + 5] = (us as u32 * ut as u32).wrapping_add(y);
+    }
+    std_kernel("f16_vop3", &a, &b, &vec![0; 6 * N], N as u32, 64, |got| {
+        expect_eq("f16_vop3", got, &want)
+    });
+}
+
 #[test]
 fn vgpr_index() {
     let (a, b) = ints();
