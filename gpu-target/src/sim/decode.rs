@@ -107,13 +107,21 @@ pub trait OpKernel {
 }
 
 opcodes! {
-    /// SMEM opcodes.
+    /// SMEM loads, one row each: `[dwords loaded, SGPRs of the base]`; a
+    /// base of 2 SGPRs is an address, one of 4 a buffer resource (base
+    /// address in bits 0..47, size in bytes in word 2; dwords past it load
+    /// as 0).
     Smem {
-        0 => LoadDword "s_load_dword" [1],
-        1 => LoadDwordx2 "s_load_dwordx2" [2],
-        2 => LoadDwordx4 "s_load_dwordx4" [4],
-        3 => LoadDwordx8 "s_load_dwordx8" [8],
-        4 => LoadDwordx16 "s_load_dwordx16" [16],
+        0 => LoadDword "s_load_dword" [1, 2],
+        1 => LoadDwordx2 "s_load_dwordx2" [2, 2],
+        2 => LoadDwordx4 "s_load_dwordx4" [4, 2],
+        3 => LoadDwordx8 "s_load_dwordx8" [8, 2],
+        4 => LoadDwordx16 "s_load_dwordx16" [16, 2],
+        8 => BufferLoadDword "s_buffer_load_dword" [1, 4],
+        9 => BufferLoadDwordx2 "s_buffer_load_dwordx2" [2, 4],
+        10 => BufferLoadDwordx4 "s_buffer_load_dwordx4" [4, 4],
+        11 => BufferLoadDwordx8 "s_buffer_load_dwordx8" [8, 4],
+        12 => BufferLoadDwordx16 "s_buffer_load_dwordx16" [16, 4],
     }
 }
 
@@ -1009,7 +1017,7 @@ impl fmt::Display for Inst {
                     "{} {}, {}, ",
                     op.name(),
                     src(*sdata as u16, op.widths()[0]),
-                    src(*sbase as u16, 2)
+                    src(*sbase as u16, op.widths()[1])
                 )?;
                 if *offset < 0 {
                     write!(f, "-0x{:x}", offset.unsigned_abs())?;

@@ -392,10 +392,24 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             ..
         } => {
             let base = r.sget(*sbase as u16, 2, None);
-            let addr = base.wrapping_add(*offset as i64 as u64) & !3;
             let n = op.widths()[0] as usize;
+            // A buffer resource (4 SGPRs): its 48-bit base, and its size
+            // in bytes, past which dwords load as 0.
+            let (base, size) = if op.widths()[1] == 4 {
+                let size = r.sget(*sbase as u16 + 2, 1, None);
+                (base & 0xffff_ffff_ffff, size)
+            } else {
+                (base, u64::MAX)
+            };
+            let off = *offset as i64 as u64;
+            let addr = if size == u64::MAX {
+                base.wrapping_add(off) & !3
+            } else {
+                base.wrapping_add(off & !3)
+            };
+            let inside = (size.saturating_sub(off & !3) / 4).min(n as u64) as usize;
             let mut buf = [0u8; 64];
-            if ctx.mem.read(addr, &mut buf[..n * 4]).is_err() {
+            if inside > 0 && ctx.mem.read(addr, &mut buf[..inside * 4]).is_err() {
                 return Step::MemoryViolation { addr };
             }
             for i in 0..n {
@@ -2276,6 +2290,33 @@ mod tests {
         let mut r = WaveRegs::new(8);
         assert_eq!(run(&[0xffff_ffff], &mut r, &mem), Step::IllegalInstruction);
         assert_eq!(r.pc, 0x1000);
+    }
+
+    /// `s_buffer_load_dwordx4` through a buffer resource (dwords past its
+    /// size load as 0) and `s_load_dwordx2` (encodings from `llvm-mc-19`).
+    #[test]
+    fn smem_buffer_and_address_loads() {
+        let mem = BufferMemory::new();
+        let data: Vec<u8> = (0..8u32).flat_map(|k| (0x100 + k).to_le_bytes()).collect();
+        mem.map(0x8000, data);
+        let mut r = WaveRegs::new(4);
+        r.exec = u64::MAX;
+        // s[8:11]: base 0x8000, stride 0, 16 bytes.
+        r.sgpr[8] = 0x8000;
+        r.sgpr[9] = 0;
+        r.sgpr[10] = 16;
+        r.sgpr[4] = 0x8000;
+        let words = [
+            0xc02a_0504u32, // s_buffer_load_dwordx4 s[20:23], s[8:11], 0x8
+            0x0000_0008,
+            0xc006_0602, // s_load_dwordx2 s[24:25], s[4:5], 0x4
+            0x0000_0004,
+            0xbf81_0000, // s_endpgm
+        ];
+        let step = run(&words, &mut r, &mem);
+        assert_eq!(step, Step::End);
+        assert_eq!(&r.sgpr[20..24], &[0x102, 0x103, 0, 0], "past 16 bytes: 0");
+        assert_eq!(&r.sgpr[24..26], &[0x101, 0x102]);
     }
 
     /// VOP3 op_sel on the VOP3-only 16-bit opcodes (clang-19 does not emit
