@@ -1764,11 +1764,7 @@ fn decode_dpp(w0: u32, w1: u32) -> Option<Kind> {
         return None;
     }
     let ctrl = ((w1 >> 8) & 0x1ff) as u16;
-    let valid = matches!(ctrl, 0..=0xff | 0x101..=0x10f | 0x111..=0x11f | 0x121..=0x12f
-        | 0x130 | 0x134 | 0x138 | 0x13c | 0x140..=0x143);
-    if !valid {
-        return None;
-    }
+    super::dpp::dpp_ctrl(ctrl)?;
     Some(Kind::Dpp {
         op,
         dst: ((w0 >> 17) & 0xff) as u8,
@@ -1784,26 +1780,7 @@ fn decode_dpp(w0: u32, w1: u32) -> Option<Kind> {
 
 /// The DPP control as LLVM prints it.
 pub fn dpp_ctrl_text(ctrl: u16) -> String {
-    match ctrl {
-        0..=0xff => format!(
-            "quad_perm:[{},{},{},{}]",
-            ctrl & 3,
-            (ctrl >> 2) & 3,
-            (ctrl >> 4) & 3,
-            (ctrl >> 6) & 3
-        ),
-        0x101..=0x10f => format!("row_shl:{}", ctrl - 0x100),
-        0x111..=0x11f => format!("row_shr:{}", ctrl - 0x110),
-        0x121..=0x12f => format!("row_ror:{}", ctrl - 0x120),
-        0x130 => "wave_shl:1".into(),
-        0x134 => "wave_rol:1".into(),
-        0x138 => "wave_shr:1".into(),
-        0x13c => "wave_ror:1".into(),
-        0x140 => "row_mirror".into(),
-        0x141 => "row_half_mirror".into(),
-        0x142 => "row_bcast:15".into(),
-        _ => "row_bcast:31".into(),
-    }
+    super::dpp::dpp_ctrl(ctrl).map_or_else(|| format!("dpp_ctrl:{ctrl:#x}"), |r| (r.text)(ctrl))
 }
 
 impl Inst {

@@ -4,6 +4,7 @@
 pub mod atomics;
 pub mod decode;
 pub mod device;
+pub mod dpp;
 pub mod elf;
 pub mod handoff;
 pub mod icache;

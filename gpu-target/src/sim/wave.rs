@@ -2070,33 +2070,6 @@ fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
     out
 }
 
-/// The lane DPP control `ctrl` reads for `lane`, or `None` when it reads
-/// outside its row / the wave.
-fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
-    let row = lane & !15;
-    let r = lane & 15;
-    match ctrl {
-        0..=0xff => Some((lane & !3) | ((ctrl >> (2 * (lane & 3))) & 3) as usize),
-        0x101..=0x10f => {
-            let n = (ctrl - 0x100) as usize;
-            (r + n < 16).then_some(lane + n)
-        }
-        0x111..=0x11f => {
-            let n = (ctrl - 0x110) as usize;
-            (r >= n).then(|| lane - n)
-        }
-        0x121..=0x12f => Some(row | ((r + 16 - (ctrl - 0x120) as usize) & 15)),
-        0x130 => (lane < 63).then_some(lane + 1),
-        0x134 => Some((lane + 1) % LANES),
-        0x138 => lane.checked_sub(1),
-        0x13c => Some((lane + LANES - 1) % LANES),
-        0x140 => Some(row | (15 - r)),
-        0x141 => Some((lane & !7) | (7 - (lane & 7))),
-        0x142 => (row >= 16).then(|| row - 1),
-        _ => (row >= 32).then_some(31),
-    }
-}
-
 /// DPP: src0 comes from the lane the control names; lanes whose source is
 /// outside the row/wave or inactive read 0 with bound_ctrl and are not
 /// written without it; lanes of disabled rows/banks are not written.
@@ -2115,6 +2088,11 @@ fn dpp(r: &mut WaveRegs, inst: &Inst) -> Step {
     else {
         return Step::IllegalInstruction;
     };
+    // The control's row (`dpp.rs`), once per instruction.
+    let Some(row) = super::dpp::dpp_ctrl(*ctrl) else {
+        return Step::IllegalInstruction;
+    };
+    let source = row.source;
     let exec = r.exec;
     let mut write = 0u64;
     let base = r.vgpr.len();
@@ -2126,7 +2104,7 @@ fn dpp(r: &mut WaveRegs, inst: &Inst) -> Step {
         {
             continue;
         }
-        let s = dpp_source(*ctrl, lane).filter(|&s| exec >> s & 1 != 0);
+        let s = source(*ctrl, lane).filter(|&s| exec >> s & 1 != 0);
         let v = match s {
             Some(s) => r.vgpr.get(src[0] as usize).map(|x| x[s]).unwrap_or(0),
             None if *bound_ctrl => 0,
