@@ -45,6 +45,47 @@ pub mod flag {
     pub const INT16: u16 = 1 << 9;
     /// f16 operands (SDWA/op_sel printing).
     pub const F16: u16 = 1 << 10;
+    /// A cross-lane move: [`cross_lane`](super::cross_lane) says what it
+    /// does to the wave (the row's lane expression is not used).
+    pub const CROSS_LANE: u16 = 1 << 11;
+}
+
+/// The cross-lane VALU moves (rows flagged `CROSS_LANE`), one arm each:
+/// what the instruction does to the wave. A new cross-lane move is its row
+/// plus its arm here.
+pub(super) fn cross_lane(
+    op: VAlu,
+    r: &mut super::wave::WaveRegs,
+    dst: u8,
+    src: &[u16; 3],
+    lit: Option<u32>,
+) {
+    let exec = r.exec;
+    match op {
+        // The first active lane's value (lane 0 when none is).
+        VAlu::ReadfirstlaneB32 => {
+            let lane = if exec == 0 {
+                0
+            } else {
+                exec.trailing_zeros() as usize
+            };
+            let v = r.lane_value(src[0], lane, lit);
+            r.sset(dst as u16, 1, v);
+        }
+        // The lane that SGPR/constant src1 names (mod 64), EXEC ignored.
+        VAlu::ReadlaneB32 => {
+            let lane = (r.sget(src[1], 1, lit) & 63) as usize;
+            let v = r.lane_value(src[0], lane, lit);
+            r.sset(dst as u16, 1, v);
+        }
+        // Scalar src0 into that lane of the destination, EXEC ignored.
+        VAlu::WritelaneB32 => {
+            let lane = (r.sget(src[1], 1, lit) & 63) as usize;
+            let v = r.sget(src[0], 1, lit) as u32;
+            r.set_lane(dst, lane, v);
+        }
+        _ => {}
+    }
 }
 
 /// The per-instruction inputs of [`VAlu::lane_value`] besides the lane's
@@ -333,7 +374,7 @@ valu_ops! {
     // VOP1 (e32 opcode n = code - 0x140); also VOP3 (e64).
     0x140 => Nop "v_nop" [] flags(NO_SDWA, NO_DPP) => 0;
     0x141 => MovB32 "v_mov_b32" [1,1] => a32 as u64;
-    0x142 => ReadfirstlaneB32 "v_readfirstlane_b32" [1,1] flags(SGPR_DST) => a32 as u64;
+    0x142 => ReadfirstlaneB32 "v_readfirstlane_b32" [1,1] flags(SGPR_DST, CROSS_LANE) => a32 as u64;
     0x143 => CvtI32F64 "v_cvt_i32_f64" [1,2] => (fd(a, 0) as i32) as u32 as u64;
     0x144 => CvtF64I32 "v_cvt_f64_i32" [2,1] => db(ai as f64);
     0x145 => CvtF32I32 "v_cvt_f32_i32" [1,1] => fb(ai as f32);
@@ -564,8 +605,8 @@ valu_ops! {
     0x286 => MulHiU32 "v_mul_hi_u32" [1,1,1] => ((a32 as u64 * b32 as u64) >> 32) as u32 as u64;
     0x287 => MulHiI32 "v_mul_hi_i32" [1,1,1] => (((ai as i64 * bi as i64) >> 32) as u32) as u64;
     0x288 => LdexpF32 "v_ldexp_f32" [1,1,1] => fb(ldexp(f(a, 0) as f64, bi) as f32);
-    0x289 => ReadlaneB32 "v_readlane_b32" [1,1,1] flags(SGPR_DST) => 0; // cross-lane / no-op: executed by `valu_alu`
-    0x28a => WritelaneB32 "v_writelane_b32" [1,1,1] => 0; // cross-lane / no-op: executed by `valu_alu`
+    0x289 => ReadlaneB32 "v_readlane_b32" [1,1,1] flags(SGPR_DST, CROSS_LANE) => 0;
+    0x28a => WritelaneB32 "v_writelane_b32" [1,1,1] flags(CROSS_LANE) => 0;
     0x28b => BcntU32B32 "v_bcnt_u32_b32" [1,1,1] => (a32.count_ones().wrapping_add(b32)) as u64;
     0x28c => MbcntLoU32B32 "v_mbcnt_lo_u32_b32" [1,1,1] => {
         let below = if lane >= 32 {

@@ -296,6 +296,17 @@ impl WaveRegs {
         }
     }
 
+    /// Lane `lane`'s value of 32-bit source operand `code` (a VGPR, or an
+    /// SGPR/constant/literal, the same for every lane).
+    pub(super) fn lane_value(&self, code: u16, lane: usize, lit: Option<u32>) -> u64 {
+        self.vget(self.vsrc(code, 1, lit), lane)
+    }
+
+    /// Sets lane `lane` of VGPR `reg`.
+    pub(super) fn set_lane(&mut self, reg: u8, lane: usize, v: u32) {
+        self.vset(reg as usize, 1, lane, v as u64);
+    }
+
     #[inline]
     fn vset(&mut self, r: usize, width: u8, lane: usize, v: u64) {
         if let Some(x) = self.vgpr.get_mut(r) {
@@ -889,29 +900,13 @@ fn valu_alu(
     } else {
         r.vsrc(src[2], sw(2), lit)
     };
-    if op == VAlu::ReadfirstlaneB32 {
-        let lane = if exec == 0 {
-            0
-        } else {
-            exec.trailing_zeros() as usize
-        };
-        let v = r.vget(s0, lane);
-        r.sset(dst as u16, 1, v);
+    // Cross-lane moves (readlane, writelane, readfirstlane): their rows'
+    // own wave-level function in valu.rs.
+    if op.flags() & super::valu::flag::CROSS_LANE != 0 {
+        super::valu::cross_lane(op, r, dst, src, lit);
         return Step::Continue;
     }
-    if op == VAlu::ReadlaneB32 {
-        let lane = (r.sget(src[1], 1, lit) & 63) as usize;
-        let v = r.vget(s0, lane);
-        r.sset(dst as u16, 1, v);
-        return Step::Continue;
-    }
-    if op == VAlu::WritelaneB32 {
-        let lane = (r.sget(src[1], 1, lit) & 63) as usize;
-        let v = r.sget(src[0], 1, lit);
-        r.vset(dst as usize, 1, lane, v);
-        return Step::Continue;
-    }
-    if matches!(op, VAlu::Nop | VAlu::ReadlaneB32 | VAlu::WritelaneB32) {
+    if op == VAlu::Nop {
         return Step::Continue;
     }
     let x = LaneIn {
