@@ -85,6 +85,12 @@ fn samples(class: &str, op: u32, r: &mut Rng) -> Vec<Vec<u32>> {
                     | op << 16
                     | (r.next() & 0x8000)
                     | (r.next() % 8) << 8
+                    // op_sel, for the VOP3-only 16-bit opcodes of gfx9.
+                    | if (0x1f1..=0x207).contains(&op) || op == 0x2a0 {
+                        r.next() & 0x7800
+                    } else {
+                        0
+                    }
                     | (r.next() % 256),
                 (r.next() % 8) << 29
                     | (r.next() % 4) << 27
@@ -167,7 +173,7 @@ const CLASSES: &[(&str, std::ops::RangeInclusive<u32>)] = &[
     ("sopc", 0..=19),
     ("sopk", 0..=21),
     ("sopp", 0..=30),
-    ("smem", 0..=4),
+    ("smem", 0..=12),
     ("vop1", 0..=0x5f),
     ("vop2", 0..=0x3e),
     ("vopc", 0..=0xff),

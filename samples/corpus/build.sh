@@ -40,9 +40,10 @@ for src in *.cl *.hip; do
   extra=
   # flat_scratch: private memory through scratch_* instructions.
   [ "$name" = flat_scratch ] && extra="-Xclang -target-feature -Xclang +enable-flat-scratch"
-  # d16_loads: with SRAM ECC off clang-19 keeps the other half of a register
-  # and emits the load_*_d16(_hi) instructions.
-  [ "$name" = d16_loads ] && lang=$(echo "$lang" | sed 's/-mcpu=gfx90a/-mcpu=gfx90a:sramecc-/')
+  # d16_loads, lds_float: with SRAM ECC off clang-19 keeps the other half of
+  # a register and emits the load_*_d16(_hi) / ds_read_*_d16(_hi)
+  # instructions.
+  case "$name" in d16_loads | lds_float) lang=$(echo "$lang" | sed 's/-mcpu=gfx90a/-mcpu=gfx90a:sramecc-/') ;; esac
   for level in 0 1 2 3; do
     dbg=
     [ "$level" = 0 ] && dbg=-g

@@ -1,8 +1,9 @@
-//! Atomic read-modify-write operations of the DS, FLAT/GLOBAL and MUBUF
+//! Atomic read-modify-write operations of the FLAT/GLOBAL and MUBUF
 //! encodings: for each one its name (as LLVM spells it in the mnemonic) and
 //! the new memory value, in one row. The decoder takes the name from here
 //! and the interpreter the function, so adding an atomic is one row here
-//! plus, when the encoding number is new, its range in the decoder.
+//! plus, when the encoding number is new, its range in the decoder. (The DS
+//! atomics are rows of `memops::DS_OPS`, with these helpers.)
 
 /// One atomic operation.
 #[derive(Clone, Copy)]
@@ -17,12 +18,13 @@ pub struct Atomic {
     pub wide: bool,
 }
 
-fn sx(v: u64, bits: u32) -> i64 {
+/// `v` as a signed `bits`-bit integer.
+pub(super) fn sx(v: u64, bits: u32) -> i64 {
     ((v << (64 - bits)) as i64) >> (64 - bits)
 }
 
 /// `inc`: wraps to 0 once `old` reaches `d`.
-fn inc(old: u64, d: u64, _: u64, _: u32) -> u64 {
+pub(super) fn inc(old: u64, d: u64, _: u64, _: u32) -> u64 {
     if old >= d {
         0
     } else {
@@ -31,7 +33,7 @@ fn inc(old: u64, d: u64, _: u64, _: u32) -> u64 {
 }
 
 /// `dec`: wraps to `d` at 0 or when `old` exceeds `d`.
-fn dec(old: u64, d: u64, _: u64, _: u32) -> u64 {
+pub(super) fn dec(old: u64, d: u64, _: u64, _: u32) -> u64 {
     if old == 0 || old > d {
         d
     } else {
@@ -100,22 +102,6 @@ pub const FLAT_ATOMICS: [Atomic; 18] = [
     op64("max_f64", |o, d, _, _| f64_of(o).max(f64_of(d)).to_bits()),
 ];
 
-/// The 32-bit DS atomics, by opcode 0..=11 (`_rtn` 32..=43).
-pub const DS_ATOMICS: [Atomic; 12] = [
-    op("add", |o, d, _, _| o.wrapping_add(d)),
-    op("sub", |o, d, _, _| o.wrapping_sub(d)),
-    op("rsub", |o, d, _, _| d.wrapping_sub(o)),
-    op("inc", inc),
-    op("dec", dec),
-    op("min_i32", |o, d, _, b| sx(o, b).min(sx(d, b)) as u64),
-    op("max_i32", |o, d, _, b| sx(o, b).max(sx(d, b)) as u64),
-    op("min_u32", |o, d, _, _| o.min(d)),
-    op("max_u32", |o, d, _, _| o.max(d)),
-    op("and", |o, d, _, _| o & d),
-    op("or", |o, d, _, _| o | d),
-    op("xor", |o, d, _, _| o ^ d),
-];
-
 /// Applies atomic `i` of `table` on `bits`-bit words (32 or 64).
 pub fn apply(table: &[Atomic], i: u8, old: u64, d: u64, cmp: u64, bits: u32) -> u64 {
     let mask = if bits == 64 {
@@ -141,9 +127,8 @@ mod tests {
         assert_eq!(apply(&FLAT_ATOMICS, 2, 0xffff_ffff, 1, 0, 64), 1 << 32);
         assert_eq!(apply(&FLAT_ATOMICS, 1, 7, 9, 7, 64), 9);
         assert_eq!(apply(&FLAT_ATOMICS, 1, 7, 9, 8, 64), 7);
-        assert_eq!(apply(&DS_ATOMICS, 2, 3, 10, 0, 32), 7);
-        assert_eq!(apply(&DS_ATOMICS, 3, 4, 4, 0, 32), 0);
-        assert_eq!(apply(&DS_ATOMICS, 4, 0, 4, 0, 32), 4);
+        assert_eq!(apply(&FLAT_ATOMICS, 11, 4, 4, 0, 32), 0);
+        assert_eq!(apply(&FLAT_ATOMICS, 12, 0, 4, 0, 32), 4);
         let f = |x: f32| x.to_bits() as u64;
         assert_eq!(apply(&FLAT_ATOMICS, 13, f(1.5), f(2.0), 0, 32), f(3.5));
         assert_eq!(

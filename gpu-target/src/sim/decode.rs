@@ -9,8 +9,16 @@
 
 use std::fmt;
 
-pub use super::atomics::DS_ATOMICS;
 pub use super::atomics::FLAT_ATOMICS;
+use super::memops::ds_row;
+use super::memops::flat_row;
+pub use super::memops::DsKind;
+pub use super::memops::DsRow;
+pub use super::memops::Xfer;
+pub use super::memops::D16_HI;
+pub use super::memops::D16_LO;
+pub use super::memops::DS_OPS;
+pub use super::memops::FLAT_OPS;
 use super::valu::flag;
 
 /// Defines an opcode enum with its encoding number, LLVM mnemonic and the
@@ -99,13 +107,21 @@ pub trait OpKernel {
 }
 
 opcodes! {
-    /// SMEM opcodes.
+    /// SMEM loads, one row each: `[dwords loaded, SGPRs of the base]`; a
+    /// base of 2 SGPRs is an address, one of 4 a buffer resource (base
+    /// address in bits 0..47, size in bytes in word 2; dwords past it load
+    /// as 0).
     Smem {
-        0 => LoadDword "s_load_dword" [1],
-        1 => LoadDwordx2 "s_load_dwordx2" [2],
-        2 => LoadDwordx4 "s_load_dwordx4" [4],
-        3 => LoadDwordx8 "s_load_dwordx8" [8],
-        4 => LoadDwordx16 "s_load_dwordx16" [16],
+        0 => LoadDword "s_load_dword" [1, 2],
+        1 => LoadDwordx2 "s_load_dwordx2" [2, 2],
+        2 => LoadDwordx4 "s_load_dwordx4" [4, 2],
+        3 => LoadDwordx8 "s_load_dwordx8" [8, 2],
+        4 => LoadDwordx16 "s_load_dwordx16" [16, 2],
+        8 => BufferLoadDword "s_buffer_load_dword" [1, 4],
+        9 => BufferLoadDwordx2 "s_buffer_load_dwordx2" [2, 4],
+        10 => BufferLoadDwordx4 "s_buffer_load_dwordx4" [4, 4],
+        11 => BufferLoadDwordx8 "s_buffer_load_dwordx8" [8, 4],
+        12 => BufferLoadDwordx16 "s_buffer_load_dwordx16" [16, 4],
     }
 }
 
@@ -233,138 +249,33 @@ pub enum VEnc {
     E64,
 }
 
-/// DS (LDS) opcodes.
+/// A DS (LDS) opcode: its number, a row of [`DS_OPS`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum DsOp {
-    /// `ds_<atomic>_u32` without return (index into [`DS_ATOMICS`]).
-    Atomic(u8),
-    /// `ds_<atomic>_rtn_u32`.
-    AtomicRtn(u8),
-    WriteB32,
-    Write2B32,
-    WriteB8,
-    WriteB16,
-    ReadB32,
-    Read2B32,
-    ReadI8,
-    ReadU8,
-    ReadI16,
-    ReadU16,
-    WriteB64,
-    ReadB64,
-    WriteB128,
-    ReadB128,
-    /// `ds_cmpst_rtn_b32`: stores data1 where memory equals data0.
-    CmpstRtnB32,
-    /// `ds_wrxchg_rtn_b32`.
-    WrxchgRtnB32,
-    /// `ds_read2st64_b32` (offsets in units of 64 dwords).
-    Read2st64B32,
-    /// `ds_swizzle_b32` (pattern in the offset).
-    SwizzleB32,
-    /// `ds_permute_b32` (forward: lane writes to addr/4).
-    PermuteB32,
-    /// `ds_bpermute_b32` (backward: lane reads from addr/4).
-    BpermuteB32,
-    /// `ds_add_u64` (no return).
-    AddU64,
-    /// `ds_add_rtn_u64`.
-    AddRtnU64,
-}
+pub struct DsOp(pub u8);
 
 impl DsOp {
     fn from_code(c: u32) -> Option<Self> {
-        Some(match c {
-            0..=11 => Self::Atomic(c as u8),
-            32..=43 => Self::AtomicRtn((c - 32) as u8),
-            13 => Self::WriteB32,
-            14 => Self::Write2B32,
-            30 => Self::WriteB8,
-            31 => Self::WriteB16,
-            54 => Self::ReadB32,
-            55 => Self::Read2B32,
-            57 => Self::ReadI8,
-            58 => Self::ReadU8,
-            59 => Self::ReadI16,
-            60 => Self::ReadU16,
-            77 => Self::WriteB64,
-            118 => Self::ReadB64,
-            223 => Self::WriteB128,
-            255 => Self::ReadB128,
-            45 => Self::WrxchgRtnB32,
-            48 => Self::CmpstRtnB32,
-            56 => Self::Read2st64B32,
-            61 => Self::SwizzleB32,
-            62 => Self::PermuteB32,
-            63 => Self::BpermuteB32,
-            64 => Self::AddU64,
-            96 => Self::AddRtnU64,
-            _ => return None,
-        })
+        ds_row(c as u8).map(|_| Self(c as u8))
     }
 
-    fn name(self) -> String {
-        match self {
-            Self::Atomic(i) | Self::AtomicRtn(i) => {
-                let base = DS_ATOMICS.get(i as usize).map_or("?", |a| a.name);
-                let (b, suffix) = match base.split_once('_') {
-                    Some((b, s)) => (b, s.to_owned()),
-                    None if matches!(base, "and" | "or" | "xor") => (base, "b32".to_owned()),
-                    None => (base, "u32".to_owned()),
-                };
-                let rtn = if matches!(self, Self::AtomicRtn(_)) {
-                    "_rtn"
-                } else {
-                    ""
-                };
-                format!("ds_{b}{rtn}_{suffix}")
-            }
-            Self::WriteB32 => "ds_write_b32".into(),
-            Self::Write2B32 => "ds_write2_b32".into(),
-            Self::WriteB8 => "ds_write_b8".into(),
-            Self::WriteB16 => "ds_write_b16".into(),
-            Self::ReadB32 => "ds_read_b32".into(),
-            Self::Read2B32 => "ds_read2_b32".into(),
-            Self::ReadI8 => "ds_read_i8".into(),
-            Self::ReadU8 => "ds_read_u8".into(),
-            Self::ReadI16 => "ds_read_i16".into(),
-            Self::ReadU16 => "ds_read_u16".into(),
-            Self::WriteB64 => "ds_write_b64".into(),
-            Self::ReadB64 => "ds_read_b64".into(),
-            Self::WriteB128 => "ds_write_b128".into(),
-            Self::ReadB128 => "ds_read_b128".into(),
-            Self::CmpstRtnB32 => "ds_cmpst_rtn_b32".into(),
-            Self::WrxchgRtnB32 => "ds_wrxchg_rtn_b32".into(),
-            Self::Read2st64B32 => "ds_read2st64_b32".into(),
-            Self::SwizzleB32 => "ds_swizzle_b32".into(),
-            Self::PermuteB32 => "ds_permute_b32".into(),
-            Self::BpermuteB32 => "ds_bpermute_b32".into(),
-            Self::AddU64 => "ds_add_u64".into(),
-            Self::AddRtnU64 => "ds_add_rtn_u64".into(),
-        }
+    /// The opcode's row.
+    pub fn row(self) -> &'static DsRow {
+        // Only `from_code` makes a DsOp, so the row exists.
+        ds_row(self.0).unwrap_or(&DS_OPS[0])
+    }
+
+    /// What the opcode does.
+    pub fn kind(self) -> DsKind {
+        self.row().kind
+    }
+
+    fn name(self) -> &'static str {
+        self.row().name
     }
 
     /// Dwords of data written (per data operand) and dwords returned.
     pub fn data_ret_widths(self) -> (u8, u8) {
-        match self {
-            Self::Atomic(_) | Self::WriteB32 | Self::Write2B32 | Self::WriteB8 | Self::WriteB16 => {
-                (1, 0)
-            }
-            Self::AtomicRtn(_) => (1, 1),
-            Self::ReadB32 | Self::ReadI8 | Self::ReadU8 | Self::ReadI16 | Self::ReadU16 => (0, 1),
-            Self::Read2B32 => (0, 2),
-            Self::WriteB64 => (2, 0),
-            Self::ReadB64 => (0, 2),
-            Self::WriteB128 => (4, 0),
-            Self::ReadB128 => (0, 4),
-            Self::CmpstRtnB32 | Self::WrxchgRtnB32 => (1, 1),
-            Self::PermuteB32 | Self::BpermuteB32 => (1, 1),
-            Self::Read2st64B32 => (0, 2),
-            Self::SwizzleB32 => (0, 1),
-            Self::AddU64 => (2, 0),
-            Self::AddRtnU64 => (2, 2),
-        }
+        self.kind().data_ret_widths()
     }
 }
 
@@ -379,75 +290,26 @@ pub enum FlatSeg {
     Global,
 }
 
-/// FLAT/GLOBAL memory operation.
+/// FLAT/GLOBAL/SCRATCH and MUBUF memory operation.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum FlatOp {
-    /// Load of `bytes` bytes (`signed`: sign-extend sub-dword loads).
-    Load {
-        /// Bytes per lane.
-        bytes: u8,
-        /// Sign extension.
-        signed: bool,
-        /// The `_d16` forms: the value (extended to 16 bits) goes to the
-        /// low half ([`D16_LO`]) or high half ([`D16_HI`]) of the
-        /// destination, whose other half is kept; 0: the whole register.
-        d16: u8,
-    },
-    /// Store of `bytes` bytes.
-    Store {
-        /// Bytes per lane.
-        bytes: u8,
-    },
-    /// `store_byte_d16_hi` / `store_short_d16_hi`: the low `bytes` bytes of
-    /// the data register's high half.
-    StoreD16Hi {
-        /// Bytes per lane (1 or 2).
-        bytes: u8,
-    },
+    /// A load or store: the opcode number (a row of [`FLAT_OPS`]) and what
+    /// it moves.
+    Mem(u8, Xfer),
     /// 32-bit atomic (index into [`FLAT_ATOMICS`]).
     Atomic(u8),
     /// 64-bit atomic (`_x2`, index into [`FLAT_ATOMICS`]).
     Atomic64(u8),
 }
 
-/// [`FlatOp::Load`] into the low half of the destination.
-pub const D16_LO: u8 = 1;
-/// [`FlatOp::Load`] into the high half of the destination.
-pub const D16_HI: u8 = 2;
-
 impl FlatOp {
     /// The FLAT/GLOBAL/SCRATCH and MUBUF operation of an opcode number
     /// (the two encodings number them alike on gfx90a).
     fn from_code(c: u32) -> Option<Self> {
-        let load = |bytes, signed| Self::Load {
-            bytes,
-            signed,
-            d16: 0,
-        };
-        let d16 = |bytes, signed, d16| Self::Load { bytes, signed, d16 };
+        if let Some(row) = flat_row(c) {
+            return Some(Self::Mem(row.code, row.xfer));
+        }
         Some(match c {
-            16 => load(1, false),
-            17 => load(1, true),
-            18 => load(2, false),
-            19 => load(2, true),
-            20 => load(4, false),
-            21 => load(8, false),
-            22 => load(12, false),
-            23 => load(16, false),
-            24 => Self::Store { bytes: 1 },
-            25 => Self::StoreD16Hi { bytes: 1 },
-            26 => Self::Store { bytes: 2 },
-            27 => Self::StoreD16Hi { bytes: 2 },
-            28 => Self::Store { bytes: 4 },
-            29 => Self::Store { bytes: 8 },
-            30 => Self::Store { bytes: 12 },
-            31 => Self::Store { bytes: 16 },
-            32 => d16(1, false, D16_LO),
-            33 => d16(1, false, D16_HI),
-            34 => d16(1, true, D16_LO),
-            35 => d16(1, true, D16_HI),
-            36 => d16(2, false, D16_LO),
-            37 => d16(2, false, D16_HI),
             64..=81 => {
                 let i = (c - 64) as u8;
                 if FLAT_ATOMICS[i as usize].wide {
@@ -461,11 +323,28 @@ impl FlatOp {
         })
     }
 
+    /// Bytes per lane in memory.
+    pub fn bytes(self) -> u8 {
+        match self {
+            Self::Mem(_, x) => x.bytes,
+            Self::Atomic(_) => 4,
+            Self::Atomic64(_) => 8,
+        }
+    }
+
+    /// The load or store (`None` for atomics).
+    pub fn xfer(self) -> Option<Xfer> {
+        match self {
+            Self::Mem(_, x) => Some(x),
+            _ => None,
+        }
+    }
+
     /// Dwords of the data operand (atomics: with cmpswap's compare value).
     pub fn data_dwords(self) -> u8 {
         match self {
-            Self::Load { bytes, .. } | Self::Store { bytes } => bytes.div_ceil(4),
-            Self::StoreD16Hi { .. } => 1,
+            Self::Mem(_, x) if x.hi => 1,
+            Self::Mem(_, x) => x.bytes.div_ceil(4),
             Self::Atomic(1) => 2,
             Self::Atomic(_) => 1,
             Self::Atomic64(1) => 4,
@@ -474,36 +353,8 @@ impl FlatOp {
     }
 
     fn name(self) -> String {
-        let sized = |b: u8, signed: bool| match (b, signed) {
-            (1, false) => "ubyte".to_owned(),
-            (1, true) => "sbyte".to_owned(),
-            (2, false) => "ushort".to_owned(),
-            (2, true) => "sshort".to_owned(),
-            (4, _) => "dword".to_owned(),
-            (n, _) => format!("dwordx{}", n / 4),
-        };
         match self {
-            Self::Load { bytes, signed, d16 } if d16 != 0 => format!(
-                "load_{}_d16{}",
-                match (bytes, signed) {
-                    (1, false) => "ubyte",
-                    (1, true) => "sbyte",
-                    _ => "short",
-                },
-                if d16 == D16_HI { "_hi" } else { "" }
-            ),
-            Self::Load { bytes, signed, .. } => format!("load_{}", sized(bytes, signed)),
-            Self::Store { bytes } => {
-                let s = match bytes {
-                    1 => "byte".to_owned(),
-                    2 => "short".to_owned(),
-                    b => sized(b, false),
-                };
-                format!("store_{s}")
-            }
-            Self::StoreD16Hi { bytes } => {
-                format!("store_{}_d16_hi", if bytes == 1 { "byte" } else { "short" })
-            }
+            Self::Mem(code, _) => flat_row(code as u32).map_or("?", |r| r.name).to_owned(),
             Self::Atomic(i) => format!(
                 "atomic_{}",
                 FLAT_ATOMICS.get(i as usize).map_or("?", |a| a.name)
@@ -576,6 +427,10 @@ pub enum Kind {
         neg: u8,
         clamp: bool,
         omod: u8,
+        /// VOP3 `op_sel` (bits 0..2: source i's high half; bit 3: the
+        /// result into the destination's high half), for the VOP3-only
+        /// 16-bit opcodes ([`VAlu::has_op_sel`]).
+        op_sel: u8,
     },
     Ds {
         op: DsOp,
@@ -874,6 +729,7 @@ fn decode_vop_e32(w0: u32) -> Option<Kind> {
         neg: 0,
         clamp: false,
         omod: 0,
+        op_sel: 0,
     })
 }
 
@@ -884,9 +740,13 @@ fn decode_vop3(w0: u32, w1: u32) -> Option<Kind> {
         _ => VOp::Alu(VAlu::from_code(code)?),
     };
     let vop3b = matches!(op, VOp::Alu(a) if a.has_carry_out());
-    if !vop3b && (w0 >> 11) & 0xf != 0 {
-        return None; // op_sel (VOP3 f16 halves): not modelled
+    let op_sel = ((w0 >> 11) & 0xf) as u8;
+    if !vop3b && op_sel != 0 && !matches!(op, VOp::Alu(a) if a.has_op_sel()) {
+        return None; // op_sel: only the VOP3-only 16-bit opcodes have it
     }
+    // The 16-bit integer opcodes with op_sel ignore abs and neg (LLVM does
+    // not print them).
+    let int_op_sel = matches!(op, VOp::Alu(a) if a.has_op_sel() && a.flags() & flag::INT16 != 0);
     Some(Kind::Valu {
         op,
         enc: VEnc::E64,
@@ -897,10 +757,15 @@ fn decode_vop3(w0: u32, w1: u32) -> Option<Kind> {
             ((w1 >> 9) & 0x1ff) as u16,
             ((w1 >> 18) & 0x1ff) as u16,
         ],
-        abs: if vop3b { 0 } else { ((w0 >> 8) & 7) as u8 },
-        neg: (w1 >> 29) as u8,
+        abs: if vop3b || int_op_sel {
+            0
+        } else {
+            ((w0 >> 8) & 7) as u8
+        },
+        neg: if int_op_sel { 0 } else { (w1 >> 29) as u8 },
         clamp: (w0 >> 15) & 1 != 0,
         omod: ((w1 >> 27) & 3) as u8,
+        op_sel: if vop3b { 0 } else { op_sel },
     })
 }
 
@@ -1152,7 +1017,7 @@ impl fmt::Display for Inst {
                     "{} {}, {}, ",
                     op.name(),
                     src(*sdata as u16, op.widths()[0]),
-                    src(*sbase as u16, 2)
+                    src(*sbase as u16, op.widths()[1])
                 )?;
                 if *offset < 0 {
                     write!(f, "-0x{:x}", offset.unsigned_abs())?;
@@ -1187,6 +1052,7 @@ impl Inst {
             neg,
             clamp,
             omod,
+            op_sel,
         } = &self.kind
         else {
             return Ok(());
@@ -1253,6 +1119,18 @@ impl Inst {
                 }
             }
         }
+        if *op_sel != 0 {
+            // One entry per source, then the destination.
+            let n = match op {
+                VOp::Alu(a) => a.widths().len() - 1,
+                VOp::Cmp(_) => 2,
+            };
+            let bits: Vec<String> = (0..n)
+                .chain([3])
+                .map(|i| ((op_sel >> i) & 1).to_string())
+                .collect();
+            write!(f, " op_sel:[{}]", bits.join(","))?;
+        }
         if *clamp {
             f.write_str(" clamp")?;
         }
@@ -1275,6 +1153,11 @@ impl Inst {
         let n = (neg >> i) & 1 != 0;
         let a = (abs >> i) & 1 != 0;
         let k16 = match &self.kind {
+            // v_mad_u32_u16 / v_mad_i32_i16: the addend is 32 bits.
+            Kind::Valu {
+                op: VOp::Alu(VAlu::MadU32U16 | VAlu::MadI32I16),
+                ..
+            } if i == 2 => 0,
             Kind::Valu { op, .. } => operand16(op),
             _ => 0,
         };
@@ -1321,13 +1204,11 @@ impl Inst {
             width: w,
             literal: None,
         };
-        let (dw, rw) = op.data_ret_widths();
-        f.write_str(&op.name())?;
-        let two = matches!(
-            op,
-            DsOp::Write2B32 | DsOp::Read2B32 | DsOp::Read2st64B32 | DsOp::CmpstRtnB32
-        );
-        let two_off = two && *op != DsOp::CmpstRtnB32;
+        let kind = op.kind();
+        let (dw, rw) = kind.data_ret_widths();
+        f.write_str(op.name())?;
+        let two = kind.two_data();
+        let two_off = kind.two_offsets();
         if rw > 0 {
             write!(f, " {}, {}", v(*vdst, rw), v(*addr, 1))?;
         } else {
@@ -1339,7 +1220,7 @@ impl Inst {
                 write!(f, ", {}", v(*data1, dw))?;
             }
         }
-        if *op == DsOp::SwizzleB32 {
+        if matches!(kind, DsKind::Swizzle) {
             let off = (*offset1 as u16) << 8 | *offset0 as u16;
             return write!(f, " offset:{}", swizzle_text(off));
         }
@@ -1405,19 +1286,10 @@ impl Inst {
             (FlatSeg::Scratch, None) => vreg(*addr, 1).to_string(),
             _ => vreg(*addr, addr_w).to_string(),
         };
-        let bytes = match op {
-            FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => {
-                *bytes
-            }
-            FlatOp::Atomic(_) => 4,
-            FlatOp::Atomic64(_) => 8,
-        };
-        let w = bytes.div_ceil(4);
+        let w = op.bytes().div_ceil(4);
         match op {
-            FlatOp::Load { .. } => write!(f, " {}, {addr_text}", v(*vdst, w))?,
-            FlatOp::Store { .. } | FlatOp::StoreD16Hi { .. } => {
-                write!(f, " {addr_text}, {}", v(*data, w))?
-            }
+            FlatOp::Mem(_, x) if x.load => write!(f, " {}, {addr_text}", v(*vdst, w))?,
+            FlatOp::Mem(..) => write!(f, " {addr_text}, {}", v(*data, w))?,
             FlatOp::Atomic(i) | FlatOp::Atomic64(i) => {
                 let dw = if *i == 1 { 2 * w } else { w };
                 if *glc {
@@ -1892,11 +1764,7 @@ fn decode_dpp(w0: u32, w1: u32) -> Option<Kind> {
         return None;
     }
     let ctrl = ((w1 >> 8) & 0x1ff) as u16;
-    let valid = matches!(ctrl, 0..=0xff | 0x101..=0x10f | 0x111..=0x11f | 0x121..=0x12f
-        | 0x130 | 0x134 | 0x138 | 0x13c | 0x140..=0x143);
-    if !valid {
-        return None;
-    }
+    super::dpp::dpp_ctrl(ctrl)?;
     Some(Kind::Dpp {
         op,
         dst: ((w0 >> 17) & 0xff) as u8,
@@ -1912,26 +1780,7 @@ fn decode_dpp(w0: u32, w1: u32) -> Option<Kind> {
 
 /// The DPP control as LLVM prints it.
 pub fn dpp_ctrl_text(ctrl: u16) -> String {
-    match ctrl {
-        0..=0xff => format!(
-            "quad_perm:[{},{},{},{}]",
-            ctrl & 3,
-            (ctrl >> 2) & 3,
-            (ctrl >> 4) & 3,
-            (ctrl >> 6) & 3
-        ),
-        0x101..=0x10f => format!("row_shl:{}", ctrl - 0x100),
-        0x111..=0x11f => format!("row_shr:{}", ctrl - 0x110),
-        0x121..=0x12f => format!("row_ror:{}", ctrl - 0x120),
-        0x130 => "wave_shl:1".into(),
-        0x134 => "wave_rol:1".into(),
-        0x138 => "wave_shr:1".into(),
-        0x13c => "wave_ror:1".into(),
-        0x140 => "row_mirror".into(),
-        0x141 => "row_half_mirror".into(),
-        0x142 => "row_bcast:15".into(),
-        _ => "row_bcast:31".into(),
-    }
+    super::dpp::dpp_ctrl(ctrl).map_or_else(|| format!("dpp_ctrl:{ctrl:#x}"), |r| (r.text)(ctrl))
 }
 
 impl Inst {

@@ -4,10 +4,12 @@
 pub mod atomics;
 pub mod decode;
 pub mod device;
+pub mod dpp;
 pub mod elf;
 pub mod handoff;
 pub mod icache;
 pub mod launch;
+pub mod memops;
 pub mod memory;
 pub mod regs;
 pub mod rendezvous;

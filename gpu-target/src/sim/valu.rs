@@ -45,6 +45,47 @@ pub mod flag {
     pub const INT16: u16 = 1 << 9;
     /// f16 operands (SDWA/op_sel printing).
     pub const F16: u16 = 1 << 10;
+    /// A cross-lane move: [`cross_lane`](super::cross_lane) says what it
+    /// does to the wave (the row's lane expression is not used).
+    pub const CROSS_LANE: u16 = 1 << 11;
+}
+
+/// The cross-lane VALU moves (rows flagged `CROSS_LANE`), one arm each:
+/// what the instruction does to the wave. A new cross-lane move is its row
+/// plus its arm here.
+pub(super) fn cross_lane(
+    op: VAlu,
+    r: &mut super::wave::WaveRegs,
+    dst: u8,
+    src: &[u16; 3],
+    lit: Option<u32>,
+) {
+    let exec = r.exec;
+    match op {
+        // The first active lane's value (lane 0 when none is).
+        VAlu::ReadfirstlaneB32 => {
+            let lane = if exec == 0 {
+                0
+            } else {
+                exec.trailing_zeros() as usize
+            };
+            let v = r.lane_value(src[0], lane, lit);
+            r.sset(dst as u16, 1, v);
+        }
+        // The lane that SGPR/constant src1 names (mod 64), EXEC ignored.
+        VAlu::ReadlaneB32 => {
+            let lane = (r.sget(src[1], 1, lit) & 63) as usize;
+            let v = r.lane_value(src[0], lane, lit);
+            r.sset(dst as u16, 1, v);
+        }
+        // Scalar src0 into that lane of the destination, EXEC ignored.
+        VAlu::WritelaneB32 => {
+            let lane = (r.sget(src[1], 1, lit) & 63) as usize;
+            let v = r.sget(src[0], 1, lit) as u32;
+            r.set_lane(dst, lane, v);
+        }
+        _ => {}
+    }
 }
 
 /// The per-instruction inputs of [`VAlu::lane_value`] besides the lane's
@@ -173,6 +214,14 @@ impl VAlu {
     /// VOP3-only (no e32 form): codes from 0x1c0.
     pub fn only_vop3(self) -> bool {
         self.code() >= 0x1c0
+    }
+    /// Takes VOP3 `op_sel` (gfx9: the VOP3-only 16-bit opcodes, not the
+    /// `_legacy` ones): a source's high half, the result into the
+    /// destination's high half.
+    pub fn has_op_sel(self) -> bool {
+        self.only_vop3()
+            && self.flags() & (flag::F16 | flag::INT16) != 0
+            && !self.name().contains("legacy")
     }
     /// Printed without an `_e32`/`_e64` suffix.
     pub fn no_suffix(self) -> bool {
@@ -325,7 +374,7 @@ valu_ops! {
     // VOP1 (e32 opcode n = code - 0x140); also VOP3 (e64).
     0x140 => Nop "v_nop" [] flags(NO_SDWA, NO_DPP) => 0;
     0x141 => MovB32 "v_mov_b32" [1,1] => a32 as u64;
-    0x142 => ReadfirstlaneB32 "v_readfirstlane_b32" [1,1] flags(SGPR_DST) => a32 as u64;
+    0x142 => ReadfirstlaneB32 "v_readfirstlane_b32" [1,1] flags(SGPR_DST, CROSS_LANE) => a32 as u64;
     0x143 => CvtI32F64 "v_cvt_i32_f64" [1,2] => (fd(a, 0) as i32) as u32 as u64;
     0x144 => CvtF64I32 "v_cvt_f64_i32" [2,1] => db(ai as f64);
     0x145 => CvtF32I32 "v_cvt_f32_i32" [1,1] => fb(ai as f32);
@@ -513,13 +562,40 @@ valu_ops! {
         }
         v as u64
     };
+    0x1ec => MadLegacyI16 "v_mad_legacy_i16" [1,1,1,1] flags(INT16) => (a as i16).wrapping_mul(b as i16).wrapping_add(c as i16) as u16 as u64;
+    0x1f1 => MadU32U16 "v_mad_u32_u16" [1,1,1,1] flags(INT16) => ((a as u16 as u32) * (b as u16 as u32)).wrapping_add(c32) as u64;
+    0x1f2 => MadI32I16 "v_mad_i32_i16" [1,1,1,1] flags(INT16) => ((a as i16 as i32) * (b as i16 as i32)).wrapping_add(ci) as u32 as u64;
     0x1f3 => XadU32 "v_xad_u32" [1,1,1,1] => (a32 ^ b32).wrapping_add(c32) as u64;
+    0x1f4 => Min3F16 "v_min3_f16" [1,1,1,1] flags(F16) => hb(h(a, 0).min(h(b, 1)).min(h(c, 2)));
+    0x1f5 => Min3I16 "v_min3_i16" [1,1,1,1] flags(INT16) => (a as i16).min(b as i16).min(c as i16) as u16 as u64;
+    0x1f6 => Min3U16 "v_min3_u16" [1,1,1,1] flags(INT16) => (a as u16).min(b as u16).min(c as u16) as u64;
+    0x1f7 => Max3F16 "v_max3_f16" [1,1,1,1] flags(F16) => hb(h(a, 0).max(h(b, 1)).max(h(c, 2)));
+    0x1f8 => Max3I16 "v_max3_i16" [1,1,1,1] flags(INT16) => (a as i16).max(b as i16).max(c as i16) as u16 as u64;
+    0x1f9 => Max3U16 "v_max3_u16" [1,1,1,1] flags(INT16) => (a as u16).max(b as u16).max(c as u16) as u64;
+    0x1fa => Med3F16 "v_med3_f16" [1,1,1,1] flags(F16) => {
+        let (x, y, z) = (h(a, 0), h(b, 1), h(c, 2));
+        hb(x.max(y).min(z).max(x.min(y)))
+    };
+    0x1fb => Med3I16 "v_med3_i16" [1,1,1,1] flags(INT16) => {
+        let (x, y, z) = (a as i16, b as i16, c as i16);
+        x.max(y).min(z).max(x.min(y)) as u16 as u64
+    };
+    0x1fc => Med3U16 "v_med3_u16" [1,1,1,1] flags(INT16) => {
+        let (x, y, z) = (a as u16, b as u16, c as u16);
+        x.max(y).min(z).max(x.min(y)) as u64
+    };
     0x1fd => LshlAddU32 "v_lshl_add_u32" [1,1,1,1] => (a32.wrapping_shl(b32 & 31)).wrapping_add(c32) as u64;
     0x1fe => AddLshlU32 "v_add_lshl_u32" [1,1,1,1] => (a32.wrapping_add(b32)).wrapping_shl(c32 & 31) as u64;
     0x1ff => Add3U32 "v_add3_u32" [1,1,1,1] => a32.wrapping_add(b32).wrapping_add(c32) as u64;
     0x200 => LshlOrB32 "v_lshl_or_b32" [1,1,1,1] => (a32.wrapping_shl(b32 & 31) | c32) as u64;
     0x201 => AndOrB32 "v_and_or_b32" [1,1,1,1] => ((a32 & b32) | c32) as u64;
     0x202 => Or3B32 "v_or3_b32" [1,1,1,1] => (a32 | b32 | c32) as u64;
+    0x204 => MadU16 "v_mad_u16" [1,1,1,1] flags(INT16) => (a as u16).wrapping_mul(b as u16).wrapping_add(c as u16) as u64;
+    0x205 => MadI16 "v_mad_i16" [1,1,1,1] flags(INT16) => (a as i16).wrapping_mul(b as i16).wrapping_add(c as i16) as u16 as u64;
+    // The f64 product of two f16 is exact, so the sum rounds once before
+    // the rounding to f16 (the fused result unless that first rounding is
+    // inexact, for operands 2^29 apart or more).
+    0x206 => FmaF16 "v_fma_f16" [1,1,1,1] flags(F16) => hb(h(a, 0) * h(b, 1) + h(c, 2));
     0x280 => AddF64 "v_add_f64" [2,2,2] => db(fd(a, 0) + fd(b, 1));
     0x281 => MulF64 "v_mul_f64" [2,2,2] => db(fd(a, 0) * fd(b, 1));
     0x282 => MinF64 "v_min_f64" [2,2,2] => db(fd(a, 0).min(fd(b, 1)));
@@ -529,8 +605,8 @@ valu_ops! {
     0x286 => MulHiU32 "v_mul_hi_u32" [1,1,1] => ((a32 as u64 * b32 as u64) >> 32) as u32 as u64;
     0x287 => MulHiI32 "v_mul_hi_i32" [1,1,1] => (((ai as i64 * bi as i64) >> 32) as u32) as u64;
     0x288 => LdexpF32 "v_ldexp_f32" [1,1,1] => fb(ldexp(f(a, 0) as f64, bi) as f32);
-    0x289 => ReadlaneB32 "v_readlane_b32" [1,1,1] flags(SGPR_DST) => 0; // cross-lane / no-op: executed by `valu_alu`
-    0x28a => WritelaneB32 "v_writelane_b32" [1,1,1] => 0; // cross-lane / no-op: executed by `valu_alu`
+    0x289 => ReadlaneB32 "v_readlane_b32" [1,1,1] flags(SGPR_DST, CROSS_LANE) => 0;
+    0x28a => WritelaneB32 "v_writelane_b32" [1,1,1] flags(CROSS_LANE) => 0;
     0x28b => BcntU32B32 "v_bcnt_u32_b32" [1,1,1] => (a32.count_ones().wrapping_add(b32)) as u64;
     0x28c => MbcntLoU32B32 "v_mbcnt_lo_u32_b32" [1,1,1] => {
         let below = if lane >= 32 {

@@ -24,10 +24,15 @@ pub enum MfmaIn {
     F16,
     /// Four bf16 per lane (two VGPRs; the `_1k` forms).
     Bf16,
+    /// Four signed 8-bit integers per lane (one VGPR); C and D are i32 and
+    /// the sums wrap.
+    I8,
+    /// One f64 per lane (two VGPRs); C and D are f64 (register pairs).
+    F64,
 }
 
 /// An MFMA shape: `blocks` independent products of an `m` x `k` matrix A by
-/// a `k` x `n` matrix B, added to C, results in f32.
+/// a `k` x `n` matrix B, added to C, results in f32 (i32 for `I8` inputs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MfmaShape {
     /// Rows of A and D.
@@ -131,8 +136,15 @@ vop3p_ops! {
     0x4a => MfmaF32_4x4x4f16 "v_mfma_f32_4x4x4f16" [4,2,2,4] mfma(4, 4, 4, 16, F16) => 0;
     0x4c => MfmaF32_32x32x8f16 "v_mfma_f32_32x32x8f16" [16,2,2,16] mfma(32, 32, 8, 1, F16) => 0;
     0x4d => MfmaF32_16x16x16f16 "v_mfma_f32_16x16x16f16" [4,2,2,4] mfma(16, 16, 16, 1, F16) => 0;
+    0x50 => MfmaI32_32x32x4i8 "v_mfma_i32_32x32x4i8" [32,1,1,32] mfma(32, 32, 4, 2, I8) => 0;
+    0x51 => MfmaI32_16x16x4i8 "v_mfma_i32_16x16x4i8" [16,1,1,16] mfma(16, 16, 4, 4, I8) => 0;
+    0x52 => MfmaI32_4x4x4i8 "v_mfma_i32_4x4x4i8" [4,1,1,4] mfma(4, 4, 4, 16, I8) => 0;
+    0x54 => MfmaI32_32x32x8i8 "v_mfma_i32_32x32x8i8" [16,1,1,16] mfma(32, 32, 8, 1, I8) => 0;
+    0x55 => MfmaI32_16x16x16i8 "v_mfma_i32_16x16x16i8" [4,1,1,4] mfma(16, 16, 16, 1, I8) => 0;
     0x58 => AccvgprReadB32 "v_accvgpr_read_b32" [1,1] => 0;
     0x59 => AccvgprWriteB32 "v_accvgpr_write_b32" [1,1] => 0;
+    0x6e => MfmaF64_16x16x4f64 "v_mfma_f64_16x16x4f64" [8,2,2,8] mfma(16, 16, 4, 1, F64) => 0;
+    0x6f => MfmaF64_4x4x4f64 "v_mfma_f64_4x4x4f64" [2,2,2,2] mfma(4, 4, 4, 4, F64) => 0;
     0x63 => MfmaF32_32x32x4bf16_1k "v_mfma_f32_32x32x4bf16_1k" [32,2,2,32] mfma(32, 32, 4, 2, Bf16) => 0;
     0x64 => MfmaF32_16x16x4bf16_1k "v_mfma_f32_16x16x4bf16_1k" [16,2,2,16] mfma(16, 16, 4, 4, Bf16) => 0;
     0x65 => MfmaF32_4x4x4bf16_1k "v_mfma_f32_4x4x4bf16_1k" [4,2,2,4] mfma(4, 4, 4, 16, Bf16) => 0;
@@ -146,7 +158,8 @@ const LANES: usize = 64;
 /// one row of 64 lanes each).
 fn element(input: MfmaIn, regs: &[[u32; LANES]], lane: usize, e: usize) -> f32 {
     match input {
-        MfmaIn::F32 => f32::from_bits(regs[0][lane]),
+        MfmaIn::F32 | MfmaIn::F64 => f32::from_bits(regs[0][lane]),
+        MfmaIn::I8 => (regs[0][lane] >> (8 * e)) as u8 as i8 as f32,
         MfmaIn::F16 | MfmaIn::Bf16 => {
             let bits = (regs[e / 2][lane] >> (16 * (e % 2))) & 0xffff;
             if input == MfmaIn::F16 {
@@ -168,7 +181,8 @@ fn element(input: MfmaIn, regs: &[[u32; LANES]], lane: usize, e: usize) -> f32 {
 ///   `g = b * m/4 + i/4`; element `(i, j)` is in lane `j + n * (g % G)` and
 ///   register `4 * (g / G) + i % 4`, with `G = 64 / n` lane groups.
 ///
-/// Each product is exact in f32 for f16/bf16 inputs; the sum over `k` is
+/// i8 inputs (four per lane in one VGPR) take the f16 layouts, with C and D
+/// in i32. Each product is exact in f32 for f16/bf16 inputs; the sum over `k` is
 /// accumulated in f64 and rounded once (equal to the hardware's result
 /// whenever the sums are exact, as in the corpus).
 pub fn mfma(
@@ -178,10 +192,14 @@ pub fn mfma(
     c: &[[u32; LANES]],
     d: &mut [[u32; LANES]],
 ) {
+    if s.input == MfmaIn::F64 {
+        return mfma_f64(s, a, b, c, d);
+    }
     let e = match s.input {
-        MfmaIn::F32 => 1,
-        MfmaIn::F16 | MfmaIn::Bf16 => 4,
+        MfmaIn::F32 | MfmaIn::F64 => 1,
+        MfmaIn::F16 | MfmaIn::Bf16 | MfmaIn::I8 => 4,
     };
+    let int = s.input == MfmaIn::I8;
     // Every lane's elements as f64, once (not per product).
     let values = |regs: &[[u32; LANES]]| -> [[f64; 4]; LANES] {
         std::array::from_fn(|lane| {
@@ -203,7 +221,11 @@ pub fn mfma(
             let reg = 4 * (g / groups) + i % 4;
             for j in 0..s.n {
                 let lane = j + s.n * (g % groups);
-                let mut acc = f32::from_bits(c[reg][lane]) as f64;
+                let mut acc = if int {
+                    c[reg][lane] as i32 as f64
+                } else {
+                    f32::from_bits(c[reg][lane]) as f64
+                };
                 for kk in 0..s.k {
                     // A(i, kk) and B(kk, j) of this block.
                     let step = blk * kl + kk / e;
@@ -211,7 +233,49 @@ pub fn mfma(
                     let y = bv[j + s.n * step][kk % e];
                     acc += x * y;
                 }
-                d[reg][lane] = (acc as f32).to_bits();
+                // Integer sums are exact in f64 (|A * B| <= 2^14, k <= 16);
+                // i32 wraps.
+                d[reg][lane] = if int {
+                    acc as i64 as i32 as u32
+                } else {
+                    (acc as f32).to_bits()
+                };
+            }
+        }
+    }
+}
+
+/// The f64 shapes, in the layouts AMD's matrix instruction calculator
+/// gives for CDNA2 (`--architecture cdna2 --register-layout`), which differ
+/// from the f32 ones: A's element `(i, k)` of block `b` is in lane
+/// `i + m * b + 16 * k`, B's `(k, j)` in lane `j + n * b + 16 * k`, and D's
+/// `(i, j)` in register pair `i / 4` of lane `j + n * b + 16 * (i % 4)`.
+/// Each step over `k` is a fused multiply-add rounded to f64 (exact
+/// whenever the sums are, as in the corpus).
+fn mfma_f64(
+    s: MfmaShape,
+    a: &[[u32; LANES]],
+    b: &[[u32; LANES]],
+    c: &[[u32; LANES]],
+    d: &mut [[u32; LANES]],
+) {
+    let val = |regs: &[[u32; LANES]], pair: usize, lane: usize| {
+        f64::from_bits(regs[2 * pair][lane] as u64 | (regs[2 * pair + 1][lane] as u64) << 32)
+    };
+    for blk in 0..s.blocks {
+        for i in 0..s.m {
+            for j in 0..s.n {
+                let lane = j + s.n * blk + 16 * (i % 4);
+                let pair = i / 4;
+                let mut acc = val(c, pair, lane);
+                for kk in 0..s.k {
+                    let x = val(a, 0, i + s.m * blk + 16 * kk);
+                    let y = val(b, 0, j + s.n * blk + 16 * kk);
+                    acc = x.mul_add(y, acc);
+                }
+                let bits = acc.to_bits();
+                d[2 * pair][lane] = bits as u32;
+                d[2 * pair + 1][lane] = (bits >> 32) as u32;
             }
         }
     }
@@ -226,7 +290,13 @@ mod tests {
         for op in Vop3pOp::ALL {
             let Some(s) = op.mfma() else { continue };
             let regs = op.widths()[0] as usize;
-            assert_eq!(s.m * s.n * s.blocks, regs * LANES, "{}", op.name());
+            let per_elem = if s.input == MfmaIn::F64 { 2 } else { 1 };
+            assert_eq!(
+                s.m * s.n * s.blocks * per_elem,
+                regs * LANES,
+                "{}",
+                op.name()
+            );
             let c = vec![[0u32; LANES]; regs];
             let mut d = vec![[u32::MAX; LANES]; regs];
             let one = vec![[1.0f32.to_bits(); LANES]; 2];
@@ -235,14 +305,25 @@ mod tests {
             } else {
                 vec![[0x3c00_3c00; LANES]; 2]
             };
-            let a = if s.input == MfmaIn::Bf16 {
-                vec![[0x3f80_3f80; LANES]; 2]
-            } else {
-                a
+            let a = match s.input {
+                MfmaIn::Bf16 => vec![[0x3f80_3f80; LANES]; 2],
+                MfmaIn::I8 => vec![[0x0101_0101; LANES]; 2],
+                MfmaIn::F64 => vec![[0; LANES], [0x3ff0_0000; LANES]],
+                _ => a,
             };
             mfma(s, &a, &a, &c, &mut d);
             // All ones: every element of D is k.
-            let k = (s.k as f32).to_bits();
+            let k = match s.input {
+                MfmaIn::I8 => s.k as u32,
+                MfmaIn::F64 => {
+                    let k = (s.k as f64).to_bits();
+                    assert!(d.chunks(2).all(
+                        |p| (0..LANES).all(|l| (p[0][l] as u64 | (p[1][l] as u64) << 32) == k)
+                    ));
+                    continue;
+                }
+                _ => (s.k as f32).to_bits(),
+            };
             assert!(d.iter().all(|r| r.iter().all(|&x| x == k)), "{}", op.name());
         }
     }

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use super::atomics;
 use super::decode::decode;
 use super::decode::CmpTy;
-use super::decode::DsOp;
+use super::decode::DsKind;
 use super::decode::FlatOp;
 use super::decode::FlatSeg;
 use super::decode::Inst;
@@ -17,9 +17,9 @@ use super::decode::VCmp;
 use super::decode::VEnc;
 use super::decode::VOp;
 use super::decode::Vop3pOp;
+use super::decode::Xfer;
 use super::decode::D16_HI;
 use super::decode::D16_LO;
-use super::decode::DS_ATOMICS;
 use super::decode::FLAT_ATOMICS;
 use super::memory::GlobalMemory;
 use super::memory::MemFault;
@@ -296,6 +296,17 @@ impl WaveRegs {
         }
     }
 
+    /// Lane `lane`'s value of 32-bit source operand `code` (a VGPR, or an
+    /// SGPR/constant/literal, the same for every lane).
+    pub(super) fn lane_value(&self, code: u16, lane: usize, lit: Option<u32>) -> u64 {
+        self.vget(self.vsrc(code, 1, lit), lane)
+    }
+
+    /// Sets lane `lane` of VGPR `reg`.
+    pub(super) fn set_lane(&mut self, reg: u8, lane: usize, v: u32) {
+        self.vset(reg as usize, 1, lane, v as u64);
+    }
+
     #[inline]
     fn vset(&mut self, r: usize, width: u8, lane: usize, v: u64) {
         if let Some(x) = self.vgpr.get_mut(r) {
@@ -392,10 +403,24 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             ..
         } => {
             let base = r.sget(*sbase as u16, 2, None);
-            let addr = base.wrapping_add(*offset as i64 as u64) & !3;
             let n = op.widths()[0] as usize;
+            // A buffer resource (4 SGPRs): its 48-bit base, and its size
+            // in bytes, past which dwords load as 0.
+            let (base, size) = if op.widths()[1] == 4 {
+                let size = r.sget(*sbase as u16 + 2, 1, None);
+                (base & 0xffff_ffff_ffff, size)
+            } else {
+                (base, u64::MAX)
+            };
+            let off = *offset as i64 as u64;
+            let addr = if size == u64::MAX {
+                base.wrapping_add(off) & !3
+            } else {
+                base.wrapping_add(off & !3)
+            };
+            let inside = (size.saturating_sub(off & !3) / 4).min(n as u64) as usize;
             let mut buf = [0u8; 64];
-            if ctx.mem.read(addr, &mut buf[..n * 4]).is_err() {
+            if inside > 0 && ctx.mem.read(addr, &mut buf[..inside * 4]).is_err() {
                 return Step::MemoryViolation { addr };
             }
             for i in 0..n {
@@ -416,6 +441,7 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         {
             Step::IllegalInstruction
         }
+        Kind::Valu { op_sel, .. } if *op_sel != 0 => valu_op_sel(r, inst),
         Kind::Valu { .. } => valu(r, inst),
         Kind::Vop3p { .. } => vop3p(r, inst),
         Kind::Mubuf { acc: true, .. } => mubuf_acc(r, ctx, inst),
@@ -748,6 +774,67 @@ fn cmp(c: VCmp, a: u64, b: u64, abs: u8, neg: u8) -> bool {
     }
 }
 
+/// A VOP3 instruction with `op_sel`: each selected source's high half is
+/// staged in a VGPR past the wave's allocation, the operation runs on the
+/// staged operands, and with `op_sel[3]` the low 16 bits of its result go
+/// to the destination's high half (the low half kept), under EXEC.
+fn valu_op_sel(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Valu {
+        op: VOp::Alu(a),
+        dst,
+        src,
+        op_sel,
+        ..
+    } = inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let base = r.vgpr.len();
+    if base + 4 > 256 {
+        return Step::IllegalInstruction;
+    }
+    let mut staged = inst.clone();
+    let Kind::Valu {
+        src: ssrc,
+        dst: sdst,
+        op_sel: sop,
+        ..
+    } = &mut staged.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    *sop = 0;
+    for i in 0..a.widths().len().saturating_sub(1).min(3) {
+        if op_sel >> i & 1 == 0 {
+            continue;
+        }
+        let v = r.vsrc(src[i], 1, None);
+        let row: [u32; LANES] = std::array::from_fn(|lane| (r.vget(v, lane) >> 16) as u32);
+        ssrc[i] = 256 + r.vgpr.len() as u16;
+        r.vgpr.push(row);
+    }
+    // (v_mad_u32_u16 and v_mad_i32_i16 have a 32-bit result.)
+    let hi = op_sel & 8 != 0 && !matches!(a, VAlu::MadU32U16 | VAlu::MadI32I16);
+    if hi {
+        *sdst = r.vgpr.len() as u8;
+        r.vgpr.push([0; LANES]);
+    }
+    let step = valu(r, &staged);
+    if hi {
+        let out = r.vgpr[r.vgpr.len() - 1];
+        let exec = r.exec;
+        if let Some(d) = r.vgpr.get_mut(dst as usize) {
+            for (lane, v) in d.iter_mut().enumerate() {
+                if exec >> lane & 1 != 0 {
+                    *v = (*v & 0xffff) | out[lane] << 16;
+                }
+            }
+        }
+    }
+    r.vgpr.truncate(base);
+    step
+}
+
 fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
     let Kind::Valu {
         op,
@@ -813,29 +900,13 @@ fn valu_alu(
     } else {
         r.vsrc(src[2], sw(2), lit)
     };
-    if op == VAlu::ReadfirstlaneB32 {
-        let lane = if exec == 0 {
-            0
-        } else {
-            exec.trailing_zeros() as usize
-        };
-        let v = r.vget(s0, lane);
-        r.sset(dst as u16, 1, v);
+    // Cross-lane moves (readlane, writelane, readfirstlane): their rows'
+    // own wave-level function in valu.rs.
+    if op.flags() & super::valu::flag::CROSS_LANE != 0 {
+        super::valu::cross_lane(op, r, dst, src, lit);
         return Step::Continue;
     }
-    if op == VAlu::ReadlaneB32 {
-        let lane = (r.sget(src[1], 1, lit) & 63) as usize;
-        let v = r.vget(s0, lane);
-        r.sset(dst as u16, 1, v);
-        return Step::Continue;
-    }
-    if op == VAlu::WritelaneB32 {
-        let lane = (r.sget(src[1], 1, lit) & 63) as usize;
-        let v = r.sget(src[0], 1, lit);
-        r.vset(dst as usize, 1, lane, v);
-        return Step::Continue;
-    }
-    if matches!(op, VAlu::Nop | VAlu::ReadlaneB32 | VAlu::WritelaneB32) {
+    if op == VAlu::Nop {
         return Step::Continue;
     }
     let x = LaneIn {
@@ -1008,6 +1079,10 @@ impl OpKernel for ValuLanes {
     }
 }
 
+/// DS: every row of `memops::DS_OPS` by its kind. Loads and stores go
+/// through the generic lane loop [`xfer_lanes`]; an access outside the
+/// work-group's LDS is a memory violation (its flat address in the shared
+/// aperture is reported).
 fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Ds {
         op,
@@ -1018,146 +1093,129 @@ fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         offset0,
         offset1,
         ..
-    } = &inst.kind
+    } = inst.kind
     else {
         return Step::IllegalInstruction;
     };
-    let exec = r.exec;
-    let lds_len = ctx.lds.len();
-    let single_off = (*offset1 as u32) << 8 | *offset0 as u32;
-    let (dw, rw) = op.data_ret_widths();
-    // An access outside the work-group's LDS is a memory violation (its
-    // flat address in the shared aperture is reported).
-    let bad = std::cell::Cell::new(None::<u32>);
-    let rd = |lds: &[u8], a: u32, n: usize| -> u64 {
-        let at = a as usize;
-        if at + n > lds_len {
-            bad.set(bad.get().or(Some(a)));
-            return 0;
-        }
-        let mut v = 0u64;
-        for i in 0..n {
-            v |= (lds[at + i] as u64) << (8 * i);
-        }
-        v
-    };
-    let wr = |lds: &mut [u8], a: u32, n: usize, v: u64| {
-        let at = a as usize;
-        if at + n > lds_len {
-            bad.set(bad.get().or(Some(a)));
-            return;
-        }
-        for i in 0..n {
-            lds[at + i] = (v >> (8 * i)) as u8;
-        }
-    };
-    if matches!(op, DsOp::SwizzleB32 | DsOp::PermuteB32 | DsOp::BpermuteB32) {
-        return ds_cross_lane(r, *op, *vdst, *addr, *data0, single_off);
-    }
-    for lane in 0..LANES {
-        if exec >> lane & 1 == 0 {
-            continue;
-        }
-        let base = r.vgpr.get(*addr as usize).map(|v| v[lane]).unwrap_or(0);
-        let a = base.wrapping_add(single_off);
-        let d0 = |k: usize| {
-            r.vgpr
-                .get(*data0 as usize + k)
-                .map(|v| v[lane])
-                .unwrap_or(0) as u64
-        };
-        match op {
-            DsOp::WriteB32 => wr(ctx.lds, a, 4, d0(0)),
-            DsOp::WriteB8 => wr(ctx.lds, a, 1, d0(0)),
-            DsOp::WriteB16 => wr(ctx.lds, a, 2, d0(0)),
-            DsOp::WriteB64 | DsOp::WriteB128 => {
-                for k in 0..dw as usize {
-                    wr(ctx.lds, a + 4 * k as u32, 4, d0(k));
-                }
-            }
-            DsOp::Write2B32 => {
-                let d1 = r.vgpr.get(*data1 as usize).map(|v| v[lane]).unwrap_or(0) as u64;
-                wr(ctx.lds, base.wrapping_add(*offset0 as u32 * 4), 4, d0(0));
-                wr(ctx.lds, base.wrapping_add(*offset1 as u32 * 4), 4, d1);
-            }
-            DsOp::Read2B32 => {
-                let x = rd(ctx.lds, base.wrapping_add(*offset0 as u32 * 4), 4);
-                let y = rd(ctx.lds, base.wrapping_add(*offset1 as u32 * 4), 4);
-                r.vset(*vdst as usize, 1, lane, x);
-                r.vset(*vdst as usize + 1, 1, lane, y);
-            }
-            DsOp::ReadB32 => r.vset(*vdst as usize, 1, lane, rd(ctx.lds, a, 4)),
-            DsOp::ReadU8 => r.vset(*vdst as usize, 1, lane, rd(ctx.lds, a, 1)),
-            DsOp::ReadI8 => r.vset(
-                *vdst as usize,
-                1,
-                lane,
-                rd(ctx.lds, a, 1) as u8 as i8 as i32 as u32 as u64,
-            ),
-            DsOp::ReadU16 => r.vset(*vdst as usize, 1, lane, rd(ctx.lds, a, 2)),
-            DsOp::ReadI16 => r.vset(
-                *vdst as usize,
-                1,
-                lane,
-                rd(ctx.lds, a, 2) as u16 as i16 as i32 as u32 as u64,
-            ),
-            DsOp::ReadB64 | DsOp::ReadB128 => {
-                for k in 0..rw as usize {
-                    let v = rd(ctx.lds, a + 4 * k as u32, 4);
-                    r.vset(*vdst as usize + k, 1, lane, v);
-                }
-            }
-            DsOp::Atomic(i) | DsOp::AtomicRtn(i) => {
-                let old = rd(ctx.lds, a, 4) as u32;
-                let new = atomics::apply(&DS_ATOMICS, *i, old as u64, d0(0), 0, 32) as u32;
-                wr(ctx.lds, a, 4, new as u64);
-                if matches!(op, DsOp::AtomicRtn(_)) {
-                    r.vset(*vdst as usize, 1, lane, old as u64);
-                }
-            }
-            DsOp::CmpstRtnB32 => {
-                let old = rd(ctx.lds, a, 4) as u32;
-                let cmp = d0(0) as u32;
-                let new = r.vgpr.get(*data1 as usize).map(|v| v[lane]).unwrap_or(0);
-                if old == cmp {
-                    wr(ctx.lds, a, 4, new as u64);
-                }
-                r.vset(*vdst as usize, 1, lane, old as u64);
-            }
-            DsOp::WrxchgRtnB32 => {
-                let old = rd(ctx.lds, a, 4);
-                wr(ctx.lds, a, 4, d0(0));
-                r.vset(*vdst as usize, 1, lane, old);
-            }
-            DsOp::Read2st64B32 => {
-                let x = rd(ctx.lds, base.wrapping_add(*offset0 as u32 * 256), 4);
-                let y = rd(ctx.lds, base.wrapping_add(*offset1 as u32 * 256), 4);
-                r.vset(*vdst as usize, 1, lane, x);
-                r.vset(*vdst as usize + 1, 1, lane, y);
-            }
-            DsOp::AddU64 | DsOp::AddRtnU64 => {
-                let old = rd(ctx.lds, a, 8);
-                let d = d0(0) | d0(1) << 32;
-                wr(ctx.lds, a, 8, old.wrapping_add(d));
-                if *op == DsOp::AddRtnU64 {
-                    r.vset(*vdst as usize, 2, lane, old);
-                }
-            }
-            DsOp::SwizzleB32 | DsOp::PermuteB32 | DsOp::BpermuteB32 => {}
-        }
-        if let Some(a) = bad.get() {
-            return Step::MemoryViolation {
-                addr: SHARED_APERTURE + a as u64,
+    let single_off = (offset1 as u32) << 8 | offset0 as u32;
+    let base = r.vgpr.get(addr as usize).copied().unwrap_or([0; LANES]);
+    let kind = op.kind();
+    let lds = &mut *ctx.lds;
+    // One element at `base[lane] + off[e]` into or from register
+    // `reg[e]`.
+    let mut element = |r: &mut WaveRegs, x: Xfer, reg: u8, off: u32| {
+        let step = xfer_lanes(r, x, reg, reg, r.exec, |lane, k, buf| {
+            let a = base[lane].wrapping_add(off).wrapping_add(4 * k as u32);
+            let at = a as usize;
+            let Some(mem) = lds.get_mut(at..at + buf.len()) else {
+                return Err(SHARED_APERTURE + a as u64);
             };
+            if x.load {
+                buf.copy_from_slice(mem);
+            } else {
+                mem.copy_from_slice(buf);
+            }
+            Ok(())
+        });
+        step
+    };
+    match kind {
+        DsKind::Read { bytes, signed, d16 } => {
+            let x = Xfer {
+                bytes,
+                load: true,
+                signed,
+                d16,
+                hi: false,
+            };
+            element(r, x, vdst, single_off)
+        }
+        DsKind::Write { bytes, hi } => {
+            let x = Xfer {
+                bytes,
+                load: false,
+                signed: false,
+                d16: 0,
+                hi,
+            };
+            element(r, x, data0, single_off)
+        }
+        DsKind::Read2 { dwords, st64 } | DsKind::Write2 { dwords, st64 } => {
+            let load = matches!(kind, DsKind::Read2 { .. });
+            let unit = 4 * dwords as u32 * if st64 { 64 } else { 1 };
+            let x = Xfer {
+                bytes: 4 * dwords,
+                load,
+                signed: false,
+                d16: 0,
+                hi: false,
+            };
+            let regs = if load {
+                [vdst, vdst.wrapping_add(dwords)]
+            } else {
+                [data0, data1]
+            };
+            for (reg, off) in regs.into_iter().zip([offset0, offset1]) {
+                let step = element(r, x, reg, off as u32 * unit);
+                if step != Step::Continue {
+                    return step;
+                }
+            }
+            Step::Continue
+        }
+        DsKind::Atomic {
+            dwords,
+            rtn,
+            two,
+            apply,
+        } => {
+            let n = 4 * dwords as usize;
+            let bits = 32 * dwords as u32;
+            let mask = if bits == 64 {
+                u64::MAX
+            } else {
+                (1 << bits) - 1
+            };
+            let exec = r.exec;
+            for (lane, b) in base.iter().enumerate() {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                let a = b.wrapping_add(single_off);
+                let at = a as usize;
+                let Some(mem) = ctx.lds.get_mut(at..at + n) else {
+                    return Step::MemoryViolation {
+                        addr: SHARED_APERTURE + a as u64,
+                    };
+                };
+                let mut b = [0u8; 8];
+                b[..n].copy_from_slice(mem);
+                let old = u64::from_le_bytes(b);
+                let d0 = r.vget(VSrc::Vgpr(data0 as usize, dwords), lane);
+                // cmpst: DATA0 is the compare value, DATA1 the new one.
+                let (d, cmp) = if two {
+                    (r.vget(VSrc::Vgpr(data1 as usize, dwords), lane), d0)
+                } else {
+                    (d0, 0)
+                };
+                let new = apply(old, d & mask, cmp & mask, bits) & mask;
+                mem.copy_from_slice(&new.to_le_bytes()[..n]);
+                if rtn {
+                    r.vset(vdst as usize, dwords, lane, old);
+                }
+            }
+            Step::Continue
+        }
+        DsKind::Swizzle | DsKind::Permute | DsKind::Bpermute => {
+            ds_cross_lane(r, kind, vdst, addr, data0, single_off)
         }
     }
-    Step::Continue
 }
 
 /// `ds_swizzle_b32`, `ds_permute_b32`, `ds_bpermute_b32`: lanes exchange
 /// values through the LDS crossbar without touching LDS memory.
 #[allow(clippy::needless_range_loop)] // lanes index several arrays at once
-fn ds_cross_lane(r: &mut WaveRegs, op: DsOp, vdst: u8, addr: u8, data0: u8, off: u32) -> Step {
+fn ds_cross_lane(r: &mut WaveRegs, kind: DsKind, vdst: u8, addr: u8, data0: u8, off: u32) -> Step {
     let exec = r.exec;
     let get =
         |r: &WaveRegs, reg: u8, lane: usize| r.vgpr.get(reg as usize).map(|v| v[lane]).unwrap_or(0);
@@ -1167,8 +1225,8 @@ fn ds_cross_lane(r: &mut WaveRegs, op: DsOp, vdst: u8, addr: u8, data0: u8, off:
         if exec >> lane & 1 == 0 {
             continue;
         }
-        match op {
-            DsOp::SwizzleB32 => {
+        match kind {
+            DsKind::Swizzle => {
                 let src = if off & 0x8000 != 0 {
                     let q = (off >> (2 * (lane & 3))) & 3;
                     (lane & !3) | q as usize
@@ -1184,7 +1242,7 @@ fn ds_cross_lane(r: &mut WaveRegs, op: DsOp, vdst: u8, addr: u8, data0: u8, off:
                 };
                 written |= 1 << lane;
             }
-            DsOp::BpermuteB32 => {
+            DsKind::Bpermute => {
                 let src = ((get(r, addr, lane).wrapping_add(off) >> 2) & 63) as usize;
                 out[lane] = if exec >> src & 1 != 0 {
                     get(r, data0, src)
@@ -1272,13 +1330,7 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         };
         *a = v.wrapping_add(*offset as i64 as u64);
     }
-    let bytes = match op {
-        FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => {
-            *bytes as usize
-        }
-        FlatOp::Atomic(_) => 4,
-        FlatOp::Atomic64(_) => 8,
-    };
+    let bytes = op.bytes() as usize;
     let in_aperture = |a: u64| {
         (SHARED_APERTURE..SHARED_APERTURE + APERTURE_SIZE).contains(&a)
             || (PRIVATE_APERTURE..PRIVATE_APERTURE + APERTURE_SIZE).contains(&a)
@@ -1292,74 +1344,82 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         exec.trailing_zeros() as usize
     };
     let last = 63 - exec.leading_zeros() as usize;
-    match op {
-        FlatOp::Load { signed, d16, .. } => {
-            let mut stack = [0u8; LANES * 16];
-            let buf = &mut stack[..(last - first + 1) * bytes];
-            if let Err(addr) = lanes_xfer(exec, first, last, bytes, &addrs, |a, o| {
-                ctx.mem.read(a, &mut buf[o])
-            }) {
-                return Step::MemoryViolation { addr };
-            }
-            for lane in first..=last {
-                if exec >> lane & 1 == 0 {
-                    continue;
-                }
-                let o = (lane - first) * bytes;
-                let chunk = &buf[o..o + bytes];
-                match bytes {
-                    1 | 2 => {
-                        let raw = if bytes == 1 {
-                            chunk[0] as u32
-                        } else {
-                            u16::from_le_bytes([chunk[0], chunk[1]]) as u32
-                        };
-                        let v = sext(raw, bytes, *signed);
-                        let old = r.vgpr.get(*vdst as usize).map_or(0, |x| x[lane]);
-                        r.vset(*vdst as usize, 1, lane, d16_merge(old, v, *d16) as u64);
-                    }
-                    _ => {
-                        for k in 0..bytes / 4 {
-                            let v = u32::from_le_bytes([
-                                chunk[4 * k],
-                                chunk[4 * k + 1],
-                                chunk[4 * k + 2],
-                                chunk[4 * k + 3],
-                            ]);
-                            r.vset(*vdst as usize + k, 1, lane, v as u64);
-                        }
-                    }
-                }
-            }
+    let Some(x) = op.xfer() else {
+        return atomic_lanes(r, ctx, *op, *vdst, *data, *glc, &addrs);
+    };
+    // The lanes' slots of a lane-packed staging buffer, moved to or from
+    // memory by `lanes_xfer` (one access when the lanes are contiguous).
+    let mut stack = [0u8; LANES * 16];
+    let buf = &mut stack[..(last - first + 1) * bytes];
+    let slot = |lane: usize, k: usize| (lane - first) * bytes + 4 * k;
+    if x.load {
+        if let Err(addr) = lanes_xfer(exec, first, last, bytes, &addrs, |a, o| {
+            ctx.mem.read(a, &mut buf[o])
+        }) {
+            return Step::MemoryViolation { addr };
         }
-        FlatOp::Store { .. } | FlatOp::StoreD16Hi { .. } => {
-            let shift = if matches!(op, FlatOp::StoreD16Hi { .. }) {
-                16
+        xfer_lanes(r, x, *vdst, *data, exec, |lane, k, w| {
+            let o = slot(lane, k);
+            w.copy_from_slice(&buf[o..o + w.len()]);
+            Ok(())
+        })
+    } else {
+        xfer_lanes(r, x, *vdst, *data, exec, |lane, k, w| {
+            let o = slot(lane, k);
+            buf[o..o + w.len()].copy_from_slice(w);
+            Ok(())
+        });
+        match lanes_xfer(exec, first, last, bytes, &addrs, |a, o| {
+            ctx.mem.write(a, &buf[o])
+        }) {
+            Ok(()) => Step::Continue,
+            Err(addr) => Step::MemoryViolation { addr },
+        }
+    }
+}
+
+/// The generic lane loop of every load and store (DS, FLAT/GLOBAL/SCRATCH,
+/// MUBUF): for each lane of `lanes` and each dword `k` of its data (the
+/// last one partial for sub-dword and 12-byte accesses),
+/// `access(lane, k, bytes)` fills `bytes` from memory (a load; the
+/// registers take them after) or stores them (a store; the registers gave
+/// them before). A load writes VGPR `vdst + k` (sub-dword: extended as the
+/// row says, into its `_d16` half), a store reads VGPR `data + k` (its high
+/// half for the `_d16_hi` stores). `Err(addr)` from `access` stops the loop
+/// with a memory violation at `addr`.
+fn xfer_lanes(
+    r: &mut WaveRegs,
+    x: Xfer,
+    vdst: u8,
+    data: u8,
+    lanes: u64,
+    mut access: impl FnMut(usize, usize, &mut [u8]) -> Result<(), u64>,
+) -> Step {
+    let bytes = x.bytes as usize;
+    let shift = if x.hi { 16 } else { 0 };
+    let mut rest = lanes;
+    while rest != 0 {
+        let lane = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        for k in 0..bytes.div_ceil(4) {
+            let n = (bytes - 4 * k).min(4);
+            let mut w = [0u8; 4];
+            if x.load {
+                if let Err(addr) = access(lane, k, &mut w[..n]) {
+                    return Step::MemoryViolation { addr };
+                }
+                let v = sext(u32::from_le_bytes(w), bytes, x.signed);
+                let reg = vdst as usize + k;
+                if let Some(row) = r.vgpr.get_mut(reg) {
+                    row[lane] = d16_merge(row[lane], v, x.d16);
+                }
             } else {
-                0
-            };
-            let mut stack = [0u8; LANES * 16];
-            let buf = &mut stack[..(last - first + 1) * bytes];
-            for lane in first..=last {
-                if exec >> lane & 1 == 0 {
-                    continue;
-                }
-                let o = (lane - first) * bytes;
-                for k in 0..bytes.div_ceil(4) {
-                    let v = r.vgpr.get(*data as usize + k).map(|x| x[lane]).unwrap_or(0);
-                    let b = (v >> shift).to_le_bytes();
-                    let n = (bytes - 4 * k).min(4);
-                    buf[o + 4 * k..o + 4 * k + n].copy_from_slice(&b[..n]);
+                let v = r.vgpr.get(data as usize + k).map_or(0, |row| row[lane]) >> shift;
+                w = v.to_le_bytes();
+                if let Err(addr) = access(lane, k, &mut w[..n]) {
+                    return Step::MemoryViolation { addr };
                 }
             }
-            if let Err(addr) = lanes_xfer(exec, first, last, bytes, &addrs, |a, o| {
-                ctx.mem.write(a, &buf[o])
-            }) {
-                return Step::MemoryViolation { addr };
-            }
-        }
-        FlatOp::Atomic(_) | FlatOp::Atomic64(_) => {
-            return atomic_lanes(r, ctx, *op, *vdst, *data, *glc, &addrs);
         }
     }
     Step::Continue
@@ -1519,6 +1579,8 @@ fn mfma(
 ) -> Step {
     // Operands staged in fixed arrays (at most 2 A/B and 32 C/D registers):
     // no allocation per instruction.
+    // An f64 operand from an SGPR pair or inline constant is 64 bits wide.
+    let wide = shape.input == super::vop3p::MfmaIn::F64;
     let rows = |r: &WaveRegs, out: &mut [[u32; LANES]], code: u16, acc: bool| {
         for (k, row) in out.iter_mut().enumerate() {
             *row = if code >= 256 {
@@ -1526,6 +1588,8 @@ fn mfma(
                 regs.get(code as usize - 256 + k)
                     .copied()
                     .unwrap_or([0; LANES])
+            } else if wide {
+                [(r.sget(code, 2, None) >> (32 * (k % 2))) as u32; LANES]
             } else {
                 // VOP3P has no literal.
                 [r.sget(code, 1, None) as u32; LANES]
@@ -1576,46 +1640,33 @@ fn flat_apertures(
     addrs: &[u64; LANES],
 ) -> Step {
     // Atomics on LDS/private addresses through FLAT: not supported.
-    let Some(x) = LaneXfer::new(op, vdst, data) else {
+    let Some(x) = op.xfer() else {
         return Step::IllegalInstruction;
     };
-    let exec = r.exec;
-    for lane in 0..LANES {
-        if exec >> lane & 1 == 0 {
-            continue;
-        }
-        for k in 0..x.bytes.div_ceil(4) {
-            let n = x.dword_len(k);
-            let a = addrs[lane] + 4 * k as u64;
-            // (memory, byte index) of this dword.
-            let (mem, at): (&mut [u8], Option<usize>) =
-                if (SHARED_APERTURE..SHARED_APERTURE + APERTURE_SIZE).contains(&a) {
-                    let off = (a - SHARED_APERTURE) as usize;
-                    let ok = off + n <= ctx.lds.len();
-                    (&mut *ctx.lds, ok.then_some(off))
-                } else if (PRIVATE_APERTURE..PRIVATE_APERTURE + APERTURE_SIZE).contains(&a) {
-                    let off = swizzle_private(lane, a - PRIVATE_APERTURE) as usize;
-                    let ok = off + n <= ctx.scratch.len();
-                    (&mut *ctx.scratch, ok.then_some(off))
-                } else {
-                    let mut buf = [0u8; 4];
-                    let buf = &mut buf[..n];
-                    if x.load && ctx.mem.read(a, buf).is_err() {
-                        return Step::MemoryViolation { addr: a };
-                    }
-                    x.dword(r, lane, k, buf);
-                    if !x.load && ctx.mem.write(a, buf).is_err() {
-                        return Step::MemoryViolation { addr: a };
-                    }
-                    continue;
-                };
-            let Some(at) = at else {
-                return Step::MemoryViolation { addr: a };
+    let (lds, scratch, global) = (&mut *ctx.lds, &mut *ctx.scratch, ctx.mem);
+    xfer_lanes(r, x, vdst, data, r.exec, |lane, k, buf| {
+        let n = buf.len();
+        let a = addrs[lane] + 4 * k as u64;
+        // (memory, byte index) of this dword.
+        let (mem, at): (&mut [u8], usize) =
+            if (SHARED_APERTURE..SHARED_APERTURE + APERTURE_SIZE).contains(&a) {
+                (&mut *lds, (a - SHARED_APERTURE) as usize)
+            } else if (PRIVATE_APERTURE..PRIVATE_APERTURE + APERTURE_SIZE).contains(&a) {
+                let off = swizzle_private(lane, a - PRIVATE_APERTURE) as usize;
+                (&mut *scratch, off)
+            } else if x.load {
+                return global.read(a, buf).map_err(|_| a);
+            } else {
+                return global.write(a, buf).map_err(|_| a);
             };
-            x.dword(r, lane, k, &mut mem[at..at + n]);
+        let mem = mem.get_mut(at..at + n).ok_or(a)?;
+        if x.load {
+            buf.copy_from_slice(mem);
+        } else {
+            mem.copy_from_slice(buf);
         }
-    }
-    Step::Continue
+        Ok(())
+    })
 }
 
 /// `scratch_*` (FLAT scratch): each lane's address is an offset into its own
@@ -1666,67 +1717,6 @@ fn sext(v: u32, bytes: usize, signed: bool) -> u32 {
     }
 }
 
-/// A lane-by-lane load or store of `bytes` bytes per lane between VGPRs and
-/// memory (FLAT to the apertures, scratch, MUBUF).
-#[derive(Clone, Copy)]
-struct LaneXfer {
-    bytes: usize,
-    load: bool,
-    signed: bool,
-    /// First VGPR a load writes.
-    vdst: u8,
-    /// First VGPR a store reads.
-    data: u8,
-    /// A store's data shift (16 for the `_d16_hi` stores).
-    shift: u32,
-    /// A load's `_d16` half (see [`d16_merge`]).
-    d16: u8,
-}
-
-impl LaneXfer {
-    /// For a FLAT/MUBUF load or store (`None` for atomics).
-    fn new(op: &FlatOp, vdst: u8, data: u8) -> Option<Self> {
-        let (bytes, load, signed, shift, d16) = match *op {
-            FlatOp::Load { bytes, signed, d16 } => (bytes as usize, true, signed, 0, d16),
-            FlatOp::Store { bytes } => (bytes as usize, false, false, 0, 0),
-            FlatOp::StoreD16Hi { bytes } => (bytes as usize, false, false, 16, 0),
-            _ => return None,
-        };
-        Some(Self {
-            bytes,
-            load,
-            signed,
-            vdst,
-            data,
-            shift,
-            d16,
-        })
-    }
-
-    /// Bytes of dword `k` of a lane's data (the last one may be partial).
-    fn dword_len(&self, k: usize) -> usize {
-        (self.bytes - 4 * k).min(4)
-    }
-
-    /// Moves dword `k` of `lane` between its VGPR and `mem` (that dword's
-    /// bytes): a load writes VGPR `vdst + k` (a sub-dword load extended as
-    /// `signed` says), a store copies VGPR `data + k` into `mem`.
-    fn dword(&self, r: &mut WaveRegs, lane: usize, k: usize, mem: &mut [u8]) {
-        let n = mem.len().min(4);
-        if self.load {
-            let mut w = [0u8; 4];
-            w[..n].copy_from_slice(&mem[..n]);
-            let v = sext(u32::from_le_bytes(w), self.bytes, self.signed);
-            let reg = self.vdst as usize + k;
-            let old = r.vgpr.get(reg).map_or(0, |x| x[lane]);
-            r.vset(reg, 1, lane, d16_merge(old, v, self.d16) as u64);
-        } else {
-            let v = r.vgpr.get(self.data as usize + k).map_or(0, |x| x[lane]) >> self.shift;
-            mem[..n].copy_from_slice(&v.to_le_bytes()[..n]);
-        }
-    }
-}
-
 /// MUBUF loads and stores, served from the wave's private memory as a
 /// swizzled scratch buffer does it on the hardware: the wave-level address
 /// of lane `l` is `base(srsrc) + soffset + swizzle(offset (+ vaddr with
@@ -1751,11 +1741,10 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let exec = r.exec;
     let base = r.sget(*srsrc as u16, 2, None) & 0xffff_ffff_ffff;
     let soff = r.sget(*soffset as u16, 1, None);
-    let (bytes, load, _) = match op {
-        FlatOp::Load { bytes, signed, .. } => (*bytes as usize, true, *signed),
-        FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => (*bytes as usize, false, false),
-        _ => return Step::IllegalInstruction,
+    let Some(x) = op.xfer() else {
+        return Step::IllegalInstruction;
     };
+    let (bytes, load) = (x.bytes as usize, x.load);
     let len = ctx.scratch.len() as u64;
     let wave_base = base.wrapping_add(soff);
     if bytes.is_multiple_of(4) && offset.is_multiple_of(4) && wave_base.is_multiple_of(4) {
@@ -1874,13 +1863,7 @@ fn mubuf_global(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let base = w0 as u64 | ((w1 & 0xffff) as u64) << 32;
     let stride = ((w1 >> 16) & 0x3fff) as u64;
     let soff = r.sget(*soffset as u16, 1, None);
-    let bytes = match op {
-        FlatOp::Load { bytes, .. } | FlatOp::Store { bytes } | FlatOp::StoreD16Hi { bytes } => {
-            *bytes as u64
-        }
-        FlatOp::Atomic(_) => 4,
-        FlatOp::Atomic64(_) => 8,
-    };
+    let bytes = op.bytes() as u64;
     let mut in_range = 0u64;
     let mut addrs = [0u64; LANES];
     for (lane, a) in addrs.iter_mut().enumerate() {
@@ -1915,29 +1898,23 @@ fn mubuf_global(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             step
         }
         _ => {
-            let Some(x) = LaneXfer::new(op, *vdata, *vdata) else {
+            let Some(x) = op.xfer() else {
                 return Step::IllegalInstruction;
             };
-            for lane in 0..LANES {
-                if exec >> lane & 1 == 0 || (!x.load && in_range >> lane & 1 == 0) {
-                    continue;
+            // Out of range: a load gives 0, a store does nothing.
+            let lanes = if x.load { exec } else { exec & in_range };
+            let mem = ctx.mem;
+            xfer_lanes(r, x, *vdata, *vdata, lanes, |lane, k, buf| {
+                let a = addrs[lane] + 4 * k as u64;
+                if in_range >> lane & 1 == 0 {
+                    buf.fill(0);
+                    Ok(())
+                } else if x.load {
+                    mem.read(a, buf).map_err(|_| a)
+                } else {
+                    mem.write(a, buf).map_err(|_| a)
                 }
-                for k in 0..x.bytes.div_ceil(4) {
-                    let a = addrs[lane] + 4 * k as u64;
-                    let mut buf = [0u8; 4];
-                    let buf = &mut buf[..x.dword_len(k)];
-                    // Out of range: a load gives 0.
-                    let fetch = x.load && in_range >> lane & 1 != 0;
-                    if fetch && ctx.mem.read(a, buf).is_err() {
-                        return Step::MemoryViolation { addr: a };
-                    }
-                    x.dword(r, lane, k, buf);
-                    if !x.load && ctx.mem.write(a, buf).is_err() {
-                        return Step::MemoryViolation { addr: a };
-                    }
-                }
-            }
-            Step::Continue
+            })
         }
     }
 }
@@ -1960,33 +1937,28 @@ fn mubuf_bytes(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let exec = r.exec;
     let base = r.sget(*srsrc as u16, 2, None) & 0xffff_ffff_ffff;
     let soff = r.sget(*soffset as u16, 1, None);
-    let Some(x) = LaneXfer::new(op, *vdata, *vdata) else {
+    let Some(x) = op.xfer() else {
         return Step::IllegalInstruction;
     };
-    let len = ctx.scratch.len() as u64;
-    for lane in 0..LANES {
-        if exec >> lane & 1 == 0 {
-            continue;
+    let va = r.vgpr.get(*vaddr as usize).copied().unwrap_or([0; LANES]);
+    let scratch = &mut *ctx.scratch;
+    xfer_lanes(r, x, *vdata, *vdata, exec, |lane, k, buf| {
+        let lane_off = *offset as u64 + if *offen { va[lane] as u64 } else { 0 };
+        let wave = base
+            .wrapping_add(soff)
+            .wrapping_add(swizzle_private(lane, lane_off + 4 * k as u64));
+        let fault = super::memory::PRIVATE_APERTURE.wrapping_add(wave);
+        let at = usize::try_from(wave).map_err(|_| fault)?;
+        let mem = scratch
+            .get_mut(at..at.checked_add(buf.len()).ok_or(fault)?)
+            .ok_or(fault)?;
+        if x.load {
+            buf.copy_from_slice(mem);
+        } else {
+            mem.copy_from_slice(buf);
         }
-        let mut lane_off = *offset as u64;
-        if *offen {
-            lane_off += r.vgpr.get(*vaddr as usize).map(|v| v[lane]).unwrap_or(0) as u64;
-        }
-        for k in 0..x.bytes.div_ceil(4) {
-            let n = x.dword_len(k);
-            let wave = base
-                .wrapping_add(soff)
-                .wrapping_add(swizzle_private(lane, lane_off + 4 * k as u64));
-            if wave.checked_add(n as u64).is_none_or(|end| end > len) {
-                return Step::MemoryViolation {
-                    addr: super::memory::PRIVATE_APERTURE.wrapping_add(wave),
-                };
-            }
-            let at = wave as usize;
-            x.dword(r, lane, k, &mut ctx.scratch[at..at + n]);
-        }
-    }
-    Step::Continue
+        Ok(())
+    })
 }
 
 /// SDWA: the selected bytes/words of each operand (zero- or sign-extended)
@@ -2093,33 +2065,6 @@ fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
     out
 }
 
-/// The lane DPP control `ctrl` reads for `lane`, or `None` when it reads
-/// outside its row / the wave.
-fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
-    let row = lane & !15;
-    let r = lane & 15;
-    match ctrl {
-        0..=0xff => Some((lane & !3) | ((ctrl >> (2 * (lane & 3))) & 3) as usize),
-        0x101..=0x10f => {
-            let n = (ctrl - 0x100) as usize;
-            (r + n < 16).then_some(lane + n)
-        }
-        0x111..=0x11f => {
-            let n = (ctrl - 0x110) as usize;
-            (r >= n).then(|| lane - n)
-        }
-        0x121..=0x12f => Some(row | ((r + 16 - (ctrl - 0x120) as usize) & 15)),
-        0x130 => (lane < 63).then_some(lane + 1),
-        0x134 => Some((lane + 1) % LANES),
-        0x138 => lane.checked_sub(1),
-        0x13c => Some((lane + LANES - 1) % LANES),
-        0x140 => Some(row | (15 - r)),
-        0x141 => Some((lane & !7) | (7 - (lane & 7))),
-        0x142 => (row >= 16).then(|| row - 1),
-        _ => (row >= 32).then_some(31),
-    }
-}
-
 /// DPP: src0 comes from the lane the control names; lanes whose source is
 /// outside the row/wave or inactive read 0 with bound_ctrl and are not
 /// written without it; lanes of disabled rows/banks are not written.
@@ -2138,6 +2083,11 @@ fn dpp(r: &mut WaveRegs, inst: &Inst) -> Step {
     else {
         return Step::IllegalInstruction;
     };
+    // The control's row (`dpp.rs`), once per instruction.
+    let Some(row) = super::dpp::dpp_ctrl(*ctrl) else {
+        return Step::IllegalInstruction;
+    };
+    let source = row.source;
     let exec = r.exec;
     let mut write = 0u64;
     let base = r.vgpr.len();
@@ -2149,7 +2099,7 @@ fn dpp(r: &mut WaveRegs, inst: &Inst) -> Step {
         {
             continue;
         }
-        let s = dpp_source(*ctrl, lane).filter(|&s| exec >> s & 1 != 0);
+        let s = source(*ctrl, lane).filter(|&s| exec >> s & 1 != 0);
         let v = match s {
             Some(s) => r.vgpr.get(src[0] as usize).map(|x| x[s]).unwrap_or(0),
             None if *bound_ctrl => 0,
@@ -2269,14 +2219,8 @@ fn flat_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let out = flat(r, ctx, &staged);
     let loaded: Vec<[u32; LANES]> = r.vgpr[base + 4..].to_vec();
     r.vgpr.truncate(base);
-    if matches!(
-        inst.kind,
-        Kind::Flat {
-            op: FlatOp::Load { .. },
-            ..
-        }
-    ) || matches!(inst.kind, Kind::Flat { glc: true, .. })
-    {
+    let load = matches!(inst.kind, Kind::Flat { op, .. } if op.xfer().is_some_and(|x| x.load));
+    if load || matches!(inst.kind, Kind::Flat { glc: true, .. }) {
         let exec = r.exec;
         for (k, v) in loaded.iter().enumerate() {
             let n = vdst as usize + k;
@@ -2319,6 +2263,160 @@ mod tests {
         let mut r = WaveRegs::new(8);
         assert_eq!(run(&[0xffff_ffff], &mut r, &mem), Step::IllegalInstruction);
         assert_eq!(r.pc, 0x1000);
+    }
+
+    /// `s_buffer_load_dwordx4` through a buffer resource (dwords past its
+    /// size load as 0) and `s_load_dwordx2` (encodings from `llvm-mc-19`).
+    #[test]
+    fn smem_buffer_and_address_loads() {
+        let mem = BufferMemory::new();
+        let data: Vec<u8> = (0..8u32).flat_map(|k| (0x100 + k).to_le_bytes()).collect();
+        mem.map(0x8000, data);
+        let mut r = WaveRegs::new(4);
+        r.exec = u64::MAX;
+        // s[8:11]: base 0x8000, stride 0, 16 bytes.
+        r.sgpr[8] = 0x8000;
+        r.sgpr[9] = 0;
+        r.sgpr[10] = 16;
+        r.sgpr[4] = 0x8000;
+        let words = [
+            0xc02a_0504u32, // s_buffer_load_dwordx4 s[20:23], s[8:11], 0x8
+            0x0000_0008,
+            0xc006_0602, // s_load_dwordx2 s[24:25], s[4:5], 0x4
+            0x0000_0004,
+            0xbf81_0000, // s_endpgm
+        ];
+        let step = run(&words, &mut r, &mem);
+        assert_eq!(step, Step::End);
+        assert_eq!(&r.sgpr[20..24], &[0x102, 0x103, 0, 0], "past 16 bytes: 0");
+        assert_eq!(&r.sgpr[24..26], &[0x101, 0x102]);
+    }
+
+    /// VOP3 op_sel on the VOP3-only 16-bit opcodes (clang-19 does not emit
+    /// it for the corpus; encodings from `llvm-mc-19 -mcpu=gfx90a
+    /// -show-encoding`, the decoder's text checked by decoder_generative).
+    #[test]
+    fn vop3_op_sel_selects_halves() {
+        let mem = BufferMemory::new();
+        let mut r = WaveRegs::new(16);
+        r.exec = !(1u64 << 9);
+        for lane in 0..LANES {
+            r.vgpr[1][lane] = 0x4200_3c00; // f16 3.0 : 1.0
+            r.vgpr[2][lane] = 0xc000_4400; // f16 -2.0 : 4.0
+            r.vgpr[4][lane] = 0x0005_0007;
+            r.vgpr[6][lane] = 0x3800_3c00; // f16 0.5 : 1.0
+            r.vgpr[3][lane] = 0x1111_2222;
+            r.vgpr[7][lane] = 0xaaaa_bbbb;
+        }
+        let bytes: [[u8; 8]; 6] = [
+            // v_pack_b32_f16 v0, v1, v2 op_sel:[1,0,0]
+            [0x00, 0x08, 0xa0, 0xd2, 0x01, 0x05, 0x02, 0x00],
+            // v_mad_u16 v3, v1, v2, v4 op_sel:[0,0,1,1]
+            [0x03, 0x60, 0x04, 0xd2, 0x01, 0x05, 0x12, 0x04],
+            // v_fma_f16 v5, v1, v2, v6 op_sel:[1,1,0,0]
+            [0x05, 0x18, 0x06, 0xd2, 0x01, 0x05, 0x1a, 0x04],
+            // v_max3_i16 v7, v1, v2, v4 op_sel:[1,0,0,1]
+            [0x07, 0x48, 0xf8, 0xd1, 0x01, 0x05, 0x12, 0x04],
+            // v_mad_u32_u16 v8, v1, v2, v4 op_sel:[1,1,0,0]
+            [0x08, 0x18, 0xf1, 0xd1, 0x01, 0x05, 0x12, 0x04],
+            // v_med3_f16 v9, v1, v2, v6
+            [0x09, 0x00, 0xfa, 0xd1, 0x01, 0x05, 0x1a, 0x04],
+        ];
+        let mut code: Vec<u8> = bytes.concat();
+        code.extend([0x00, 0x00, 0x81, 0xbf]); // s_endpgm
+        mem.map(0x1000, code);
+        r.pc = 0x1000;
+        let mut lds = vec![0u8; 64];
+        let mut ctx = Ctx {
+            mem: &mem,
+            lds: &mut lds,
+            scratch: &mut [],
+            code: None,
+        };
+        while step(&mut r, &mut ctx) == Step::Continue {}
+        assert_eq!(r.vgpr.len(), 16, "staged rows are dropped");
+        for lane in [0usize, 30, 63] {
+            assert_eq!(r.vgpr[0][lane], 0x4400_4200, "pack of v1.hi, v2.lo");
+            assert_eq!(r.vgpr[3][lane], 0x0005_2222, "mad_u16 into the high half");
+            assert_eq!(r.vgpr[5][lane], 0xc500, "fma_f16 of the high halves: -5.0");
+            assert_eq!(r.vgpr[7][lane], 0x4400_bbbb, "max3_i16 into the high half");
+            assert_eq!(
+                r.vgpr[8][lane], 0x3185_0007,
+                "mad_u32_u16 of the high halves"
+            );
+            assert_eq!(r.vgpr[9][lane], 0x3c00, "med3_f16");
+        }
+        assert_eq!(
+            r.vgpr[3][9], 0x1111_2222,
+            "an inactive lane keeps its value"
+        );
+    }
+
+    /// The DS d16 loads and stores, a float atomic and a 64-bit cmpst,
+    /// rows of `memops::DS_OPS` that clang-19 does not emit in the corpus
+    /// (encodings from `llvm-mc-19 -mcpu=gfx90a -show-encoding`).
+    #[test]
+    fn ds_d16_halves_float_min_and_cmpst64() {
+        let mem = BufferMemory::new();
+        let mut r = WaveRegs::new(16);
+        r.exec = u64::MAX;
+        let neg = (-2.5f64).to_bits();
+        for lane in 0..LANES {
+            r.vgpr[0][lane] = lane as u32 * 32;
+            r.vgpr[1][lane] = 0x8192_a3b4;
+            r.vgpr[2][lane] = 0x1111_2222;
+            r.vgpr[3][lane] = 0x3333_4444;
+            r.vgpr[4][lane] = 0x5555_6666;
+            r.vgpr[7][lane] = 0x7777_8888;
+            r.vgpr[5][lane] = 0xdead_beef;
+            r.vgpr[10][lane] = neg as u32;
+            r.vgpr[11][lane] = (neg >> 32) as u32;
+            r.vgpr[14][lane] = lane as u32;
+            r.vgpr[15][lane] = 0x0bad_f00d;
+        }
+        let bytes: [[u8; 8]; 10] = [
+            [0x00, 0x00, 0x1a, 0xd8, 0x00, 0x01, 0x00, 0x00], // ds_write_b32 v0, v1
+            [0x00, 0x00, 0xac, 0xd8, 0x00, 0x00, 0x00, 0x02], // ds_read_u8_d16 v2, v0
+            [0x01, 0x00, 0xb0, 0xd8, 0x00, 0x00, 0x00, 0x03], // ds_read_i8_d16 v3, v0 offset:1
+            [0x02, 0x00, 0xb4, 0xd8, 0x00, 0x00, 0x00, 0x04], // ds_read_u16_d16 v4, v0 offset:2
+            [0x03, 0x00, 0xae, 0xd8, 0x00, 0x00, 0x00, 0x07], // ds_read_u8_d16_hi v7, v0 offset:3
+            [0x08, 0x00, 0xa8, 0xd8, 0x00, 0x05, 0x00, 0x00], // ds_write_b8_d16_hi v0, v5 offset:8
+            [0x0a, 0x00, 0xaa, 0xd8, 0x00, 0x05, 0x00, 0x00], // ds_write_b16_d16_hi v0, v5 offset:10
+            [0x08, 0x00, 0x6c, 0xd8, 0x00, 0x00, 0x00, 0x06], // ds_read_b32 v6, v0 offset:8
+            // ds_min_rtn_f64 v[8:9], v0, v[10:11] offset:16
+            [0x10, 0x00, 0xe4, 0xd8, 0x00, 0x0a, 0x00, 0x08],
+            // ds_cmpst_rtn_b64 v[12:13], v0, v[10:11], v[14:15] offset:16
+            [0x10, 0x00, 0xe0, 0xd8, 0x00, 0x0a, 0x0e, 0x0c],
+        ];
+        let mut code: Vec<u8> = bytes.concat();
+        code.extend([0x00, 0x00, 0x81, 0xbf]); // s_endpgm
+        mem.map(0x1000, code);
+        r.pc = 0x1000;
+        let mut lds = vec![0u8; 32 * LANES];
+        let mut ctx = Ctx {
+            mem: &mem,
+            lds: &mut lds,
+            scratch: &mut [],
+            code: None,
+        };
+        while step(&mut r, &mut ctx) == Step::Continue {}
+        for lane in [0usize, 17, 63] {
+            assert_eq!(r.vgpr[2][lane], 0x1111_00b4, "u8_d16");
+            assert_eq!(r.vgpr[3][lane], 0x3333_ffa3, "i8_d16");
+            assert_eq!(r.vgpr[4][lane], 0x5555_8192, "u16_d16");
+            assert_eq!(r.vgpr[7][lane], 0x0081_8888, "u8_d16_hi");
+            assert_eq!(r.vgpr[6][lane], 0xdead_00ad, "write_b8/b16_d16_hi");
+            assert_eq!(
+                (r.vgpr[8][lane], r.vgpr[9][lane]),
+                (0, 0),
+                "min_rtn_f64 old"
+            );
+            let old = r.vgpr[12][lane] as u64 | (r.vgpr[13][lane] as u64) << 32;
+            assert_eq!(old, neg, "cmpst_rtn_b64 returns the min's result");
+            let at = lane * 32 + 16;
+            let now = u64::from_le_bytes(ctx.lds[at..at + 8].try_into().unwrap());
+            assert_eq!(now, lane as u64 | 0x0bad_f00d << 32, "cmpst stored");
+        }
     }
 
     #[test]

@@ -865,6 +865,75 @@ fn lds_atomics() {
     std_expect("lds_atomics", (&a, &b), &vec![0; 80], (256, 128), &want);
 }
 
+/// LDS float atomics (`ds_add/min/max` of f32 and f64, returning and not)
+/// and the DS d16 loads, two waves per work-group.
+#[test]
+fn lds_float() {
+    let (a, b) = ints();
+    let x = |i: usize| ((a[i] % 1024) as i32 - 512) as f32 / 8.0;
+    let mut want = vec![0u32; 32 + 8 * N];
+    for g in 0..2 {
+        let mut fs = [0.0f32, 0.0, 1e30, -1e30];
+        let mut dd = [0.0f64, 0.0, 1e300, -1e300];
+        let item = |l: usize| g * 128 + l;
+        for l in 0..128 {
+            let i = item(l);
+            if i >= N {
+                continue;
+            }
+            let (xi, yi) = (x(i), x(i) as f64 * 0.5);
+            fs[l & 1] += xi;
+            fs[2] = fs[2].min(xi);
+            fs[3] = fs[3].max(xi);
+            dd[l & 1] += yi;
+            dd[2] = dd[2].min(yi);
+            dd[3] = dd[3].max(yi);
+        }
+        for k in 0..4 {
+            want[16 * g + k] = fs[k].to_bits();
+            want[16 * g + 4 + 2 * k] = dd[k].to_bits() as u32;
+            want[16 * g + 5 + 2 * k] = (dd[k].to_bits() >> 32) as u32;
+        }
+        let hs = |k: usize| {
+            let i = item(k);
+            f2h(if i < N { (a[i] & 63) as f64 } else { 0.0 }) as u32
+        };
+        let bs = |k: usize| {
+            let i = item(k);
+            if i < N {
+                b[i] as u8
+            } else {
+                0
+            }
+        };
+        for l in 0..128 {
+            let i = item(l);
+            if i >= N {
+                continue;
+            }
+            let (xi, yi) = (x(i), x(i) as f64 * 0.5);
+            let o = &mut want[32 + 8 * i..32 + 8 * i + 8];
+            o[0] = (l as f32).to_bits();
+            o[1] = (l as f32).to_bits();
+            o[2] = l as u32;
+            o[3] = l as u32;
+            let hv = hs((l * 7) & 127) | hs((l * 3 + 1) & 127) << 16;
+            let sv =
+                bs((l * 5) & 127) as u32 | (bs((l * 9) & 127) as i8 as i16 as u16 as u32) << 16;
+            o[4] = hv ^ sv;
+            o[5] = hv.wrapping_add(sv);
+            o[6] = (l as f32 + xi).to_bits();
+            let dm = (l as f64).max(yi).to_bits();
+            let fm = (l as f32).min(xi).to_bits();
+            let dr = (l as f64 + yi).to_bits();
+            o[7] = dm as u32 ^ (dm >> 32) as u32 ^ fm ^ dr as u32;
+        }
+    }
+    std_kernel("lds_float", &a, &b, &vec![0; 32 + 8 * N], 256, 128, |g| {
+        expect_eq("lds_float", g, &want)
+    });
+}
+
 fn lane_x(a: &[u32], i: usize) -> u32 {
     if i < N {
         a[i]
@@ -1373,6 +1442,123 @@ fn mfma_shapes() {
             None => Ok(()),
         },
     );
+}
+
+/// The integer MFMA shapes: (name, m, n, k, blocks, registers of D, base).
+const MFMA_I8_SHAPES: [(&str, usize, usize, usize, usize, usize, usize); 5] = [
+    ("32x32x4i8", 32, 32, 4, 2, 32, 0),
+    ("16x16x4i8", 16, 16, 4, 4, 16, 8),
+    ("4x4x4i8", 4, 4, 4, 16, 4, 12),
+    ("32x32x8i8", 32, 32, 8, 1, 16, 13),
+    ("16x16x16i8", 16, 16, 16, 1, 4, 17),
+];
+
+/// `v_mfma_i32_*i8`: the f16 shapes' layouts with four signed bytes per
+/// lane, i32 sums that wrap.
+#[test]
+fn mfma_i8() {
+    let (a, b) = ints();
+    let e = 4;
+    let c = |lane: usize, r: usize| ((a[(lane + 1) % N] ^ b[(lane + 2) % N]) << (r % 8)) as i32;
+    let mut want = vec![0u32; 18 * 256];
+    for (_, m, n, k, blocks, regs, base) in MFMA_I8_SHAPES {
+        let elem = |w: &[u32], row: usize, blk: usize, kk: usize| {
+            (w[row + m * (blk * (k / e) + kk / e)] >> (8 * (kk % e))) as u8 as i8 as i32
+        };
+        let groups = 64 / n;
+        for blk in 0..blocks {
+            for i in 0..m {
+                let g = blk * (m / 4) + i / 4;
+                let (reg, lane_grp) = (4 * (g / groups) + i % 4, g % groups);
+                for j in 0..n {
+                    let lane = j + n * lane_grp;
+                    let dot: i32 = (0..k)
+                        .map(|kk| elem(&a, i, blk, kk) * elem(&b, j, blk, kk))
+                        .sum();
+                    want[base * 256 + lane * regs + reg] = c(lane, reg).wrapping_add(dot) as u32;
+                }
+            }
+        }
+    }
+    std_kernel(
+        "mfma_i8",
+        &a,
+        &b,
+        &vec![0; 18 * 256],
+        64,
+        64,
+        |got| match MFMA_I8_SHAPES.iter().find_map(|s| {
+            let r = s.6 * 256..(s.6 + s.5 / 4) * 256;
+            expect_eq(s.0, &got[r.clone()], &want[r]).err()
+        }) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        },
+    );
+}
+
+/// `v_mfma_f64_16x16x4f64` and `v_mfma_f64_4x4x4f64`, in the CDNA2 layouts
+/// of AMD's matrix instruction calculator: A's `(i, k)` of block `b` in
+/// lane `i + m * b + 16 * k`, B's `(k, j)` in lane `j + n * b + 16 * k`, D's
+/// `(i, j)` in register pair `i / 4` of lane `j + n * b + 16 * (i % 4)`.
+#[test]
+fn mfma_f64() {
+    let (a, b) = ints();
+    let small = |x: u32, k: usize| ((x >> (4 * k)) & 15) as f64 - 7.0;
+    let cw = |lane: usize| a[(lane + 1) % N] ^ b[(lane + 2) % N];
+    let (fx, fy) = (|l: usize| small(a[l], 0), |l: usize| small(b[l], 1));
+    let mut want = vec![0u32; 640];
+    // (m, n, blocks, first output word); C's pair p of a lane is element p
+    // of its vector (16x16x4), element 4 (4x4x4).
+    let shapes = [(16, 16, 1, 0), (4, 4, 4, 512)];
+    for (m, n, blocks, base) in shapes {
+        let pairs = if base == 0 { 4 } else { 1 };
+        for blk in 0..blocks {
+            for i in 0..m {
+                for j in 0..n {
+                    let (lane, pair) = (j + n * blk + 16 * (i % 4), i / 4);
+                    let c_elem = if base == 0 { pair } else { 4 };
+                    let mut acc = small(cw(lane), c_elem);
+                    for kk in 0..4 {
+                        acc += fx(i + m * blk + 16 * kk) * fy(j + n * blk + 16 * kk);
+                    }
+                    let at = base + 2 * (pairs * lane + pair);
+                    want[at] = acc.to_bits() as u32;
+                    want[at + 1] = (acc.to_bits() >> 32) as u32;
+                }
+            }
+        }
+    }
+    std_kernel("mfma_f64", &a, &b, &vec![0; 640], 64, 64, |got| {
+        expect_eq("mfma_f64", got, &want)
+    });
+}
+
+/// The VOP3-only 16-bit operations (`v_fma_f16`, `v_min3/max3/med3_f16`,
+/// ...) on small integers, so every result is exact.
+#[test]
+fn f16_vop3() {
+    let (a, b) = ints();
+    let sh = |x: u32, k: u32| ((x >> (5 * k)) & 31) as i32 as f64 - 16.0;
+    let mut want = vec![0u32; 6 * N];
+    for i in 0..N {
+        let (x, y) = (a[i], b[i]);
+        let (p, q, r) = (sh(x, 0), sh(x, 1), sh(y, 0));
+        let h = |v: f64| f2h(v) as u32;
+        let md = p.max(q).min(r).max(p.min(q));
+        want[6 * i] = h(p * q + r) | h(p.max(q).max(r)) << 16;
+        want[6 * i + 1] = h(p.min(r).min(q)) | h(md) << 16;
+        let (s, t, u) = (x as i16, (x >> 16) as i16, y as i16);
+        want[6 * i + 2] = s.max(t).max(u) as u16 as u32 | (s.min(t).min(u) as u16 as u32) << 16;
+        let (us, ut, uu) = (y as u16, (y >> 16) as u16, (x >> 7) as u16);
+        let umad = (us as u32 * ut as u32 + uu as u32) as u16;
+        want[6 * i + 3] = us.max(ut).max(uu) as u32 | (umad as u32) << 16;
+        want[6 * i + 4] = (s as i32 * t as i32 + u as i32) as u16 as u32;
+        want[6 * i + 5] = (us as u32 * ut as u32).wrapping_add(y);
+    }
+    std_kernel("f16_vop3", &a, &b, &vec![0; 6 * N], N as u32, 64, |got| {
+        expect_eq("f16_vop3", got, &want)
+    });
 }
 
 #[test]
