@@ -350,7 +350,11 @@ fn options() -> impl Strategy<Value = StopReplyOptions> {
         exec_events: b[6],
         list_threads: b[7],
         interrupt_as_sigint: b[8],
-        stop_infos: b[9],
+        stop_infos: if b[9] {
+            stub::packet::stop_reply::StopInfos::AllThreads
+        } else {
+            stub::packet::stop_reply::StopInfos::Off
+        },
         // gdbserver's --disable-packet switches: off here.
         no_t: false,
         no_thread: false,

@@ -51,10 +51,28 @@ pub struct StopReplyOptions {
     pub no_t: bool,
     /// gdbserver `--disable-packet=Tthread`: no `thread:` field.
     pub no_thread: bool,
-    /// lldb-server's `jstopinfo:` key in `T` replies (every thread's stop
-    /// info, so lldb asks no `qThreadStopInfo` per thread). Added by the
+    /// lldb-server's `jstopinfo:` key in `T` replies (threads' stop
+    /// infos, so lldb asks no `qThreadStopInfo` per thread). Added by the
     /// stop journal, which holds the other threads' stops.
-    pub stop_infos: bool,
+    pub stop_infos: StopInfos,
+}
+
+/// Which threads a stop reply's `jstopinfo` lists. lldb takes a thread
+/// that is missing from it as one with no stop reason, and then asks no
+/// `qThreadStopInfo` for it (ProcessGDBRemote::CalculateThreadStopInfo).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StopInfos {
+    /// No `jstopinfo` (gdb; lldb before `QListThreadsInStopReply`).
+    #[default]
+    Off,
+    /// Every thread, with its name: lldb shows names without a
+    /// `qThreadStopInfo` each.
+    AllThreads,
+    /// Only the threads with a stop reason, as lldb-server sends it
+    /// (`threads_with_valid_stop_info_only` in
+    /// GDBRemoteCommunicationServerLLGS::PrepareStopReplyPacketForThread):
+    /// a GPU stop's reply stays short with thousands of waves.
+    WithReason,
 }
 
 /// State of one thread at the stop.

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::packet::stop_reply;
+use crate::packet::stop_reply::StopInfos;
 use crate::packet::stop_reply::StopReplyOptions;
 use crate::packet::stop_reply::StopSnapshot;
 use crate::stop::StopEvent;
@@ -69,8 +70,8 @@ impl Journal {
             Some(r) if r.opts == *opts => Some(r.bytes.clone()),
             _ => {
                 let mut bytes = stop_reply::build(snap, opts);
-                if opts.stop_infos && bytes.first() == Some(&b'T') {
-                    if let Some(json) = self.stop_infos() {
+                if opts.stop_infos != StopInfos::Off && bytes.first() == Some(&b'T') {
+                    if let Some(json) = self.stop_infos(opts.stop_infos) {
                         bytes.extend_from_slice(b"jstopinfo:");
                         hex::encode(json.as_bytes(), &mut bytes);
                         bytes.push(b';');
@@ -100,12 +101,14 @@ impl Journal {
     }
 
     /// lldb-server's `jstopinfo` for the recorded stop: a JSON array with
-    /// every thread's id, name, and its stop reason and signal when it has
-    /// one (lldb then asks no `qThreadStopInfo`, and takes a thread missing
-    /// a reason as one that has none). Sent, as by lldb-server
+    /// the threads' ids, names, and their stop reasons and signals when they
+    /// have one (lldb then asks no `qThreadStopInfo`, and takes a thread
+    /// missing a reason, or missing from the array, as one that has none).
+    /// `which` says whether every thread is listed or only those with a
+    /// reason. Sent, as by lldb-server
     /// (GDBRemoteCommunicationServerLLGS::PrepareStopReplyPacketForThread),
     /// only when the process has more than one thread.
-    fn stop_infos(&self) -> Option<String> {
+    fn stop_infos(&self, which: StopInfos) -> Option<String> {
         let primary = self.primary.as_ref()?;
         let StopEvent::Stopped { tid: ptid, .. } = &primary.event else {
             return None;
@@ -120,11 +123,18 @@ impl Journal {
             } else {
                 self.others.get(&t.tid)
             };
+            let has_reason = |s: &StopSnapshot| {
+                matches!(&s.event, StopEvent::Stopped { signal, kind, .. }
+                    if *signal != 0 || *kind != StopKind::Signal)
+            };
+            if which == StopInfos::WithReason && !snap.is_some_and(has_reason) {
+                continue;
+            }
             let mut o = serde_json::Map::new();
             o.insert("tid".into(), t.tid.into());
             if let Some(s) = snap {
                 if let StopEvent::Stopped { signal, kind, .. } = &s.event {
-                    if *signal != 0 || *kind != StopKind::Signal {
+                    if has_reason(s) {
                         let f = lldb_stop_fields(*signal, kind);
                         o.insert("signal".into(), f.signal.into());
                         o.insert("reason".into(), f.reason.into());

@@ -99,7 +99,7 @@ pub struct Features {
     pub list_threads: bool,
     /// `jstopinfo` in stop replies (lldb, a role that lists stop infos:
     /// [`SessionRole::lists_stop_infos`]).
-    pub stop_infos: bool,
+    pub stop_infos: crate::packet::stop_reply::StopInfos,
     /// lldb `QEnableErrorStrings`
     pub error_strings: bool,
     /// `!` extended mode

@@ -38,6 +38,7 @@ use super::Role;
 use super::Session;
 use crate::error::ErrorCode;
 use crate::gpu::controller::GpuNews;
+use crate::packet::stop_reply::StopInfos;
 use crate::packet::Command;
 use crate::stop::StopEvent;
 use crate::target::Capabilities;
@@ -83,12 +84,12 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
     /// are walked through its stack; a GPU wave's are not.
     fn expedites_stack(&self) -> bool;
 
-    /// Whether stop replies to lldb carry `jstopinfo` (lldb-server's stop
-    /// info of every thread: tid, name, reason), which spares lldb a
-    /// `qThreadStopInfo` round trip per thread at each stop. A GPU stop
-    /// lists thousands of waves, which would make every stop reply
-    /// megabytes long: the GPU role leaves it out.
-    fn lists_stop_infos(&self) -> bool;
+    /// Which threads the `jstopinfo` of stop replies to lldb lists: it
+    /// spares lldb a `qThreadStopInfo` round trip per thread at each stop.
+    /// A CPU stop lists every thread with its name; a GPU stop, with
+    /// thousands of waves, only the waves with a stop reason, as
+    /// lldb-server does.
+    fn lists_stop_infos(&self) -> StopInfos;
 
     /// What a session with no process advertises: a CPU session's
     /// `vRun`/`vAttach` will create a native Linux process, a GPU session
@@ -224,8 +225,8 @@ impl SessionRole for CpuRole {
         true
     }
 
-    fn lists_stop_infos(&self) -> bool {
-        true
+    fn lists_stop_infos(&self) -> StopInfos {
+        StopInfos::AllThreads
     }
 
     fn expedites_stack(&self) -> bool {
@@ -298,8 +299,8 @@ impl SessionRole for GpuRole {
         false
     }
 
-    fn lists_stop_infos(&self) -> bool {
-        false
+    fn lists_stop_infos(&self) -> StopInfos {
+        StopInfos::WithReason
     }
 
     fn expedites_stack(&self) -> bool {
