@@ -84,12 +84,12 @@ impl Encoder {
         out.reserve(payload.len() + payload.len() / 16 + 4);
         out.push(start);
         let body_start = out.len();
-        let sum = if self.rle {
+        if self.rle {
             rle_encode(payload, out);
-            out.get(body_start..).map(checksum).unwrap_or(0)
         } else {
-            escape_runs(payload, out)
-        };
+            escape_runs(payload, out);
+        }
+        let sum = out.get(body_start..).map(checksum).unwrap_or(0);
         out.push(b'#');
         out.push(hex::digit(sum >> 4));
         out.push(hex::digit(sum));
@@ -105,29 +105,6 @@ fn is_special(b: u8) -> bool {
 
 /// Bytes [`escape_runs`] looks at per step.
 const BLOCK: usize = 64;
-
-/// What escaping `b` adds to the checksum: its pair `}`, `b ^ 0x20` is
-/// sent instead of `b`.
-#[inline(always)]
-fn escape_sum_delta(b: u8) -> u8 {
-    ESCAPE.wrapping_add(b ^ 0x20).wrapping_sub(b)
-}
-
-/// Lanes of the running checksum in [`escape_runs`]: a block is added
-/// 16 bytes at a time lane by lane (one vector add each; a byte-by-byte
-/// fold is a chain of 64 dependent adds per block), and the lanes are
-/// summed once at the end.
-type SumLanes = [u8; 16];
-
-/// Adds `block` to `lanes` (modulo 256 per lane).
-#[inline(always)]
-fn add_block(lanes: &mut SumLanes, block: &[u8; BLOCK]) {
-    for chunk in block.chunks_exact(16) {
-        for (l, &b) in lanes.iter_mut().zip(chunk) {
-            *l = l.wrapping_add(b);
-        }
-    }
-}
 
 /// Eight 0/1 bytes (little-endian in `x`) packed into the low 8 bits.
 #[inline(always)]
@@ -162,14 +139,7 @@ fn special_mask(block: &[u8; BLOCK]) -> u64 {
 /// right (later copies overwrite the excess). The output is sized once
 /// with room for one escape in eight bytes and grows if a payload has
 /// more; the last block and the tail go byte by byte.
-///
-/// Returns the checksum of what it appended, computed in the same pass
-/// from the payload's blocks (each escape adds [`escape_sum_delta`]), so
-/// the framed reply is not read a second time.
-fn escape_runs(payload: &[u8], out: &mut Vec<u8>) -> u8 {
-    let mut lanes: SumLanes = [0; 16];
-    // The escapes' share of the checksum (the blocks' is in `lanes`).
-    let mut sum = 0u8;
+fn escape_runs(payload: &[u8], out: &mut Vec<u8>) {
     let start = out.len();
     let mut room = payload.len() + payload.len() / 8 + 4 * BLOCK;
     out.resize(start + room, 0);
@@ -184,7 +154,6 @@ fn escape_runs(payload: &[u8], out: &mut Vec<u8>) -> u8 {
             break;
         };
         let mut mask = special_mask(block);
-        add_block(&mut lanes, block);
         if out.len() < w + 3 * BLOCK {
             room *= 2;
             out.resize(start + room, 0);
@@ -202,7 +171,6 @@ fn escape_runs(payload: &[u8], out: &mut Vec<u8>) -> u8 {
             let at = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             let b = block.get(at).copied().unwrap_or(0);
-            sum = sum.wrapping_add(escape_sum_delta(b));
             if let Some([e, x]) = dst.get_mut(at + shift..at + shift + 2) {
                 *e = ESCAPE;
                 *x = b ^ 0x20;
@@ -219,18 +187,14 @@ fn escape_runs(payload: &[u8], out: &mut Vec<u8>) -> u8 {
         base += BLOCK;
     }
     out.truncate(w);
-    sum = lanes.iter().fold(sum, |a, &l| a.wrapping_add(l));
     for &b in payload.get(base..).unwrap_or_default() {
         if is_special(b) {
             out.push(ESCAPE);
             out.push(b ^ 0x20);
-            sum = sum.wrapping_add(ESCAPE).wrapping_add(b ^ 0x20);
         } else {
             out.push(b);
-            sum = sum.wrapping_add(b);
         }
     }
-    sum
 }
 
 /// Escapes and run-length encodes `payload` into `out`.
