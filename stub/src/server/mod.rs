@@ -710,17 +710,22 @@ impl Server {
     /// Close the loop turn's counts ([`turns`]): the refused connections
     /// open, and the sessions' sockets to check for unread input.
     fn end_turn(&mut self) {
-        let mut refused_open = 0;
+        let refused_open = self
+            .clients
+            .values()
+            .filter(|c| matches!(c.kind, ClientKind::Refused(_)))
+            .count();
+        // The sessions are only looked at with refused connections open:
+        // no list (no allocation) on an ordinary turn.
         let mut sessions = Vec::new();
-        for (t, c) in &self.clients {
-            match (&c.kind, &c.conn) {
-                (ClientKind::Refused(_), _) => refused_open += 1,
-                (ClientKind::Session(_), Conn::Stdio) => sessions.push((*t, None)),
-                (ClientKind::Session(_), conn) => sessions.push((*t, Some(conn.read_fd()))),
+        if refused_open > 0 {
+            for (t, c) in &self.clients {
+                match (&c.kind, &c.conn) {
+                    (ClientKind::Refused(_), _) => {}
+                    (ClientKind::Session(_), Conn::Stdio) => sessions.push((*t, None)),
+                    (ClientKind::Session(_), conn) => sessions.push((*t, Some(conn.read_fd()))),
+                }
             }
-        }
-        if refused_open == 0 {
-            sessions.clear();
         }
         self.turns.end_turn(self.turn, refused_open, &sessions);
     }

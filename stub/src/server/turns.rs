@@ -151,9 +151,12 @@ impl TurnCounter {
         }
         st.max_turn_refused_bytes = st.max_turn_refused_bytes.max(together);
         st.max_refused_open = st.max_refused_open.max(refused_open);
-        let read = std::mem::take(&mut self.session_read_now);
+        // Cleared, not replaced: the map keeps its capacity, so an ordinary
+        // turn allocates nothing.
+        let read = &mut self.session_read_now;
         if refused_open == 0 {
             self.waiting.clear();
+            read.clear();
             return;
         }
         st.contended_turns += 1;
@@ -170,6 +173,7 @@ impl TurnCounter {
             };
             st.max_session_wait_turns = st.max_session_wait_turns.max(*w);
         }
+        read.clear();
     }
 }
 

@@ -329,6 +329,10 @@ pub struct Session<R: SessionRole = CpuRole> {
     /// Target memory for `m`/`x` replies, reused (see `handlers::memory`); at most
     /// [`MAX_PACKET`] bytes.
     mem_scratch: Vec<u8>,
+    /// Small replies built on the steady-state path (`qC`), reused so they
+    /// cost no allocation ([`Session::send_built`]); it keeps the capacity
+    /// of the largest such reply (a thread id: a few dozen bytes).
+    reply_scratch: Vec<u8>,
     /// lldb's register view of a process (lldb sessions, x86-64 only).
     lldb_regs: Option<(Pid, std::rc::Rc<lldb_regs::LldbRegView>)>,
     /// The server loop's counts, for `monitor loop` (`server/turns.rs`).
@@ -402,6 +406,7 @@ impl<R: SessionRole> Session<R> {
             output_limit: MAX_PENDING_OUTPUT,
             nonstop: Default::default(),
             mem_scratch: Vec::new(),
+            reply_scratch: Vec::new(),
             lldb_regs: None,
             loop_stats: None,
         }
@@ -484,13 +489,13 @@ impl<R: SessionRole> Session<R> {
         }
         self.framer.push(data);
         while let Some(ev) = self.framer.next_event() {
-            if let Some(r) = self.framer.take_replies() {
-                self.out.extend_from_slice(&r);
-            }
+            self.framer.append_replies(&mut self.out);
             match ev {
                 WireEvent::Packet(p) => {
                     tracing::trace!(target: "packets", session = self.id, "<-- {}", String::from_utf8_lossy(&p));
                     self.handle_packet(&p);
+                    // No allocation per packet: the framer reuses the body.
+                    self.framer.recycle(p);
                 }
                 WireEvent::Notification(_) => {}
                 WireEvent::Ack => self.resend.acked(),
@@ -532,9 +537,7 @@ impl<R: SessionRole> Session<R> {
                 break;
             }
         }
-        if let Some(r) = self.framer.take_replies() {
-            self.out.extend_from_slice(&r);
-        }
+        self.framer.append_replies(&mut self.out);
         self.control
     }
 
@@ -585,6 +588,16 @@ impl<R: SessionRole> Session<R> {
         if !self.framer.no_ack() {
             self.resend.sent(self.out.get(start..).unwrap_or_default());
         }
+    }
+
+    /// Frame and queue the reply `build` writes into a reused buffer (no
+    /// allocation per reply once the buffer has grown).
+    pub(in crate::session) fn send_built(&mut self, build: impl FnOnce(&mut Vec<u8>)) {
+        let mut buf = std::mem::take(&mut self.reply_scratch);
+        buf.clear();
+        build(&mut buf);
+        self.send(&buf);
+        self.reply_scratch = buf;
     }
 
     fn send_error(&mut self, code: crate::error::ErrorCode, msg: &str) {

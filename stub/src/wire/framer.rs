@@ -14,6 +14,10 @@ use super::RLE_MARKER;
 /// buffer (from one huge [`Framer::push`]) is given back.
 const INPUT_KEEP: usize = 64 * 1024;
 
+/// Largest packet body capacity [`Framer::recycle`] takes back (larger
+/// ones, from a big `X` or `vFile:pwrite`, are freed).
+const BODY_KEEP: usize = 64 * 1024;
+
 /// Where the framer is in the byte stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -165,6 +169,28 @@ impl Framer {
             None
         } else {
             Some(std::mem::take(&mut self.replies))
+        }
+    }
+
+    /// Appends the acknowledgement bytes queued so far to `out` (what
+    /// [`Framer::take_replies`] returns) and keeps the queue's buffer, so
+    /// acknowledging costs no allocation per packet.
+    pub fn append_replies(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.replies);
+        self.replies.clear();
+    }
+
+    /// Gives back the body of a [`WireEvent::Packet`] or
+    /// [`WireEvent::Notification`] the caller has handled, to be reused for
+    /// the next frame: the server's steady state then allocates nothing per
+    /// packet (the body is otherwise handed out by value and a fresh one
+    /// grown for the next frame). Kept only while no frame has started a
+    /// body since, and only up to [`BODY_KEEP`] bytes of capacity, so the
+    /// framer's memory stays bounded as [`Framer::buffered_bytes`] says.
+    pub fn recycle(&mut self, mut body: Vec<u8>) {
+        if self.body.capacity() == 0 && body.capacity() <= BODY_KEEP.min(self.max_packet) {
+            body.clear();
+            self.body = body;
         }
     }
 
@@ -691,5 +717,35 @@ mod tests {
             peak = peak.max(f.buffered_bytes());
         }
         assert!(peak <= 64 * 1024 + max + 64, "peak {peak} bytes buffered");
+    }
+
+    #[test]
+    fn a_recycled_body_is_reused_for_the_next_packet() {
+        let mut f = Framer::new(DEFAULT_MAX_PACKET);
+        f.set_no_ack(true);
+        f.push(b"$qC#b4");
+        let Some(WireEvent::Packet(first)) = f.next_event() else {
+            panic!("no packet");
+        };
+        assert_eq!(first, b"qC");
+        let ptr = first.as_ptr();
+        f.recycle(first);
+        f.push(b"$qC#b4");
+        let Some(WireEvent::Packet(second)) = f.next_event() else {
+            panic!("no packet");
+        };
+        assert_eq!(second, b"qC");
+        assert_eq!(second.as_ptr(), ptr, "the body's buffer was not reused");
+        // A buffer larger than the keep limit is not taken back.
+        f.recycle(Vec::with_capacity(BODY_KEEP + 1));
+        assert_eq!(f.buffered_bytes(), f.input.capacity());
+        // Acknowledgements are appended without giving up their buffer.
+        let mut acks = Framer::new(64);
+        acks.push(b"$qC#b4");
+        assert!(acks.next_event().is_some());
+        let mut out = Vec::new();
+        acks.append_replies(&mut out);
+        assert_eq!(out, b"+");
+        assert!(acks.take_replies().is_none());
     }
 }

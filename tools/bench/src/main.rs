@@ -4,7 +4,9 @@
 //!
 //! Measured (as in research/client-traces.md §12): `qC` round trip (median
 //! of N) and the server's CPU time per `qC`; syscalls per `qC` (`strace -c
-//! -f` attached for 200 round trips, where strace exists); gdbmux again
+//! -f` attached for 200 round trips, where strace exists); heap allocations
+//! per `qC` (`perf stat` on uprobes of libc's `malloc`/`calloc`/`realloc`,
+//! where perf runs as root); gdbmux again
 //! with busy polling off (`--busy-poll-us 0`), and the CPU-for-latency
 //! figure of the busy-poll default; reading 16 MiB of inferior memory in the
 //! largest packets each server allows (`m` and, where offered, binary `x`),
@@ -453,6 +455,8 @@ struct Figures {
     qc_cpu_us: f64,
     /// Syscalls per `qC` (strace), total and by name.
     syscalls: Option<Syscalls>,
+    /// Heap allocations per `qC` (perf uprobes), where measurable.
+    allocs: Option<f64>,
     /// 16 MiB read, the best of `m` and `x`.
     mread_mibs: f64,
     /// 1 MiB and 256 MiB reads in the same mode (scaling).
@@ -606,8 +610,8 @@ s.send(pkt("k"))
 /// Syscalls per `qC`: the total, and `name count` by syscall.
 type Syscalls = (f64, String);
 /// gdbmux without busy polling: `qC` round trip (µs), server CPU per `qC`
-/// (µs), syscalls per `qC`.
-type NoPoll = (f64, f64, Option<Syscalls>);
+/// (µs), syscalls per `qC`, heap allocations per `qC`.
+type NoPoll = (f64, f64, Option<Syscalls>, Option<f64>);
 
 /// Syscalls per `qC` of the server `pid` (all its threads): `strace -c -f
 /// -p` attached for `n` round trips, then interrupted. `None` without
@@ -659,6 +663,90 @@ fn syscalls_per_qc(c: &mut Rsp, pid: u32, n: usize) -> Result<Option<Syscalls>> 
     Ok(Some((total, each.join(", "))))
 }
 
+/// Heap allocations per `qC` of the server `pid` (all threads): calls of
+/// libc's `malloc`, `calloc` and `realloc`, counted with `perf stat` on
+/// uprobes for `n` round trips. The probes are added for the count (and
+/// removed after) unless they exist already; `None` where perf or the
+/// probes are not available (not root, no perf). Rust's and C++'s
+/// allocators end in these calls in all three servers.
+fn allocs_per_qc(c: &mut Rsp, pid: u32, n: usize) -> Result<Option<f64>> {
+    const EVENTS: &str = "probe_libc:malloc,probe_libc:calloc,probe_libc:realloc";
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let Some(libc) = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/libc.so"))
+        .map(str::to_string)
+    else {
+        return Ok(None);
+    };
+    let listed = Command::new("perf")
+        .args(["probe", "-l"])
+        .stderr(Stdio::null())
+        .output();
+    let Ok(listed) = listed else {
+        return Ok(None);
+    };
+    let have =
+        |f: &str| String::from_utf8_lossy(&listed.stdout).contains(&format!("probe_libc:{f} "));
+    let missing: Vec<&str> = ["malloc", "calloc", "realloc"]
+        .into_iter()
+        .filter(|f| !have(f))
+        .collect();
+    for f in &missing {
+        let ok = Command::new("perf")
+            .args(["probe", "-q", "-x", &libc, "-a", f])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return Ok(None);
+        }
+    }
+    let remove = || {
+        for f in &missing {
+            let _ = Command::new("perf")
+                .args(["probe", "-q", "-d", &format!("probe_libc:{f}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    };
+    let Ok(mut st) = Command::new("perf")
+        .args(["stat", "-x", ",", "-e", EVENTS, "-p", &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        remove();
+        return Ok(None);
+    };
+    // perf stat says nothing when it starts counting: give it time to
+    // attach (the server is idle meanwhile and adds nothing to the count).
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..n {
+        c.ask("qC")?;
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(st.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )?;
+    let mut err = String::new();
+    if let Some(mut e) = st.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    let _ = st.wait();
+    remove();
+    let total: f64 = err
+        .lines()
+        .filter(|l| l.contains("probe_libc:"))
+        .filter_map(|l| l.split(',').next()?.trim().parse::<f64>().ok())
+        .sum();
+    let counted = err.lines().filter(|l| l.contains("probe_libc:")).count();
+    Ok((counted == 3).then_some(total / n as f64))
+}
+
 /// gdbmux with busy polling off (`--busy-poll-us 0`): `qC` round trip,
 /// server CPU per `qC`, and syscalls per `qC`.
 fn measure_no_poll(gdbmux: &Path, prog: &Path, a: &Args) -> Result<NoPoll> {
@@ -672,9 +760,10 @@ fn measure_no_poll(gdbmux: &Path, prog: &Path, a: &Args) -> Result<NoPoll> {
         let lat = qc_latency(&mut c, a.latency)?;
         let cpu = server_cpu_ns(pid).saturating_sub(cpu0) as f64 / 1000.0 / a.latency as f64;
         let sys = syscalls_per_qc(&mut c, pid, 200)?;
+        let allocs = allocs_per_qc(&mut c, pid, 2000)?;
         let _ = c.send(b"k");
         let _ = c.recv();
-        Ok((lat, cpu, sys))
+        Ok((lat, cpu, sys, allocs))
     })();
     let _ = child.kill();
     let _ = child.wait();
@@ -969,6 +1058,7 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
     let qc_cpu_us =
         (server_cpu_ns(server_pid).saturating_sub(cpu0)) as f64 / 1000.0 / a.latency as f64;
     let syscalls = syscalls_per_qc(&mut c, server_pid, 200)?;
+    let allocs = allocs_per_qc(&mut c, server_pid, 2000)?;
 
     // Memory: 16 MiB with m in the largest chunk and with x where offered;
     // then the best of them for the other sizes (how the rate grows with
@@ -1067,6 +1157,7 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
         qc_py_us: f64::NAN,
         qc_cpu_us,
         syscalls,
+        allocs,
         mread_mibs,
         mread_1_mibs,
         mread_256_mibs,
@@ -1158,6 +1249,7 @@ fn main() -> Result<()> {
             let pick = |g: fn(&Figures) -> f64| median(v.iter().map(g).collect());
             let how = v.first().map(|f| f.mread_how.clone()).unwrap_or_default();
             let syscalls = v.iter().find_map(|f| f.syscalls.clone());
+            let allocs = median(v.iter().filter_map(|f| f.allocs).collect());
             (
                 s,
                 Figures {
@@ -1167,6 +1259,7 @@ fn main() -> Result<()> {
                     qc_py_us: pick(|f| f.qc_py_us),
                     qc_cpu_us: pick(|f| f.qc_cpu_us),
                     syscalls,
+                    allocs: allocs.is_finite().then_some(allocs),
                     mread_mibs: pick(|f| f.mread_mibs),
                     mread_1_mibs: pick(|f| f.mread_1_mibs),
                     mread_256_mibs: pick(|f| f.mread_256_mibs),
@@ -1297,10 +1390,24 @@ fn main() -> Result<()> {
         if let Some((total, each)) = no_poll.iter().find_map(|r| r.2.clone()) {
             println!("- syscalls per qC (strace -c -f), gdbmux busy-poll off: {total:.1} ({each})");
         }
+        if let Some(n) = no_poll.iter().find_map(|r| r.3) {
+            println!(
+                "- heap allocations per qC (perf uprobes on libc malloc/calloc/realloc), \
+                 gdbmux busy-poll off: {n:.2}"
+            );
+        }
     }
     for (n, f) in &results {
         if let Some((total, each)) = &f.syscalls {
             println!("- syscalls per qC (strace -c -f), {n}: {total:.1} ({each})");
+        }
+        match f.allocs {
+            Some(a) => println!(
+                "- heap allocations per qC (perf uprobes on libc malloc/calloc/realloc), {n}: {a:.2}"
+            ),
+            None => println!(
+                "- heap allocations per qC, {n}: not measured (needs perf and root for uprobes)"
+            ),
         }
     }
     // Scaling: server-side time per MiB from its rate at each length.

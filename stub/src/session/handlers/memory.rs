@@ -1,6 +1,5 @@
 //! Memory: `m`, `M`, `x`, `X` (packets: `packet/memory.rs`).
 
-use crate::packet::reply;
 use crate::session::Session;
 use crate::session::SessionRole;
 use crate::session::MAX_PACKET;
@@ -16,7 +15,7 @@ impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_x(&mut self, addr: u64, len: u64) {
         if len == 0 {
             // lldb's `x0,0` probe for binary reads.
-            self.send(&reply::ok());
+            self.send(b"OK");
             return;
         }
         let len = (len as usize).min(MAX_PACKET - 16);
@@ -57,8 +56,9 @@ impl<R: SessionRole> Session<R> {
         self.mem_scratch = buf;
     }
 
-    /// [`Session::send`] of the hex text of `data`, encoded in place.
-    fn send_hex(&mut self, data: &[u8]) {
+    /// [`Session::send`] of the hex text of `data`, encoded in place (no
+    /// allocation: `m` replies and register reads).
+    pub(in crate::session) fn send_hex(&mut self, data: &[u8]) {
         tracing::trace!(target: "packets", session = self.id, "--> hex of {} bytes", data.len());
         let start = self.out.len();
         self.encoder.packet_hex(data, &mut self.out);

@@ -214,7 +214,8 @@ impl<R: SessionRole> Session<R> {
 
     pub(in crate::session) fn reply_unit(&mut self, r: Result<(), TargetError>) {
         match r {
-            Ok(()) => self.send(&reply::ok()),
+            // A literal, not `reply::ok()`: no allocation per reply.
+            Ok(()) => self.send(b"OK"),
             Err(e) => self.send_target_error(&e),
         }
     }
@@ -244,7 +245,7 @@ impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn current_pid(&self) -> Result<Pid, TargetError> {
         self.current
             .or_else(|| self.procs.keys().next().copied())
-            .ok_or(TargetError::Invalid("no process".into()))
+            .ok_or_else(|| TargetError::Invalid("no process".into()))
     }
 
     pub(in crate::session) fn current_target(

@@ -1,7 +1,6 @@
 //! Registers: `g`, `G`, `p`, `P`, with lldb's `;thread:` suffix
 //! (packets: `packet/regs.rs`).
 
-use crate::packet::reply;
 use crate::packet::IdSel;
 use crate::packet::ThreadId;
 use crate::session::Session;
@@ -23,7 +22,7 @@ impl<R: SessionRole> Session<R> {
             .reg_thread(thread)
             .and_then(|(pid, tid)| self.target_mut(pid)?.read_register(tid, regnum));
         match r {
-            Ok(v) => self.send(&reply::hex_bytes(&v)),
+            Ok(v) => self.send_hex(&v),
             Err(e) => self.send_target_error(&e),
         }
     }
@@ -47,7 +46,7 @@ impl<R: SessionRole> Session<R> {
         if suffix.is_some() {
             return self
                 .resolve_thread(suffix)
-                .ok_or(TargetError::Invalid("no such thread".into()));
+                .ok_or_else(|| TargetError::Invalid("no such thread".into()));
         }
         if let Some(t) = self
             .g_thread
@@ -59,7 +58,7 @@ impl<R: SessionRole> Session<R> {
             pid: None,
             tid: IdSel::Any,
         }))
-        .ok_or(TargetError::Invalid("no process".into()))
+        .ok_or_else(|| TargetError::Invalid("no process".into()))
     }
 
     pub(in crate::session) fn handle_g(&mut self, thread: Option<ThreadId>) {
@@ -67,7 +66,7 @@ impl<R: SessionRole> Session<R> {
             .reg_thread(thread)
             .and_then(|(pid, tid)| self.target_mut(pid)?.read_g_registers(tid));
         match r {
-            Ok(v) => self.send(&reply::hex_bytes(&v)),
+            Ok(v) => self.send_hex(&v),
             Err(e) => self.send_target_error(&e),
         }
     }

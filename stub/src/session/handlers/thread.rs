@@ -134,9 +134,11 @@ impl<R: SessionRole> Session<R> {
             .or(tid);
         match tid {
             Some(tid) => {
-                let mut out = b"QC".to_vec();
-                thread_id(&mut out, pid, tid, self.features.multiprocess);
-                self.send(&out);
+                let multiprocess = self.features.multiprocess;
+                self.send_built(|out| {
+                    out.extend_from_slice(b"QC");
+                    thread_id(out, pid, tid, multiprocess);
+                });
             }
             None => self.send_error(crate::error::ErrorCode::NoSuchProcess, "no thread"),
         }
