@@ -246,6 +246,7 @@ impl SessionRole for CpuRole {
             "qXfer:osdata:read+",
             "QNonStop+",
             "ConditionalBreakpoints+",
+            "BreakpointCommands+",
         ]
     }
 
