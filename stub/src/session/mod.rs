@@ -637,13 +637,14 @@ impl<R: SessionRole> Session<R> {
             };
             match ev {
                 Ok(Some(end @ (StopEvent::Exited { .. } | StopEvent::Terminated { .. })))
-                    if sent_stop =>
+                    if sent_stop || !self.is_running() =>
                 {
-                    // Another process's stop went out in this wake-up: this
-                    // exit is the next resume's reply, as gdbserver keeps
-                    // an event pending while it reports one (a vfork child
-                    // that exits as its parent's vforkdone is reported:
-                    // gdb testsuite vfork-follow-parent, schedule-multiple).
+                    // Another process's stop went out (in this wake-up or
+                    // before): this exit is the next resume's reply, as
+                    // gdbserver keeps an event pending while it reports one
+                    // (a vfork child that exits as its parent's vforkdone
+                    // is reported: gdb testsuite vfork-follow-parent,
+                    // schedule-multiple).
                     got_event = true;
                     self.deferred_ends.push(end);
                 }

@@ -211,8 +211,8 @@ impl<R: SessionRole> Session<R> {
 
     /// `?` in non-stop: every stopped thread's last stop.
     ///
-    /// The other threads of an attached process, stopped by the attach
-    /// but never reported, run on instead, as with gdbserver: its `?`
+    /// The other threads of an attached process still at its attach stop
+    /// (never resumed, never reported) run on instead, as with gdbserver: its `?`
     /// reports the threads whose stop it has collected, which after
     /// `--attach` is the main thread alone (linux-low.cc attaches the
     /// others without waiting for their stop). gdb then stops those it
@@ -230,13 +230,19 @@ impl<R: SessionRole> Session<R> {
                 .into_iter()
                 .filter(|tid| !t.thread_running(*tid))
                 .collect();
-            // An attached process's threads without a reported stop run
-            // on, when one with a stop is left to report.
-            let run_on: Vec<Tid> = if t.attached()
-                && halted
-                    .iter()
-                    .any(|tid| self.nonstop.last.contains_key(&(*pid, *tid)))
-            {
+            // The threads of a process still at its attach stop, other
+            // than the one with that stop, run on.
+            let at_attach = t.attached()
+                && halted.iter().any(|tid| {
+                    matches!(
+                        self.nonstop.last.get(&(*pid, *tid)),
+                        Some(StopEvent::Stopped {
+                            kind: StopKind::Initial,
+                            ..
+                        })
+                    )
+                });
+            let run_on: Vec<Tid> = if at_attach {
                 halted
                     .iter()
                     .copied()
