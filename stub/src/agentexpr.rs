@@ -7,10 +7,14 @@
 //! values and at most [`STEP_LIMIT`] instructions run (a `goto` loop ends
 //! with an error), every jump and operand is bounds-checked. Tracing
 //! opcodes (`trace`, `tracev`, …) collect nothing here (a condition has no
-//! trace frame) and `printf`, floating point and the trace-state variables
-//! (`getv`/`setv`) are refused with [`AgentError::Unsupported`].
+//! trace frame); `printf` runs only in breakpoint commands
+//! ([`run_command`], gdb's agent-style `dprintf`); floating point and the
+//! trace-state variables (`getv`/`setv`) are refused with
+//! [`AgentError::Unsupported`].
 
 use std::fmt;
+
+mod printf;
 
 /// Most values on the stack (gdbserver's own evaluator allows 100).
 pub const STACK_LIMIT: usize = 100;
@@ -51,6 +55,9 @@ pub enum AgentError {
     Memory(u64),
     /// The code ended without `end`.
     NoEnd,
+    /// A `printf` format the agent does not print (as gdbserver's
+    /// `ax_printf`: only `%s` and the integer conversions).
+    Format(String),
 }
 
 impl fmt::Display for AgentError {
@@ -66,6 +73,7 @@ impl fmt::Display for AgentError {
             AgentError::Register(r) => write!(f, "agent expression: register {r} unreadable"),
             AgentError::Memory(a) => write!(f, "agent expression: memory at {a:#x} unreadable"),
             AgentError::NoEnd => write!(f, "agent expression has no end"),
+            AgentError::Format(why) => write!(f, "agent printf: {why}"),
         }
     }
 }
@@ -136,6 +144,26 @@ fn le(bytes: &[u8]) -> u64 {
 
 /// Run `code`; the value on top of the stack at `end`.
 pub fn eval(code: &[u8], ctx: &mut dyn AgentContext) -> Result<u64, AgentError> {
+    run(code, ctx, None)
+}
+
+/// Run a breakpoint command (`Z0…;cmds:P,X len,bytes`, gdb's agent-style
+/// `dprintf`): as [`eval`], and `printf` appends its text to `out` (at
+/// most [`printf::OUTPUT_LIMIT`] bytes a call). The stack may be empty at
+/// `end`: a command has no value.
+pub fn run_command(
+    code: &[u8],
+    ctx: &mut dyn AgentContext,
+    out: &mut String,
+) -> Result<(), AgentError> {
+    run(code, ctx, Some(out)).map(|_| ())
+}
+
+fn run(
+    code: &[u8],
+    ctx: &mut dyn AgentContext,
+    mut out: Option<&mut String>,
+) -> Result<u64, AgentError> {
     if code.len() > CODE_LIMIT {
         return Err(AgentError::OutOfCode);
     }
@@ -237,6 +265,7 @@ pub fn eval(code: &[u8], ctx: &mut dyn AgentContext) -> Result<u64, AgentError> 
                 let b = ctx.register(r).ok_or(AgentError::Register(r))?;
                 m.push(le(&b))?;
             }
+            0x27 if out.is_some() => return Ok(m.stack.pop().unwrap_or(0)),
             0x27 => return m.pop(),
             0x28 => {
                 let t = *m.top()?;
@@ -289,8 +318,26 @@ pub fn eval(code: &[u8], ctx: &mut dyn AgentContext) -> Result<u64, AgentError> 
                 m.push(a)?;
                 m.push(b)?;
             }
+            // printf NARGS LEN:2 FORMAT\0 (commands only): pops the
+            // function and the channel (gdb pushes both; unused, as in
+            // gdbserver), then NARGS arguments, the first on top.
+            0x34 if out.is_some() => {
+                let nargs = m.operand(1)? as usize;
+                let slen = m.operand(2)? as usize;
+                let format = code.get(m.pc..m.pc + slen).ok_or(AgentError::OutOfCode)?;
+                m.pc += slen;
+                m.pop()?;
+                m.pop()?;
+                let mut args = Vec::with_capacity(nargs);
+                for _ in 0..nargs {
+                    args.push(m.pop()?);
+                }
+                if let Some(out) = out.as_deref_mut() {
+                    printf::format(format, &args, ctx, out)?;
+                }
+            }
             // float, ref_float/double/long_double, l_to_d, d_to_l, getv,
-            // setv, printf.
+            // setv, printf (in a condition).
             0x01 | 0x1b..=0x1f | 0x2c | 0x2d | 0x34 => return Err(AgentError::Unsupported(op)),
             op => return Err(AgentError::BadOpcode(op)),
         }
@@ -318,6 +365,33 @@ pub fn parse_conditions(tail: &[u8]) -> Option<Vec<Vec<u8>>> {
             .map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
             .collect();
         out.push(bytes?);
+    }
+    Some(out)
+}
+
+/// Decode the commands of a `Z0` packet (after `cmds:`): `P,` (the
+/// persist flag, ignored) then `X len,hex` bytecodes one after another.
+/// `None` when malformed.
+pub fn parse_commands(part: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut rest = match part {
+        [b'0' | b'1', b',', rest @ ..] => rest,
+        _ => return None,
+    };
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let body = rest.strip_prefix(b"X")?;
+        let comma = body.iter().position(|b| *b == b',')?;
+        let len = usize::from_str_radix(std::str::from_utf8(body.get(..comma)?).ok()?, 16).ok()?;
+        if len > CODE_LIMIT {
+            return None;
+        }
+        let hex = body.get(comma + 1..comma + 1 + len * 2)?;
+        let bytes: Option<Vec<u8>> = hex
+            .chunks(2)
+            .map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
+            .collect();
+        out.push(bytes?);
+        rest = body.get(comma + 1 + len * 2..)?;
     }
     Some(out)
 }
@@ -373,6 +447,16 @@ mod tests {
             Err(AgentError::StackOverflow)
         );
         assert_eq!(eval(&[0x34], &mut Ctx), Err(AgentError::Unsupported(0x34)));
+        // The same printf runs as a command: gdb's `dprintf foo,"x=%d\n", 7`.
+        let mut code = vec![0x22, 7, 0x22, 0, 0x22, 0, 0x34, 1, 0, 6];
+        code.extend_from_slice(b"x=%d\\n\0");
+        code[9] = 7;
+        code.push(0x27);
+        let mut out = String::new();
+        assert_eq!(run_command(&code, &mut Ctx, &mut out), Ok(()));
+        assert_eq!(out, "x=7\n");
+        assert_eq!(parse_commands(b"0,X1,27"), Some(vec![vec![0x27]]));
+        assert_eq!(parse_commands(b"X1,27"), None);
         assert_eq!(eval(&[0xff], &mut Ctx), Err(AgentError::BadOpcode(0xff)));
     }
 

@@ -490,6 +490,16 @@ pub trait Target {
     fn set_breakpoint_conditions(&mut self, _addr: u64, _conds: Vec<Vec<u8>>) -> TargetResult<()> {
         Err(TargetError::Unsupported("breakpoint conditions"))
     }
+    /// Commands (agent expressions run at each hit, gdb's agent-style
+    /// `dprintf`) of the client's software breakpoint at `addr`; a hit of
+    /// a breakpoint with commands is not reported, as gdbserver does.
+    /// Replaced by the next insert at `addr` (empty: none).
+    fn set_breakpoint_commands(&mut self, _addr: u64, cmds: Vec<Vec<u8>>) -> TargetResult<()> {
+        if cmds.is_empty() {
+            return Ok(());
+        }
+        Err(TargetError::Unsupported("breakpoint commands"))
+    }
     /// At a stop: take the stops other threads had when every thread was
     /// stopped (breakpoints, watchpoints, steps, signals), so they are
     /// reported with this stop and not on later resumes (lldb-server's

@@ -28,7 +28,7 @@ const GDBSERVER: &str = "gdbserver";
 const STDIO_GUARD: &str = "timeout -s KILL 90";
 const SERVERS: [&str; 2] = [GDBSERVER, GDBMUX];
 
-const FIXTURES: [&str; 12] = [
+const FIXTURES: [&str; 13] = [
     "argv",
     "sigchain",
     "sig",
@@ -41,6 +41,7 @@ const FIXTURES: [&str; 12] = [
     "tlsvars",
     "watchwide",
     "sigwrite",
+    "stepsig",
 ];
 
 /// The fixtures, built once into one directory; returns it.
@@ -666,6 +667,62 @@ fn gdb_passes_signals_of_two_threads() {
         assert!(text.contains("received signal SIGUSR2"), "{who}: {text}");
         assert!(text.contains("seen 10 12"), "{who}: {text}");
         assert!(text.contains("exited normally"), "{who}: {text}");
+    }
+}
+
+/// A signal gdb passes silently (`handle SIGUSR1 nostop noprint pass`)
+/// that stops a thread gdb single-steps is reported all the same, as
+/// gdbserver reports it (linux-low.cc ignores a passed signal only for a
+/// thread not resumed with `resume_step`): gdb runs the handler under a
+/// step-resume breakpoint, and `stepi` ends at main's next instruction
+/// with the handler run once. gdbmux passed it on with the step before,
+/// and `stepi` ended at the handler's first instruction. The second
+/// `stepi` takes the SIGUSR1 that the raw `kill` left pending, from a
+/// breakpoint: in non-stop mode gdb steps over that breakpoint out of
+/// line (displaced stepping) and relocates the pc back when the step ends
+/// with a signal. The same session as with gdbserver in both modes.
+#[test]
+fn gdb_step_with_a_passed_signal_matches_gdbserver() {
+    let dir = fixture_dir();
+    let exe = dir.join("stepsig");
+    let script = [
+        "handle SIGUSR1 nostop noprint pass",
+        "break *raw_kill",
+        "break *after_kill",
+        "continue",
+        "stepi",
+        "print hits",
+        "stepi",
+        "x/i $pc",
+        "print hits",
+        "next",
+        "print hits",
+        "next",
+        "print hits",
+        "continue",
+    ];
+    for mode in ["off", "on"] {
+        let run = |server: &str| {
+            let extra = if server == GDBMUX { " --no-gpu" } else { "" };
+            let mut cmds = vec![
+                format!("set non-stop {mode}"),
+                format!(
+                    "target remote | {STDIO_GUARD} {server}{extra} - {}",
+                    exe.display()
+                ),
+            ];
+            cmds.extend(script.iter().map(|c| c.to_string()));
+            normalise(&gdb(&cmds, Some(&exe)))
+        };
+        let [a, b] = [run(GDBSERVER), run(GDBMUX)];
+        let text = b.join("\n");
+        assert!(text.contains("$2 = 1"), "non-stop {mode}: {text}");
+        assert!(!text.contains("on_usr1 ("), "non-stop {mode}: {text}");
+        assert!(
+            text.contains("exited with code 02"),
+            "non-stop {mode}: {text}"
+        );
+        assert_eq!(a, b, "non-stop {mode}: gdbserver vs gdbmux");
     }
 }
 

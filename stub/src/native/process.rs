@@ -196,6 +196,22 @@ impl LinuxProcess {
         self.seq
     }
 
+    /// Whether the client single-steps thread `i` (`vCont;s`, `vCont;r`).
+    /// A signal it passes silently (`QPassSignals`) is reported for such a
+    /// thread all the same, as gdbserver does (linux-low.cc `linux_wait_1`
+    /// ignores a passed signal only when the thread's `last_resume_kind`
+    /// is not `resume_step`): gdb then steps over the handler itself (a
+    /// step-resume breakpoint, or the relocation of a displaced step's
+    /// pc). Stepping into the handler silently instead ends the step at
+    /// the handler's first instruction, which gdb takes for the end of a
+    /// displaced step's copied instruction.
+    fn client_steps(&self, i: usize) -> bool {
+        matches!(
+            self.threads[i].action,
+            ResumeAction::Step(_) | ResumeAction::RangeStep { .. }
+        )
+    }
+
     /// Start (or restart) thread `i` with its current action.
     fn run_thread(&mut self, i: usize) {
         let gen = self.hw.generation;
@@ -390,7 +406,10 @@ impl LinuxProcess {
                     self.handle_trap(i);
                     return None;
                 }
-                if self.pass.get(sig as usize).copied().unwrap_or(false) {
+                // A passed signal goes on unreported, except to a thread
+                // the client steps ([`Self::client_steps`]).
+                let passed = self.pass.get(sig as usize).copied().unwrap_or(false);
+                if passed && (self.conds.is_stepping(tid) || !self.client_steps(i)) {
                     if self.conds.is_stepping(tid) {
                         // A passed signal arrived before the step over a
                         // false condition's breakpoint: step with it (the
@@ -438,7 +457,7 @@ impl LinuxProcess {
             if let Err(e) = self.threads[i].regs.set_pc(tid, pc - 1) {
                 tracing::warn!(target: "native", "rewind pc of {tid}: {e}");
             }
-            if self.condition_false(i, pc - 1) {
+            if self.condition_false(i, pc - 1) || self.commands_run(i, pc - 1) {
                 return;
             }
             self.set_pending(i, SIGTRAP, StopKind::SwBreak);
@@ -508,15 +527,48 @@ impl LinuxProcess {
         if super::condbp::any_true(&conds, &mut ctx) {
             return false;
         }
-        if !self.nonstop && self.state != State::Running {
+        tracing::trace!(target: "native", "thread {tid}: condition at {addr:#x} false (hold {:?})", self.hold);
+        self.pass_breakpoint(i, addr);
+        true
+    }
+
+    /// A hit (its condition true or absent) of a breakpoint with commands
+    /// ([`super::condbp`]): run them and pass the breakpoint unreported.
+    /// A thread left at the breakpoint (the process stopping, or another
+    /// step-over under way) runs them when it hits it again.
+    fn commands_run(&mut self, i: usize, addr: u64) -> bool {
+        let Some(cmds) = self.conds.commands_at(addr) else {
+            return false;
+        };
+        if self.step_over_waits() {
             return true;
         }
-        tracing::trace!(target: "native", "thread {tid}: condition at {addr:#x} false (hold {:?})", self.hold);
-        if self.hold.is_some() {
-            // Another thread's step-over is under way: this one stays at
-            // the breakpoint, unreported, and evaluates the hit again when
-            // it is released.
-            return true;
+        let tid = self.threads[i].tid;
+        let text = super::condbp::run_commands(&cmds, &mut CondCtx { p: self, tid });
+        if !text.is_empty() {
+            use std::io::Write as _;
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(text.as_bytes());
+            let _ = err.flush();
+        }
+        self.pass_breakpoint(i, addr);
+        true
+    }
+
+    /// Whether a hit not reported now leaves its thread at the breakpoint
+    /// (to hit it again when it runs): the process is stopping, or
+    /// another thread's step-over is under way.
+    fn step_over_waits(&self) -> bool {
+        (!self.nonstop && self.state != State::Running) || self.hold.is_some()
+    }
+
+    /// Pass the breakpoint at `addr` that thread `i` hit, unreported.
+    fn pass_breakpoint(&mut self, i: usize, addr: u64) {
+        let tid = self.threads[i].tid;
+        if self.step_over_waits() {
+            // The thread stays at the breakpoint, unreported, and takes
+            // the hit again when it runs (is released).
+            return;
         }
         // Stop every other running thread first; the step starts once
         // they all have (`advance_step_over`; at once if none runs). In
@@ -529,7 +581,6 @@ impl LinuxProcess {
         });
         self.stop_others(i);
         self.advance_step_over();
-        true
     }
 
     /// SIGSTOP every running thread but `i` (a zombie leader never stops:
@@ -1081,8 +1132,9 @@ impl Target for LinuxProcess {
         }
         if kind == BreakpointKind::Software {
             // A plain Z0 makes the breakpoint unconditional (gdb sends the
-            // conditions again with every insert).
+            // conditions again with every insert), without commands.
             self.conds.set(addr, Vec::new());
+            self.conds.set_commands(addr, Vec::new());
         }
         match kind {
             BreakpointKind::Software => {
@@ -1585,6 +1637,14 @@ impl Target for LinuxProcess {
             return Err(TargetError::Invalid(format!("no breakpoint at {addr:#x}")));
         }
         self.conds.set(addr, conds);
+        Ok(())
+    }
+
+    fn set_breakpoint_commands(&mut self, addr: u64, cmds: Vec<Vec<u8>>) -> TargetResult<()> {
+        if !self.bps.get(addr).is_some_and(|b| b.client) {
+            return Err(TargetError::Invalid(format!("no breakpoint at {addr:#x}")));
+        }
+        self.conds.set_commands(addr, cmds);
         Ok(())
     }
 

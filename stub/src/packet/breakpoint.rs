@@ -12,8 +12,8 @@ use crate::target::BreakpointKind;
 
 /// `Z`/`z` (after the letter).
 pub fn parse(rest: &[u8], insert: bool) -> Result<Command, ParseError> {
-    // `;X…` conditions (ConditionalBreakpoints+); a `;cmds:…` part
-    // (BreakpointCommands, not advertised) is dropped.
+    // `;X…` conditions (ConditionalBreakpoints+), then `;cmds:P,X…`
+    // commands (BreakpointCommands+; P, the persist flag, is ignored).
     let (rest, tail) = match rest.iter().position(|b| *b == b';') {
         Some(i) => (
             rest.get(..i).unwrap_or_default(),
@@ -21,9 +21,12 @@ pub fn parse(rest: &[u8], insert: bool) -> Result<Command, ParseError> {
         ),
         None => (rest, &b""[..]),
     };
-    let conds_part = match tail.windows(5).position(|w| w == b"cmds:") {
-        Some(i) => tail.get(..i).unwrap_or_default(),
-        None => tail,
+    let (conds_part, cmds_part) = match tail.windows(5).position(|w| w == b"cmds:") {
+        Some(i) => (
+            tail.get(..i).unwrap_or_default(),
+            tail.get(i + 5..).unwrap_or_default(),
+        ),
+        None => (tail, &b""[..]),
     };
     let mut it = rest.split(|b| *b == b',');
     let kind = match it.next() {
@@ -39,14 +42,21 @@ pub fn parse(rest: &[u8], insert: bool) -> Result<Command, ParseError> {
     if it.next().is_some() {
         return Err(ParseError::new("trailing breakpoint fields"));
     }
-    if insert && kind == BreakpointKind::Software && !conds_part.is_empty() {
+    if insert && kind == BreakpointKind::Software && !tail.is_empty() {
         let conditions = crate::agentexpr::parse_conditions(conds_part)
             .ok_or_else(|| ParseError::new("bad breakpoint condition"))?;
-        if !conditions.is_empty() {
+        let commands = if cmds_part.is_empty() {
+            Vec::new()
+        } else {
+            crate::agentexpr::parse_commands(cmds_part)
+                .ok_or_else(|| ParseError::new("bad breakpoint commands"))?
+        };
+        if !conditions.is_empty() || !commands.is_empty() {
             return Ok(Command::InsertConditionalBreakpoint {
                 addr,
                 len,
                 conditions,
+                commands,
             });
         }
     }
@@ -88,10 +98,29 @@ mod tests {
             Command::InsertConditionalBreakpoint {
                 addr: 1,
                 len: 1,
-                conditions: vec![vec![0x22, 0x27]]
+                conditions: vec![vec![0x22, 0x27]],
+                commands: Vec::new(),
             }
         );
-        assert!(p(b"Z0,1,1;X1,ab;cmds:0,X1,27").is_ok());
+        assert_eq!(
+            p(b"Z0,1,1;X1,ab;cmds:0,X1,27X2,2227").unwrap(),
+            Command::InsertConditionalBreakpoint {
+                addr: 1,
+                len: 1,
+                conditions: vec![vec![0xab]],
+                commands: vec![vec![0x27], vec![0x22, 0x27]],
+            }
+        );
+        assert_eq!(
+            p(b"Z0,1,1;cmds:1,X1,27").unwrap(),
+            Command::InsertConditionalBreakpoint {
+                addr: 1,
+                len: 1,
+                conditions: Vec::new(),
+                commands: vec![vec![0x27]],
+            }
+        );
+        assert!(p(b"Z0,1,1;cmds:0,X2,27").is_err());
         assert!(p(b"Z0,1,1;X2,ab").is_err());
     }
 }

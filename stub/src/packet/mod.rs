@@ -175,8 +175,9 @@ pub enum Command {
         /// Length / kind field.
         len: u64,
     },
-    /// `Z0,addr,kind;X len,bytes…`: a software breakpoint with
-    /// target-side conditions (agent expressions).
+    /// `Z0,addr,kind;X len,bytes…;cmds:P,X len,bytes…`: a software
+    /// breakpoint with target-side conditions and commands (agent
+    /// expressions).
     InsertConditionalBreakpoint {
         /// Address.
         addr: u64,
@@ -184,6 +185,8 @@ pub enum Command {
         len: u64,
         /// The conditions' bytecodes.
         conditions: Vec<Vec<u8>>,
+        /// The commands' bytecodes (`;cmds:P,X…`, agent `dprintf`).
+        commands: Vec<Vec<u8>>,
     },
     /// `z kind,addr,len`
     RemoveBreakpoint {

@@ -303,6 +303,9 @@ pub struct Session<R: SessionRole = CpuRole> {
     thread_cursor: bool,
     journal: Journal,
     run: RunState,
+    /// All-stop: exits of other processes collected in the wake-up that
+    /// sent a stop, reported one per resume (`handlers/resume.rs`).
+    deferred_ends: Vec<StopEvent>,
     control: SessionControl,
     launch: LaunchDefaults,
     hostio: crate::hostio::offload::SharedHostIo,
@@ -390,6 +393,7 @@ impl<R: SessionRole> Session<R> {
             thread_cursor: false,
             journal: Journal::default(),
             run: RunState::Stopped,
+            deferred_ends: Vec::new(),
             control: SessionControl::Continue,
             launch,
             hostio: Default::default(),
@@ -638,15 +642,30 @@ impl<R: SessionRole> Session<R> {
         }
         let pids: Vec<Pid> = self.procs.keys().copied().collect();
         let mut got_event = false;
+        let mut sent_stop = false;
         for pid in pids {
             let ev = match self.procs.get_mut(&pid) {
                 Some(t) => t.process_events(),
                 None => continue,
             };
             match ev {
+                Ok(Some(end @ (StopEvent::Exited { .. } | StopEvent::Terminated { .. })))
+                    if sent_stop || !self.is_running() =>
+                {
+                    // Another process's stop went out (in this wake-up or
+                    // before): this exit is the next resume's reply, as
+                    // gdbserver keeps an event pending while it reports one
+                    // (a vfork child that exits as its parent's vforkdone
+                    // is reported: gdb testsuite vfork-follow-parent,
+                    // schedule-multiple).
+                    got_event = true;
+                    self.deferred_ends.push(end);
+                }
                 Ok(Some(stop)) => {
                     got_event = true;
-                    self.on_stop(stop)
+                    let was_running = self.is_running();
+                    self.on_stop(stop);
+                    sent_stop |= was_running && !self.is_running();
                 }
                 Ok(None) => {}
                 Err(e) => {

@@ -210,12 +210,49 @@ impl<R: SessionRole> Session<R> {
     }
 
     /// `?` in non-stop: every stopped thread's last stop.
+    ///
+    /// The other threads of an attached process still at its attach stop
+    /// (never resumed, never reported) run on instead, as with gdbserver: its `?`
+    /// reports the threads whose stop it has collected, which after
+    /// `--attach` is the main thread alone (linux-low.cc attaches the
+    /// others without waiting for their stop). gdb then stops those it
+    /// wants (`vCont;t`, answered with a stop notification each). gdb 13
+    /// connecting with `maint set target-non-stop on` aborts (remote.c
+    /// `wait`: `!async_event_handler_marked`) when `?` lists several
+    /// stopped threads of a process it is attaching to (gdb testsuite
+    /// gdb.server/attach-flag.exp).
     fn nonstop_question(&mut self) {
         self.nonstop.queue.clear();
         let mut stopped: Vec<StopEvent> = Vec::new();
-        for (pid, t) in &self.procs {
-            for tid in t.threads() {
-                if t.thread_running(tid) {
+        for (pid, t) in self.procs.iter_mut() {
+            let halted: Vec<Tid> = t
+                .threads()
+                .into_iter()
+                .filter(|tid| !t.thread_running(*tid))
+                .collect();
+            // The threads of a process still at its attach stop, other
+            // than the one with that stop, run on.
+            let at_attach = t.attached()
+                && halted.iter().any(|tid| {
+                    matches!(
+                        self.nonstop.last.get(&(*pid, *tid)),
+                        Some(StopEvent::Stopped {
+                            kind: StopKind::Initial,
+                            ..
+                        })
+                    )
+                });
+            let run_on: Vec<Tid> = if at_attach {
+                halted
+                    .iter()
+                    .copied()
+                    .filter(|tid| !self.nonstop.last.contains_key(&(*pid, *tid)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            for tid in halted {
+                if run_on.contains(&tid) {
                     continue;
                 }
                 let ev =
@@ -230,6 +267,18 @@ impl<R: SessionRole> Session<R> {
                             kind: StopKind::Signal,
                         });
                 stopped.push(ev);
+            }
+            if !run_on.is_empty() {
+                let plan = ResumePlan {
+                    threads: run_on
+                        .iter()
+                        .map(|tid| (*tid, ResumeAction::Continue(None)))
+                        .collect(),
+                    default: None,
+                };
+                if let Err(e) = t.resume(&plan) {
+                    tracing::warn!(target: "session", session = self.id, pid, "non-stop: run the attached threads: {e}");
+                }
             }
         }
         for ev in stopped {

@@ -247,6 +247,7 @@ impl SessionRole for CpuRole {
             "qXfer:osdata:read+",
             "QNonStop+",
             "ConditionalBreakpoints+",
+            "BreakpointCommands+",
         ]
     }
 

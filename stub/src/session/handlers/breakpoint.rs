@@ -46,11 +46,13 @@ impl<R: SessionRole> Session<R> {
         addr: u64,
         len: u64,
         conditions: Vec<Vec<u8>>,
+        commands: Vec<Vec<u8>>,
     ) {
         let r = self.current_pid().and_then(|pid| {
             let t = self.target_mut(pid)?;
             t.insert_breakpoint(BreakpointKind::Software, addr, len)?;
             t.set_breakpoint_conditions(addr, conditions)?;
+            t.set_breakpoint_commands(addr, commands)?;
             Ok(pid)
         });
         if let Ok(pid) = r {

@@ -167,15 +167,20 @@ impl<R: SessionRole> Session<R> {
         // The launch is tried first: a vRun that fails (no such program)
         // is answered with an error and leaves the debugged processes as
         // they were (gdbserver keeps them too). Only a process that did
-        // start replaces them: gdbserver kills the current process before
-        // running a new one.
+        // start replaces them, and only outside extended-remote with
+        // multiprocess+: there gdbserver runs the new process beside the
+        // others (server.cc refuses a vRun while one runs only when
+        // either is off), and gdb's `add-inferior` + `run` wants both
+        // (gdb testsuite kill-detach-inferiors-cmd).
         // Kept for `R` (restart), as gdbserver keeps program_args.
         self.launch.args = args.clone();
         let opts = self.launch.options(program.clone(), args);
         match LinuxProcess::launch(&opts) {
             Ok((proc_, stop)) => {
                 tracing::info!(target: "ptrace", session = self.id, pid = proc_.pid(), program = %program.display(), "launched");
-                self.kill_all();
+                if !(self.features.extended && self.features.multiprocess) {
+                    self.kill_all();
+                }
                 self.install(Box::new(proc_), stop);
             }
             Err(e) => {

@@ -144,7 +144,8 @@ impl<R: SessionRole> Session<R> {
                 addr,
                 len,
                 conditions,
-            } => self.handle_z_conditional(addr, len, conditions),
+                commands,
+            } => self.handle_z_conditional(addr, len, conditions, commands),
             Command::RemoveBreakpoint { kind, addr, len } => self.handle_z(false, kind, addr, len),
             // --- resume (resume.rs) ---
             Command::Continue { signal, addr } => self.handle_c_s(false, signal, addr),

@@ -258,6 +258,17 @@ impl<R: SessionRole> Session<R> {
 
     pub(in crate::session) fn start_resume(&mut self, plans: BTreeMap<Pid, ResumePlan>) {
         self.xfer_cache.clear();
+        // An exit kept from the last stop's wake-up is this resume's
+        // reply; nothing runs (gdbserver reports a pending status without
+        // resuming).
+        while !self.deferred_ends.is_empty() {
+            let end = self.deferred_ends.remove(0);
+            if self.procs.contains_key(&end.pid()) {
+                self.run = crate::session::RunState::Running;
+                self.on_stop(end);
+                return;
+            }
+        }
         // A thread sitting on one of the GPU library's own breakpoints must
         // get off it first, out of the client's sight.
         if R::prepare_resume(self, &plans) {
