@@ -513,6 +513,11 @@ fn normalise(out: &str) -> Vec<String> {
         if let Some(i) = w.find("(remote |") {
             w.truncate(i);
         }
+        // `info inferiors` pads its columns to the longest pid: a pid of
+        // another width moves the columns.
+        if w.contains("process PID") {
+            w = w.split_whitespace().collect::<Vec<_>>().join(" ");
+        }
         v.push(w.trim_end().to_string());
     }
     v
