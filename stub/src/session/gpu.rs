@@ -132,11 +132,7 @@ impl Session<CpuRole> {
         let cpu = &mut self.role;
         if let Some(Internal::ClientStepping { pid, addr }) = cpu.internal.clone() {
             cpu.internal = None;
-            if let Some(tg) = self.procs.get_mut(&pid) {
-                if let Err(e) = tg.insert_internal_breakpoint(addr) {
-                    tracing::warn!(target: "dbgapi", "re-inserting host breakpoint: {e}");
-                }
-            }
+            self.reinsert_lifted(pid, addr);
             return false;
         }
         // Finishing a step-over of an internal breakpoint.
@@ -150,11 +146,7 @@ impl Session<CpuRole> {
             {
                 if *p == pid && *t == tid {
                     self.set_internal(None);
-                    if let Some(tg) = self.procs.get_mut(&pid) {
-                        if let Err(e) = tg.insert_internal_breakpoint(addr) {
-                            tracing::warn!(target: "dbgapi", "re-inserting host breakpoint: {e}");
-                        }
-                    }
+                    self.reinsert_lifted(pid, addr);
                     self.resume_last_plans();
                     return true;
                 }
@@ -162,9 +154,7 @@ impl Session<CpuRole> {
             // Something else happened during the step: put the breakpoint
             // back and report it.
             self.set_internal(None);
-            if let Some(tg) = self.procs.get_mut(&pid) {
-                let _ = tg.insert_internal_breakpoint(addr);
-            }
+            self.reinsert_lifted(pid, addr);
             return false;
         }
         let StopEvent::Stopped {
@@ -268,6 +258,29 @@ impl Session<CpuRole> {
     /// The CPU role's internal-breakpoint state.
     fn set_internal(&mut self, v: Option<Internal>) {
         self.role.internal = v;
+    }
+
+    /// Put back the library's breakpoint at `addr`, lifted for a step, if
+    /// the library still has one there: the hit that was stepped over may
+    /// have been the runtime's unload, and the library's removal of its
+    /// breakpoint can come while the breakpoint is lifted (a breakpoint
+    /// put back then is no one's, and its next hit would reach the client
+    /// as a stray SIGTRAP).
+    fn reinsert_lifted(&mut self, pid: Pid, addr: u64) {
+        let wanted = self
+            .mux
+            .as_ref()
+            .and_then(|m| m.borrow().gpu())
+            .is_some_and(|g| g.borrow().host_breakpoint(addr).is_some());
+        if !wanted {
+            tracing::debug!(target: "dbgapi", addr, "host breakpoint removed by the library while lifted: not put back");
+            return;
+        }
+        if let Some(tg) = self.procs.get_mut(&pid) {
+            if let Err(e) = tg.insert_internal_breakpoint(addr) {
+                tracing::warn!(target: "dbgapi", "re-inserting host breakpoint: {e}");
+            }
+        }
     }
 
     fn step_over_internal(&mut self, pid: Pid, tid: Tid, addr: u64) {
