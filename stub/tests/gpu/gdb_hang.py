@@ -9,6 +9,7 @@ PASSED at the end.
 import os
 import re
 import sys
+import time
 
 import gdb
 
@@ -36,8 +37,17 @@ check(m is not None, "monitor gpu waves shows the hung wave running")
 wave = m.group(1)
 out = ex("monitor gpu stop")
 check("stop requested for 1 running waves" in out, "monitor gpu stop stops the hung wave")
-waves = ex("monitor gpu waves")
-m = re.search(rf"wave {wave} \(dbgapi \d+\): Stopped pc=(0x[0-9a-f]+) .*stop=\(stop requested\)", waves)
+# amd-dbgapi's wave stop is asynchronous: the request returns at once and
+# the stop is in when the library reports its WAVE_STOP event (the device
+# thread running the wave carries it out at its next instruction). No
+# client-visible event says so: ask again, for at most 30 s.
+deadline = time.monotonic() + 30
+while True:
+    waves = ex("monitor gpu waves")
+    m = re.search(rf"wave {wave} \(dbgapi \d+\): Stopped pc=(0x[0-9a-f]+) .*stop=\(stop requested\)", waves)
+    if m is not None or time.monotonic() > deadline:
+        break
+    time.sleep(0.05)
 check(m is not None, f"wave {wave} is stopped on request")
 pc = int(m.group(1), 16)
 check(entry < pc < entry + 0x100, f"its pc {pc:#x} lies in the hang kernel ({entry:#x}…)")

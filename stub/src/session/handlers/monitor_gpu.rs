@@ -312,7 +312,12 @@ impl<R: SessionRole> Session<R> {
             }
             "stop" => {
                 let n = gpu.borrow_mut().stop_all_waves();
-                Ok(format!("stop requested for {n} running waves\n"))
+                // Asynchronous, as amd-dbgapi's wave stop: each wave
+                // stops at its next instruction and shows `Stopped` in
+                // `monitor gpu waves` once the library reports it.
+                Ok(format!(
+                    "stop requested for {n} running waves (each shows Stopped in `monitor gpu waves` once the library reports its stop)\n"
+                ))
             }
             "stops" => match args.get(1).map(String::as_str) {
                 Some("report") | Some("log") => {
