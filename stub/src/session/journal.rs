@@ -26,6 +26,10 @@ struct Rendered {
 pub struct Journal {
     primary: Option<StopSnapshot>,
     others: BTreeMap<Tid, StopSnapshot>,
+    /// The quiet (signal-0) snapshots of the threads without a stop reason
+    /// were not captured with the stop: they are built on their first
+    /// `qThreadStopInfo` (see [`Journal::wants_quiet`]).
+    lazy_quiet: bool,
     rendered: Option<Rendered>,
 }
 
@@ -34,7 +38,45 @@ impl Journal {
     pub fn record(&mut self, primary: StopSnapshot, others: BTreeMap<Tid, StopSnapshot>) {
         self.primary = Some(primary);
         self.others = others;
+        self.lazy_quiet = false;
         self.rendered = None;
+    }
+
+    /// Record a new stop whose `others` hold only the threads with a stop
+    /// reason: the quiet snapshot of another listed thread is added by
+    /// [`Journal::add_quiet`] when a `qThreadStopInfo` asks for it. With
+    /// [`StopInfos::WithReason`] lldb asks for none of them, so a stop of
+    /// 10,000 GPU waves reads no registers of the 9,999 quiet ones.
+    pub fn record_lazy(&mut self, primary: StopSnapshot, others: BTreeMap<Tid, StopSnapshot>) {
+        self.record(primary, others);
+        self.lazy_quiet = true;
+    }
+
+    /// The (pid, tid) whose quiet snapshot [`Journal::thread_reply`] needs
+    /// and the stop did not capture: `tid` is a thread of the recorded stop
+    /// other than the reporting one, with no snapshot yet.
+    pub fn wants_quiet(&self, tid: Tid) -> Option<(u32, Tid)> {
+        if !self.lazy_quiet || self.others.contains_key(&tid) {
+            return None;
+        }
+        let primary = self.primary.as_ref()?;
+        match &primary.event {
+            StopEvent::Stopped { pid, tid: ptid, .. }
+                if *ptid != tid && primary.threads.iter().any(|t| t.tid == tid) =>
+            {
+                Some((*pid, tid))
+            }
+            _ => None,
+        }
+    }
+
+    /// Add the quiet snapshot [`Journal::wants_quiet`] asked for (kept for
+    /// the replays of the same stop; the stopped thread's registers do not
+    /// change until the next resume records a new stop).
+    pub fn add_quiet(&mut self, snap: StopSnapshot) {
+        if let StopEvent::Stopped { tid, .. } = &snap.event {
+            self.others.insert(*tid, snap);
+        }
     }
 
     /// Forget everything (no process).
@@ -232,5 +274,33 @@ mod tests {
         }
         assert_eq!(j.thread_reply(1, &o).unwrap(), a);
         assert!(j.thread_reply(2, &o).is_none());
+    }
+
+    #[test]
+    fn lazy_quiet_snapshot_replies_as_an_eager_one() {
+        use crate::packet::stop_reply::ThreadSnapshot;
+        let mut primary = Journal::quiet(1, 1, vec![(0x10, vec![1; 8])], None);
+        primary.threads = vec![
+            ThreadSnapshot { tid: 1, pc: 0x100 },
+            ThreadSnapshot { tid: 2, pc: 0x200 },
+        ];
+        let quiet2 = Journal::quiet(1, 2, vec![(0x10, vec![2; 8])], Some("w2".into()));
+        let o = StopReplyOptions {
+            stop_infos: StopInfos::WithReason,
+            ..StopReplyOptions::default()
+        };
+        let mut eager = Journal::default();
+        eager.record(primary.clone(), BTreeMap::from([(2, quiet2.clone())]));
+        let mut lazy = Journal::default();
+        lazy.record_lazy(primary, BTreeMap::new());
+        assert_eq!(lazy.reply(&o), eager.reply(&o));
+        assert_eq!(lazy.wants_quiet(1), None, "the reporting thread");
+        assert_eq!(lazy.wants_quiet(3), None, "not a thread of the stop");
+        assert_eq!(lazy.wants_quiet(2), Some((1, 2)));
+        assert!(lazy.thread_reply(2, &o).is_none());
+        lazy.add_quiet(quiet2);
+        assert_eq!(lazy.wants_quiet(2), None);
+        assert_eq!(lazy.thread_reply(2, &o), eager.thread_reply(2, &o));
+        assert_eq!(eager.wants_quiet(2), None, "an eager stop captured it");
     }
 }

@@ -402,6 +402,11 @@ impl<R: SessionRole> Session<R> {
 
     pub(in crate::session) fn handle_thread_stop_info(&mut self, tid: u64) {
         let opts = self.features.stop_options();
+        if let Some((pid, tid)) = self.journal.wants_quiet(tid) {
+            if let Some(snap) = self.quiet_snapshot(pid, tid) {
+                self.journal.add_quiet(snap);
+            }
+        }
         match self.journal.thread_reply(tid, &opts) {
             Some(r) => self.send(&r),
             None => self.send_error(

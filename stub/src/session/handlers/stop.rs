@@ -146,12 +146,17 @@ impl<R: SessionRole> Session<R> {
                 ..
             }
         ) && t.attached();
+        // lldb told of the threads with a reason only (`jstopinfo`): the
+        // quiet threads' snapshots are built if a `qThreadStopInfo` asks.
+        let lazy = !initial
+            && self.features.list_threads
+            && self.features.stop_infos == crate::packet::stop_reply::StopInfos::WithReason;
         let mut snaps = Vec::with_capacity(threads.len());
         let mut others = BTreeMap::new();
         for th in &threads {
             let pc = t.pc(*th).unwrap_or(0);
             snaps.push(ThreadSnapshot { tid: *th, pc });
-            if *th != tid && (self.features.list_threads || initial) {
+            if *th != tid && !lazy && (self.features.list_threads || initial) {
                 let ex = expedite(t, *th);
                 let mut snap = Journal::quiet(pid, *th, ex, t.thread_name(*th));
                 if initial {
@@ -197,7 +202,28 @@ impl<R: SessionRole> Session<R> {
             core: None,
             event: stop,
         };
-        self.journal.record(snap, others);
+        if lazy {
+            self.journal.record_lazy(snap, others);
+        } else {
+            self.journal.record(snap, others);
+        }
+    }
+
+    /// The quiet snapshot of `tid`, a thread of the recorded stop without
+    /// a reason, as [`Session::record_stop`] captures it for every thread
+    /// when the stop is not recorded lazily.
+    pub(in crate::session) fn quiet_snapshot(
+        &mut self,
+        pid: Pid,
+        tid: Tid,
+    ) -> Option<StopSnapshot> {
+        let t = self.procs.get_mut(&pid)?;
+        let expedited_regs: Vec<u32> = crate::session::expedited_registers(t.registers());
+        let ex = expedited_regs
+            .iter()
+            .filter_map(|r| t.read_register(tid, *r).ok().map(|v| (*r, v)))
+            .collect();
+        Some(Journal::quiet(pid, tid, ex, t.thread_name(tid)))
     }
 
     /// `pid` is gone (detached, killed) while other processes stay: a
