@@ -858,7 +858,7 @@ impl Device {
     /// Requests a wave stop; a [`DeviceEvent::WaveStop`] follows (or a
     /// [`DeviceEvent::WaveCommandTerminated`] if the wave ends first).
     ///
-    /// Asynchronous, as AMD's `amd_dbgapi_wave_stop` is: it never waits
+    /// Asynchronous, as AMD's wave stop is: it never waits
     /// for the device thread that may be running the wave. When nobody
     /// holds the workgroup the wave stops here; otherwise the request is
     /// left in [`Workgroup::attention`], and the holder, which checks it

@@ -249,7 +249,7 @@ pub struct GpuController {
     next_tid: Tid,
     stops: StopQueue,
     /// WAVE_COMMAND_TERMINATED events since [`GpuController::take_terminations`]:
-    /// a stop request is asynchronous (`amd_dbgapi_wave_stop` returns at
+    /// a stop request is asynchronous (AMD's wave stop returns at
     /// once), and a wave that ends before it stops reports its request
     /// terminated instead of a stop.
     terminations: usize,

@@ -182,6 +182,19 @@ impl GpuTarget {
     }
 
     /// The next stop or exit to report (`Target::process_events`).
+    /// Every stop the interrupt asked for is in: the interrupt is
+    /// reported on the first wave it stopped (or the shadow thread).
+    fn interrupt_complete(&mut self) -> StopEvent {
+        self.awaiting_stop = false;
+        self.running = false;
+        StopEvent::Stopped {
+            pid: self.pid,
+            tid: self.interrupt_tid.take().unwrap_or(SHADOW_TID),
+            signal: libc::SIGSTOP,
+            kind: StopKind::Interrupt,
+        }
+    }
+
     fn next_stop(&mut self) -> TargetResult<Option<StopEvent>> {
         if !self.running {
             return Ok(None);
@@ -208,17 +221,10 @@ impl GpuTarget {
         let stop = loop {
             let Some(stop) = g.pop_stop() else {
                 if self.awaiting_stop && self.stops_awaited == 0 {
-                    self.awaiting_stop = false;
                     g.disarm_stop_timer();
                     g.set_wave_creation(true);
                     drop(g);
-                    self.running = false;
-                    return Ok(Some(StopEvent::Stopped {
-                        pid: self.pid,
-                        tid: self.interrupt_tid.take().unwrap_or(SHADOW_TID),
-                        signal: libc::SIGSTOP,
-                        kind: StopKind::Interrupt,
-                    }));
+                    return Ok(Some(self.interrupt_complete()));
                 }
                 if self.awaiting_stop && g.take_stop_timeout() {
                     // The device did not complete the stop requests in time:
@@ -252,17 +258,10 @@ impl GpuTarget {
                     self.interrupt_tid.get_or_insert(stop.tid);
                 }
                 if self.stops_awaited == 0 {
-                    self.awaiting_stop = false;
                     g.disarm_stop_timer();
                     g.set_wave_creation(true);
                     drop(g);
-                    self.running = false;
-                    return Ok(Some(StopEvent::Stopped {
-                        pid: self.pid,
-                        tid: self.interrupt_tid.take().unwrap_or(SHADOW_TID),
-                        signal: libc::SIGSTOP,
-                        kind: StopKind::Interrupt,
-                    }));
+                    return Ok(Some(self.interrupt_complete()));
                 }
                 continue;
             }
