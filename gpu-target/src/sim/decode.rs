@@ -617,12 +617,11 @@ pub fn decode(bytes: &[u8]) -> Option<Inst> {
     } else if w0 >> 26 == 0b110110 {
         let w1 = word(bytes, 1)?;
         size = 8;
-        if (w0 >> 16) & 1 != 0 {
-            return None; // GDS: the simulator has none
-        }
         Kind::Ds {
             op: DsOp::from_code((w0 >> 17) & 0xff)?,
-            gds: false,
+            // Printed as AMD's disassembler prints it; executing it is an
+            // illegal instruction (gfx90a has no GDS: `memops` docs).
+            gds: (w0 >> 16) & 1 != 0,
             offset1: ((w0 >> 8) & 0xff) as u8,
             offset0: (w0 & 0xff) as u8,
             vdst: (w1 >> 24) as u8,
@@ -1209,12 +1208,16 @@ impl Inst {
         f.write_str(op.name())?;
         let two = kind.two_data();
         let two_off = kind.two_offsets();
-        if rw > 0 {
+        if kind.no_addr() {
+            // ds_append/consume, the addtid forms: M0 is the address.
+            let reg = if rw > 0 { v(*vdst, rw) } else { v(*data0, dw) };
+            write!(f, " {reg}")?;
+        } else if rw > 0 {
             write!(f, " {}, {}", v(*vdst, rw), v(*addr, 1))?;
         } else {
             write!(f, " {}", v(*addr, 1))?;
         }
-        if dw > 0 {
+        if dw > 0 && !kind.no_addr() {
             write!(f, ", {}", v(*data0, dw))?;
             if two {
                 write!(f, ", {}", v(*data1, dw))?;

@@ -21,6 +21,7 @@ use super::decode::Xfer;
 use super::decode::D16_HI;
 use super::decode::D16_LO;
 use super::decode::FLAT_ATOMICS;
+use super::memops;
 use super::memory::GlobalMemory;
 use super::memory::MemFault;
 use super::memory::APERTURE_SIZE;
@@ -1092,11 +1093,15 @@ fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         data1,
         offset0,
         offset1,
-        ..
+        gds,
     } = inst.kind
     else {
         return Step::IllegalInstruction;
     };
+    if gds {
+        // gfx90a has no GDS (see the `memops` module docs).
+        return Step::IllegalInstruction;
+    }
     let single_off = (offset1 as u32) << 8 | offset0 as u32;
     let base = r.vgpr.get(addr as usize).copied().unwrap_or([0; LANES]);
     let kind = op.kind();
@@ -1208,6 +1213,10 @@ fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         }
         DsKind::Swizzle | DsKind::Permute | DsKind::Bpermute => {
             ds_cross_lane(r, kind, vdst, addr, data0, single_off)
+        }
+        DsKind::Xchg2 { .. } | DsKind::CondXchg | DsKind::Append { .. } | DsKind::AddTid { .. } => {
+            let data = [data0, data1];
+            memops::ds_one_off(r, ctx.lds, kind, vdst, addr, data, offset0, offset1)
         }
     }
 }
