@@ -13,6 +13,8 @@ pub mod memops;
 pub mod memory;
 pub mod regs;
 pub mod rendezvous;
+#[cfg(test)]
+mod row_tests;
 pub mod salu;
 pub mod storm;
 pub mod synthetic;

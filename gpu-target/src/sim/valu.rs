@@ -112,6 +112,49 @@ fn sad(a: u32, b: u32, bits: u32) -> u32 {
         .sum()
 }
 
+/// `v_fma_f16`: `a * b + c` (f16 values, modifiers applied, held in f64)
+/// rounded once to f16, the fused result for every input. Why it is exact:
+/// the product of two f16 values has at most 22 significant bits and is
+/// exact in f64; the sum `s = p + c` is rounded to f64, and TwoSum gives its
+/// error `e` exactly (`p + c == s + e`). The exact sum is rounded to f64 by
+/// round-to-odd instead (`s` with its last bit set towards `e` when `e` is
+/// not 0), and a round-to-odd result of at least two bits more precision
+/// than the target rounds to the target as the exact value does (Boldo and
+/// Melquiond, "Emulation of FMA and correctly rounded sums: proved
+/// algorithms using rounding to odd"): f64 carries 53 bits, f16 11 (and a
+/// fixed 2^-24 quantum in its subnormal range, far above f64's there).
+pub(super) fn fma_f16(a: f64, b: f64, c: f64) -> u64 {
+    let p = a * b;
+    let s = p + c;
+    if !s.is_finite() || !p.is_finite() || !c.is_finite() {
+        return f64_to_f16(s) as u64;
+    }
+    let bp = s - p;
+    let e = (p - (s - bp)) + (c - bp);
+    let odd = if e != 0.0 && s.to_bits() & 1 == 0 {
+        // The neighbour of `s` towards the exact sum: one ulp more magnitude
+        // when `e` has the sign of `s`, one less otherwise (`s` is not 0:
+        // a sum that rounds to 0 is exact).
+        let toward = (e > 0.0) == (s > 0.0);
+        f64::from_bits(if toward {
+            s.to_bits() + 1
+        } else {
+            s.to_bits() - 1
+        })
+    } else {
+        s
+    };
+    f64_to_f16(odd) as u64
+}
+
+/// `v_mad_f16` (and `_legacy`): not fused, as `v_mul_f16` then
+/// `v_add_f16`: the product rounded to f16, then the sum (exact in f64:
+/// two f16 values span less than 53 bits) rounded to f16.
+pub(super) fn mad_f16(a: f64, b: f64, c: f64) -> u64 {
+    let p = f16_to_f32(f64_to_f16(a * b)) as f64;
+    f64_to_f16(p + c) as u64
+}
+
 /// f32 to f16 rounding towards zero.
 fn f16_rtz(x: f32) -> u32 {
     let h = f64_to_f16(x as f64);
@@ -539,6 +582,9 @@ valu_ops! {
         carry = p > i64::MAX as i128 || p < i64::MIN as i128;
         p as u64
     };
+    0x1ea => MadLegacyF16 "v_mad_legacy_f16" [1,1,1,1] flags(F16) => mad_f16(h(a, 0), h(b, 1), h(c, 2));
+    0x1ee => FmaLegacyF16 "v_fma_legacy_f16" [1,1,1,1] flags(F16) => fma_f16(h(a, 0), h(b, 1), h(c, 2));
+    0x1ef => DivFixupLegacyF16 "v_div_fixup_legacy_f16" [1,1,1,1] flags(F16) => hb(div_fixup(h(a, 0), h(b, 1), h(c, 2)));
     0x1eb => MadLegacyU16 "v_mad_legacy_u16" [1,1,1,1] flags(INT16) => (a as u16).wrapping_mul(b as u16).wrapping_add(c as u16) as u64;
     0x1ed => PermB32 "v_perm_b32" [1,1,1,1] => {
         let src = (a32 as u64) << 32 | b32 as u64;
@@ -592,10 +638,10 @@ valu_ops! {
     0x202 => Or3B32 "v_or3_b32" [1,1,1,1] => (a32 | b32 | c32) as u64;
     0x204 => MadU16 "v_mad_u16" [1,1,1,1] flags(INT16) => (a as u16).wrapping_mul(b as u16).wrapping_add(c as u16) as u64;
     0x205 => MadI16 "v_mad_i16" [1,1,1,1] flags(INT16) => (a as i16).wrapping_mul(b as i16).wrapping_add(c as i16) as u16 as u64;
-    // The f64 product of two f16 is exact, so the sum rounds once before
-    // the rounding to f16 (the fused result unless that first rounding is
-    // inexact, for operands 2^29 apart or more).
-    0x206 => FmaF16 "v_fma_f16" [1,1,1,1] flags(F16) => hb(h(a, 0) * h(b, 1) + h(c, 2));
+    0x203 => MadF16 "v_mad_f16" [1,1,1,1] flags(F16) => mad_f16(h(a, 0), h(b, 1), h(c, 2));
+    // Fused: one rounding of the exact a * b + c (see `fma_f16`).
+    0x206 => FmaF16 "v_fma_f16" [1,1,1,1] flags(F16) => fma_f16(h(a, 0), h(b, 1), h(c, 2));
+    0x207 => DivFixupF16 "v_div_fixup_f16" [1,1,1,1] flags(F16) => hb(div_fixup(h(a, 0), h(b, 1), h(c, 2)));
     0x280 => AddF64 "v_add_f64" [2,2,2] => db(fd(a, 0) + fd(b, 1));
     0x281 => MulF64 "v_mul_f64" [2,2,2] => db(fd(a, 0) * fd(b, 1));
     0x282 => MinF64 "v_min_f64" [2,2,2] => db(fd(a, 0).min(fd(b, 1)));
