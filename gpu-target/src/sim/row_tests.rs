@@ -185,3 +185,34 @@ fn fma_f16_is_the_exact_fused_result() {
     }
     assert!(checked > 300_000, "{checked}");
 }
+
+/// The f64 MFMAs' `neg` modifiers are gfx940's: there the DGEMM shapes
+/// read the BLGP field as `neg:[a,b,c]`; on gfx90a the field is BLGP (LLVM
+/// 19 and AMD's library print `blgp:N`, and LLVM refuses `neg` for gfx90a),
+/// a broadcast control the simulator does not model. Such an instruction
+/// prints as on gfx90a and stops the wave with an illegal instruction, the
+/// pc left at it; without the field the same instruction runs.
+#[test]
+fn f64_mfma_blgp_prints_as_gfx90a_and_is_illegal() {
+    // v_mfma_f64_4x4x4f64 v[0:1], v[2:3], v[4:5], v[6:7] blgp:1
+    let blgp = [0x00, 0x00, 0xef, 0xd3, 0x02, 0x09, 0x1a, 0x24];
+    let text = super::decode::decode(&blgp).expect("decodes").to_string();
+    assert_eq!(
+        text,
+        "v_mfma_f64_4x4x4f64 v[0:1], v[2:3], v[4:5], v[6:7] blgp:1"
+    );
+    let mut r = WaveRegs::new(8);
+    r.exec = u64::MAX;
+    assert_eq!(run(&[blgp], &mut r), Step::IllegalInstruction);
+    assert_eq!(r.pc, 0x1000);
+    // Without BLGP: A = 2.0, B = -1.5, C = 0.25 in every lane; each D
+    // element of the 4x4x4 shape (16 blocks, k = 4) is 4 * 2 * -1.5 + 0.25.
+    let plain = [0x00, 0x00, 0xef, 0xd3, 0x02, 0x09, 0x1a, 0x04];
+    for (n, v) in [(2, 2.0f64), (4, -1.5), (6, 0.25)] {
+        splat(&mut r, n, v.to_bits() as u32);
+        splat(&mut r, n + 1, (v.to_bits() >> 32) as u32);
+    }
+    assert_eq!(run(&[plain], &mut r), Step::End);
+    let d = (-11.75f64).to_bits();
+    assert_eq!((r.vgpr[0][9], r.vgpr[1][9]), (d as u32, (d >> 32) as u32));
+}
