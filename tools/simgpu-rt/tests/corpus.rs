@@ -865,6 +865,28 @@ fn lds_atomics() {
     std_expect("lds_atomics", (&a, &b), &vec![0; 80], (256, 128), &want);
 }
 
+/// `ds_append` / `ds_consume` (M0-addressed LDS counters), one wave per
+/// work-group (the last one 8 work-items): every active lane gets the old
+/// value, the counter moves by the number of active lanes.
+#[test]
+fn lds_append() {
+    let (a, b) = ints();
+    let mut want = vec![0u32; 3 * N + 8];
+    for g in 0..N.div_ceil(64) {
+        let items = g * 64..(g * 64 + 64).min(N);
+        let odd = items.clone().filter(|&i| a[i] & 1 != 0).count() as u32;
+        let twos = items.clone().filter(|&i| a[i] & 2 != 0).count() as u32;
+        for i in items.clone() {
+            want[i] = if a[i] & 1 != 0 { 100 } else { 0 };
+            want[N + i] = 100 + odd;
+            want[2 * N + i] = if a[i] & 2 != 0 { 200 } else { 0 };
+        }
+        want[3 * N + 2 * g] = 100 + odd + items.len() as u32;
+        want[3 * N + 2 * g + 1] = 200 - twos;
+    }
+    std_expect("lds_append", (&a, &b), &vec![0; 3 * N + 8], N_BY_64, &want);
+}
+
 /// LDS float atomics (`ds_add/min/max` of f32 and f64, returning and not)
 /// and the DS d16 loads, two waves per work-group.
 #[test]
