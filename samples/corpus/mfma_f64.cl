@@ -1,4 +1,4 @@
-#include "corpus.h"
+#include "mfma_corpus.h"
 // The f64 MFMA shapes of gfx90a (v_mfma_f64_16x16x4f64, 4x4x4f64): one
 // f64 per lane for A and B, f64 accumulators in register pairs; one wave,
 // all 64 lanes active. Inputs are small integers so that every sum is
@@ -8,12 +8,7 @@ typedef double d4 __attribute__((ext_vector_type(4)));
 static inline double small(uint x, uint k) { return (double)((x >> (4 * k)) & 15u) - 7.0; }
 
 KERNEL(mfma_f64) {
-  uint i = GID();
-  // One wave: larger launches (simbench's) have nothing more to do.
-  if (i >= 64)
-    return;
-  uint j = i % n;
-  uint x = a[j], y = b[j], c = a[(j + 1) % n] ^ b[(j + 2) % n];
+  MFMA_WAVE(i, x, y, c)
   double fx = small(x, 0), fy = small(y, 1);
   d4 acc = (d4)(small(c, 0), small(c, 1), small(c, 2), small(c, 3));
   acc = __builtin_amdgcn_mfma_f64_16x16x4f64(fx, fy, acc, 0, 0, 0);

@@ -1,4 +1,4 @@
-#include "corpus.h"
+#include "mfma_corpus.h"
 // The integer MFMA shapes of gfx90a (v_mfma_i32_*i8): four signed bytes
 // per lane in one VGPR, i32 accumulators whose sums wrap; one wave, all 64
 // lanes active.
@@ -8,19 +8,10 @@ typedef int i32v __attribute__((ext_vector_type(32)));
 
 // C's register r holds c << (r % 8): large values, so that sums wrap.
 #define E(c, r) ((int)((c) << (r)))
-#define C4(c) E(c, 0), E(c, 1), E(c, 2), E(c, 3)
-#define C8(c) C4(c), E(c, 4), E(c, 5), E(c, 6), E(c, 7)
-#define STORE(acc, R, base)                                                    \
-  __builtin_memcpy(out + (base) * 256 + i * R, &acc, sizeof(acc));
 
 KERNEL(mfma_i8) {
-  uint i = GID();
-  // One wave: larger launches (simbench's) have nothing more to do.
-  if (i >= 64)
-    return;
-  uint j = i % n;
-  int x = (int)a[j], y = (int)b[j];
-  uint c = a[(j + 1) % n] ^ b[(j + 2) % n];
+  MFMA_WAVE(i, ux, uy, c)
+  int x = (int)ux, y = (int)uy;
   i32v d32 = (i32v)(C8(c), C8(c), C8(c), C8(c));
   d32 = __builtin_amdgcn_mfma_i32_32x32x4i8(x, y, d32, 0, 0, 0);
   STORE(d32, 32, 0);
