@@ -502,6 +502,42 @@ pub fn flat_row(code: u32) -> Option<&'static FlatRow> {
     FLAT_OPS.iter().find(|r| r.code as u32 == code)
 }
 
+/// One lane's access of `buf.len()` bytes at `at` of a byte memory (LDS,
+/// private memory): a load fills `buf`, a store copies it; out of range is
+/// `Err(fault)`, the address the memory violation reports. The DS, FLAT
+/// aperture and MUBUF scratch executors of `wave.rs` all move their bytes
+/// through it.
+pub(super) fn mem_xfer(
+    mem: &mut [u8],
+    at: usize,
+    buf: &mut [u8],
+    load: bool,
+    fault: u64,
+) -> Result<(), u64> {
+    let end = at.checked_add(buf.len()).ok_or(fault)?;
+    let mem = mem.get_mut(at..end).ok_or(fault)?;
+    if load {
+        buf.copy_from_slice(mem);
+    } else {
+        mem.copy_from_slice(buf);
+    }
+    Ok(())
+}
+
+/// The LDS dword at `at`, replaced by `new(old)` where that gives a value:
+/// the old value, or the memory violation at its shared-aperture address.
+fn lds_dword(lds: &mut [u8], at: u32, new: impl FnOnce(u32) -> Option<u32>) -> Result<u32, Step> {
+    let fault = SHARED_APERTURE + at as u64;
+    let violation = |addr| Step::MemoryViolation { addr };
+    let mut b = [0u8; 4];
+    mem_xfer(lds, at as usize, &mut b, true, fault).map_err(violation)?;
+    let old = u32::from_le_bytes(b);
+    if let Some(v) = new(old) {
+        mem_xfer(lds, at as usize, &mut v.to_le_bytes(), false, fault).map_err(violation)?;
+    }
+    Ok(old)
+}
+
 /// The DS kinds of one-off shape (`Xchg2`, `CondXchg`, `Append`, `AddTid`)
 /// on the work-group's LDS `lds` (the other kinds run in `wave.rs::ds`).
 /// Out of range is a memory violation at the shared-aperture address.
@@ -566,19 +602,18 @@ pub(super) fn ds_one_off(
             DsKind::Append { sub } => {
                 // Once for the wave: every active lane gets the old value.
                 let at = m0_base + single_off;
-                let Some(mem) = lds.get_mut(at as usize..at as usize + 4) else {
-                    return Step::MemoryViolation {
-                        addr: SHARED_APERTURE + at as u64,
-                    };
-                };
-                let old = u32::from_le_bytes([mem[0], mem[1], mem[2], mem[3]]);
                 let count = exec.count_ones();
-                let new = if sub {
-                    old.wrapping_sub(count)
-                } else {
-                    old.wrapping_add(count)
+                let step = lds_dword(lds, at, |old| {
+                    Some(if sub {
+                        old.wrapping_sub(count)
+                    } else {
+                        old.wrapping_add(count)
+                    })
+                });
+                let old = match step {
+                    Ok(old) => old,
+                    Err(step) => return step,
                 };
-                mem.copy_from_slice(&new.to_le_bytes());
                 if let Some(row) = r.vgpr.get_mut(vdst as usize) {
                     for (l, v) in row.iter_mut().enumerate() {
                         if exec >> l & 1 != 0 {
@@ -591,15 +626,10 @@ pub(super) fn ds_one_off(
             _ => return Step::IllegalInstruction,
         };
         for &(at, new, ret) in &moves[..n] {
-            let Some(mem) = lds.get_mut(at as usize..at as usize + 4) else {
-                return Step::MemoryViolation {
-                    addr: SHARED_APERTURE + at as u64,
-                };
+            let old = match lds_dword(lds, at, |_| new) {
+                Ok(old) => old,
+                Err(step) => return step,
             };
-            let old = u32::from_le_bytes([mem[0], mem[1], mem[2], mem[3]]);
-            if let Some(v) = new {
-                mem.copy_from_slice(&v.to_le_bytes());
-            }
             if let Some(row) = ret.and_then(|n| r.vgpr.get_mut(n)) {
                 row[lane] = old;
             }
@@ -611,31 +641,8 @@ pub(super) fn ds_one_off(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::memory::BufferMemory;
-    use crate::sim::wave::step;
-    use crate::sim::wave::Ctx;
+    use crate::sim::row_tests::run_with_lds as run;
     use crate::sim::wave::LANES;
-
-    /// Runs `code` (then `s_endpgm`) on `r` with LDS `lds`; the last step.
-    fn run(code: &[[u8; 8]], r: &mut WaveRegs, lds: &mut [u8]) -> Step {
-        let mem = BufferMemory::new();
-        let mut bytes = code.concat();
-        bytes.extend([0x00, 0x00, 0x81, 0xbf]); // s_endpgm
-        mem.map(0x1000, bytes);
-        r.pc = 0x1000;
-        let mut ctx = Ctx {
-            mem: &mem,
-            lds,
-            scratch: &mut [],
-            code: None,
-        };
-        loop {
-            match step(r, &mut ctx) {
-                Step::Continue => {}
-                other => return other,
-            }
-        }
-    }
 
     fn dword(lds: &[u8], at: usize) -> u32 {
         u32::from_le_bytes(lds[at..at + 4].try_into().unwrap())

@@ -15,17 +15,23 @@ use super::wave::Step;
 use super::wave::WaveRegs;
 use super::wave::LANES;
 
-/// Runs `code` (8-byte instructions, then `s_endpgm`) on `r`.
+/// Runs `code` (8-byte instructions, then `s_endpgm`) on `r` with 64 bytes
+/// of LDS.
 fn run(code: &[[u8; 8]], r: &mut WaveRegs) -> Step {
+    run_with_lds(code, r, &mut [0; 64])
+}
+
+/// Runs `code` (8-byte instructions, then `s_endpgm`) at 0x1000 on `r`
+/// with the LDS `lds`, to the first step that does not continue.
+pub(super) fn run_with_lds(code: &[[u8; 8]], r: &mut WaveRegs, lds: &mut [u8]) -> Step {
     let mem = BufferMemory::new();
     let mut bytes = code.concat();
     bytes.extend([0x00, 0x00, 0x81, 0xbf]); // s_endpgm
     mem.map(0x1000, bytes);
     r.pc = 0x1000;
-    let mut lds = [0u8; 64];
     let mut ctx = Ctx {
         mem: &mem,
-        lds: &mut lds,
+        lds,
         scratch: &mut [],
         code: None,
     };

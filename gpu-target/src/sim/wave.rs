@@ -1109,20 +1109,10 @@ fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     // One element at `base[lane] + off[e]` into or from register
     // `reg[e]`.
     let mut element = |r: &mut WaveRegs, x: Xfer, reg: u8, off: u32| {
-        let step = xfer_lanes(r, x, reg, reg, r.exec, |lane, k, buf| {
+        xfer_lanes(r, x, reg, reg, r.exec, |lane, k, buf| {
             let a = base[lane].wrapping_add(off).wrapping_add(4 * k as u32);
-            let at = a as usize;
-            let Some(mem) = lds.get_mut(at..at + buf.len()) else {
-                return Err(SHARED_APERTURE + a as u64);
-            };
-            if x.load {
-                buf.copy_from_slice(mem);
-            } else {
-                mem.copy_from_slice(buf);
-            }
-            Ok(())
-        });
-        step
+            memops::mem_xfer(lds, a as usize, buf, x.load, SHARED_APERTURE + a as u64)
+        })
     };
     match kind {
         DsKind::Read { bytes, signed, d16 } => {
@@ -1654,7 +1644,6 @@ fn flat_apertures(
     };
     let (lds, scratch, global) = (&mut *ctx.lds, &mut *ctx.scratch, ctx.mem);
     xfer_lanes(r, x, vdst, data, r.exec, |lane, k, buf| {
-        let n = buf.len();
         let a = addrs[lane] + 4 * k as u64;
         // (memory, byte index) of this dword.
         let (mem, at): (&mut [u8], usize) =
@@ -1668,13 +1657,7 @@ fn flat_apertures(
             } else {
                 return global.write(a, buf).map_err(|_| a);
             };
-        let mem = mem.get_mut(at..at + n).ok_or(a)?;
-        if x.load {
-            buf.copy_from_slice(mem);
-        } else {
-            mem.copy_from_slice(buf);
-        }
-        Ok(())
+        memops::mem_xfer(mem, at, buf, x.load, a)
     })
 }
 
@@ -1958,15 +1941,7 @@ fn mubuf_bytes(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             .wrapping_add(swizzle_private(lane, lane_off + 4 * k as u64));
         let fault = super::memory::PRIVATE_APERTURE.wrapping_add(wave);
         let at = usize::try_from(wave).map_err(|_| fault)?;
-        let mem = scratch
-            .get_mut(at..at.checked_add(buf.len()).ok_or(fault)?)
-            .ok_or(fault)?;
-        if x.load {
-            buf.copy_from_slice(mem);
-        } else {
-            mem.copy_from_slice(buf);
-        }
-        Ok(())
+        memops::mem_xfer(scratch, at, buf, x.load, fault)
     })
 }
 
