@@ -1378,6 +1378,46 @@ fn swizzle_text(off: u16) -> String {
 }
 
 impl Inst {
+    /// `v_fma_mix*` as LLVM prints them: neg_lo and neg_hi as `-` and `|..|`
+    /// on the operands, op_sel and op_sel_hi (default 0) after them.
+    fn fmt_mix(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Kind::Vop3p {
+            op,
+            dst,
+            src,
+            op_sel,
+            op_sel_hi,
+            neg_lo,
+            neg_hi,
+            clamp,
+            ..
+        } = &self.kind
+        else {
+            return Ok(());
+        };
+        write!(f, "{} v{dst}", op.name())?;
+        for (i, &code) in src.iter().enumerate() {
+            f.write_str(", ")?;
+            let s = Src {
+                code,
+                width: 1,
+                literal: None,
+            };
+            self.fmt_mod_src(f, i, s, *neg_hi, *neg_lo)?;
+        }
+        let list = |bits: u8| format!("[{},{},{}]", bits & 1, (bits >> 1) & 1, (bits >> 2) & 1);
+        if op_sel & 7 != 0 {
+            write!(f, " op_sel:{}", list(*op_sel))?;
+        }
+        if op_sel_hi & 7 != 0 {
+            write!(f, " op_sel_hi:{}", list(*op_sel_hi))?;
+        }
+        if *clamp {
+            f.write_str(" clamp")?;
+        }
+        Ok(())
+    }
+
     fn fmt_vop3p(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Kind::Vop3p {
             op,
@@ -1393,6 +1433,9 @@ impl Inst {
         else {
             return Ok(());
         };
+        if op.is_mix() {
+            return self.fmt_mix(f);
+        }
         let reg = |prefix: &str, n: u16, w: u8| {
             if w <= 1 {
                 format!("{prefix}{n}")

@@ -222,3 +222,46 @@ fn f64_mfma_blgp_prints_as_gfx90a_and_is_illegal() {
     let d = (-11.75f64).to_bits();
     assert_eq!((r.vgpr[0][9], r.vgpr[1][9]), (d as u32, (d >> 32) as u32));
 }
+
+/// The mixed FMAs with every modifier: sources as f32 or as the f16 half
+/// op_sel picks, neg_lo as negation and neg_hi as absolute value, clamp,
+/// `mixhi` into the high half with the low half kept, and f16 inline
+/// constants.
+#[test]
+fn fma_mix_sources_modifiers_and_halves() {
+    let mut r = WaveRegs::new(8);
+    r.exec = u64::MAX;
+    splat(&mut r, 2, 0x3f00_0000); // f32 0.5; f16 hi 1.75
+    splat(&mut r, 3, 0xb800_0000); // f32 -2^-15; f16 hi -0.5
+    splat(&mut r, 4, 0xb400_0000); // f32 -2^-23; f16 hi -0.25
+    splat(&mut r, 5, 0xaaaa_bbbb);
+    r.sgpr[2] = 3.0f32.to_bits();
+    let code = [
+        // v_fma_mixhi_f16 v5, v2, -v3, |v4| op_sel:[0,1,1] op_sel_hi:[0,1,1] clamp
+        [0x05, 0xf4, 0xa2, 0xd3, 0x02, 0x07, 0x12, 0x54],
+        // v_fma_mix_f32 v6, -|v2|, v3, v4 op_sel:[1,0,0] op_sel_hi:[1,0,0]
+        [0x06, 0x09, 0xa0, 0xd3, 0x02, 0x07, 0x12, 0x2c],
+        // v_fma_mix_f32 v7, s2, 1.0, -2.0 op_sel_hi:[0,1,1]
+        [0x07, 0x40, 0xa0, 0xd3, 0x02, 0xe4, 0xd5, 0x13],
+    ];
+    let texts: Vec<String> = code
+        .iter()
+        .map(|c| super::decode::decode(c).expect("decodes").to_string())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "v_fma_mixhi_f16 v5, v2, -v3, |v4| op_sel:[0,1,1] op_sel_hi:[0,1,1] clamp",
+            "v_fma_mix_f32 v6, -|v2|, v3, v4 op_sel:[1,0,0] op_sel_hi:[1,0,0]",
+            "v_fma_mix_f32 v7, s2, 1.0, -2.0 op_sel_hi:[0,1,1]",
+        ]
+    );
+    assert_eq!(run(&code, &mut r), Step::End);
+    for lane in [0, 40] {
+        // 0.5 * 0.5 + 0.25 = 0.5 (f16 0x3800) into the high half.
+        assert_eq!(r.vgpr[5][lane], 0x3800_bbbb, "mixhi");
+        // -1.75 * -2^-15 + -2^-23, fused in f32.
+        assert_eq!(r.vgpr[6][lane], 0x385f_8000, "mix_f32 f16 hi source");
+        assert_eq!(r.vgpr[7][lane], 1.0f32.to_bits(), "mix_f32 f16 constants");
+    }
+}

@@ -79,6 +79,37 @@ macro_rules! vop3p_ops {
     };
 }
 
+impl Vop3pOp {
+    /// `v_fma_mix_f32`, `v_fma_mixlo_f16`, `v_fma_mixhi_f16`: each source
+    /// is an f32 (op_sel_hi bit clear) or the f16 half op_sel selects;
+    /// neg_lo negates and neg_hi takes the absolute value (printed as
+    /// `-v` and `|v|`); executed by [`fma_mix`].
+    pub fn is_mix(self) -> bool {
+        matches!(
+            self,
+            Self::FmaMixF32 | Self::FmaMixloF16 | Self::FmaMixhiF16
+        )
+    }
+}
+
+/// The value of a mixed FMA (`op` a row of [`Vop3pOp::is_mix`]) from its
+/// three sources (f16 ones converted exactly) into the destination's old
+/// value `old`: `a * b + c` fused and rounded to f32 (clamped to [0, 1]
+/// with `clamp`); the `_f16` forms round that to f16 into the low
+/// (`mixlo`) or high (`mixhi`) half, the other half kept. The two
+/// roundings are LLVM's reading: it selects `v_fma_mixlo_f16` for
+/// `fptrunc(fma(fpext a, fpext b, c))`.
+pub fn fma_mix(op: Vop3pOp, x: [f32; 3], clamp: bool, old: u32) -> u32 {
+    let v = x[0].mul_add(x[1], x[2]);
+    let v = if clamp { v.clamp(0.0, 1.0) } else { v };
+    let h = f64_to_f16(v as f64) as u32;
+    match op {
+        Vop3pOp::FmaMixloF16 => (old & 0xffff_0000) | h,
+        Vop3pOp::FmaMixhiF16 => (old & 0xffff) | h << 16,
+        _ => v.to_bits(),
+    }
+}
+
 /// An f16 bit pattern's value.
 fn h(x: u32) -> f64 {
     f16_to_f32(x as u16) as f64
@@ -113,12 +144,15 @@ vop3p_ops! {
     0x0b => PkSubU16 "v_pk_sub_u16" [1,1,1] => ua.wrapping_sub(ub) as u32;
     0x0c => PkMaxU16 "v_pk_max_u16" [1,1,1] => ua.max(ub) as u32;
     0x0d => PkMinU16 "v_pk_min_u16" [1,1,1] => ua.min(ub) as u32;
-    // f16: the f64 product of two f16 is exact, so a * b + c rounds once
-    // before the final rounding to f16 (the fused result in every case the
-    // corpus checks).
-    0x0e => PkFmaF16 "v_pk_fma_f16" [1,1,1,1] => hb(h(a) * h(b) + h(c));
+    // f16: the exact a * b + c rounded once (see `valu::fma_f16`).
+    0x0e => PkFmaF16 "v_pk_fma_f16" [1,1,1,1] => super::valu::fma_f16(h(a), h(b), h(c)) as u32;
     0x0f => PkAddF16 "v_pk_add_f16" [1,1,1] => hb(h(a) + h(b));
     0x10 => PkMulF16 "v_pk_mul_f16" [1,1,1] => hb(h(a) * h(b));
+    // The f16/f32 mixed FMAs: their operands and result are not halves of
+    // packed values, `fma_mix` computes them (the expression is unused).
+    0x20 => FmaMixF32 "v_fma_mix_f32" [1,1,1,1] => 0;
+    0x21 => FmaMixloF16 "v_fma_mixlo_f16" [1,1,1,1] => 0;
+    0x22 => FmaMixhiF16 "v_fma_mixhi_f16" [1,1,1,1] => 0;
     0x11 => PkMinF16 "v_pk_min_f16" [1,1,1] => hb(h(a).min(h(b)));
     0x12 => PkMaxF16 "v_pk_max_f16" [1,1,1] => hb(h(a).max(h(b)));
     0x30 => PkFmaF32 "v_pk_fma_f32" [2,2,2,2] => f(a).mul_add(f(b), f(c)).to_bits();

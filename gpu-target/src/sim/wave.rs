@@ -1488,6 +1488,9 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
     else {
         return Step::IllegalInstruction;
     };
+    if op.is_mix() {
+        return vop3p_mix(r, inst);
+    }
     let exec = r.exec;
     let w = op.widths();
     if let Some(shape) = op.mfma() {
@@ -1559,6 +1562,55 @@ fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
             res |= h << (hi * half_bits);
         }
         r.vset(dst, w[0], lane, res);
+    }
+    Step::Continue
+}
+
+/// `v_fma_mix_f32`, `v_fma_mixlo_f16`, `v_fma_mixhi_f16` (see
+/// [`super::vop3p::fma_mix`]): a source selected as f16 is the half of its
+/// register that op_sel picks (an inline float constant: its f16 value).
+fn vop3p_mix(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Vop3p {
+        op,
+        dst,
+        src,
+        op_sel,
+        op_sel_hi,
+        neg_lo,
+        neg_hi,
+        clamp,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let s: [VSrc; 3] = std::array::from_fn(|i| r.vsrc(src[i], 1, inst.literal));
+    let exec = r.exec;
+    for lane in 0..LANES {
+        if exec >> lane & 1 == 0 {
+            continue;
+        }
+        let x: [f32; 3] = std::array::from_fn(|i| {
+            let bits = r.vget(s[i], lane) as u32;
+            let v = if op_sel_hi >> i & 1 == 0 {
+                f32::from_bits(bits)
+            } else if matches!(src[i], 240..=248) {
+                f16_to_f32(f64_to_f16(f32::from_bits(bits) as f64))
+            } else if op_sel >> i & 1 != 0 {
+                f16_to_f32((bits >> 16) as u16)
+            } else {
+                f16_to_f32(bits as u16)
+            };
+            let v = if neg_hi >> i & 1 != 0 { v.abs() } else { v };
+            if neg_lo >> i & 1 != 0 {
+                -v
+            } else {
+                v
+            }
+        });
+        let old = r.vgpr.get(*dst as usize).map_or(0, |v| v[lane]);
+        let v = super::vop3p::fma_mix(*op, x, *clamp, old);
+        r.vset(*dst as usize, 1, lane, v as u64);
     }
     Step::Continue
 }

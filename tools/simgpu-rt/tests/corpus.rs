@@ -887,6 +887,44 @@ fn lds_append() {
     std_expect("lds_append", (&a, &b), &vec![0; 3 * N + 8], N_BY_64, &want);
 }
 
+/// Half division (the correctly rounded quotient, IEEE special cases for
+/// zero divisors) and the mixed FMAs (`fma` of widened halves: fused in
+/// f32, then rounded to f16 for the `mixlo` form).
+#[test]
+fn f16_div() {
+    let (a, b) = ints();
+    let hb = |x: u32| {
+        let h = x as u16;
+        if h & 0x7c00 == 0x7c00 {
+            h & 0xfbff
+        } else {
+            h
+        }
+    };
+    let mut want = Vec::new();
+    for i in 0..N {
+        let (mut x, mut y, z) = (hb(a[i]), hb(b[i]), hb(a[i] >> 16));
+        if i % 16 == 0 {
+            y = 0;
+        }
+        if i % 32 == 1 {
+            (x, y) = (0, 0x8000);
+        }
+        let (fx, fy, fz) = (h2f(x), h2f(y), h2f(z));
+        // x / y in f64 is within 2^-53 of the quotient, far from any f16
+        // rounding boundary it is not on: f2h rounds it as the exact one.
+        let q = match (fx == 0.0, fy == 0.0) {
+            (true, true) => 0x7e00,
+            _ => f2h(fx / fy),
+        };
+        let m = (fx as f32).mul_add(fy as f32, fz as f32);
+        let ml = f2h((fx as f32).mul_add(fz as f32, fy as f32) as f64);
+        want.push(q as u32 | (ml as u32) << 16);
+        want.push(m.to_bits());
+    }
+    std_expect("f16_div", (&a, &b), &vec![0; 2 * N], N_BY_64, &want);
+}
+
 /// LDS float atomics (`ds_add/min/max` of f32 and f64, returning and not)
 /// and the DS d16 loads, two waves per work-group.
 #[test]
