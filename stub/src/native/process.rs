@@ -225,6 +225,7 @@ impl LinuxProcess {
         }
         t.regs.invalidate();
         t.attach_signal = None;
+        t.removed.clear();
         let (step, sig) = match t.action {
             ResumeAction::Continue(s) => {
                 t.action = ResumeAction::Continue(None);
@@ -463,6 +464,18 @@ impl LinuxProcess {
             self.set_pending(i, SIGTRAP, StopKind::SwBreak);
             return;
         }
+        // 1b. An int3 of ours the client took out while this thread ran
+        // (non-stop): back up over it and let the thread go on as it was
+        // resumed; the instruction it replaced runs now
+        // ([`super::thread::Removed`]).
+        if code == SI_KERNEL && pc > 0 && self.removed_hit(i, pc - 1) {
+            tracing::debug!(target: "native", "thread {tid}: hit of the removed breakpoint at {:#x}", pc - 1);
+            if let Err(e) = self.threads[i].regs.set_pc(tid, pc - 1) {
+                tracing::warn!(target: "native", "rewind pc of {tid}: {e}");
+            }
+            self.quiet(i);
+            return;
+        }
         // 2. Debug status: hardware breakpoint / watchpoint / step.
         // With no slot in use a kernel-reported single step needs no DR6
         // (two ptrace calls saved on every step); BS is then only trusted
@@ -513,6 +526,22 @@ impl LinuxProcess {
             return;
         }
         self.set_pending(i, SIGTRAP, StopKind::Signal);
+    }
+
+    /// Whether thread `i`'s `int3` trap at `addr` is the hit of a software
+    /// breakpoint removed while it ran ([`super::thread::Removed`]).
+    fn removed_hit(&mut self, i: usize, addr: u64) -> bool {
+        if self.bps.contains(addr) {
+            return false;
+        }
+        let mem = &mut self.mem;
+        self.threads[i].removed.explains(addr, || {
+            let mut b = [0u8; 1];
+            match mem.read_into(addr, &mut b) {
+                Ok(1) => Some(b[0]),
+                _ => None,
+            }
+        })
     }
 
     /// A hit of a conditional breakpoint at `addr`: when no condition is
@@ -1176,13 +1205,22 @@ impl Target for LinuxProcess {
             return Ok(());
         }
         match kind {
-            BreakpointKind::Software => self
-                .bps
-                .remove(&mut self.mem, addr, Owner::Client)
-                .map_err(|e| TargetError::Errno {
-                    what: format!("remove breakpoint at {addr:#x}"),
-                    errno: e,
-                }),
+            BreakpointKind::Software => {
+                self.bps
+                    .remove(&mut self.mem, addr, Owner::Client)
+                    .map_err(|e| TargetError::Errno {
+                        what: format!("remove breakpoint at {addr:#x}"),
+                        errno: e,
+                    })?;
+                // A thread running now may have executed it already, its
+                // stop not collected yet.
+                if !self.bps.contains(addr) {
+                    for t in self.threads.iter_mut().filter(|t| t.running) {
+                        t.removed.note(addr);
+                    }
+                }
+                Ok(())
+            }
             _ => {
                 self.hw.remove(kind, addr, len);
                 if self.nonstop {
