@@ -238,7 +238,10 @@ impl LinuxProcess {
             ResumeAction::RangeStep { .. } => (true, None),
             ResumeAction::Stop => return,
         };
-        let sig = sig.or(t.deliver.take()).unwrap_or(0);
+        let sig = sig
+            .or(t.deliver.take())
+            .or(t.held_passed.take())
+            .unwrap_or(0);
         tracing::trace!(target: "native", "run {} step={step} sig={sig}", t.tid);
         let r = if step {
             ptrace::step(t.tid, sig)
@@ -421,7 +424,7 @@ impl LinuxProcess {
                         t.deliver = Some(sig);
                         self.run_thread(i);
                     } else {
-                        self.threads[i].deliver = Some(sig);
+                        self.threads[i].held_passed = Some(sig);
                     }
                     return None;
                 }
@@ -521,11 +524,43 @@ impl LinuxProcess {
         }
         // A SIGTRAP of the program's own (raise, foreign int3).
         if self.pass[SIGTRAP as usize] {
-            self.threads[i].deliver = Some(SIGTRAP);
-            self.quiet(i);
+            if self.keeps_running(i) {
+                self.threads[i].deliver = Some(SIGTRAP);
+                self.run_thread(i);
+            } else {
+                self.threads[i].held_passed = Some(SIGTRAP);
+            }
             return;
         }
         self.set_pending(i, SIGTRAP, StopKind::Signal);
+    }
+
+    /// A thread the client steps that holds a passed signal
+    /// ([`super::thread::Thread::held_passed`]) reports it instead of
+    /// running: in all-stop as a pending stop, in non-stop at once. True
+    /// when it did.
+    fn report_held_passed(&mut self, i: usize) -> bool {
+        if !self.client_steps(i) {
+            return false;
+        }
+        let Some(sig) = self.threads[i].held_passed.take() else {
+            return false;
+        };
+        // The thread is still in that signal's stop: its siginfo is the
+        // signal's.
+        let kind = self.signal_stop_kind(i, sig);
+        tracing::debug!(target: "native", "thread {}: held passed signal {sig} reported to its step", self.threads[i].tid);
+        if self.nonstop {
+            self.ns_report(i, sig, kind);
+        } else {
+            let seq = self.next_seq();
+            self.threads[i].pending = Some(PendingStop {
+                signal: sig,
+                kind,
+                seq,
+            });
+        }
+        true
     }
 
     /// Whether thread `i`'s `int3` trap at `addr` is the hit of a software
@@ -1289,6 +1324,9 @@ impl Target for LinuxProcess {
         let resumed: Vec<usize> = (0..self.threads.len())
             .filter(|i| self.threads[*i].action != ResumeAction::Stop)
             .collect();
+        for &i in &resumed {
+            self.report_held_passed(i);
+        }
         if resumed.is_empty() {
             return Err(TargetError::Invalid(
                 "resume plan leaves every thread stopped".into(),
@@ -1478,6 +1516,7 @@ impl Target for LinuxProcess {
                 _ => None,
             }
             .or(t.deliver)
+            .or(t.held_passed)
             // gdbserver's default without QProgramSignals: not SIGTRAP or
             // SIGINT (linux-low.cc get_detach_signal).
             .or(t

@@ -35,6 +35,14 @@ pub struct Thread {
     pub action: ResumeAction,
     /// Signal held back, to deliver on the next resume.
     pub deliver: Option<i32>,
+    /// A signal the client passes silently (`QPassSignals`) that stopped
+    /// the thread while we held it stopped (the process stopping for
+    /// another thread's event, a condition's step-over). gdbserver keeps
+    /// such a stop as the thread's pending status and filters it when the
+    /// thread is resumed (linux-low.cc `linux_wait_1`): delivered with a
+    /// continue, reported to a thread the client steps. Delivering it with
+    /// the step instead ends the step at the handler's first instruction.
+    pub held_passed: Option<i32>,
     /// Register sets cached while stopped.
     pub regs: RegCache,
     /// Debug-register generation applied to this thread.
@@ -113,6 +121,7 @@ impl Thread {
             pending: None,
             action: ResumeAction::Continue(None),
             deliver: None,
+            held_passed: None,
             regs: RegCache::default(),
             dr_generation: 0,
             attach_signal: None,
