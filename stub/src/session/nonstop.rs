@@ -84,10 +84,13 @@ impl StopQueue {
         self.entries.clear();
     }
 
-    /// Whether a stop of thread `tid` of `pid` is queued: sent and not yet
-    /// acknowledged, or waiting to be sent.
-    fn holds_thread(&self, pid: Pid, tid: Tid) -> bool {
-        self.entries.iter().any(|(k, _)| *k == (pid, Some(tid)))
+    /// The threads with a stop queued: sent and not yet acknowledged, or
+    /// waiting to be sent.
+    fn threads(&self) -> std::collections::BTreeSet<(Pid, Tid)> {
+        self.entries
+            .iter()
+            .filter_map(|((pid, tid), _)| tid.map(|t| (*pid, t)))
+            .collect()
     }
 
     /// Entries queued.
@@ -341,6 +344,7 @@ impl<R: SessionRole> Session<R> {
             .iter()
             .flat_map(|(pid, t)| t.threads().into_iter().map(move |tid| (*pid, tid)))
             .collect();
+        let queued = self.nonstop.queue.threads();
         for (scope, action) in scoped {
             let matches: Vec<(Pid, Tid)> = match scope {
                 VContScope::All => all.clone(),
@@ -360,7 +364,7 @@ impl<R: SessionRole> Session<R> {
                 // ended, Y's stop still queued, restarted Y in gdb's
                 // displaced-step buffer, where it ran on into `_start`
                 // (gdb.threads/non-stop-fair-events.exp under load).
-                if action != ResumeAction::Stop && self.nonstop.queue.holds_thread(k.0, k.1) {
+                if action != ResumeAction::Stop && queued.contains(&k) {
                     tracing::debug!(target: "session", session = self.id, pid = k.0, tid = k.1, "non-stop: not resumed, its stop is queued");
                     continue;
                 }
