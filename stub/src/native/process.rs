@@ -225,6 +225,7 @@ impl LinuxProcess {
         }
         t.regs.invalidate();
         t.attach_signal = None;
+        t.removed.clear();
         let (step, sig) = match t.action {
             ResumeAction::Continue(s) => {
                 t.action = ResumeAction::Continue(None);
@@ -237,7 +238,10 @@ impl LinuxProcess {
             ResumeAction::RangeStep { .. } => (true, None),
             ResumeAction::Stop => return,
         };
-        let sig = sig.or(t.deliver.take()).unwrap_or(0);
+        let sig = sig
+            .or(t.deliver.take())
+            .or(t.held_passed.take())
+            .unwrap_or(0);
         tracing::trace!(target: "native", "run {} step={step} sig={sig}", t.tid);
         let r = if step {
             ptrace::step(t.tid, sig)
@@ -420,7 +424,7 @@ impl LinuxProcess {
                         t.deliver = Some(sig);
                         self.run_thread(i);
                     } else {
-                        self.threads[i].deliver = Some(sig);
+                        self.threads[i].held_passed = Some(sig);
                     }
                     return None;
                 }
@@ -461,6 +465,18 @@ impl LinuxProcess {
                 return;
             }
             self.set_pending(i, SIGTRAP, StopKind::SwBreak);
+            return;
+        }
+        // 1b. An int3 of ours the client took out while this thread ran
+        // (non-stop): back up over it and let the thread go on as it was
+        // resumed; the instruction it replaced runs now
+        // ([`super::thread::Removed`]).
+        if code == SI_KERNEL && pc > 0 && self.removed_hit(i, pc - 1) {
+            tracing::debug!(target: "native", "thread {tid}: hit of the removed breakpoint at {:#x}", pc - 1);
+            if let Err(e) = self.threads[i].regs.set_pc(tid, pc - 1) {
+                tracing::warn!(target: "native", "rewind pc of {tid}: {e}");
+            }
+            self.quiet(i);
             return;
         }
         // 2. Debug status: hardware breakpoint / watchpoint / step.
@@ -508,11 +524,59 @@ impl LinuxProcess {
         }
         // A SIGTRAP of the program's own (raise, foreign int3).
         if self.pass[SIGTRAP as usize] {
-            self.threads[i].deliver = Some(SIGTRAP);
-            self.quiet(i);
+            if self.keeps_running(i) {
+                self.threads[i].deliver = Some(SIGTRAP);
+                self.run_thread(i);
+            } else {
+                self.threads[i].held_passed = Some(SIGTRAP);
+            }
             return;
         }
         self.set_pending(i, SIGTRAP, StopKind::Signal);
+    }
+
+    /// A thread the client steps that holds a passed signal
+    /// ([`super::thread::Thread::held_passed`]) reports it instead of
+    /// running: in all-stop as a pending stop, in non-stop at once. True
+    /// when it did.
+    fn report_held_passed(&mut self, i: usize) -> bool {
+        if !self.client_steps(i) {
+            return false;
+        }
+        let Some(sig) = self.threads[i].held_passed.take() else {
+            return false;
+        };
+        // The thread is still in that signal's stop: its siginfo is the
+        // signal's.
+        let kind = self.signal_stop_kind(i, sig);
+        tracing::debug!(target: "native", "thread {}: held passed signal {sig} reported to its step", self.threads[i].tid);
+        if self.nonstop {
+            self.ns_report(i, sig, kind);
+        } else {
+            let seq = self.next_seq();
+            self.threads[i].pending = Some(PendingStop {
+                signal: sig,
+                kind,
+                seq,
+            });
+        }
+        true
+    }
+
+    /// Whether thread `i`'s `int3` trap at `addr` is the hit of a software
+    /// breakpoint removed while it ran ([`super::thread::Removed`]).
+    fn removed_hit(&mut self, i: usize, addr: u64) -> bool {
+        if self.bps.contains(addr) {
+            return false;
+        }
+        let mem = &mut self.mem;
+        self.threads[i].removed.explains(addr, || {
+            let mut b = [0u8; 1];
+            match mem.read_into(addr, &mut b) {
+                Ok(1) => Some(b[0]),
+                _ => None,
+            }
+        })
     }
 
     /// A hit of a conditional breakpoint at `addr`: when no condition is
@@ -1176,13 +1240,22 @@ impl Target for LinuxProcess {
             return Ok(());
         }
         match kind {
-            BreakpointKind::Software => self
-                .bps
-                .remove(&mut self.mem, addr, Owner::Client)
-                .map_err(|e| TargetError::Errno {
-                    what: format!("remove breakpoint at {addr:#x}"),
-                    errno: e,
-                }),
+            BreakpointKind::Software => {
+                self.bps
+                    .remove(&mut self.mem, addr, Owner::Client)
+                    .map_err(|e| TargetError::Errno {
+                        what: format!("remove breakpoint at {addr:#x}"),
+                        errno: e,
+                    })?;
+                // A thread running now may have executed it already, its
+                // stop not collected yet.
+                if !self.bps.contains(addr) {
+                    for t in self.threads.iter_mut().filter(|t| t.running) {
+                        t.removed.note(addr);
+                    }
+                }
+                Ok(())
+            }
             _ => {
                 self.hw.remove(kind, addr, len);
                 if self.nonstop {
@@ -1251,6 +1324,9 @@ impl Target for LinuxProcess {
         let resumed: Vec<usize> = (0..self.threads.len())
             .filter(|i| self.threads[*i].action != ResumeAction::Stop)
             .collect();
+        for &i in &resumed {
+            self.report_held_passed(i);
+        }
         if resumed.is_empty() {
             return Err(TargetError::Invalid(
                 "resume plan leaves every thread stopped".into(),
@@ -1440,6 +1516,7 @@ impl Target for LinuxProcess {
                 _ => None,
             }
             .or(t.deliver)
+            .or(t.held_passed)
             // gdbserver's default without QProgramSignals: not SIGTRAP or
             // SIGINT (linux-low.cc get_detach_signal).
             .or(t

@@ -84,6 +84,15 @@ impl StopQueue {
         self.entries.clear();
     }
 
+    /// The threads with a stop queued: sent and not yet acknowledged, or
+    /// waiting to be sent.
+    fn threads(&self) -> std::collections::BTreeSet<(Pid, Tid)> {
+        self.entries
+            .iter()
+            .filter_map(|((pid, tid), _)| tid.map(|t| (*pid, t)))
+            .collect()
+    }
+
     /// Entries queued.
     pub(super) fn len(&self) -> usize {
         self.entries.len()
@@ -335,6 +344,7 @@ impl<R: SessionRole> Session<R> {
             .iter()
             .flat_map(|(pid, t)| t.threads().into_iter().map(move |tid| (*pid, tid)))
             .collect();
+        let queued = self.nonstop.queue.threads();
         for (scope, action) in scoped {
             let matches: Vec<(Pid, Tid)> = match scope {
                 VContScope::All => all.clone(),
@@ -344,6 +354,20 @@ impl<R: SessionRole> Session<R> {
                 VContScope::Thread(pid, tid) => vec![(pid, tid)],
             };
             for k in matches {
+                // A thread whose stop the client has not pulled yet (it
+                // is in the queue) stays stopped: the client does not
+                // know it stopped, and resuming it would lose that stop.
+                // gdbserver ignores such a resume request the same way
+                // (linux-low.cc `linux_set_resume_request`: "not resuming
+                // LWP: has queued stop reply", `in_queued_stop_replies`).
+                // gdb's `vCont;s:X;c` right after a displaced step of Y
+                // ended, Y's stop still queued, restarted Y in gdb's
+                // displaced-step buffer, where it ran on into `_start`
+                // (gdb.threads/non-stop-fair-events.exp under load).
+                if action != ResumeAction::Stop && queued.contains(&k) {
+                    tracing::debug!(target: "session", session = self.id, pid = k.0, tid = k.1, "non-stop: not resumed, its stop is queued");
+                    continue;
+                }
                 chosen.entry(k).or_insert(action);
             }
         }

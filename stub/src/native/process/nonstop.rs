@@ -183,6 +183,18 @@ impl LinuxProcess {
                 held = true;
                 continue;
             }
+            // A passed signal it took while we held it is reported to a
+            // step (`report_held_passed`); the step's own signal waits.
+            if self.client_steps(i) && self.threads[i].held_passed.is_some() {
+                let t = &mut self.threads[i];
+                if let ResumeAction::Step(Some(sig)) = t.action {
+                    t.deliver = Some(sig);
+                }
+                if self.report_held_passed(i) {
+                    held = true;
+                    continue;
+                }
+            }
             // During a condition's step-over it starts with the held
             // threads, once the step is done (`release_held`).
             if held_by.is_none() {

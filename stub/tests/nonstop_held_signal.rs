@@ -1,0 +1,176 @@
+//! A signal the client passes silently (`QPassSignals`) that stops a
+//! thread while the stub holds it stopped (here: an all-stop process
+//! stopping for another thread's breakpoint) is reported when the client then steps
+//! that thread, and delivered when it continues it. gdbserver keeps such a
+//! stop as the thread's pending status and filters it when the thread
+//! runs (linux-low.cc `linux_wait_1`: a passed signal is ignored, that is
+//! delivered, only when the thread's `last_resume_kind` is not
+//! `resume_step`). gdbmux delivered it with the step, which then ended at
+//! the handler's first instruction.
+//!
+//! The ordering is made certain with the kernel: the test thread is the
+//! tracer; `waitid(WNOWAIT)` sees the breakpoint stop and then the
+//! signal's stop (the signal sent by the test) before the target collects
+//! either, so the signal's stop is collected while the process stops.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod native_support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use native_support::wait_event;
+use nix::sys::signal::Signal;
+use nix::sys::wait::waitid;
+use nix::sys::wait::Id;
+use nix::sys::wait::WaitPidFlag;
+use nix::sys::wait::WaitStatus;
+use stub::native::LaunchOptions;
+use stub::native::LinuxProcess;
+use stub::native::SigchldFd;
+use stub::stop::StopEvent;
+use stub::stop::StopKind;
+use stub::target::BreakpointKind;
+use stub::target::ResumeAction;
+use stub::target::ResumePlan;
+use stub::target::Target;
+
+fn fixture() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("held-signal");
+            std::fs::create_dir_all(&out).unwrap();
+            let src =
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/held_signal.c");
+            let tmp = out.join(format!("held_signal.{}.tmp", std::process::id()));
+            let st = Command::new("gcc")
+                .args(["-g", "-O0", "-no-pie", "-pthread", "-o"])
+                .arg(&tmp)
+                .arg(&src)
+                .status()
+                .expect("run gcc");
+            assert!(st.success(), "gcc held_signal.c failed");
+            let dst = out.join("held_signal");
+            std::fs::rename(&tmp, &dst).unwrap();
+            dst
+        })
+        .clone()
+}
+
+fn symbol(path: &PathBuf, name: &str) -> u64 {
+    let out = Command::new("nm").arg(path).output().expect("run nm");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
+        })
+        .unwrap_or_else(|| panic!("no symbol {name}"))
+}
+
+fn nix_pid(tid: u64) -> nix::unistd::Pid {
+    nix::unistd::Pid::from_raw(tid as i32)
+}
+
+/// A plain signal stop (waitid reports a ptrace stop as CLD_TRAPPED,
+/// which nix calls a ptrace event; event 0 is a plain signal stop).
+fn plain_stop(st: &WaitStatus, sig: Signal) -> bool {
+    matches!(st, WaitStatus::Stopped(_, s) | WaitStatus::PtraceEvent(_, s, 0) if *s == sig)
+}
+
+/// Runs the program to its breakpoint with the spinner's SIGUSR2 held;
+/// returns the process, the spinner's tid and the handler's address.
+fn breakpoint_with_a_held_signal(non_stop: bool, fd: &SigchldFd) -> (LinuxProcess, u64, u64, u64) {
+    let prog = fixture();
+    let bp = symbol(&prog, "bp_here");
+    let handler = symbol(&prog, "handler");
+    let handled = symbol(&prog, "handled");
+    let (mut p, _) = LinuxProcess::launch(&LaunchOptions::new(&prog, &[])).expect("launch");
+    let main = u64::from(p.pid());
+    p.set_pass_signals(&[libc::SIGUSR2]);
+    p.set_non_stop(non_stop).expect("non-stop mode");
+    p.insert_breakpoint(BreakpointKind::Software, bp, 1)
+        .expect("Z0");
+    p.resume(&ResumePlan {
+        threads: vec![],
+        default: Some(ResumeAction::Continue(None)),
+    })
+    .expect("resume");
+    // Let the target handle the clone and the new thread's first stop
+    // until the main thread's breakpoint stop is there, not collected.
+    loop {
+        let st = waitid(
+            Id::All,
+            WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::__WALL,
+        )
+        .expect("waitid");
+        if st.pid() == Some(nix_pid(main)) && plain_stop(&st, Signal::SIGTRAP) {
+            break;
+        }
+        assert!(
+            p.process_events().expect("events").is_none(),
+            "an event before the breakpoint"
+        );
+    }
+    let spinner = p
+        .threads()
+        .into_iter()
+        .find(|t| *t != main)
+        .expect("the spinner");
+    // The spinner takes SIGUSR2 (passed) before the stop reaches it: a
+    // process-directed signal goes to a thread that is not stopped
+    // (kernel `wants_signal`), and the main thread is in its breakpoint
+    // stop.
+    nix::sys::signal::kill(nix_pid(main), Signal::SIGUSR2).expect("kill");
+    let st = waitid(
+        Id::Pid(nix_pid(spinner)),
+        WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::__WALL,
+    )
+    .expect("waitid spinner");
+    assert!(plain_stop(&st, Signal::SIGUSR2), "{st:?}");
+    match wait_event(&mut p, fd) {
+        StopEvent::Stopped { tid, kind, .. } => {
+            assert_eq!(tid, main);
+            assert_eq!(kind, StopKind::SwBreak);
+        }
+        other => panic!("expected the breakpoint, got {other:?}"),
+    }
+    (p, spinner, handler, handled)
+}
+
+fn run(non_stop: bool) {
+    let _serial = native_support::serial();
+    let fd = SigchldFd::new().expect("signalfd");
+    let (mut p, spinner, handler, handled) = breakpoint_with_a_held_signal(non_stop, &fd);
+    let pc_before = native_support::reg(&mut p, spinner, "rip");
+    // The client steps the spinner (the breakpoint's thread stays).
+    p.resume(&ResumePlan {
+        threads: vec![(spinner, ResumeAction::Step(None))],
+        default: None,
+    })
+    .expect("step");
+    let ev = wait_event(&mut p, &fd);
+    let pc_after = native_support::reg(&mut p, spinner, "rip");
+    let ran = native_support::read_u64(&mut p, handled) as u32;
+    assert!(
+        matches!(
+            ev,
+            StopEvent::Stopped { tid, signal: libc::SIGUSR2, kind: StopKind::Signal, .. } if tid == spinner
+        ),
+        "the step did not report the held SIGUSR2: {ev:?} (pc {pc_after:#x}, handler {handler:#x})"
+    );
+    assert_eq!(pc_after, pc_before, "the spinner moved");
+    assert_eq!(ran, 0, "the handler ran");
+    let _ = p.kill();
+}
+
+/// All-stop: the process stops for the main thread's breakpoint while the
+/// spinner's SIGUSR2 arrives. (In non-stop mode the same holding comes
+/// with a target-side condition's step-over; `report_held_passed` serves
+/// both.)
+#[test]
+fn step_reports_a_held_passed_signal() {
+    run(false);
+}
