@@ -48,6 +48,29 @@ pub trait GlobalMemory: Send + Sync {
             Err(_) => 0,
         }
     }
+
+    /// The lanes of a gather: for each `(addr, at)` of `lanes`, in order,
+    /// reads `size` bytes at `addr` into `buf[at..at + size]`; stops at the
+    /// first that fails and returns its address. One [`read`](Self::read)
+    /// each unless the memory does better (one lock for all of them).
+    fn read_lanes(&self, lanes: &[(u64, usize)], size: usize, buf: &mut [u8]) -> Result<(), u64> {
+        for &(addr, at) in lanes {
+            let dst = buf.get_mut(at..at + size).ok_or(addr)?;
+            self.read(addr, dst).map_err(|_| addr)?;
+        }
+        Ok(())
+    }
+
+    /// The lanes of a scatter: for each `(addr, at)` of `lanes`, in order,
+    /// writes `data[at..at + size]` at `addr`; stops at the first that
+    /// fails and returns its address.
+    fn write_lanes(&self, lanes: &[(u64, usize)], size: usize, data: &[u8]) -> Result<(), u64> {
+        for &(addr, at) in lanes {
+            let src = data.get(at..at + size).ok_or(addr)?;
+            self.write(addr, src).map_err(|_| addr)?;
+        }
+        Ok(())
+    }
 }
 
 /// The memory of a Linux process, through `process_vm_readv`/`writev`.
@@ -184,12 +207,54 @@ impl GlobalMemory for BufferMemory {
         let s = bytes
             .get(off..off.checked_add(buf.len()).ok_or(fault)?)
             .ok_or(fault)?;
-        buf.copy_from_slice(s);
+        super::wave::copy_small(buf, s);
         Ok(())
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
-        self.with_region(addr, data.len(), |s| s.copy_from_slice(data))
+        self.with_region(addr, data.len(), |s| super::wave::copy_small(s, data))
+    }
+
+    fn read_lanes(&self, lanes: &[(u64, usize)], size: usize, buf: &mut [u8]) -> Result<(), u64> {
+        let first = lanes.first().map_or(0, |l| l.0);
+        let regions = self.regions.read().map_err(|_| first)?;
+        // The region of the previous lane, tried first (regions do not
+        // overlap, so one that holds the access is the one the map finds).
+        let mut last: Option<(u64, &[u8])> = None;
+        for &(addr, at) in lanes {
+            let (base, bytes) = match last {
+                Some((base, bytes)) if addr >= base && addr - base < bytes.len() as u64 => {
+                    (base, bytes)
+                }
+                _ => {
+                    let (&base, bytes) = regions.range(..=addr).next_back().ok_or(addr)?;
+                    (base, bytes.as_slice())
+                }
+            };
+            last = Some((base, bytes));
+            let off = usize::try_from(addr - base).map_err(|_| addr)?;
+            let src = bytes
+                .get(off..off.checked_add(size).ok_or(addr)?)
+                .ok_or(addr)?;
+            let dst = buf.get_mut(at..at + size).ok_or(addr)?;
+            super::wave::copy_small(dst, src);
+        }
+        Ok(())
+    }
+
+    fn write_lanes(&self, lanes: &[(u64, usize)], size: usize, data: &[u8]) -> Result<(), u64> {
+        let first = lanes.first().map_or(0, |l| l.0);
+        let mut regions = self.regions.write().map_err(|_| first)?;
+        for &(addr, at) in lanes {
+            let (&base, bytes) = regions.range_mut(..=addr).next_back().ok_or(addr)?;
+            let off = usize::try_from(addr - base).map_err(|_| addr)?;
+            let dst = bytes
+                .get_mut(off..off.checked_add(size).ok_or(addr)?)
+                .ok_or(addr)?;
+            let src = data.get(at..at + size).ok_or(addr)?;
+            super::wave::copy_small(dst, src);
+        }
+        Ok(())
     }
 
     fn read_partial(&self, addr: u64, buf: &mut [u8]) -> usize {
