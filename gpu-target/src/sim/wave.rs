@@ -1029,10 +1029,39 @@ fn blend_row(dst: &mut [u32; LANES], src: &[u32; LANES], exec: u64) {
         *dst = *src;
         return;
     }
-    for (lane, (d, &s)) in dst.iter_mut().zip(src.iter()).enumerate() {
-        let m = 0u32.wrapping_sub((exec >> lane) as u32 & 1);
+    let m = lane_masks(exec);
+    for ((d, &s), &m) in dst.iter_mut().zip(src.iter()).zip(m.iter()) {
         *d = (*d & !m) | (s & m);
     }
+}
+
+/// Lane masks of the 8 bits of a byte: `BYTE_MASKS[b][i]` is all ones when
+/// bit `i` of `b` is set.
+static BYTE_MASKS: [[u32; 8]; 256] = {
+    let mut t = [[0u32; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut i = 0;
+        while i < 8 {
+            if b >> i & 1 != 0 {
+                t[b][i] = u32::MAX;
+            }
+            i += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// One all-ones or all-zeros word per lane of `exec` (eight table loads,
+/// not 64 shifts), for branch-free blends that vectorise.
+#[inline(always)]
+fn lane_masks(exec: u64) -> [u32; LANES] {
+    let mut m = [0u32; LANES];
+    for (k, chunk) in m.chunks_exact_mut(8).enumerate() {
+        chunk.copy_from_slice(&BYTE_MASKS[(exec >> (8 * k)) as usize & 0xff]);
+    }
+    m
 }
 
 /// Writes the EXEC lanes of `vals` to VGPR `reg` (and `reg + 1` when 64-bit).
@@ -1040,12 +1069,11 @@ fn blend_row(dst: &mut [u32; LANES], src: &[u32; LANES], exec: u64) {
 #[inline]
 fn scatter(r: &mut WaveRegs, reg: usize, width: u8, exec: u64, vals: &[u64; LANES]) {
     let full = exec == u64::MAX;
-    let mut m = [u32::MAX; LANES];
-    if !full {
-        for (lane, x) in m.iter_mut().enumerate() {
-            *x = 0u32.wrapping_sub((exec >> lane) as u32 & 1);
-        }
-    }
+    let m = if full {
+        [u32::MAX; LANES]
+    } else {
+        lane_masks(exec)
+    };
     if let Some(lo) = r.vgpr.get_mut(reg) {
         if full {
             for (d, &v) in lo.iter_mut().zip(vals.iter()) {
@@ -1110,8 +1138,26 @@ impl OpKernel for ValuLanes {
     type Out = ();
     #[inline(always)]
     fn run<const OP: usize>(&mut self) {
+        // Most instructions have no abs/neg modifiers: a copy of the lane
+        // loop with them constant 0 folds the modifier tests away.
+        if self.x.abs == 0 && self.x.neg == 0 {
+            self.lanes::<OP, false>();
+        } else {
+            self.lanes::<OP, true>();
+        }
+    }
+}
+
+impl ValuLanes {
+    /// The lane loop of opcode `ALL[OP]`; `MODS` false: no abs/neg bits.
+    #[inline(always)]
+    fn lanes<const OP: usize, const MODS: bool>(&mut self) {
         let op = VAlu::ALL[OP];
-        let x = self.x;
+        let mut x = self.x;
+        if !MODS {
+            x.abs = 0;
+            x.neg = 0;
+        }
         let mut carry = 0u64;
         for lane in 0..LANES {
             let (v, c) = op.lane_value(
@@ -1846,16 +1892,18 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                     let Some(reg) = r.vgpr.get_mut(*vdata as usize + k) else {
                         continue;
                     };
-                    let mut mem = [0u32; LANES];
-                    for (m, w) in mem.iter_mut().zip(block.chunks_exact(4)) {
-                        *m = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                    }
+                    // Straight between the row and the block, blended
+                    // with the EXEC lanes' masks.
+                    let m = lane_masks(exec);
                     if load {
-                        blend_row(reg, &mem, exec);
+                        for ((d, w), &m) in reg.iter_mut().zip(block.chunks_exact(4)).zip(&m) {
+                            let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                            *d = (*d & !m) | (v & m);
+                        }
                     } else {
-                        blend_row(&mut mem, reg, exec);
-                        for (w, m) in block.chunks_exact_mut(4).zip(mem.iter()) {
-                            w.copy_from_slice(&m.to_le_bytes());
+                        for ((&v, w), &m) in reg.iter().zip(block.chunks_exact_mut(4)).zip(&m) {
+                            let old = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                            w.copy_from_slice(&((old & !m) | (v & m)).to_le_bytes());
                         }
                     }
                 }
