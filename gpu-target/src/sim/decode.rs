@@ -39,7 +39,7 @@ macro_rules! opcodes {
                 match self { $(Self::$var => $name),* }
             }
             /// Operand widths in dwords, destination first.
-            pub fn widths(self) -> &'static [u8] {
+            pub const fn widths(self) -> &'static [u8] {
                 match self { $(Self::$var => &[$($w),*]),* }
             }
             /// Every opcode, in table order (`ALL[op as usize] == op`).

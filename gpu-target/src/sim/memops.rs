@@ -507,6 +507,7 @@ pub fn flat_row(code: u32) -> Option<&'static FlatRow> {
 /// `Err(fault)`, the address the memory violation reports. The DS, FLAT
 /// aperture and MUBUF scratch executors of `wave.rs` all move their bytes
 /// through it.
+#[inline]
 pub(super) fn mem_xfer(
     mem: &mut [u8],
     at: usize,
@@ -517,9 +518,9 @@ pub(super) fn mem_xfer(
     let end = at.checked_add(buf.len()).ok_or(fault)?;
     let mem = mem.get_mut(at..end).ok_or(fault)?;
     if load {
-        buf.copy_from_slice(mem);
+        super::wave::copy_small(buf, mem);
     } else {
-        mem.copy_from_slice(buf);
+        super::wave::copy_small(mem, buf);
     }
     Ok(())
 }

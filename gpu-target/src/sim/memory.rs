@@ -48,6 +48,29 @@ pub trait GlobalMemory: Send + Sync {
             Err(_) => 0,
         }
     }
+
+    /// The lanes of a gather: for each `(addr, at)` of `lanes`, in order,
+    /// reads `size` bytes at `addr` into `buf[at..at + size]`; stops at the
+    /// first that fails and returns its address. One [`read`](Self::read)
+    /// each unless the memory does better (one lock for all of them).
+    fn read_lanes(&self, lanes: &[(u64, usize)], size: usize, buf: &mut [u8]) -> Result<(), u64> {
+        for &(addr, at) in lanes {
+            let dst = buf.get_mut(at..at + size).ok_or(addr)?;
+            self.read(addr, dst).map_err(|_| addr)?;
+        }
+        Ok(())
+    }
+
+    /// The lanes of a scatter: for each `(addr, at)` of `lanes`, in order,
+    /// writes `data[at..at + size]` at `addr`; stops at the first that
+    /// fails and returns its address.
+    fn write_lanes(&self, lanes: &[(u64, usize)], size: usize, data: &[u8]) -> Result<(), u64> {
+        for &(addr, at) in lanes {
+            let src = data.get(at..at + size).ok_or(addr)?;
+            self.write(addr, src).map_err(|_| addr)?;
+        }
+        Ok(())
+    }
 }
 
 /// The memory of a Linux process, through `process_vm_readv`/`writev`.
@@ -75,6 +98,30 @@ impl ProcessMemory {
     pub fn pid(&self) -> i32 {
         self.pid.as_raw()
     }
+}
+
+/// Lanes that [`ProcessMemory`] moves in one system call at most (a wave's
+/// 64; the kernel's limit, `IOV_MAX`, is 1024).
+const MAX_LANE_IOVECS: usize = 64;
+
+/// The byte count of a one-call transfer of `lanes` (`(addr, at)` pairs of
+/// `size` bytes, slots in a local buffer of `len` bytes), or `None` when it
+/// cannot be one call: too many lanes, an empty access, slots not in
+/// increasing, non-overlapping order (the local side is cut from one buffer
+/// front to back) or past the buffer, or an address that does not fit the
+/// address space.
+fn lane_iovecs(lanes: &[(u64, usize)], size: usize, len: usize) -> Option<usize> {
+    if lanes.is_empty() || lanes.len() > MAX_LANE_IOVECS || size == 0 {
+        return None;
+    }
+    let mut pos = 0;
+    for &(addr, at) in lanes {
+        if at < pos || usize::try_from(addr).is_err() {
+            return None;
+        }
+        pos = at.checked_add(size)?;
+    }
+    (pos <= len).then_some(lanes.len() * size)
 }
 
 /// Shared body of [`ProcessMemory`]'s read and write: `len` bytes at
@@ -109,6 +156,67 @@ impl GlobalMemory for ProcessMemory {
         vm_xfer(addr, data.len(), |remote| {
             process_vm_writev(self.pid, &[IoSlice::new(data)], remote)
         })
+    }
+
+    /// One `process_vm_readv` for all lanes; when it comes back short (a
+    /// lane's address is unreadable), lane by lane to find the first
+    /// failing one.
+    fn read_lanes(&self, lanes: &[(u64, usize)], size: usize, buf: &mut [u8]) -> Result<(), u64> {
+        if let Some(total) = lane_iovecs(lanes, size, buf.len()) {
+            let mut remote = [RemoteIoVec { base: 0, len: 0 }; MAX_LANE_IOVECS];
+            for (r, &(addr, _)) in remote.iter_mut().zip(lanes) {
+                *r = RemoteIoVec {
+                    base: addr as usize,
+                    len: size,
+                };
+            }
+            let mut local: [IoSliceMut<'_>; MAX_LANE_IOVECS] =
+                std::array::from_fn(|_| IoSliceMut::new(&mut []));
+            let mut rest = &mut *buf;
+            let mut pos = 0;
+            for (l, &(_, at)) in local.iter_mut().zip(lanes) {
+                let (_, tail) = std::mem::take(&mut rest).split_at_mut(at - pos);
+                let (slot, tail) = tail.split_at_mut(size);
+                *l = IoSliceMut::new(slot);
+                rest = tail;
+                pos = at + size;
+            }
+            let n = lanes.len();
+            if process_vm_readv(self.pid, &mut local[..n], &remote[..n]) == Ok(total) {
+                return Ok(());
+            }
+        }
+        for &(addr, at) in lanes {
+            let dst = buf.get_mut(at..at + size).ok_or(addr)?;
+            self.read(addr, dst).map_err(|_| addr)?;
+        }
+        Ok(())
+    }
+
+    /// One `process_vm_writev` for all lanes; when it comes back short,
+    /// lane by lane (rewriting the same bytes) to find the first failing
+    /// one.
+    fn write_lanes(&self, lanes: &[(u64, usize)], size: usize, data: &[u8]) -> Result<(), u64> {
+        if let Some(total) = lane_iovecs(lanes, size, data.len()) {
+            let mut remote = [RemoteIoVec { base: 0, len: 0 }; MAX_LANE_IOVECS];
+            let mut local = [IoSlice::new(&[]); MAX_LANE_IOVECS];
+            for ((r, l), &(addr, at)) in remote.iter_mut().zip(local.iter_mut()).zip(lanes) {
+                *r = RemoteIoVec {
+                    base: addr as usize,
+                    len: size,
+                };
+                *l = IoSlice::new(&data[at..at + size]);
+            }
+            let n = lanes.len();
+            if process_vm_writev(self.pid, &local[..n], &remote[..n]) == Ok(total) {
+                return Ok(());
+            }
+        }
+        for &(addr, at) in lanes {
+            let src = data.get(at..at + size).ok_or(addr)?;
+            self.write(addr, src).map_err(|_| addr)?;
+        }
+        Ok(())
     }
 
     fn read_partial(&self, addr: u64, buf: &mut [u8]) -> usize {
@@ -184,12 +292,54 @@ impl GlobalMemory for BufferMemory {
         let s = bytes
             .get(off..off.checked_add(buf.len()).ok_or(fault)?)
             .ok_or(fault)?;
-        buf.copy_from_slice(s);
+        super::wave::copy_small(buf, s);
         Ok(())
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
-        self.with_region(addr, data.len(), |s| s.copy_from_slice(data))
+        self.with_region(addr, data.len(), |s| super::wave::copy_small(s, data))
+    }
+
+    fn read_lanes(&self, lanes: &[(u64, usize)], size: usize, buf: &mut [u8]) -> Result<(), u64> {
+        let first = lanes.first().map_or(0, |l| l.0);
+        let regions = self.regions.read().map_err(|_| first)?;
+        // The region of the previous lane, tried first (regions do not
+        // overlap, so one that holds the access is the one the map finds).
+        let mut last: Option<(u64, &[u8])> = None;
+        for &(addr, at) in lanes {
+            let (base, bytes) = match last {
+                Some((base, bytes)) if addr >= base && addr - base < bytes.len() as u64 => {
+                    (base, bytes)
+                }
+                _ => {
+                    let (&base, bytes) = regions.range(..=addr).next_back().ok_or(addr)?;
+                    (base, bytes.as_slice())
+                }
+            };
+            last = Some((base, bytes));
+            let off = usize::try_from(addr - base).map_err(|_| addr)?;
+            let src = bytes
+                .get(off..off.checked_add(size).ok_or(addr)?)
+                .ok_or(addr)?;
+            let dst = buf.get_mut(at..at + size).ok_or(addr)?;
+            super::wave::copy_small(dst, src);
+        }
+        Ok(())
+    }
+
+    fn write_lanes(&self, lanes: &[(u64, usize)], size: usize, data: &[u8]) -> Result<(), u64> {
+        let first = lanes.first().map_or(0, |l| l.0);
+        let mut regions = self.regions.write().map_err(|_| first)?;
+        for &(addr, at) in lanes {
+            let (&base, bytes) = regions.range_mut(..=addr).next_back().ok_or(addr)?;
+            let off = usize::try_from(addr - base).map_err(|_| addr)?;
+            let dst = bytes
+                .get_mut(off..off.checked_add(size).ok_or(addr)?)
+                .ok_or(addr)?;
+            let src = data.get(at..at + size).ok_or(addr)?;
+            super::wave::copy_small(dst, src);
+        }
+        Ok(())
     }
 
     fn read_partial(&self, addr: u64, buf: &mut [u8]) -> usize {
@@ -232,5 +382,39 @@ mod tests {
         m.read(v.as_ptr() as u64 + 4, &mut b).unwrap();
         assert_eq!(u32::from_le_bytes(b), 8);
         assert_eq!(m.read(0x10, &mut b), Err(MemFault { addr: 0x10, len: 4 }));
+    }
+
+    /// The lane gathers and scatters of both memories: in order, into and
+    /// from their slots, and the first unreadable lane's address on a fault
+    /// (the lanes before it done).
+    #[test]
+    fn lane_gathers_and_scatters() {
+        let mut words: Vec<u32> = (0..64).map(|i| 100 + i).collect();
+        let pm = ProcessMemory::this_process();
+        let bm = BufferMemory::new();
+        let base = 0x4000u64;
+        bm.map(base, words.iter().flat_map(|w| w.to_le_bytes()).collect());
+        let mems: [(&dyn GlobalMemory, u64); 2] = [(&pm, words.as_mut_ptr() as u64), (&bm, base)];
+        for (m, at) in mems {
+            // Lanes 0, 2 and 3 of a 4-lane buffer read words 9, 1 and 40.
+            let lanes = [(at + 36, 0), (at + 4, 8), (at + 160, 12)];
+            let mut buf = [0u8; 16];
+            m.read_lanes(&lanes, 4, &mut buf).unwrap();
+            let got: Vec<u32> = buf
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            assert_eq!(got, [109, 0, 101, 140]);
+            let bad = [(at + 8, 0), (0x10, 4), (at + 12, 8)];
+            let mut buf = [0u8; 12];
+            assert_eq!(m.read_lanes(&bad, 4, &mut buf), Err(0x10));
+            assert_eq!(buf[..4], 102u32.to_le_bytes());
+            let out = [(at + 200, 0), (at + 204, 4)];
+            m.write_lanes(&out, 4, &[1, 0, 0, 0, 2, 0, 0, 0]).unwrap();
+            let mut b = [0u8; 8];
+            m.read(at + 200, &mut b).unwrap();
+            assert_eq!(b, [1, 0, 0, 0, 2, 0, 0, 0]);
+            assert_eq!(m.write_lanes(&[(0x10, 0)], 4, &[0; 4]), Err(0x10));
+        }
     }
 }

@@ -204,7 +204,7 @@ macro_rules! valu_ops {
         impl VAlu {
             /// The row's [`flag`]s.
             #[inline(always)]
-            pub fn flags(self) -> u16 {
+            pub const fn flags(self) -> u16 {
                 match self { $(Self::$var => 0 $($(| flag::$fl)+)?,)* }
             }
             /// The VOP3 opcode number.
@@ -241,14 +241,49 @@ macro_rules! valu_ops {
     };
 }
 
+/// A VALU row's operand widths and flags, looked up by opcode index in
+/// [`VALU_PROPS`] (one load instead of a `match` over every row).
+#[derive(Clone, Copy, Debug)]
+pub struct ValuProps {
+    /// Operand widths in dwords, destination first ([`VAlu::widths`]).
+    pub widths: &'static [u8],
+    /// The row's [`flag`]s.
+    pub flags: u16,
+}
+
+/// [`ValuProps`] of every row, indexed by `op as usize`; built at compile
+/// time from the rows.
+pub static VALU_PROPS: [ValuProps; VAlu::ALL.len()] = {
+    let mut t = [ValuProps {
+        widths: &[],
+        flags: 0,
+    }; VAlu::ALL.len()];
+    let mut i = 0;
+    while i < t.len() {
+        t[i] = ValuProps {
+            widths: VAlu::ALL[i].widths(),
+            flags: VAlu::ALL[i].flags(),
+        };
+        i += 1;
+    }
+    t
+};
+
 impl VAlu {
+    /// The row's widths and flags from [`VALU_PROPS`].
+    #[inline(always)]
+    pub fn props(self) -> &'static ValuProps {
+        &VALU_PROPS[self as usize]
+    }
     /// VOP3b: writes a per-lane carry/borrow to an SGPR pair (VCC in VOP2).
+    #[inline(always)]
     pub fn has_carry_out(self) -> bool {
-        self.flags() & flag::CARRY_OUT != 0
+        self.props().flags & flag::CARRY_OUT != 0
     }
     /// Reads a lane mask (VCC in VOP2, an SGPR pair as src2 in VOP3).
+    #[inline(always)]
     pub fn has_mask_in(self) -> bool {
-        self.flags() & flag::MASK_IN != 0
+        self.props().flags & flag::MASK_IN != 0
     }
     /// Writes an SGPR instead of a VGPR.
     pub fn sgpr_dst(self) -> bool {
@@ -275,8 +310,9 @@ impl VAlu {
         self.flags() & flag::K_LIT != 0
     }
     /// Reads the destination's old value.
+    #[inline(always)]
     pub fn reads_dst(self) -> bool {
-        self.flags() & flag::READS_DST != 0
+        self.props().flags & flag::READS_DST != 0
     }
 }
 

@@ -23,7 +23,6 @@ use super::decode::D16_LO;
 use super::decode::FLAT_ATOMICS;
 use super::memops;
 use super::memory::GlobalMemory;
-use super::memory::MemFault;
 use super::memory::APERTURE_SIZE;
 use super::memory::PRIVATE_APERTURE;
 use super::memory::SHARED_APERTURE;
@@ -235,8 +234,25 @@ impl WaveRegs {
     }
 
     /// Reads a scalar operand of 1 or 2 dwords.
+    #[inline(always)]
     pub(super) fn sget(&self, code: u16, width: u8, lit: Option<u32>) -> u64 {
-        // The common case first: SGPRs.
+        // The common case inline: SGPRs.
+        let c = code as usize;
+        if width == 1 && c < NUM_SGPRS {
+            return self.sgpr[c] as u64;
+        }
+        if width == 2 && c + 1 < NUM_SGPRS {
+            return self.sgpr[c] as u64 | (self.sgpr[c + 1] as u64) << 32;
+        }
+        if (128..=192).contains(&code) {
+            return (code - 128) as u64;
+        }
+        self.sget_other(code, width, lit)
+    }
+
+    /// [`Self::sget`] of everything but SGPRs.
+    #[inline(never)]
+    fn sget_other(&self, code: u16, width: u8, lit: Option<u32>) -> u64 {
         if (code as usize) < NUM_SGPRS {
             let lo = self.sgpr[code as usize] as u64;
             return if width == 2 {
@@ -267,7 +283,28 @@ impl WaveRegs {
         }
     }
 
+    #[inline(always)]
     pub(super) fn sset(&mut self, code: u16, width: u8, v: u64) {
+        let c = code as usize;
+        if width == 1 && c < NUM_SGPRS {
+            self.sgpr[c] = v as u32;
+            return;
+        }
+        if width == 2 && c + 1 < NUM_SGPRS {
+            self.sgpr[c] = v as u32;
+            self.sgpr[c + 1] = (v >> 32) as u32;
+            return;
+        }
+        match (code, width) {
+            (106, 2) => self.vcc = v,
+            (126, 2) => self.exec = v,
+            _ => self.sset_other(code, width, v),
+        }
+    }
+
+    /// [`Self::sset`] of everything but SGPRs.
+    #[inline(never)]
+    fn sset_other(&mut self, code: u16, width: u8, v: u64) {
         self.set_sreg(code, v as u32);
         if width == 2 {
             self.set_sreg(code + 1, (v >> 32) as u32);
@@ -462,6 +499,7 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
 /// A VALU instruction under VGPR indexing (`s_set_gpr_idx_on`): the VGPR
 /// operands that M0[15:12] enables (src0, src1, src2, the VGPR destination)
 /// are offset by M0[7:0]; past v255 is an illegal instruction.
+#[inline(never)]
 fn valu_indexed(r: &mut WaveRegs, inst: &Inst) -> Step {
     let mut inst = inst.clone();
     let Kind::Valu { op, dst, src, .. } = &mut inst.kind else {
@@ -486,6 +524,7 @@ fn valu_indexed(r: &mut WaveRegs, inst: &Inst) -> Step {
     valu(r, &inst)
 }
 
+#[inline(never)]
 fn sop1(r: &mut WaveRegs, op: Sop1, d: u16, src0: u16, lit: Option<u32>, next: u64) -> Step {
     let sw = op.widths().get(1).copied().unwrap_or(0);
     let a = if sw > 0 { r.sget(src0, sw, lit) } else { 0 };
@@ -779,6 +818,7 @@ fn cmp(c: VCmp, a: u64, b: u64, abs: u8, neg: u8) -> bool {
 /// staged in a VGPR past the wave's allocation, the operation runs on the
 /// staged operands, and with `op_sel[3]` the low 16 bits of its result go
 /// to the destination's high half (the low half kept), under EXEC.
+#[inline(never)]
 fn valu_op_sel(r: &mut WaveRegs, inst: &Inst) -> Step {
     let Kind::Valu {
         op: VOp::Alu(a),
@@ -836,6 +876,7 @@ fn valu_op_sel(r: &mut WaveRegs, inst: &Inst) -> Step {
     step
 }
 
+#[inline(never)]
 fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
     let Kind::Valu {
         op,
@@ -888,28 +929,38 @@ fn valu_alu(
     lit: Option<u32>,
     clamp: bool,
 ) -> Step {
-    let w = op.widths();
+    let props = op.props();
+    let w = props.widths;
     if w.is_empty() {
         return Step::Continue;
     }
     let exec = r.exec;
     let sw = |i: usize| w.get(i + 1).copied().unwrap_or(1);
-    let s0 = r.vsrc(src[0], sw(0), lit);
-    let s1 = r.vsrc(src[1], sw(1), lit);
-    let s2 = if op.has_mask_in() {
-        VSrc::Uniform(if e64 { r.sget(src[2], 2, None) } else { r.vcc })
-    } else {
-        r.vsrc(src[2], sw(2), lit)
-    };
     // Cross-lane moves (readlane, writelane, readfirstlane): their rows'
     // own wave-level function in valu.rs.
-    if op.flags() & super::valu::flag::CROSS_LANE != 0 {
+    if props.flags & super::valu::flag::CROSS_LANE != 0 {
         super::valu::cross_lane(op, r, dst, src, lit);
         return Step::Continue;
     }
     if op == VAlu::Nop {
         return Step::Continue;
     }
+    // Only the operands the opcode has (its widths, and the carry/mask
+    // input) are resolved and gathered; the others keep stale values no
+    // lane function reads.
+    let nsrc = w.len() - 1;
+    let mask_in = props.flags & super::valu::flag::MASK_IN != 0;
+    let s0 = r.vsrc(src[0], sw(0), lit);
+    let s1 = (nsrc >= 2).then(|| r.vsrc(src[1], sw(1), lit));
+    let s2 = if mask_in {
+        Some(VSrc::Uniform(if e64 {
+            r.sget(src[2], 2, None)
+        } else {
+            r.vcc
+        }))
+    } else {
+        (nsrc >= 3).then(|| r.vsrc(src[2], sw(2), lit))
+    };
     let x = LaneIn {
         abs,
         neg,
@@ -921,17 +972,14 @@ fn valu_alu(
     // instruction.
     let carry = VALU_LANES.with_borrow_mut(|k| {
         k.x = x;
-        // Only the operands the opcode has (its widths, and the carry/mask
-        // input); the others keep stale values no lane function reads.
-        let nsrc = w.len() - 1;
         gather(r, s0, &mut k.a);
-        if nsrc >= 2 {
+        if let Some(s1) = s1 {
             gather(r, s1, &mut k.b);
         }
-        if nsrc >= 3 || op.has_mask_in() {
+        if let Some(s2) = s2 {
             gather(r, s2, &mut k.c);
         }
-        if op.reads_dst() {
+        if props.flags & super::valu::flag::READS_DST != 0 {
             gather(r, VSrc::Vgpr(dst as usize, w[0]), &mut k.d);
         }
         op.dispatch(k);
@@ -946,7 +994,7 @@ fn valu_alu(
         }
         k.carry
     });
-    if op.has_carry_out() {
+    if props.flags & super::valu::flag::CARRY_OUT != 0 {
         let d = if e64 { sdst as u16 } else { 106 };
         r.sset(d, 2, carry & exec);
     }
@@ -982,30 +1030,53 @@ fn blend_row(dst: &mut [u32; LANES], src: &[u32; LANES], exec: u64) {
         *dst = *src;
         return;
     }
-    for (lane, (d, &s)) in dst.iter_mut().zip(src.iter()).enumerate() {
-        let m = 0u32.wrapping_sub((exec >> lane) as u32 & 1);
+    let m = lane_masks(exec);
+    for ((d, &s), &m) in dst.iter_mut().zip(src.iter()).zip(m.iter()) {
         *d = (*d & !m) | (s & m);
     }
+}
+
+/// Lane masks of the 8 bits of a byte: `BYTE_MASKS[b][i]` is all ones when
+/// bit `i` of `b` is set.
+static BYTE_MASKS: [[u32; 8]; 256] = {
+    let mut t = [[0u32; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut i = 0;
+        while i < 8 {
+            if b >> i & 1 != 0 {
+                t[b][i] = u32::MAX;
+            }
+            i += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// One all-ones or all-zeros word per lane of `exec` (eight table loads,
+/// not 64 shifts), for branch-free blends that vectorise.
+#[inline(always)]
+fn lane_masks(exec: u64) -> [u32; LANES] {
+    let mut m = [0u32; LANES];
+    for (k, chunk) in m.chunks_exact_mut(8).enumerate() {
+        chunk.copy_from_slice(&BYTE_MASKS[(exec >> (8 * k)) as usize & 0xff]);
+    }
+    m
 }
 
 /// Writes the EXEC lanes of `vals` to VGPR `reg` (and `reg + 1` when 64-bit).
 /// Branch-free (a blend with a lane mask), so the loops vectorise.
 #[inline]
 fn scatter(r: &mut WaveRegs, reg: usize, width: u8, exec: u64, vals: &[u64; LANES]) {
-    if exec == u64::MAX && width == 1 {
-        if let Some(lo) = r.vgpr.get_mut(reg) {
-            for (d, &v) in lo.iter_mut().zip(vals.iter()) {
-                *d = v as u32;
-            }
-        }
-        return;
-    }
-    let mut m = [0u32; LANES];
-    for (lane, x) in m.iter_mut().enumerate() {
-        *x = 0u32.wrapping_sub((exec >> lane) as u32 & 1);
-    }
+    let full = exec == u64::MAX;
+    let m = if full {
+        [u32::MAX; LANES]
+    } else {
+        lane_masks(exec)
+    };
     if let Some(lo) = r.vgpr.get_mut(reg) {
-        if exec == u64::MAX {
+        if full {
             for (d, &v) in lo.iter_mut().zip(vals.iter()) {
                 *d = v as u32;
             }
@@ -1015,8 +1086,15 @@ fn scatter(r: &mut WaveRegs, reg: usize, width: u8, exec: u64, vals: &[u64; LANE
             }
         }
     }
-    if width == 2 {
-        if let Some(hi) = r.vgpr.get_mut(reg + 1) {
+    if width != 2 {
+        return;
+    }
+    if let Some(hi) = r.vgpr.get_mut(reg + 1) {
+        if full {
+            for (d, &v) in hi.iter_mut().zip(vals.iter()) {
+                *d = (v >> 32) as u32;
+            }
+        } else {
             for ((d, &v), &m) in hi.iter_mut().zip(vals.iter()).zip(m.iter()) {
                 *d = (*d & !m) | ((v >> 32) as u32 & m);
             }
@@ -1061,8 +1139,26 @@ impl OpKernel for ValuLanes {
     type Out = ();
     #[inline(always)]
     fn run<const OP: usize>(&mut self) {
+        // Most instructions have no abs/neg modifiers: a copy of the lane
+        // loop with them constant 0 folds the modifier tests away.
+        if self.x.abs == 0 && self.x.neg == 0 {
+            self.lanes::<OP, false>();
+        } else {
+            self.lanes::<OP, true>();
+        }
+    }
+}
+
+impl ValuLanes {
+    /// The lane loop of opcode `ALL[OP]`; `MODS` false: no abs/neg bits.
+    #[inline(always)]
+    fn lanes<const OP: usize, const MODS: bool>(&mut self) {
         let op = VAlu::ALL[OP];
-        let x = self.x;
+        let mut x = self.x;
+        if !MODS {
+            x.abs = 0;
+            x.neg = 0;
+        }
         let mut carry = 0u64;
         for lane in 0..LANES {
             let (v, c) = op.lane_value(
@@ -1084,6 +1180,7 @@ impl OpKernel for ValuLanes {
 /// through the generic lane loop [`xfer_lanes`]; an access outside the
 /// work-group's LDS is a memory violation (its flat address in the shared
 /// aperture is reported).
+#[inline(never)]
 fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Ds {
         op,
@@ -1270,35 +1367,46 @@ fn ds_cross_lane(r: &mut WaveRegs, kind: DsKind, vdst: u8, addr: u8, data0: u8, 
     Step::Continue
 }
 
-/// Moves the `bytes`-byte slots of lanes `first..=last` of a lane-packed
-/// buffer (slot `lane - first`) with `access(addr, slot range)`: one
-/// access when every lane is active and the addresses form one block (the
-/// fast path), else one per active lane. `Err` holds the faulting address.
+/// How to move the `bytes`-byte slots of lanes `first..=last` of a
+/// lane-packed buffer (slot `lane - first`): one access when every lane is
+/// active and the addresses form one block (the fast path), else one per
+/// active lane, all handed to the memory at once.
 fn lanes_xfer(
     exec: u64,
     first: usize,
     last: usize,
     bytes: usize,
     addrs: &[u64; LANES],
-    mut access: impl FnMut(u64, std::ops::Range<usize>) -> Result<(), MemFault>,
-) -> Result<(), u64> {
+) -> LaneXfer {
     let contiguous = (exec >> first).count_ones() as usize == last - first + 1
         && (first..=last)
             .all(|l| addrs[l] == addrs[first].wrapping_add(((l - first) * bytes) as u64));
     if contiguous {
-        return access(addrs[first], 0..(last - first + 1) * bytes).map_err(|_| addrs[first]);
+        return LaneXfer::Block(addrs[first], (last - first + 1) * bytes);
     }
+    let mut lanes = [(0u64, 0usize); LANES];
+    let mut n = 0;
     for (i, &a) in addrs[first..=last].iter().enumerate() {
-        if exec >> (first + i) & 1 == 0 {
-            continue;
+        if exec >> (first + i) & 1 != 0 {
+            lanes[n] = (a, i * bytes);
+            n += 1;
         }
-        let o = i * bytes;
-        access(a, o..o + bytes).map_err(|_| a)?;
     }
-    Ok(())
+    LaneXfer::Lanes(lanes, n)
+}
+
+/// How [`lanes_xfer`] moves the staging buffer.
+#[allow(clippy::large_enum_variant)] // on the stack: boxing would allocate per access
+enum LaneXfer {
+    /// One access: the address and the length.
+    Block(u64, usize),
+    /// The first `n` `(address, slot offset)` pairs, one per active lane
+    /// ([`GlobalMemory::read_lanes`], [`GlobalMemory::write_lanes`]).
+    Lanes([(u64, usize); LANES], usize),
 }
 
 #[allow(clippy::needless_range_loop)] // lanes index several arrays at once
+#[inline(never)]
 fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Flat {
         seg,
@@ -1352,25 +1460,29 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let buf = &mut stack[..(last - first + 1) * bytes];
     let slot = |lane: usize, k: usize| (lane - first) * bytes + 4 * k;
     if x.load {
-        if let Err(addr) = lanes_xfer(exec, first, last, bytes, &addrs, |a, o| {
-            ctx.mem.read(a, &mut buf[o])
-        }) {
+        let read = match lanes_xfer(exec, first, last, bytes, &addrs) {
+            LaneXfer::Block(a, len) => ctx.mem.read(a, &mut buf[..len]).map_err(|_| a),
+            LaneXfer::Lanes(lanes, n) => ctx.mem.read_lanes(&lanes[..n], bytes, buf),
+        };
+        if let Err(addr) = read {
             return Step::MemoryViolation { addr };
         }
         xfer_lanes(r, x, *vdst, *data, exec, |lane, k, w| {
             let o = slot(lane, k);
-            w.copy_from_slice(&buf[o..o + w.len()]);
+            copy_small(w, &buf[o..o + w.len()]);
             Ok(())
         })
     } else {
         xfer_lanes(r, x, *vdst, *data, exec, |lane, k, w| {
             let o = slot(lane, k);
-            buf[o..o + w.len()].copy_from_slice(w);
+            copy_small(&mut buf[o..o + w.len()], w);
             Ok(())
         });
-        match lanes_xfer(exec, first, last, bytes, &addrs, |a, o| {
-            ctx.mem.write(a, &buf[o])
-        }) {
+        let written = match lanes_xfer(exec, first, last, bytes, &addrs) {
+            LaneXfer::Block(a, len) => ctx.mem.write(a, &buf[..len]).map_err(|_| a),
+            LaneXfer::Lanes(lanes, n) => ctx.mem.write_lanes(&lanes[..n], bytes, buf),
+        };
+        match written {
             Ok(()) => Step::Continue,
             Err(addr) => Step::MemoryViolation { addr },
         }
@@ -1473,6 +1585,7 @@ fn atomic_lanes(
     Step::Continue
 }
 
+#[inline(never)]
 fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
     let Kind::Vop3p {
         op,
@@ -1719,6 +1832,7 @@ fn flat_apertures(
 /// to the private aperture, so the access is one to
 /// `PRIVATE_APERTURE + offset`. Out of range is a memory violation at that
 /// aperture address.
+#[inline(never)]
 fn scratch(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Flat {
         op,
@@ -1740,6 +1854,19 @@ fn scratch(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         *a = PRIVATE_APERTURE + off as u64;
     }
     flat_apertures(r, ctx, op, *vdst, *data, &addrs)
+}
+
+/// `dst.copy_from_slice(src)`, with the dword case (most lane accesses of
+/// loads and stores) one 4-byte move instead of a `memcpy` call.
+#[inline(always)]
+pub(super) fn copy_small(dst: &mut [u8], src: &[u8]) {
+    match (
+        <&mut [u8; 4]>::try_from(&mut *dst),
+        <&[u8; 4]>::try_from(src),
+    ) {
+        (Ok(d), Ok(s)) => *d = *s,
+        _ => dst.copy_from_slice(src),
+    }
 }
 
 /// A `_d16` load's register value: `v` in the low (`D16_LO`) or high
@@ -1765,6 +1892,7 @@ fn sext(v: u32, bytes: usize, signed: bool) -> u32 {
 /// swizzled scratch buffer does it on the hardware: the wave-level address
 /// of lane `l` is `base(srsrc) + soffset + swizzle(offset (+ vaddr with
 /// offen), l)`, with 4-byte elements and an index stride of 64.
+#[inline(never)]
 fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Mubuf {
         op,
@@ -1808,16 +1936,18 @@ fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                     let Some(reg) = r.vgpr.get_mut(*vdata as usize + k) else {
                         continue;
                     };
-                    let mut mem = [0u32; LANES];
-                    for (m, w) in mem.iter_mut().zip(block.chunks_exact(4)) {
-                        *m = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                    }
+                    // Straight between the row and the block, blended
+                    // with the EXEC lanes' masks.
+                    let m = lane_masks(exec);
                     if load {
-                        blend_row(reg, &mem, exec);
+                        for ((d, w), &m) in reg.iter_mut().zip(block.chunks_exact(4)).zip(&m) {
+                            let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                            *d = (*d & !m) | (v & m);
+                        }
                     } else {
-                        blend_row(&mut mem, reg, exec);
-                        for (w, m) in block.chunks_exact_mut(4).zip(mem.iter()) {
-                            w.copy_from_slice(&m.to_le_bytes());
+                        for ((&v, w), &m) in reg.iter().zip(block.chunks_exact_mut(4)).zip(&m) {
+                            let old = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                            w.copy_from_slice(&((old & !m) | (v & m)).to_le_bytes());
                         }
                     }
                 }
@@ -2002,6 +2132,7 @@ fn mubuf_bytes(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
 /// with the other bits padded, sign-extended or preserved. The operands are
 /// staged in two scratch VGPRs past the wave's allocation.
 #[allow(clippy::needless_range_loop)] // operand i of several arrays
+#[inline(never)]
 fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
     let Kind::Sdwa {
         op,
@@ -2104,6 +2235,7 @@ fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
 /// DPP: src0 comes from the lane the control names; lanes whose source is
 /// outside the row/wave or inactive read 0 with bound_ctrl and are not
 /// written without it; lanes of disabled rows/banks are not written.
+#[inline(never)]
 fn dpp(r: &mut WaveRegs, inst: &Inst) -> Step {
     let Kind::Dpp {
         op,
@@ -2163,6 +2295,7 @@ fn dpp(r: &mut WaveRegs, inst: &Inst) -> Step {
 /// or returning atomic wrote lands in the AGPRs, under EXEC). When the
 /// address VGPRs overlap the data registers, or those are past the wave's
 /// VGPRs, the AGPRs are staged in VGPRs past the allocation instead.
+#[inline(never)]
 fn mubuf_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Mubuf {
         op,
@@ -2226,6 +2359,7 @@ fn mubuf_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     out
 }
 
+#[inline(never)]
 fn flat_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Flat { vdst, data, .. } = inst.kind else {
         return Step::IllegalInstruction;
