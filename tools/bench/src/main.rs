@@ -785,8 +785,12 @@ fn gdb_session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<[f64;
          break bench_func\n\
          continue\n\
          python t1 = time.perf_counter(); print('SETUP', t1 - t0)\n\
+         disable 1\n\
+         python s0 = int(gdb.parse_and_eval('g_hits')); t1 = time.perf_counter()\n\
          stepi {steps}\n\
          python t2 = time.perf_counter(); print('STEPI', t2 - t1)\n\
+         python print('STEPLOOPS', int(gdb.parse_and_eval('g_hits')) - s0)\n\
+         enable 1\n\
          python h0 = gdb.breakpoints()[0].hit_count; t2 = time.perf_counter()\n\
          ignore 1 {hits}\n\
          continue\n\
@@ -815,6 +819,16 @@ fn gdb_session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<[f64;
             .find_map(|l| l.strip_prefix(k).and_then(|v| v.trim().parse().ok()))
             .with_context(|| format!("gdb on {stub}: no {k} in its output: {text}"))
     };
+    // `stepi N` stops early at an enabled breakpoint (one loop turn): the
+    // breakpoint is disabled for it, and the loop turns it stepped through
+    // (about 13 instructions each) prove it ran the N steps.
+    let loops = get("STEPLOOPS ")?;
+    if loops < (a.client_steps / 32) as f64 {
+        bail!(
+            "gdb on {stub}: stepi {} went through {loops} loop turns only",
+            a.client_steps
+        );
+    }
     let hits = get("HITCOUNT ")?;
     if hits as usize != a.client_hits + 1 {
         bail!(
