@@ -16,7 +16,10 @@
 //! - [`WAVE_REGISTER_MAPS`]: GPU waves' register maps (kept for live
 //!   waves only);
 //! - `vFile` requests off the loop: `crate::hostio::offload::MAX_OUTSTANDING`
-//!   (input sent meanwhile is held up to [`HELD_INPUT_LIMIT`]).
+//!   (input sent meanwhile is held up to [`HELD_INPUT_LIMIT`]);
+//! - a streamed `x` reply: one escaped piece of at most twice
+//!   `session::handlers::memory::STREAM_PIECE` queued beyond what the socket
+//!   took (input sent meanwhile is held up to [`HELD_INPUT_LIMIT`]).
 
 use std::collections::VecDeque;
 use std::time::Duration;

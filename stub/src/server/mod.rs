@@ -1188,30 +1188,55 @@ impl Server {
         let Some(c) = self.clients.get_mut(&token) else {
             return;
         };
+        // The session only appends to its output (a reconnect replaces it
+        // together with the Client), but never trust a stale offset.
+        let queued = match &mut c.kind {
+            ClientKind::Session(s) => s.pending_output().len(),
+            ClientKind::Refused(r) => r.out().len(),
+        };
+        let mut written = if c.sent > queued { 0 } else { c.sent };
+        let mut failed = false;
+        let mut control = SessionControl::Continue;
+        loop {
+            let out = match &mut c.kind {
+                ClientKind::Session(s) => s.pending_output(),
+                ClientKind::Refused(r) => r.out(),
+            };
+            while written < out.len() {
+                match c.conn.write(out.get(written..).unwrap_or_default()) {
+                    Ok(0) => {
+                        failed = true;
+                        break;
+                    }
+                    Ok(n) => written += n,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        tracing::debug!(target: "mux", "write error: {e}");
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            // All written: the next piece of a streamed reply, if one is
+            // in progress (`session/handlers/memory.rs`).
+            if failed || written < out.len() || control != SessionControl::Continue {
+                break;
+            }
+            out.clear();
+            written = 0;
+            match &mut c.kind {
+                ClientKind::Session(s) => match s.stream_more() {
+                    Some(next) => control = next,
+                    None => break,
+                },
+                ClientKind::Refused(_) => break,
+            }
+        }
         let out = match &mut c.kind {
             ClientKind::Session(s) => s.pending_output(),
             ClientKind::Refused(r) => r.out(),
         };
-        // The session only appends to its output (a reconnect replaces it
-        // together with the Client), but never trust a stale offset.
-        let mut written = if c.sent > out.len() { 0 } else { c.sent };
-        let mut failed = false;
-        while written < out.len() {
-            match c.conn.write(out.get(written..).unwrap_or_default()) {
-                Ok(0) => {
-                    failed = true;
-                    break;
-                }
-                Ok(n) => written += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    tracing::debug!(target: "mux", "write error: {e}");
-                    failed = true;
-                    break;
-                }
-            }
-        }
         if written == out.len() {
             out.clear();
             written = 0;
@@ -1250,6 +1275,14 @@ impl Server {
                 tracing::warn!(target: "mux", "reregister: {e}");
             }
             c.writable = want_write;
+        }
+        match control {
+            SessionControl::Continue => {}
+            SessionControl::Close => failed = true,
+            SessionControl::ExitServer => {
+                self.exit_requested = true;
+                failed = true;
+            }
         }
         if failed {
             self.close(token);

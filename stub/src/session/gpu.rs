@@ -505,6 +505,7 @@ impl Session<GpuRole> {
     /// as the end of its own process (a CPU session learns its own
     /// process's end from its target).
     pub fn on_peer_exit(&mut self, ev: &StopEvent) {
+        self.finish_memory_stream();
         let role = &self.role;
         tracing::info!(target: "mux", session = self.id, offer = ?role.offer, cpu_pid = ?role.cpu_pid, "the CPU process ended: ending the GPU session");
         let was_running = self.is_running();

@@ -201,14 +201,26 @@ impl AnySession {
         either!(self, s => s.pending_output())
     }
 
-    /// See [`Session::on_target_wakeup`].
+    /// See [`Session::on_target_wakeup`] (a streamed reply is completed
+    /// first: nothing may come between its pieces).
     pub fn on_target_wakeup(&mut self, maybe_death: bool) {
-        either!(self, s => s.on_target_wakeup(maybe_death))
+        either!(self, s => {
+            s.finish_memory_stream();
+            s.on_target_wakeup(maybe_death)
+        })
     }
 
-    /// See [`Session::on_gpu_notifier`].
+    /// See [`Session::on_gpu_notifier`] (after a streamed reply).
     pub fn on_gpu_notifier(&mut self, news: &crate::gpu::GpuNews) {
-        either!(self, s => s.on_gpu_notifier(news))
+        either!(self, s => {
+            s.finish_memory_stream();
+            s.on_gpu_notifier(news)
+        })
+    }
+
+    /// See [`Session::stream_more`].
+    pub fn stream_more(&mut self) -> Option<SessionControl> {
+        either!(self, s => s.stream_more())
     }
 
     /// See [`Session::wants_close`].
@@ -223,7 +235,10 @@ impl AnySession {
 
     /// See [`Session::on_vfile_done`].
     pub fn on_vfile_done(&mut self, seq: u64, reply: &[u8]) -> SessionControl {
-        either!(self, s => s.on_vfile_done(seq, reply))
+        either!(self, s => {
+            s.finish_memory_stream();
+            s.on_vfile_done(seq, reply)
+        })
     }
 
     /// See [`Session::speaks_lldb`].
@@ -233,7 +248,10 @@ impl AnySession {
 
     /// See [`Session::send_program_output`].
     pub fn send_program_output(&mut self, bytes: &[u8]) {
-        either!(self, s => s.send_program_output(bytes))
+        either!(self, s => {
+            s.finish_memory_stream();
+            s.send_program_output(bytes)
+        })
     }
 
     /// See [`Session::abandon`].
@@ -332,6 +350,9 @@ pub struct Session<R: SessionRole = CpuRole> {
     /// Target memory for `m`/`x` replies, reused (see `handlers::memory`); at most
     /// [`MAX_PACKET`] bytes.
     mem_scratch: Vec<u8>,
+    /// A large `x` reply being sent in pieces (`handlers/memory.rs`); the
+    /// client's input is held meanwhile.
+    mem_stream: Option<handlers::MemStream>,
     /// Small replies built on the steady-state path (`qC`), reused so they
     /// cost no allocation ([`Session::send_built`]); it keeps the capacity
     /// of the largest such reply (a thread id: a few dozen bytes).
@@ -410,6 +431,7 @@ impl<R: SessionRole> Session<R> {
             output_limit: MAX_PENDING_OUTPUT,
             nonstop: Default::default(),
             mem_scratch: Vec::new(),
+            mem_stream: None,
             reply_scratch: Vec::new(),
             lldb_regs: None,
             loop_stats: None,
@@ -556,6 +578,8 @@ impl<R: SessionRole> Session<R> {
             Some("the previous client's resume was ending")
         } else if self.vfile_pending.is_some() {
             Some("a vFile reply was pending")
+        } else if self.memory_streaming() {
+            Some("a memory reply was streaming")
         } else {
             None
         }
@@ -761,6 +785,7 @@ impl<R: SessionRole> Session<R> {
         self.control = SessionControl::Continue;
         self.hostio = Default::default();
         self.vfile_pending = None;
+        self.mem_stream = None;
         self.xfer_cache.clear();
         self.unknown_logged.clear();
     }

@@ -90,6 +90,28 @@ impl Encoder {
             escape_runs(payload, out);
         }
         let sum = out.get(body_start..).map(checksum).unwrap_or(0);
+        Self::close_packet(sum, out);
+    }
+
+    /// Starts a packet whose body comes in pieces ([`Encoder::body_piece`],
+    /// then [`Encoder::close_packet`]): a large memory reply written to the
+    /// socket while the rest is still being read. Only without run-length
+    /// encoding (a run could span two pieces).
+    pub fn open_packet(out: &mut Vec<u8>) {
+        out.push(b'$');
+    }
+
+    /// Appends one piece of a packet body, escaped, and returns the
+    /// checksum of the bytes it appended (the packet's checksum is the
+    /// wrapping sum of its pieces').
+    pub fn body_piece(payload: &[u8], out: &mut Vec<u8>) -> u8 {
+        let start = out.len();
+        escape_runs(payload, out);
+        out.get(start..).map(checksum).unwrap_or(0)
+    }
+
+    /// Ends a packet: `#` and the two checksum digits of `sum`.
+    pub fn close_packet(sum: u8, out: &mut Vec<u8>) {
         out.push(b'#');
         out.push(hex::digit(sum >> 4));
         out.push(hex::digit(sum));
@@ -253,6 +275,26 @@ mod tests {
         let cs = hex::parse_u64(&framed[hash + 1..]).unwrap();
         assert_eq!(u64::from(checksum(body)), cs);
         body.to_vec()
+    }
+
+    /// A body framed in pieces (a streamed memory reply) is the same
+    /// packet as the body framed whole, wherever the pieces are cut.
+    #[test]
+    fn a_packet_framed_in_pieces_equals_the_whole() {
+        let payload: Vec<u8> = (0..5000u32)
+            .map(|i| (i.wrapping_mul(7) + 0x11) as u8)
+            .collect();
+        let whole = frame(false, &payload);
+        for piece in [1, 63, 64, 129, 1000, 5000] {
+            let mut out = Vec::new();
+            Encoder::open_packet(&mut out);
+            let mut sum = 0u8;
+            for c in payload.chunks(piece) {
+                sum = sum.wrapping_add(Encoder::body_piece(c, &mut out));
+            }
+            Encoder::close_packet(sum, &mut out);
+            assert_eq!(out, whole, "pieces of {piece}");
+        }
     }
 
     #[test]

@@ -1,10 +1,30 @@
 //! Memory: `m`, `M`, `x`, `X` (packets: `packet/memory.rs`).
 
 use crate::session::Session;
+use crate::session::SessionControl;
 use crate::session::SessionRole;
 use crate::session::MAX_PACKET;
 use crate::target::Target;
 use crate::target::TargetError;
+use crate::wire::Encoder;
+
+/// Bytes of target memory read and framed per step of a streamed `x`
+/// reply ([`Session::start_memory_stream`]): while the server writes one
+/// piece the client receives it and the next is read. While a reply
+/// streams, the output holds at most one escaped piece (at most twice
+/// this) beyond what the socket took.
+pub const STREAM_PIECE: usize = 128 << 10;
+
+/// A streamed `x` reply in progress: where the next piece starts, how much
+/// is left, and the checksum of the body so far.
+#[derive(Debug)]
+pub(in crate::session) struct MemStream {
+    addr: u64,
+    left: usize,
+    sum: u8,
+    /// The `$` and a first piece are out.
+    started: bool,
+}
 
 impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_m(&mut self, addr: u64, len: u64) {
@@ -28,6 +48,10 @@ impl<R: SessionRole> Session<R> {
     /// [`MAX_PACKET`] bytes), and the reply is framed from it straight into
     /// the output queue (escaped for `x`, hex for `m`), one pass each.
     fn reply_memory(&mut self, addr: u64, len: usize, binary: bool) {
+        if binary && len > STREAM_PIECE && self.framer.no_ack() && !self.encoder.rle() {
+            self.start_memory_stream(addr, len);
+            return;
+        }
         let mut buf = std::mem::take(&mut self.mem_scratch);
         if buf.len() < len {
             buf.resize(len, 0);
@@ -54,6 +78,99 @@ impl<R: SessionRole> Session<R> {
             Err(e) => self.send_target_error(&e),
         }
         self.mem_scratch = buf;
+    }
+
+    /// An `x` reply longer than [`STREAM_PIECE`], sent in pieces: the
+    /// first piece now, the others by [`Session::stream_more`] each time
+    /// the server has written everything before them (the client receives
+    /// one piece while the next is read). The reply is the readable prefix,
+    /// as [`Session::reply_memory`]'s: an error when nothing is readable,
+    /// and the packet ends at the first piece that comes up short.
+    fn start_memory_stream(&mut self, addr: u64, len: usize) {
+        let mut s = MemStream {
+            addr,
+            left: len,
+            sum: 0,
+            started: false,
+        };
+        match self.memory_piece(&mut s) {
+            Err(e) => self.send_target_error(&e),
+            Ok(more) => {
+                tracing::trace!(target: "packets", session = self.id, "--> binary of up to {len} bytes, streamed");
+                if more {
+                    self.mem_stream = Some(s);
+                } else {
+                    Encoder::close_packet(s.sum, &mut self.out);
+                }
+            }
+        }
+    }
+
+    /// Read the next piece of `s` and append it, escaped, to the output
+    /// (the `$` first, for the first piece). `Ok(true)`: more to come;
+    /// `Ok(false)`: the reply's body is complete (all read, or a short
+    /// read); `Err`: the first piece could not be read at all (nothing was
+    /// appended); a later piece that fails ends the body.
+    fn memory_piece(&mut self, s: &mut MemStream) -> Result<bool, TargetError> {
+        let first = !s.started;
+        let want = s.left.min(STREAM_PIECE);
+        let mut buf = std::mem::take(&mut self.mem_scratch);
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        let r = match buf.get_mut(..want) {
+            Some(dst) => self
+                .current_target()
+                .and_then(|t| t.read_memory_into(s.addr, dst)),
+            None => Ok(0),
+        };
+        let result = match r {
+            Err(e) if first => Err(e),
+            Err(e) => {
+                tracing::debug!(target: "packets", session = self.id, "streamed read ends early: {e}");
+                Ok(false)
+            }
+            Ok(n) => {
+                if first {
+                    Encoder::open_packet(&mut self.out);
+                    s.started = true;
+                }
+                let data = buf.get(..n).unwrap_or_default();
+                s.sum = s.sum.wrapping_add(Encoder::body_piece(data, &mut self.out));
+                s.addr = s.addr.wrapping_add(n as u64);
+                s.left = s.left.saturating_sub(n);
+                Ok(n == want && s.left > 0)
+            }
+        };
+        self.mem_scratch = buf;
+        result
+    }
+
+    /// Continue a streamed reply ([`Session::start_memory_stream`]): append
+    /// its next piece (and, after the last, the checksum; then the input
+    /// held meanwhile is handled). `None` when no reply is streaming.
+    pub fn stream_more(&mut self) -> Option<SessionControl> {
+        let mut s = self.mem_stream.take()?;
+        let more = self.memory_piece(&mut s).unwrap_or(false);
+        if more {
+            self.mem_stream = Some(s);
+            return Some(self.control);
+        }
+        Encoder::close_packet(s.sum, &mut self.out);
+        Some(self.release_held_input())
+    }
+
+    /// Complete a streamed reply into the output at once, before anything
+    /// else is appended to it (a stop, a notification, program output).
+    pub(in crate::session) fn finish_memory_stream(&mut self) {
+        while self.mem_stream.is_some() {
+            self.stream_more();
+        }
+    }
+
+    /// Whether a streamed reply is in progress (the client's input waits).
+    pub(in crate::session) fn memory_streaming(&self) -> bool {
+        self.mem_stream.is_some()
     }
 
     /// [`Session::send`] of the hex text of `data`, encoded in place (no

@@ -36,6 +36,7 @@ mod stop;
 mod thread;
 mod xfer;
 
+pub(in crate::session) use memory::MemStream;
 pub use monitor::LogControl;
 pub use monitor::{log_timestamps, parse_debug_format, set_log_control, set_log_timestamps};
 pub(in crate::session) use resume::VContScope;
