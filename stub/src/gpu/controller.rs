@@ -1038,6 +1038,19 @@ impl GpuController {
 
     /// Refresh the wave list; the library's error as text.
     pub fn try_waves(&mut self) -> GpuResult<Vec<(WaveId, Tid)>> {
+        self.refresh_waves()?;
+        Ok(self.waves.listing().to_vec())
+    }
+
+    /// Refresh the wave list; the thread ids in order, shared (a thread
+    /// list of 10,000 unchanged waves copies them once).
+    pub fn try_wave_tids(&mut self) -> GpuResult<std::rc::Rc<[Tid]>> {
+        self.refresh_waves()?;
+        Ok(self.waves.tids())
+    }
+
+    /// Ask the library for its wave list and bring the thread ids in step.
+    fn refresh_waves(&mut self) -> GpuResult<()> {
         let list = self.backend()?.waves().map_err(gerr)?;
         // The same waves as last time (a stopped GPU, or a list asked for
         // again and again): every one has its thread id and no dead wave
@@ -1049,7 +1062,7 @@ impl GpuController {
             }
             self.last_wave_list = list;
         }
-        Ok(self.waves.listing().to_vec())
+        Ok(())
     }
 
     /// Drop what is kept per wave (thread id, register map) for the waves

@@ -312,11 +312,11 @@ impl Target for GpuTarget {
     /// The threads (waves), or the library's error when it cannot list
     /// them (the thread-list replies say so instead of showing no waves).
     fn try_threads(&self) -> TargetResult<Vec<Tid>> {
-        let waves = self.gpu.borrow_mut().try_waves().map_err(terr)?;
-        Ok(if waves.is_empty() {
+        let tids = self.gpu.borrow_mut().try_wave_tids().map_err(terr)?;
+        Ok(if tids.is_empty() {
             vec![SHADOW_TID]
         } else {
-            waves.into_iter().map(|(_, t)| t).collect()
+            tids.to_vec()
         })
     }
 
