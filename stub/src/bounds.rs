@@ -34,7 +34,10 @@ pub const HELD_PROGRAM_OUTPUT: usize = 1 << 20;
 /// dropped at each wave listing and code-object list update (a wave that
 /// ends on its own reports no event); past this many live waves with
 /// read registers, every map is dropped and rebuilt on the next read.
-pub const WAVE_REGISTER_MAPS: usize = 4096;
+/// An entry is a pointer to a map shared by the waves of one kernel, so
+/// the bound is above the waves a device keeps resident (4096 made every
+/// register read of a 10,000-wave stop rebuild its wave's entry).
+pub const WAVE_REGISTER_MAPS: usize = 65_536;
 
 /// Most `qXfer` documents kept at once (one per object and annex).
 pub const XFER_CACHE_ENTRIES: usize = 8;

@@ -304,6 +304,12 @@ pub trait Target {
     fn try_threads(&self) -> TargetResult<Vec<Tid>> {
         Ok(self.threads())
     }
+    /// Whether `tid` is one of [`Target::threads`]: a target with many
+    /// threads answers by lookup (a packet naming a thread must not cost a
+    /// listing of all of them).
+    fn has_thread(&self, tid: Tid) -> bool {
+        self.threads().contains(&tid)
+    }
     /// Thread name (Linux `comm`), if known.
     fn thread_name(&self, tid: Tid) -> Option<String>;
     /// Whether the process is currently stopped (all-stop).

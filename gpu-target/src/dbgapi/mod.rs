@@ -106,6 +106,8 @@ pub struct DbgApiBackend {
     /// one kernel: one list). Bounded by [`MAX_REGISTER_LISTS`].
     register_lists: HashMap<Vec<u64>, (u64, Arc<Vec<WaveRegister>>)>,
     waves: Vec<WaveId>,
+    /// Per wave: its [`WaveFixed`] facts, bounded by [`MAX_WAVE_FACTS`].
+    fixed: HashMap<WaveId, WaveFixed>,
     /// The first debuggable agent's architecture, for memory accesses that
     /// name no wave (found once: an agent's architecture never changes).
     default_arch: Option<u64>,
@@ -116,6 +118,25 @@ pub struct DbgApiBackend {
 /// Most register lists kept (distinct kernel register allocations); past it
 /// all are dropped and asked for again.
 const MAX_REGISTER_LISTS: usize = 256;
+
+/// Most waves whose fixed facts ([`WaveFixed`]) are kept; past it all are
+/// dropped and asked for again. Ended waves' go with the wave list and
+/// their WAVE_COMMAND_TERMINATED.
+const MAX_WAVE_FACTS: usize = 65_536;
+
+/// What a wave's info holds that does not change over the wave's life
+/// (a wave handle is never reused): asked of the library once per wave,
+/// so a wave's info at each stop costs four queries (state, stop reason,
+/// pc, exec) instead of ten.
+#[derive(Clone, Copy)]
+struct WaveFixed {
+    agent: AgentId,
+    queue: QueueId,
+    dispatch: DispatchId,
+    workgroup_coord: Option<[u32; 3]>,
+    wave_number_in_workgroup: Option<u32>,
+    lane_count: u32,
+}
 
 impl std::fmt::Debug for DbgApiBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -148,6 +169,7 @@ impl DbgApiBackend {
             registers: HashMap::new(),
             register_lists: HashMap::new(),
             waves: Vec::new(),
+            fixed: HashMap::new(),
             default_arch: None,
             next_list_id: 0,
         })
@@ -200,6 +222,46 @@ impl DbgApiBackend {
         self.process
             .agent_info(agent, info::agent::ARCHITECTURE, 8)
             .map_err(|e| unsupported_reason(&e))
+    }
+
+    /// A wave's [`WaveFixed`] facts, asked for once.
+    fn wave_fixed(&mut self, w: WaveId) -> Result<WaveFixed, GpuError> {
+        if let Some(f) = self.fixed.get(&w) {
+            return Ok(*f);
+        }
+        use info::wave as q;
+        let p = &self.process;
+        let e = |e| wave_err(w, e);
+        let mut coord = [0u8; 12];
+        let workgroup_coord = p
+            .wave_info_bytes(w.0, q::WORKGROUP_COORD, &mut coord)
+            .ok()
+            .map(|_| {
+                [0, 1, 2].map(|i| {
+                    u32::from_le_bytes([
+                        coord[4 * i],
+                        coord[4 * i + 1],
+                        coord[4 * i + 2],
+                        coord[4 * i + 3],
+                    ])
+                })
+            });
+        let f = WaveFixed {
+            agent: AgentId(p.wave_info(w.0, q::AGENT, 8).map_err(e)?),
+            queue: QueueId(p.wave_info(w.0, q::QUEUE, 8).map_err(e)?),
+            dispatch: DispatchId(p.wave_info(w.0, q::DISPATCH, 8).map_err(e)?),
+            workgroup_coord,
+            wave_number_in_workgroup: p
+                .wave_info(w.0, q::WAVE_NUMBER_IN_WORKGROUP, 4)
+                .ok()
+                .map(|v| v as u32),
+            lane_count: p.wave_info(w.0, q::LANE_COUNT, 8).map_err(e)? as u32,
+        };
+        if self.fixed.len() >= MAX_WAVE_FACTS {
+            self.fixed.clear();
+        }
+        self.fixed.insert(w, f);
+        Ok(f)
     }
 
     /// The architecture handle of a wave.
@@ -317,6 +379,7 @@ impl GpuBackend for DbgApiBackend {
             k::WAVE_COMMAND_TERMINATED => {
                 let wave = WaveId(p.event_info(ev, q::WAVE, 8)?);
                 self.registers.remove(&wave);
+                self.fixed.remove(&wave);
                 GpuEvent::WaveCommandTerminated { wave }
             }
             k::CODE_OBJECT_LIST_UPDATED => GpuEvent::CodeObjectListUpdated,
@@ -373,12 +436,14 @@ impl GpuBackend for DbgApiBackend {
             self.waves = v.into_iter().map(WaveId).collect();
             let live: std::collections::HashSet<WaveId> = self.waves.iter().copied().collect();
             self.registers.retain(|w, _| live.contains(w));
+            self.fixed.retain(|w, _| live.contains(w));
         }
         Ok(self.waves.clone())
     }
 
     fn wave_info(&mut self, w: WaveId) -> Result<WaveInfo, GpuError> {
         use info::wave as q;
+        let fixed = self.wave_fixed(w)?;
         let p = &self.process;
         let e = |e| wave_err(w, e);
         let state = match p.wave_info(w.0, q::STATE, 4).map_err(e)? as i32 {
@@ -387,20 +452,6 @@ impl GpuBackend for DbgApiBackend {
             _ => WaveState::Running,
         };
         let stopped = state == WaveState::Stopped;
-        let mut coord = [0u8; 12];
-        let coord = p
-            .wave_info_bytes(w.0, q::WORKGROUP_COORD, &mut coord)
-            .ok()
-            .map(|_| {
-                [0, 1, 2].map(|i| {
-                    u32::from_le_bytes([
-                        coord[4 * i],
-                        coord[4 * i + 1],
-                        coord[4 * i + 2],
-                        coord[4 * i + 3],
-                    ])
-                })
-            });
         Ok(WaveInfo {
             id: w,
             state,
@@ -421,15 +472,12 @@ impl GpuBackend for DbgApiBackend {
             } else {
                 None
             },
-            agent: AgentId(p.wave_info(w.0, q::AGENT, 8).map_err(e)?),
-            queue: QueueId(p.wave_info(w.0, q::QUEUE, 8).map_err(e)?),
-            dispatch: DispatchId(p.wave_info(w.0, q::DISPATCH, 8).map_err(e)?),
-            workgroup_coord: coord,
-            wave_number_in_workgroup: p
-                .wave_info(w.0, q::WAVE_NUMBER_IN_WORKGROUP, 4)
-                .ok()
-                .map(|v| v as u32),
-            lane_count: p.wave_info(w.0, q::LANE_COUNT, 8).map_err(e)? as u32,
+            agent: fixed.agent,
+            queue: fixed.queue,
+            dispatch: fixed.dispatch,
+            workgroup_coord: fixed.workgroup_coord,
+            wave_number_in_workgroup: fixed.wave_number_in_workgroup,
+            lane_count: fixed.lane_count,
         })
     }
 

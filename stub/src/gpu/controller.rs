@@ -255,6 +255,9 @@ pub struct GpuController {
     terminations: usize,
     arch: Option<Architecture>,
     regs: Vec<RegisterInfo>,
+    /// Register number → its row in `regs` (the table is grouped by
+    /// feature, so a row's index is not its number).
+    reg_rows: Vec<Option<usize>>,
     /// The served table as the union of the agents' architectures, and
     /// each architecture's names in it (see [`super::regs::RegisterUnion`]).
     reg_union: super::regs::RegisterUnion,
@@ -410,6 +413,22 @@ impl From<GpuFault> for crate::target::TargetError {
 /// Result of a GPU operation.
 pub type GpuResult<T> = Result<T, GpuFault>;
 
+/// Register number → row of a register table grouped by feature
+/// (`regs::table`: a register's row is not its number): one lookup per
+/// register read instead of a scan of the table's rows.
+pub(crate) fn rows_by_regnum(table: &[RegisterInfo]) -> Vec<Option<usize>> {
+    let len = table
+        .iter()
+        .map(|r| r.regnum as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut rows = vec![None; len];
+    for (i, r) in table.iter().enumerate() {
+        rows[r.regnum as usize] = Some(i);
+    }
+    rows
+}
+
 fn gerr(e: GpuError) -> GpuFault {
     GpuFault::Backend(e)
 }
@@ -434,6 +453,7 @@ impl GpuController {
             terminations: 0,
             arch: None,
             regs: Vec::new(),
+            reg_rows: Vec::new(),
             reg_union: Default::default(),
             arch_names: Vec::new(),
             exit_hold: ExitHold::default(),
@@ -853,6 +873,7 @@ impl GpuController {
         match self.union_of_agents(&arch.name) {
             Ok(u) => {
                 self.regs = super::regs::table(&u.descs);
+                self.reg_rows = rows_by_regnum(&self.regs);
                 self.reg_union = u;
             }
             Err(e) => tracing::warn!(target: "dbgapi", "register table: {e}"),
@@ -1017,6 +1038,19 @@ impl GpuController {
 
     /// Refresh the wave list; the library's error as text.
     pub fn try_waves(&mut self) -> GpuResult<Vec<(WaveId, Tid)>> {
+        self.refresh_waves()?;
+        Ok(self.waves.listing().to_vec())
+    }
+
+    /// Refresh the wave list; the thread ids in order, shared (a thread
+    /// list of 10,000 unchanged waves copies them once).
+    pub fn try_wave_tids(&mut self) -> GpuResult<std::rc::Rc<[Tid]>> {
+        self.refresh_waves()?;
+        Ok(self.waves.tids())
+    }
+
+    /// Ask the library for its wave list and bring the thread ids in step.
+    fn refresh_waves(&mut self) -> GpuResult<()> {
         let list = self.backend()?.waves().map_err(gerr)?;
         // The same waves as last time (a stopped GPU, or a list asked for
         // again and again): every one has its thread id and no dead wave
@@ -1028,7 +1062,7 @@ impl GpuController {
             }
             self.last_wave_list = list;
         }
-        Ok(self.waves.listing().to_vec())
+        Ok(())
     }
 
     /// Drop what is kept per wave (thread id, register map) for the waves
@@ -1085,10 +1119,7 @@ impl GpuController {
     /// exec, the registers every stop record and `jThreadsInfo` expedite.
     fn stopped_register(&self, wave: WaveId, index: usize) -> Option<Vec<u8>> {
         let info = self.stop_infos.get(&wave)?;
-        let r = self
-            .regs
-            .get(index)
-            .filter(|r| r.regnum as usize == index)?;
+        let r = self.register_row(index)?;
         let v = if r.generic == Some("pc") {
             info.pc?
         } else if r.name == "exec" {
@@ -1097,6 +1128,15 @@ impl GpuController {
             return None;
         };
         (r.bitsize == 64).then(|| v.to_le_bytes().to_vec())
+    }
+
+    /// The table's row of register number `index`.
+    fn register_row(&self, index: usize) -> Option<&RegisterInfo> {
+        self.reg_rows
+            .get(index)
+            .copied()
+            .flatten()
+            .and_then(|i| self.regs.get(i))
     }
 
     /// Next unreported wave stop.
@@ -1167,12 +1207,8 @@ impl GpuController {
         if let Some(v) = self.stopped_register(wave, index) {
             return Ok(v);
         }
-        // The table is in register-number order: index it, scan if not.
         let size = self
-            .regs
-            .get(index)
-            .filter(|r| r.regnum as usize == index)
-            .or_else(|| self.regs.iter().find(|r| r.regnum as usize == index))
+            .register_row(index)
             .map(|r| (r.bitsize / 8) as usize)
             .ok_or(GpuFault::NoSuchRegister(index))?;
         let mut buf = vec![0u8; size];

@@ -39,6 +39,8 @@ pub struct GpuTarget {
     pid: Pid,
     arch: ArchInfo,
     regs: Vec<RegisterInfo>,
+    /// Register number → row of `regs` (grouped by feature).
+    reg_rows: Vec<Option<usize>>,
     running: bool,
     /// Set when the CPU process ended: reported at the next wait.
     exit: Option<StopEvent>,
@@ -128,6 +130,7 @@ impl GpuTarget {
             gpu,
             pid,
             arch,
+            reg_rows: super::controller::rows_by_regnum(&regs),
             regs,
             running: false,
             exit: None,
@@ -218,6 +221,7 @@ impl GpuTarget {
             // Requested stops whose waves ended first never come.
             self.stops_awaited = self.stops_awaited.saturating_sub(g.take_terminations());
         }
+        let bps = g.gpu_breakpoints();
         let stop = loop {
             let Some(stop) = g.pop_stop() else {
                 if self.awaiting_stop && self.stops_awaited == 0 {
@@ -247,7 +251,6 @@ impl GpuTarget {
                 }
                 return Ok(None);
             };
-            let bps = g.gpu_breakpoints();
             if !reportable(&stop, &bps) && self.awaiting_stop {
                 // A wave stopped for the interrupt: it stays stopped, and
                 // once every requested stop is in the interrupt is reported
@@ -309,11 +312,11 @@ impl Target for GpuTarget {
     /// The threads (waves), or the library's error when it cannot list
     /// them (the thread-list replies say so instead of showing no waves).
     fn try_threads(&self) -> TargetResult<Vec<Tid>> {
-        let waves = self.gpu.borrow_mut().try_waves().map_err(terr)?;
-        Ok(if waves.is_empty() {
+        let tids = self.gpu.borrow_mut().try_wave_tids().map_err(terr)?;
+        Ok(if tids.is_empty() {
             vec![SHADOW_TID]
         } else {
-            waves.into_iter().map(|(_, t)| t).collect()
+            tids.to_vec()
         })
     }
 
@@ -324,6 +327,17 @@ impl Target for GpuTarget {
         } else {
             waves.into_iter().map(|(_, t)| t).collect()
         }
+    }
+
+    /// A wave's thread id is looked up among the waves of the last
+    /// listing or event (a wave cannot end while the GPU session is
+    /// stopped; a packet naming one that ended since gets the library's
+    /// error instead of "no such thread").
+    fn has_thread(&self, tid: Tid) -> bool {
+        if tid == SHADOW_TID {
+            return self.threads().contains(&tid);
+        }
+        self.gpu.borrow().wave_of(tid).is_some()
     }
 
     fn thread_name(&self, tid: Tid) -> Option<String> {
@@ -340,12 +354,12 @@ impl Target for GpuTarget {
     }
 
     fn read_register(&mut self, tid: Tid, regnum: u32) -> TargetResult<Vec<u8>> {
-        // The table is in register-number order: index it, scan if not.
         let size = self
-            .regs
+            .reg_rows
             .get(regnum as usize)
-            .filter(|r| r.regnum == regnum)
-            .or_else(|| self.regs.iter().find(|r| r.regnum == regnum))
+            .copied()
+            .flatten()
+            .and_then(|i| self.regs.get(i))
             .map(|r| (r.bitsize / 8) as usize)
             .ok_or(TargetError::NoSuchRegister(regnum))?;
         if tid == SHADOW_TID {

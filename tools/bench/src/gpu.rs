@@ -22,9 +22,15 @@
 //! stopped (`SBProcess.Stop` to the stopped event) and `thread list` is
 //! timed (checked: N waves listed).
 //!
+//! The loop thread's CPU time (its `schedstat`) is also printed per
+//! `jThreadsInfo` and per wave list: on a shared machine it moves far less
+//! than the wall-clock figures. The lldb run logs lldb's `gdb-remote
+//! packets` during `thread list` and prints what it sent.
+//!
 //! Each figure is printed for every wave count asked for (`--gpu-waves
-//! 1000,10000`) with its cost per wave and how that grows from the smallest
-//! to the largest count (above ×1.25 is flagged SUPER-LINEAR).
+//! 1000,3000,10000`), then its per-wave cost growth between each pair of
+//! consecutive counts and from the smallest to the largest (above ×1.25 is
+//! flagged SUPER-LINEAR).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -57,9 +63,11 @@ const STOP_CYCLES: usize = 3;
 const RESUME_SETTLE: Duration = Duration::from_millis(300);
 
 /// lldb's Python driver for the GPU `thread list` figure: `python3 -c
-/// DRIVER PORT PROG WAVES`. Prints `GPUSTOP s`, `GPULIST s count`.
+/// DRIVER PORT PROG WAVES`. Prints `GPUSTOP s`, `GPULIST s count` and
+/// `GPUPKTS n KIND=n…`, the packets lldb sent during `thread list` (from
+/// its `gdb-remote packets` log).
 const LLDB_DRIVER: &str = r#"
-import sys, time, lldb
+import os, sys, time, lldb
 port, exe, waves = sys.argv[1], sys.argv[2], int(sys.argv[3])
 dbg = lldb.SBDebugger.Create()
 dbg.SetAsync(False)
@@ -105,14 +113,26 @@ for attempt in range(60):
     stop = time.perf_counter() - t
     dbg.SetSelectedTarget(gpu_t)
     dbg.SetAsync(False)
+    log = "/tmp/gdbmux-bench-lldb-%d.log" % os.getpid()
+    run("log enable -f " + log + " gdb-remote packets")
     t = time.perf_counter()
     out = run("thread list")
     took = time.perf_counter() - t
+    run("log disable gdb-remote packets")
+    # Packets lldb sent for the listing (the log starts with lldb's
+    # packet history, lines marked "history[").
+    kinds = {}
+    for l in open(log, errors="replace"):
+        if "send packet: $" in l and "history[" not in l:
+            k = l.split("send packet: $", 1)[1][:12].split(":")[0].split(";")[0]
+            kinds[k] = kinds.get(k, 0) + 1
+    os.unlink(log)
     dbg.SetAsync(True)
     n = sum(1 for l in out.splitlines() if l.lstrip("* ").startswith("thread #"))
     if n >= waves:
         print("GPUSTOP", stop)
         print("GPULIST", took, n)
+        print("GPUPKTS", sum(kinds.values()), " ".join("%s=%d" % kv for kv in sorted(kinds.items())) or "-")
         break
     gpu.Continue()
 cpu.Kill()
@@ -126,7 +146,7 @@ fn lldb_thread_list(
     fx: &GpuFixture,
     a: &Args,
     waves: usize,
-) -> Result<Option<(f64, f64)>> {
+) -> Result<Option<(f64, f64, String)>> {
     let have = Command::new("python3")
         .args(["-c", "import lldb"])
         .stderr(std::process::Stdio::null())
@@ -164,7 +184,14 @@ fn lldb_thread_list(
         field("GPULIST ", 0),
         field("GPULIST ", 1),
     ) {
-        (Some(stop), Some(list), Some(n)) if n as usize >= waves => Ok(Some((stop, list))),
+        (Some(stop), Some(list), Some(n)) if n as usize >= waves => {
+            let pkts = text
+                .lines()
+                .find_map(|l| l.strip_prefix("GPUPKTS "))
+                .unwrap_or("not logged")
+                .to_string();
+            Ok(Some((stop, list, pkts)))
+        }
         _ => {
             let tail: String = text
                 .chars()
@@ -283,11 +310,18 @@ pub struct GpuFigures {
     pub stop_running_cpu_ms: f64,
     /// `jThreadsInfo`, median (ms), and its size (bytes).
     pub jti_ms: f64,
+    /// CPU time of gdbmux's loop thread per `jThreadsInfo`, median (ms).
+    pub jti_cpu_ms: f64,
+    /// CPU time of gdbmux's loop thread per wave list, mean over the
+    /// samples, running and stopped (µs).
+    pub list_cpu_us: (f64, f64),
     pub jti_bytes: usize,
     /// lldb: `SBProcess.Stop` of the GPU process, then `thread list` (ms;
     /// NaN when not measured).
     pub lldb_stop_ms: f64,
     pub lldb_list_ms: f64,
+    /// The packets lldb sent during that `thread list` (count, by kind).
+    pub lldb_list_packets: String,
 }
 
 fn quantiles(mut v: Vec<f64>) -> (f64, f64) {
@@ -299,8 +333,11 @@ fn quantiles(mut v: Vec<f64>) -> (f64, f64) {
     (v[v.len() / 2], v[p99])
 }
 
-fn timed_list(g: &mut Rsp, n: usize, expect: usize) -> Result<(f64, f64)> {
+/// Wave list figures: (median, p99) wall-clock µs, and the loop thread's
+/// mean CPU µs per listing.
+fn timed_list(g: &mut Rsp, n: usize, expect: usize, pid: u32) -> Result<((f64, f64), f64)> {
     let mut v = Vec::with_capacity(n);
+    let c0 = thread_cpu_ns(pid, pid)?;
     for _ in 0..n {
         let t = Instant::now();
         let got = g.thread_count()?;
@@ -309,7 +346,8 @@ fn timed_list(g: &mut Rsp, n: usize, expect: usize) -> Result<(f64, f64)> {
             bail!("wave list: {got} waves, expected {expect}");
         }
     }
-    Ok(quantiles(v))
+    let cpu = thread_cpu_ns(pid, pid)?.saturating_sub(c0) as f64 / 1e3 / n as f64;
+    Ok((quantiles(v), cpu))
 }
 
 /// `connect://HOST:PORT` of the Initialize reply's offer.
@@ -346,9 +384,10 @@ pub fn measure(gdbmux: &Path, fx: &GpuFixture, a: &Args, waves: usize) -> Result
     let _ = child.wait();
     let mut r = r?;
     match lldb_thread_list(gdbmux, fx, a, waves) {
-        Ok(Some((stop, list))) => {
+        Ok(Some((stop, list, pkts))) => {
             r.lldb_stop_ms = stop * 1e3;
             r.lldb_list_ms = list * 1e3;
+            r.lldb_list_packets = pkts;
         }
         Ok(None) => eprintln!("  lldb's Python module not found: no lldb `thread list` figure"),
         Err(e) => eprintln!("  {e:#}"),
@@ -393,7 +432,7 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuF
             bail!("{waves} waves did not become resident within 120 s");
         }
     }
-    let list_running = timed_list(&mut g, LIST_SAMPLES, waves)?;
+    let (list_running, list_running_cpu) = timed_list(&mut g, LIST_SAMPLES, waves, pid)?;
 
     // Stop-all: resume the GPU session and interrupt it at once. gdbmux
     // serves the resume before it reads the interrupt, so the figure is an
@@ -409,11 +448,14 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuF
 
     // jThreadsInfo with expedited registers; every wave must show its pc.
     let mut jti = Vec::new();
+    let mut jti_cpu = Vec::new();
     let mut jti_bytes = 0;
     for _ in 0..JTI_SAMPLES {
+        let c = thread_cpu_ns(pid, pid)?;
         let t = Instant::now();
         let r = g.ask("jThreadsInfo")?;
         jti.push(t.elapsed().as_secs_f64() * 1e3);
+        jti_cpu.push(thread_cpu_ns(pid, pid)?.saturating_sub(c) as f64 / 1e6);
         jti_bytes = r.len();
         let v: serde_json::Value = serde_json::from_slice(&r).with_context(|| {
             format!(
@@ -438,7 +480,8 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuF
         }
     }
     let jti_ms = quantiles(jti).0;
-    let list_stopped = timed_list(&mut g, LIST_SAMPLES, waves)?;
+    let jti_cpu_ms = quantiles(jti_cpu).0;
+    let (list_stopped, list_stopped_cpu) = timed_list(&mut g, LIST_SAMPLES, waves, pid)?;
 
     // Stop-all of waves that run: resume every stopped wave, give the
     // resume time to be served (nothing on the wire says when it was), then
@@ -474,9 +517,12 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuF
         stop_running_ms,
         stop_running_cpu_ms,
         jti_ms,
+        jti_cpu_ms,
+        list_cpu_us: (list_running_cpu, list_stopped_cpu),
         jti_bytes,
         lldb_stop_ms: f64::NAN,
         lldb_list_ms: f64::NAN,
+        lldb_list_packets: String::new(),
     })
 }
 
@@ -517,6 +563,11 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
             stop_running_ms: med(v.iter().map(|f| f.stop_running_ms).collect()),
             stop_running_cpu_ms: med(v.iter().map(|f| f.stop_running_cpu_ms).collect()),
             jti_ms: med(v.iter().map(|f| f.jti_ms).collect()),
+            jti_cpu_ms: med(v.iter().map(|f| f.jti_cpu_ms).collect()),
+            list_cpu_us: (
+                med(v.iter().map(|f| f.list_cpu_us.0).collect()),
+                med(v.iter().map(|f| f.list_cpu_us.1).collect()),
+            ),
             jti_bytes: v[0].jti_bytes,
             lldb_stop_ms: med(v
                 .iter()
@@ -528,6 +579,12 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
                 .map(|f| f.lldb_list_ms)
                 .filter(|x| !x.is_nan())
                 .collect()),
+            lldb_list_packets: v
+                .iter()
+                .map(|f| f.lldb_list_packets.as_str())
+                .find(|p| !p.is_empty())
+                .unwrap_or("")
+                .to_string(),
         })
         .collect();
     println!(
@@ -542,7 +599,7 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
     });
     println!("|---|{}---|", "---|".repeat(rows.len()));
     type Get = fn(&GpuFigures) -> f64;
-    let table: [(&str, Get, &str); 10] = [
+    let table: [(&str, Get, &str); 13] = [
         (
             "lldb 23.1 `thread list` of the stopped GPU process (ms)",
             |f| f.lldb_list_ms,
@@ -557,6 +614,11 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
             "jThreadsInfo, registers expedited (ms)",
             |f| f.jti_ms,
             "< 50",
+        ),
+        (
+            "gdbmux loop thread CPU per jThreadsInfo (ms)",
+            |f| f.jti_cpu_ms,
+            "-",
         ),
         (
             "stop-all of running waves, \\x03 to the stop reply (ms)",
@@ -583,11 +645,21 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
             |f| f.list_running.1,
             "< 100",
         ),
+        (
+            "gdbmux loop thread CPU per wave list, running (µs)",
+            |f| f.list_cpu_us.0,
+            "-",
+        ),
         ("wave list, stopped, median (µs)", |f| f.list_stopped.0, "-"),
         (
             "wave list, stopped, p99 (µs)",
             |f| f.list_stopped.1,
             "< 100",
+        ),
+        (
+            "gdbmux loop thread CPU per wave list, stopped (µs)",
+            |f| f.list_cpu_us.1,
+            "-",
         ),
     ];
     for (name, get, target) in &table {
@@ -605,6 +677,13 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
             r.waves, r.jti_bytes
         );
     }
+    for r in rows.iter().filter(|r| !r.lldb_list_packets.is_empty()) {
+        println!(
+            "- packets lldb sent during `thread list` of {} waves: {}",
+            r.waves, r.lldb_list_packets
+        );
+    }
+    growth_table(&rows, &table);
     if let (Some(lo), Some(hi)) = (rows.first(), rows.last()) {
         if hi.waves > lo.waves {
             for (name, get, _) in &table {
@@ -620,4 +699,70 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Per-wave cost growth between each pair of consecutive wave counts, for
+/// every figure: (figure ÷ waves at the larger count) ÷ (figure ÷ waves at
+/// the smaller one). 1.0 is linear; above [`SUPER_LINEAR`] is flagged.
+/// A table row: figure name, how to get it, target.
+type Row<'a> = (&'a str, fn(&GpuFigures) -> f64, &'a str);
+
+fn growth_table(rows: &[GpuFigures], table: &[Row]) {
+    if rows.len() < 2 {
+        return;
+    }
+    let pairs: Vec<(&GpuFigures, &GpuFigures)> = rows.iter().zip(rows.iter().skip(1)).collect();
+    println!();
+    println!("Per-wave cost growth between consecutive wave counts (1.00 = linear; above ×{SUPER_LINEAR:.2}: SUPER-LINEAR)");
+    println!(
+        "| figure | {} |",
+        pairs
+            .iter()
+            .map(|(a, b)| format!("{} → {} waves", a.waves, b.waves))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!("|---|{}", "---|".repeat(pairs.len()));
+    for (name, get, _) in table {
+        let cells: Vec<String> = pairs
+            .iter()
+            .map(|(a, b)| {
+                let g = growth(a.waves, get(a), b.waves, get(b));
+                if g.is_nan() {
+                    "-".to_string()
+                } else if g > SUPER_LINEAR {
+                    format!("×{g:.2} SUPER-LINEAR")
+                } else {
+                    format!("×{g:.2}")
+                }
+            })
+            .collect();
+        println!("| {name} | {} |", cells.join(" | "));
+    }
+}
+
+/// Growth above which a per-wave cost counts as super-linear (noise on a
+/// shared machine stays below it for linear figures).
+const SUPER_LINEAR: f64 = 1.25;
+
+/// Per-wave cost at `n1` over the one at `n0` (NaN when either is not a
+/// measured, positive figure).
+fn growth(n0: usize, v0: f64, n1: usize, v1: f64) -> f64 {
+    if !(v0 > 0.0 && v1 > 0.0) || n0 == 0 || n1 == 0 {
+        return f64::NAN;
+    }
+    (v1 / n1 as f64) / (v0 / n0 as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::growth;
+
+    #[test]
+    fn growth_is_per_wave_cost_ratio() {
+        assert!((growth(1000, 10.0, 10000, 100.0) - 1.0).abs() < 1e-12);
+        assert!((growth(1000, 10.0, 3000, 60.0) - 2.0).abs() < 1e-12);
+        assert!(growth(1000, f64::NAN, 3000, 1.0).is_nan());
+        assert!(growth(1000, 0.0, 3000, 1.0).is_nan());
+    }
 }

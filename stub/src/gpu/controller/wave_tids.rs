@@ -28,6 +28,9 @@ pub(super) struct WaveTids {
     /// thread list of 10,000 unchanged waves copies it instead of walking
     /// the map.
     listing: Option<Rc<[(WaveId, Tid)]>>,
+    /// The thread ids of `listing`, made on the first thread list after a
+    /// change (a thread list copies it once).
+    tids: Option<Rc<[Tid]>>,
 }
 
 impl WaveTids {
@@ -37,6 +40,7 @@ impl WaveTids {
 
     pub(super) fn insert(&mut self, wave: WaveId, tid: Tid) {
         self.listing = None;
+        self.tids = None;
         if let Some(old) = self.by_wave.insert(wave, tid) {
             self.by_tid.remove(&old);
         }
@@ -47,12 +51,14 @@ impl WaveTids {
         if let Some(t) = self.by_wave.remove(wave) {
             self.by_tid.remove(&t);
             self.listing = None;
+            self.tids = None;
         }
         self.names.remove(wave);
     }
 
     pub(super) fn clear(&mut self) {
         self.listing = None;
+        self.tids = None;
         self.by_wave.clear();
         self.by_tid.clear();
         self.names.clear();
@@ -75,12 +81,14 @@ impl WaveTids {
         let by_tid = &mut self.by_tid;
         let names = &mut self.names;
         let listing = &mut self.listing;
+        let tids = &mut self.tids;
         self.by_wave.retain(|w, t| {
             let k = keep(w);
             if !k {
                 by_tid.remove(t);
                 names.remove(w);
                 *listing = None;
+                *tids = None;
             }
             k
         });
@@ -96,6 +104,14 @@ impl WaveTids {
         let by_tid = &self.by_tid;
         self.listing
             .get_or_insert_with(|| by_tid.iter().map(|(t, w)| (*w, *t)).collect())
+            .clone()
+    }
+
+    /// The thread ids in thread-id order, kept until the waves change.
+    pub(super) fn tids(&mut self) -> Rc<[Tid]> {
+        let by_tid = &self.by_tid;
+        self.tids
+            .get_or_insert_with(|| by_tid.keys().copied().collect())
             .clone()
     }
 
@@ -196,8 +212,10 @@ mod tests {
         assert_eq!(m.name(&WaveId(104)).map(String::as_str), Some("w"));
         let v: Vec<_> = m.listing().iter().map(|(_, t)| *t).collect();
         assert_eq!(v, vec![1, 3, 5, 7, 9]);
+        assert_eq!(&*m.tids(), &[1, 3, 5, 7, 9]);
         m.insert(WaveId(300), 11);
         assert_eq!(m.listing().last(), Some(&(WaveId(300), 11)));
+        assert_eq!(m.tids().last(), Some(&11));
         m.clear();
         assert_eq!(m.wave_of(1), None);
         assert!(m.listing().is_empty());

@@ -50,7 +50,7 @@ impl<R: SessionRole> Session<R> {
         }
         if let Some(t) = self
             .g_thread
-            .filter(|(p, t)| self.procs.get(p).is_some_and(|x| x.threads().contains(t)))
+            .filter(|(p, t)| self.procs.get(p).is_some_and(|x| x.has_thread(*t)))
         {
             return Ok(t);
         }

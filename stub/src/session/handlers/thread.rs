@@ -15,11 +15,9 @@ use crate::target::Tid;
 
 impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_thread_alive(&mut self, id: ThreadId) {
-        let ok = self.resolve_thread(Some(id)).is_some_and(|(pid, tid)| {
-            self.procs
-                .get(&pid)
-                .is_some_and(|t| t.threads().contains(&tid))
-        });
+        let ok = self
+            .resolve_thread(Some(id))
+            .is_some_and(|(pid, tid)| self.procs.get(&pid).is_some_and(|t| t.has_thread(tid)));
         if ok {
             self.send(&reply::ok());
         } else {
@@ -182,18 +180,14 @@ impl<R: SessionRole> Session<R> {
         };
         let t = self.procs.get(&pid)?;
         match id.tid {
-            IdSel::Id(tid) => t.threads().contains(&tid).then_some((pid, tid)),
+            IdSel::Id(tid) => t.has_thread(tid).then_some((pid, tid)),
             IdSel::Any | IdSel::All => {
                 let stopped = match self.journal.event() {
                     Some(StopEvent::Stopped { pid: p, tid, .. }) if *p == pid => Some(*tid),
                     _ => None,
                 };
                 let tid = stopped
-                    .filter(|t| {
-                        self.procs
-                            .get(&pid)
-                            .is_some_and(|x| x.threads().contains(t))
-                    })
+                    .filter(|t| self.procs.get(&pid).is_some_and(|x| x.has_thread(*t)))
                     .or_else(|| t.threads().first().copied())?;
                 Some((pid, tid))
             }
