@@ -49,13 +49,27 @@ _state = {
     "dbg": None,
     "copied": set(),  # CPU breakpoint ids already set on the GPU target
     "loaded": {},  # code-object path -> load address
-    "cpu_halted_for_gpu": False,
     "cpu_bg": False,  # the CPU was run on in the background after a GPU stop
     "watching": set(),  # process uids a listener thread watches
     "gpu_started": False,  # the GPU target was run on after its connection
     "cpu_bg_thread": None,  # the worker running a synchronous CPU continue
+    "all_stop": False,  # gdbmux stops the CPU with a wave (monitor gpu all-stop)
+    "cpu_run_by_helper": False,  # the CPU runs because the GPU was continued
+    "gpu_stopped": threading.Condition(),  # notified when the GPU is taken stopped
+    "gpu_is_stopped": False,
     "lock": threading.Lock(),
 }
+
+# gdbmux's notice on the GPU connection that the GPU target was continued
+# while the CPU is stopped with it (an `A` packet: lldb's asynchronous
+# profile data), and the prefix of the CPU stop gdbmux makes for a wave
+# stop (stub/src/gpu/allstop.rs).
+RUN_CPU_NOTICE = "gdbmux:run-cpu"
+ALL_STOP_PREFIX = "gdbmux all-stop:"
+# How long a command that took the CPU's all-stop stop waits for the GPU
+# target's stop (it comes at once; the bound only keeps lldb responsive
+# if gdbmux went away).
+GPU_STOP_WAIT_S = 30.0
 
 
 def _log(msg):
@@ -225,13 +239,12 @@ def _async(dbg, fn):
 
 
 def _run_on_in_background(dbg, cpu, gpu):
-    """Runs the CPU on (it waits on the dispatch) without touching the
-    debugger's async flag: flipping it here raced with the command the
-    user typed next, which then ran asynchronously and returned before its
-    stop (a `thread step-over` in `lldb -b` left the GPU running). In
-    synchronous lldb the continue blocks this worker thread until the CPU
-    stops; a stop of its own (not our interrupt, not the exit) then
-    interrupts the GPU, as the listener does for events it sees."""
+    """Runs the CPU on (gdbmux's notice: the GPU target was continued while
+    the CPU was stopped with it) without touching the debugger's async
+    flag: flipping it here raced with the command the user typed next,
+    which then ran asynchronously and returned before its stop (a `thread
+    step-over` in `lldb -b` left the GPU running). In synchronous lldb the
+    continue blocks this worker thread until the CPU stops or exits."""
 
     if dbg.GetAsync():
         # Interactive lldb: asynchronous already, Continue returns at once
@@ -254,19 +267,89 @@ def _run_on_in_background(dbg, cpu, gpu):
             # process that has stopped or exited.
             _trace("background CPU continue took the exit in: interrupting the GPU for its held end")
             gpu.SendAsyncInterrupt()
-        if st == lldb.eStateStopped and not _state["cpu_halted_for_gpu"]:
-            stopped_on_its_own = any(
-                th.GetStopReason() not in (lldb.eStopReasonNone, lldb.eStopReasonInvalid)
-                and not (th.GetStopReason() == lldb.eStopReasonSignal and th.GetStopReasonDataAtIndex(0) in (2, 19))
-                for th in cpu
-            )
-            if stopped_on_its_own and gpu.GetState() == lldb.eStateRunning:
-                _trace("background CPU stopped on its own: interrupting the GPU")
-                gpu.SendAsyncInterrupt()
+        elif st == lldb.eStateStopped and not _all_stop_stop(cpu) and _stopped_on_its_own(cpu):
+            # A CPU stop of its own (breakpoint, signal) while the user's
+            # command waits on the GPU: end that wait. (The all-stop stop
+            # was handled by the stop hook, in this thread.)
+            _trace("background CPU stopped on its own: interrupting the GPU")
+            gpu.SendAsyncInterrupt()
 
     worker = threading.Thread(target=work, name="gdbmux-cpu-bg", daemon=True)
     _state["cpu_bg_thread"] = worker
     worker.start()
+
+
+def _stopped_on_its_own(cpu):
+    return any(
+        th.GetStopReason() not in (lldb.eStopReasonNone, lldb.eStopReasonInvalid)
+        and not (th.GetStopReason() == lldb.eStopReasonSignal and th.GetStopReasonDataAtIndex(0) in (2, 19))
+        for th in cpu
+    )
+
+
+def _all_stop_stop(cpu):
+    """Whether the CPU's stop is the one gdbmux made for a wave stop."""
+    return any(
+        th.GetStopReason() == lldb.eStopReasonSignal and ALL_STOP_PREFIX in (th.GetStopDescription(512) or "")
+        for th in cpu
+    )
+
+
+def _set_gpu_stopped(v):
+    cond = _state["gpu_stopped"]
+    with cond:
+        _state["gpu_is_stopped"] = v
+        cond.notify_all()
+
+
+class AllStopHook:
+    """Stop hook of the CPU target (`target stop-hook add -P`): lldb runs it
+    on the thread that takes the CPU's stop in, also inside a synchronous
+    command (docs/gpu-lldb.md, finding 14). At gdbmux's all-stop stop (a
+    wave stopped):
+    - the helper ran the CPU on (the user's command waits on the GPU):
+      gdbmux holds the wave's stop until the GPU is interrupted, so the
+      CPU's stop is in before the GPU's ends that command;
+    - the user's command waits on the CPU: the wave's stop went out at
+      once; the command ends once the GPU target has it (the listener
+      thread takes it), so the next command sees both targets stopped."""
+
+    def __init__(self, target, extra_args, internal_dict):
+        self.target = target
+
+    def handle_stop(self, exe_ctx, stream):
+        if "amdgpu" in (self.target.GetTriple() or "") or not _state["all_stop"]:
+            return True
+        cpu = exe_ctx.GetProcess()
+        if not _all_stop_stop(cpu):
+            return True
+        dbg = _state["dbg"]
+        _, gpu_t = _targets(dbg)
+        if gpu_t is None:
+            return True
+        with _state["lock"]:
+            by_helper = _state["cpu_run_by_helper"]
+            _state["cpu_run_by_helper"] = False
+        if by_helper:
+            # On the CPU connection, not as an interrupt of the GPU: lldb does
+            # not carry out a breakpoint's actions (a one-shot one's
+            # deletion) at a stop it asked for with an interrupt.
+            res = lldb.SBCommandReturnObject()
+            ctx = lldb.SBExecutionContext(cpu)
+            dbg.GetCommandInterpreter().HandleCommand(
+                "process plugin packet monitor gpu all-stop-release", ctx, res, False
+            )
+            _trace(f"all-stop: CPU stop taken in: released the GPU's held wave stop: {res.GetOutput()} {res.GetError()}")
+        if threading.current_thread().name == "gdbmux-cpu-bg":
+            # The user's synchronous command on the GPU takes its stop.
+            _set_gpu_stopped(True)
+            return True
+        cond = _state["gpu_stopped"]
+        with cond:
+            ok = cond.wait_for(lambda: _state["gpu_is_stopped"], GPU_STOP_WAIT_S)
+        _trace(f"all-stop: CPU stop hook: GPU stop taken: {ok}")
+        dbg.SetSelectedTarget(gpu_t)
+        return True
 
 
 def _hold_exits(dbg, cpu_t):
@@ -286,6 +369,10 @@ def _hold_exits(dbg, cpu_t):
     dbg.GetCommandInterpreter().HandleCommand("process plugin packet monitor gpu hold-exit", ctx, res, False)
     _state["holds_exits"] = res.Succeeded()
     _trace(f"hold-exit announced: {res.Succeeded()}")
+    res = lldb.SBCommandReturnObject()
+    dbg.GetCommandInterpreter().HandleCommand("process plugin packet monitor gpu all-stop", ctx, res, False)
+    _state["all_stop"] = res.Succeeded() and "all-stop across" in (res.GetOutput() or "")
+    _trace(f"all-stop announced: {_state['all_stop']}")
 
 
 def _on_destroy(debugger_id, *_):
@@ -326,14 +413,44 @@ def _is_real_gpu_stop(gpu):
 
 
 def _watch(dbg, proc, role):
-    """A listener thread on `proc`'s state changes keeping the targets in step."""
+    """A listener thread on `proc`'s state changes (and, on the GPU, gdbmux's
+    notices) keeping the targets in step."""
     uid = proc.GetUniqueID()
     with _state["lock"]:
         if uid in _state["watching"]:
             return
         _state["watching"].add(uid)
     listener = lldb.SBListener(f"gdbmux-{role}")
-    listener.StartListeningForEvents(proc.GetBroadcaster(), lldb.SBProcess.eBroadcastBitStateChanged)
+    mask = lldb.SBProcess.eBroadcastBitStateChanged
+    if role == "gpu":
+        # gdbmux's notices come as asynchronous profile data: not hijacked
+        # by a synchronous command (it takes state changes only), and
+        # printed by no one.
+        mask |= lldb.SBProcess.eBroadcastBitProfileData
+    listener.StartListeningForEvents(proc.GetBroadcaster(), mask)
+
+    def notice(ev, gpu_p):
+        data = ""
+        while True:
+            chunk = gpu_p.GetAsyncProfileData(4096)
+            if not chunk:
+                break
+            data += chunk
+        if RUN_CPU_NOTICE not in data:
+            return
+        cpu_t, _ = _targets(dbg)
+        if cpu_t is None:
+            return
+        cpu = cpu_t.GetProcess()
+        _set_gpu_stopped(False)
+        with _state["lock"]:
+            if cpu.GetState() != lldb.eStateStopped:
+                _trace(f"notice: run the CPU, which is in state {cpu.GetState()}")
+                return
+            _trace("notice: the GPU was continued: running the CPU on")
+            _state["cpu_run_by_helper"] = True
+            _state["cpu_bg"] = True
+        _run_on_in_background(dbg, cpu, gpu_p)
 
     def run():
         ev = lldb.SBEvent()
@@ -341,11 +458,20 @@ def _watch(dbg, proc, role):
             if not listener.WaitForEvent(3600, ev):
                 continue
             if not lldb.SBProcess.EventIsProcessEvent(ev):
+                _trace(f"{role} other event {ev.GetType()}")
+                continue
+            if ev.GetType() & lldb.SBProcess.eBroadcastBitProfileData:
+                _trace(f"{role} profile data event")
+                notice(ev, lldb.SBProcess.GetProcessFromEvent(ev))
                 continue
             st = lldb.SBProcess.GetStateFromEvent(ev)
             _trace(f"{role} event state {st} restarted {lldb.SBProcess.GetRestartedFromEvent(ev)}")
             if lldb.SBProcess.GetRestartedFromEvent(ev):
                 continue
+            if role == "gpu":
+                # First, before any call that may wait on the CPU target: a
+                # CPU stop hook may wait for this (AllStopHook).
+                _set_gpu_stopped(st == lldb.eStateStopped)
             cpu_t, gpu_t = _targets(dbg)
             if cpu_t is None or gpu_t is None:
                 continue
@@ -361,41 +487,16 @@ def _watch(dbg, proc, role):
                     # hold the GPU's end for this interrupt (_hold_exits).
                     _trace("cpu exited: interrupting the GPU for its held end")
                     gpu.SendAsyncInterrupt()
-                if role == "gpu" and st == lldb.eStateStopped and _state["cpu_bg"]:
-                    # The CPU already runs on in the background (waiting
-                    # on the dispatch); no command waits on it.
-                    dbg.SetSelectedTarget(gpu_t)
                 elif role == "gpu" and st == lldb.eStateStopped:
-                    _trace("gpu stopped: interrupting the CPU")
-                    _state["cpu_halted_for_gpu"] = True
+                    # gdbmux stops the CPU with the wave (all-stop); the GPU
+                    # target is where the user is.
                     dbg.SetSelectedTarget(gpu_t)
-                    # Ends a synchronous `process continue` waiting on the
-                    # CPU (its events never reach this listener then).
-                    cpu.SendAsyncInterrupt()
-                    # Blocks until that command has finished with the CPU.
-                    if cpu.GetState() == lldb.eStateStopped and _state["cpu_halted_for_gpu"]:
-                        # The CPU (waiting on the dispatch) runs on, so that
-                        # a `process continue` of the GPU target, whose
-                        # events this listener does not see, needs nothing
-                        # more to finish the program.
-                        _trace("cpu stopped for the GPU stop: running it on")
-                        _state["cpu_halted_for_gpu"] = False
-                        _state["cpu_bg"] = True
-                        _run_on_in_background(dbg, cpu, gpu)
-                elif role == "gpu" and st == lldb.eStateRunning:
-                    if _state["cpu_halted_for_gpu"] and cpu.GetState() == lldb.eStateStopped:
-                        _trace("gpu running: continuing the CPU")
-                        _state["cpu_halted_for_gpu"] = False
-                        _async(dbg, cpu.Continue)
-                elif role == "cpu" and st == lldb.eStateStopped and _state["cpu_halted_for_gpu"]:
-                    # Our interrupt's stop, arriving after the GPU was
-                    # continued already (asynchronous lldb): run on with it.
-                    if gpu.GetState() == lldb.eStateRunning:
-                        _trace("cpu stopped after the GPU ran on: continuing the CPU")
-                        _state["cpu_halted_for_gpu"] = False
-                        _state["cpu_bg"] = True
-                        _run_on_in_background(dbg, cpu, gpu)
-                elif role == "cpu" and st == lldb.eStateStopped and not lldb.SBProcess.GetInterruptedFromEvent(ev):
+                elif (
+                    role == "cpu"
+                    and st == lldb.eStateStopped
+                    and not lldb.SBProcess.GetInterruptedFromEvent(ev)
+                    and not _all_stop_stop(cpu)
+                ):
                     # A CPU stop of its own (breakpoint, signal) while a
                     # command may wait on the GPU: end that wait.
                     _trace("cpu stopped: interrupting the GPU")
@@ -456,6 +557,7 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
                     # waits for the user's `process continue`; continuing
                     # it here raced with that command ("Process is running").
                     _state["gpu_started"] = True
+                    _set_gpu_stopped(False)
                     _async(dbg, gpu.Continue)
         finally:
             done.set()
@@ -490,6 +592,9 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
 
 
 def _arm(dbg, target):
+    # The selected target, or the dummy one that seeds new targets (the GPU
+    # target's copy does nothing: AllStopHook checks the triple).
+    dbg.HandleCommand("target stop-hook add -P gdbmux_lldb.AllStopHook")
     for name in HOOKS:
         bp = target.BreakpointCreateByName(name)
         bp.SetScriptCallbackFunction("gdbmux_lldb.loader_hook")
