@@ -57,14 +57,7 @@ fn session(pty: bool) -> Vec<(&'static str, &'static str)> {
         ("breakpoint set -o true -n negate", r"pending"),
         (
             "process continue",
-            if pty {
-                r"stop reason = one-shot breakpoint.*saxpy\.cl.*9"
-            } else {
-                // `lldb -b` prints the CPU's stop, the command's own; the
-                // GPU's comes on lldb's event thread, at any time (the
-                // `thread list` below shows it).
-                r"Process \d+ stopped"
-            },
+            r"stop reason = one-shot breakpoint.*saxpy\.cl.*9",
         ),
         // All-stop (docs/gpu-lldb.md, finding 14): the CPU stops with the
         // wave, on the thread that launched the dispatch, with a reason
@@ -76,7 +69,7 @@ fn session(pty: bool) -> Vec<(&'static str, &'static str)> {
         ("target select 0", r"\* target #0: \S+host .*state=stopped"),
         (
             "thread list",
-            r"\* thread #1: .*wait_for_dispatch.* stop reason = gdbmux all-stop: GPU wave \d+ stopped at a breakpoint in saxpy",
+            r"\* thread #1: .* stop reason = gdbmux all-stop: GPU wave \d+ stopped at a breakpoint in saxpy",
         ),
         ("target select 1", r"\* target #1: \S+saxpy\.hsaco"),
         (

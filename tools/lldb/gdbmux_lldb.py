@@ -17,10 +17,11 @@ What it does, because stock lldb 23.1 cannot do it over the protocol
 * Breakpoints typed before the GPU target exists land on the CPU target,
   where they stay pending; when code objects load, each pending
   `breakpoint set -n NAME` / `-f FILE -l LINE` is set on the GPU target too.
-* One `process continue` runs the whole program: a listener thread keeps the
-  two targets in step (all-stop across targets): when a wave stops, the CPU
-  process is stopped; when either process is continued while the other was
-  stopped for it, the other is continued as well.
+* All-stop across the two targets (`monitor gpu all-stop`, with gdbmux):
+  a wave stop stops the CPU too, and a `process continue` of the GPU target
+  runs the CPU on (gdbmux's notice, taken by a listener thread); a stop hook
+  of the CPU target orders the two stops so that a command ends with both
+  targets stopped.
 * `stop-disassembly-display never`: stock 23.1 aborts disassembling AMDGPU.
 
 The user writes no Python and computes no address.
@@ -33,10 +34,6 @@ import time
 import urllib.parse
 
 import lldb
-
-# The loader hook's update of the GPU target counts as stalled when none of
-# its calls into lldb has returned for this long (seconds; see loader_hook).
-STALL_S = 10.0
 
 # Loader hooks of the GPU runtimes gdbmux serves (simulated runtime, ROCr),
 # and ROCr's exported `hsa_executable_freeze`, which every code object passes
@@ -162,14 +159,11 @@ def _cpu_side(dbg):
     return cos, pending
 
 
-def _gpu_side(dbg, cos, pending, tick=lambda: None):
+def _gpu_side(dbg, cos, pending):
     """Adds the code objects to the GPU target and sets the pending
-    breakpoints there. Returns the CPU breakpoints now set on the GPU.
-    `tick` is called after each module and breakpoint (the loader hook's
-    stall detector)."""
+    breakpoints there. Returns the CPU breakpoints now set on the GPU."""
     _, gpu_t = _targets(dbg)
     for path, addr in cos:
-        tick()
         if _state["loaded"].get(path) == addr:
             continue
         mod = gpu_t.FindModule(lldb.SBFileSpec(path))
@@ -197,7 +191,6 @@ def _gpu_side(dbg, cos, pending, tick=lambda: None):
             del _state["loaded"][path]
     carried = []
     for bp, (names, f, line), one_shot, cond, ignore in pending:
-        tick()
         if names:
             gbp = gpu_t.BreakpointCreateByNames(names, lldb.eFunctionNameTypeAuto, lldb.SBFileSpecList(), lldb.SBFileSpecList())
         else:
@@ -349,6 +342,15 @@ class AllStopHook:
             ok = cond.wait_for(lambda: _state["gpu_is_stopped"], GPU_STOP_WAIT_S)
         _trace(f"all-stop: CPU stop hook: GPU stop taken: {ok}")
         dbg.SetSelectedTarget(gpu_t)
+        if ok:
+            # The command waited on the CPU, whose stop it prints; lldb prints
+            # the GPU's on its event thread, at any time (in `lldb -b` after
+            # later commands, or not at all when the GPU target was not yet
+            # selected): the wave's stop goes with this command's output.
+            th = gpu_t.GetProcess().GetSelectedThread()
+            status = lldb.SBStream()
+            if th.IsValid() and th.GetStatus(status):
+                stream.Print(f"GPU target (selected): {status.GetData()}")
         return True
 
 
@@ -373,6 +375,17 @@ def _hold_exits(dbg, cpu_t):
     dbg.GetCommandInterpreter().HandleCommand("process plugin packet monitor gpu all-stop", ctx, res, False)
     _state["all_stop"] = res.Succeeded() and "all-stop across" in (res.GetOutput() or "")
     _trace(f"all-stop announced: {_state['all_stop']}")
+    if _state["all_stop"]:
+        # The stop hook of the CPU target (the selected target gets it: the
+        # GPU target may be selected by now). Only from here on: a stop hook
+        # makes lldb ask every stop's threads for their stop info, one more
+        # packet at each stop before the GPU is up.
+        was = dbg.GetSelectedTarget()
+        dbg.SetSelectedTarget(cpu_t)
+        res = lldb.SBCommandReturnObject()
+        dbg.GetCommandInterpreter().HandleCommand("target stop-hook add -P gdbmux_lldb.AllStopHook", res)
+        dbg.SetSelectedTarget(was)
+        _trace(f"all-stop stop hook: {res.GetOutput()} {res.GetError()}")
 
 
 def _on_destroy(debugger_id, *_):
@@ -510,10 +523,21 @@ def _watch(dbg, proc, role):
 def loader_hook(frame, bp_loc, extra_args, internal_dict):
     """CPU breakpoint callback on the runtime's loader hook: never stops.
 
-    The GPU target is updated on a worker thread: while a command waits on
-    the GPU process (a synchronous `process continue`), lldb holds that
-    target and every change to it blocks. Then the GPU process is
-    interrupted (lock-free) so that the command ends, and the update runs.
+    The GPU target is updated on a worker thread that holds the GPU
+    target's API lock (`SBTarget.GetAPIMutex`, lldb 21 and later) for the
+    whole update, so no call of it can wait half-way. Whether a command
+    holds that lock, and for how long, is known without waiting
+    (docs/gpu-lldb.md, finding 4):
+    - `SBMutex.try_lock` succeeds: nobody holds it; the update runs.
+    - It fails and this callback runs on the helper's own CPU worker
+      (`gdbmux-cpu-bg`): the CPU runs because the user continued the GPU
+      target in synchronous lldb (all-stop's notice), so that command holds
+      the GPU target until the GPU stops. Modules are updated without the
+      lock (those calls do not take it); breakpoints to set need it: then
+      the GPU process is interrupted (lock-free) so that the command ends,
+      and the update runs once it has.
+    - It fails otherwise: a short holder (another helper thread, a command
+      typed meanwhile in asynchronous lldb); the update waits for it.
     The CPU stays at the hook until the update is done, so breakpoints are
     in place before the new code runs."""
     dbg = _state["dbg"] or lldb.debugger
@@ -528,73 +552,64 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
         # interrupt a `process continue` waiting on the GPU for nothing.
         _trace("loader hook: only unloads, the GPU target's modules are updated later")
         return False
+    _, gpu_t = _targets(dbg)
+    lock = gpu_t.GetAPIMutex()
+    held = not lock.try_lock()
+    if not held:
+        lock.unlock()
+    by_command = held and threading.current_thread().name == "gdbmux-cpu-bg"
+    # Adding, moving and removing modules does not take the target's API
+    # lock (measured: `stub/tests/gpu_reload.rs` reloads a code object while
+    # `process continue` waits on the GPU); creating breakpoints does.
+    interrupt = by_command and bool(pending)
+    locked = not by_command or interrupt
+    _trace(f"loader hook: updating the GPU target (lock held: {held}, by the user's command: {by_command}, "
+           f"interrupt: {interrupt})")
+    if interrupt:
+        _log("GPU breakpoints to set while the GPU target ran: it stops to take them "
+             "(stock lldb 23.1 waits for a running target's command); `process continue` runs on")
+        gpu_t.GetProcess().SendAsyncInterrupt()
     done = threading.Event()
     carried = []
-    # Calls into lldb the update has finished (the stall detector below).
-    progress = [0]
-
-    def tick():
-        progress[0] += 1
 
     def work():
+        if locked:
+            lock.lock()
         try:
-            carried.extend(_gpu_side(dbg, *side, tick=tick))
-            tick()
-            if True:
-                cpu_t, gpu_t = _targets(dbg)
-                _watch(dbg, cpu_t.GetProcess(), "cpu")
-                _watch(dbg, gpu_t.GetProcess(), "gpu")
-                gpu = gpu_t.GetProcess()
-                if (
-                    _state["loaded"]
-                    and not _state["gpu_started"]
-                    and gpu.GetState() == lldb.eStateStopped
-                    and not _is_real_gpu_stop(gpu)
-                ):
-                    # The GPU target stops after its connection; run it
-                    # with the CPU once there is code to run. Only that
-                    # first time: a GPU stopped later for an update (below)
-                    # waits for the user's `process continue`; continuing
-                    # it here raced with that command ("Process is running").
-                    _state["gpu_started"] = True
-                    _set_gpu_stopped(False)
-                    _async(dbg, gpu.Continue)
+            carried.extend(_gpu_side(dbg, *side))
+            cpu_t, gpu_t2 = _targets(dbg)
+            _watch(dbg, cpu_t.GetProcess(), "cpu")
+            _watch(dbg, gpu_t2.GetProcess(), "gpu")
+            gpu = gpu_t2.GetProcess()
+            if (
+                _state["loaded"]
+                and not _state["gpu_started"]
+                and gpu.GetState() == lldb.eStateStopped
+                and not _is_real_gpu_stop(gpu)
+            ):
+                # The GPU target stops after its connection; run it with
+                # the CPU once there is code to run. Only that first time:
+                # a GPU stopped later for an update (above) waits for the
+                # user's `process continue`; continuing it here raced with
+                # that command ("Process is running").
+                _state["gpu_started"] = True
+                _set_gpu_stopped(False)
+                _async(dbg, gpu.Continue)
         finally:
+            if locked:
+                lock.unlock()
             done.set()
 
     started = time.monotonic()
-    _trace(f"loader hook: updating the GPU target (async={dbg.GetAsync()})")
     threading.Thread(target=work, name="gdbmux-loader", daemon=True).start()
-    # No lock-free call tells whether a command holds the GPU target, and
-    # lldb 23.1 sends no event when a call blocks on it (docs/gpu-lldb.md,
-    # finding 4). Measured, an update takes 1-150 ms and has not blocked,
-    # also while a synchronous `process continue` waits on the GPU target.
-    # So the GPU process is interrupted only when the update has stalled:
-    # no call into lldb of it returned for STALL_S (one waits on the
-    # target), not after a budget for the whole update, which a slow
-    # update on a loaded machine overran.
-    seen = progress[0]
-    while not done.wait(STALL_S):
-        if progress[0] != seen:
-            seen = progress[0]
-            continue
-        cpu_t, gpu_t = _targets(dbg)
-        if gpu_t is not None:
-            _log("GPU code objects changed while the GPU target ran: it stops to take them "
-                 "(stock lldb 23.1 cannot change a running target's modules); `process continue` runs on")
-            gpu_t.GetProcess().SendAsyncInterrupt()
-        done.wait(30.0)
-        break
-    _trace(f"loader hook: update done={done.is_set()} after {time.monotonic() - started:.3f} s")
+    done.wait()
+    _trace(f"loader hook: update done after {time.monotonic() - started:.3f} s")
     for bp, gid in carried:
         _report_carried(bp, gid)
     return False
 
 
 def _arm(dbg, target):
-    # The selected target, or the dummy one that seeds new targets (the GPU
-    # target's copy does nothing: AllStopHook checks the triple).
-    dbg.HandleCommand("target stop-hook add -P gdbmux_lldb.AllStopHook")
     for name in HOOKS:
         bp = target.BreakpointCreateByName(name)
         bp.SetScriptCallbackFunction("gdbmux_lldb.loader_hook")

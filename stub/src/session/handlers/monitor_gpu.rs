@@ -139,8 +139,12 @@ impl<R: SessionRole> Session<R> {
                 Ok("gdbmux: all-stop across the CPU and GPU targets: a wave stop stops the CPU, a continue of the GPU target runs the CPU on (lldb helper)\n".into())
             }
             "all-stop-release" => {
-                let released = gpu.borrow_mut().all_stop_mut().release_held();
-                Ok(format!("gdbmux: all-stop: held wave stop released: {released}\n"))
+                let mut g = gpu.borrow_mut();
+                let released = g.all_stop_mut().release_held();
+                Ok(format!(
+                    "gdbmux: held wave stop released: {released}; {}\n",
+                    g.all_stop().describe()
+                ))
             }
             "regs" | "registers" => Self::wave_arg(&gpu, args.get(1)).map(|(w, tid)| {
                 let mut g = gpu.borrow_mut();
