@@ -400,17 +400,25 @@ impl Session<CpuRole> {
             )
         };
         tracing::info!(target: "mux", wave = tid, "all-stop: stopping the CPU with the GPU");
+        let launcher = self.launcher_then_interrupt();
+        self.role.all_stop_report = Some((text, launcher));
+    }
+
+    /// The thread that launched the dispatch (found before the interrupt:
+    /// a stopped thread no longer waits in the runtime,
+    /// crate::gpu::launcher), then every process interrupted for a GPU stop.
+    fn launcher_then_interrupt(&mut self) -> Option<Pid> {
         let launcher = self
             .procs
             .keys()
             .next()
             .and_then(|pid| crate::gpu::launcher::launching_thread(*pid));
-        self.role.all_stop_report = Some((text, launcher));
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
-                tracing::warn!(target: "ptrace", "interrupt for all-stop: {e}");
+                tracing::warn!(target: "ptrace", "interrupt for a GPU stop: {e}");
             }
         }
+        launcher
     }
 
     /// gdb's path to the GPU (docs/architecture.md, "gdb's path to the GPU"): when a wave stops (breakpoint,
@@ -479,19 +487,8 @@ impl Session<CpuRole> {
             )
         };
         tracing::info!(target: "mux", wave = stop.tid, %kernel, "GPU stop reported to the CPU session");
-        // Before the interrupt: a stopped thread no longer waits in the
-        // runtime (crate::gpu::launcher).
-        let launcher = self
-            .procs
-            .keys()
-            .next()
-            .and_then(|pid| crate::gpu::launcher::launching_thread(*pid));
+        let launcher = self.launcher_then_interrupt();
         self.role.gpu_report = Some((text, launcher));
-        for t in self.procs.values_mut() {
-            if let Err(e) = t.interrupt() {
-                tracing::warn!(target: "ptrace", "interrupt for a GPU stop: {e}");
-            }
-        }
     }
 
     /// If a GPU stop is being reported, turn the CPU interrupt into that
