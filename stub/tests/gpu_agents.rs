@@ -141,37 +141,19 @@ fn interactive_lldb_lists_the_agents_and_stops_the_kernel() {
         &["-O1"],
     );
     let server = serve(&host, &dir);
-    let helper = env.root.join("tools/lldb/gdbmux_lldb.py");
-    let args = [
-        "-o".to_string(),
-        format!("command script import {}", helper.display()),
-        "-o".to_string(),
-        format!("gdb-remote 127.0.0.1:{}", server.port),
-        host.display().to_string(),
-    ];
+    let args = env.lldb_connect_args(server.port, &host);
     let script = [
-        [
+        (
             "process plugin packet monitor gpu",
             r"agent \d+: AMD Radeon Graphics \(gfx1036, simgpu\) \(not debuggable, skipped: architecture not supported by this amd-dbgapi.*\nagent \d+: .*\(gfx90a\)\nagent \d+: .*\(gfx90a\)",
-        ],
-        ["breakpoint set -o true -n negate", "pending"],
-        [
+        ),
+        ("breakpoint set -o true -n negate", "pending"),
+        (
             "process continue",
             r"stop reason = one-shot breakpoint.*negate\.hsaco`negate",
-        ],
-        ["process continue", "exited with status = 0"],
+        ),
+        ("process continue", "exited with status = 0"),
     ];
-    let out = run_python(
-        &env.root.join("stub/tests/gpu/lldb_pty.py"),
-        &[
-            &serde_json::to_string(&args).expect("json"),
-            &serde_json::to_string(&script).expect("json"),
-        ],
-    );
-    assert!(
-        out.contains("PTY ALL EXPECTATIONS MET"),
-        "interactive lldb:\n{out}\n--- gdbmux ---\n{}",
-        server.log()
-    );
+    env.lldb_pty(&args, &script, &server);
     server.wait_log("[inferior] host: PASS", 10);
 }

@@ -16,8 +16,6 @@
 
 mod gpu_support;
 
-use std::process::Command;
-
 use gpu_support::*;
 
 /// Sessions per test.
@@ -34,16 +32,7 @@ fn run_once(env: &GpuEnv, test: &str, cmds: &[&str]) -> (String, String) {
         &["-O1"],
     );
     let server = env.serve_program(&host, &dir);
-    let helper = env.root.join("tools/lldb/gdbmux_lldb.py");
-    let mut lldb = Command::new("lldb");
-    lldb.arg("-b")
-        .args(["-o", &format!("command script import {}", helper.display())])
-        .args(["-o", &format!("gdb-remote 127.0.0.1:{}", server.port)]);
-    for c in cmds {
-        lldb.args(["-o", c]);
-    }
-    lldb.arg(&host);
-    let out = run_with_timeout(&mut lldb, 120);
+    let out = env.lldb_batch(server.port, cmds, &host);
     server.wait_log("[inferior] host: PASS", 10);
     (out, server.log())
 }
@@ -98,5 +87,49 @@ fn target_list_after_the_exit_shows_both_targets_exited() {
             "run {run}: the helper had the GPU's end held:\n{out}\n--- gdbmux ---\n{log}"
         );
         assert_both_exited(&out, &log, run);
+    }
+}
+
+/// Issue 10: the same in interactive lldb, typed through a pseudo-terminal:
+/// `target list` typed as soon as the exits are printed shows both targets
+/// `state=exited`. Interactive lldb takes each process's events on its
+/// event thread (and the helper's listeners); the GPU's end is held until
+/// the helper's CPU listener has taken the CPU's exit in, so once both
+/// exits are printed both targets have ended (docs/gpu-lldb.md, finding 12).
+#[test]
+fn interactive_target_list_after_the_exit_shows_both_targets_exited() {
+    let env = GpuEnv::get();
+    for run in 0..RUNS {
+        let (host, dir) = env.build_typed(
+            "gpu-exit-states",
+            &format!("pty{run}"),
+            "host.c",
+            &["saxpy", "negate"],
+            &["-O1"],
+        );
+        let server = env.serve_program(&host, &dir);
+        let args = env.lldb_connect_args(server.port, &host);
+        let script = [
+            ("breakpoint set -o true -n saxpy", "pending"),
+            ("breakpoint set -o true -n negate", "pending"),
+            (
+                "process continue",
+                r"stop reason = one-shot breakpoint.*saxpy\.hsaco`saxpy",
+            ),
+            (
+                "process continue",
+                r"stop reason = one-shot breakpoint.*negate\.hsaco`negate",
+            ),
+            (
+                "process continue",
+                r"exited with status = 0.*exited with status = 0",
+            ),
+            (
+                "target list",
+                r"target #0: \S+host .*state=exited \)\n\* target #1: .*state=exited \)",
+            ),
+        ];
+        env.lldb_pty(&args, &script, &server);
+        server.wait_log("[inferior] host: PASS", 10);
     }
 }

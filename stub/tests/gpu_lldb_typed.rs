@@ -10,7 +10,6 @@
 mod gpu_support;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use gpu_support::*;
 
@@ -50,7 +49,9 @@ fn serve(env: &GpuEnv, test: &str) -> (Server, Vec<String>) {
 }
 
 /// What a person types, each with what lldb must print in answer.
-fn session() -> Vec<(&'static str, &'static str)> {
+/// `pty`: interactive lldb prints each process's events as they come (both
+/// exits); `lldb -b` prints the stop of the process its command waited on.
+fn session(pty: bool) -> Vec<(&'static str, &'static str)> {
     vec![
         ("breakpoint set -o true -f saxpy.cl -l 9", r"pending"),
         ("breakpoint set -o true -n negate", r"pending"),
@@ -58,11 +59,19 @@ fn session() -> Vec<(&'static str, &'static str)> {
             "process continue",
             r"stop reason = one-shot breakpoint.*saxpy\.cl.*9",
         ),
+        // All-stop (docs/gpu-lldb.md, finding 14): the CPU stops with the
+        // wave, on the thread that launched the dispatch, with a reason
+        // naming the wave.
         (
             "target list",
-            // The CPU, waiting on the dispatch, may run on (docs/gpu-lldb.md).
-            r"target #0: \S+host .*state=(stopped|running).*\n\* target #1: \S+saxpy\.hsaco \( arch=amdgpu-amd-amdhsa\S* .*state=stopped",
+            r"target #0: \S+host .*state=stopped \)\n\* target #1: \S+saxpy\.hsaco \( arch=amdgpu-amd-amdhsa\S* .*state=stopped \)",
         ),
+        ("target select 0", r"\* target #0: \S+host .*state=stopped"),
+        (
+            "thread list",
+            r"\* thread #1: .* stop reason = gdbmux all-stop: GPU wave \d+ stopped at a breakpoint in saxpy",
+        ),
+        ("target select 1", r"\* target #1: \S+saxpy\.hsaco"),
         (
             "image list",
             r"0x[0-9a-f]{8,} \S+saxpy\.hsaco.*\n.*0x[0-9a-f]{8,} \S+negate\.hsaco",
@@ -90,17 +99,33 @@ fn session() -> Vec<(&'static str, &'static str)> {
             "thread step-over",
             r"stop reason = step over\n\s+frame #0: 0x[0-9a-f]+ saxpy\.hsaco`saxpy at \S+\.(cl|h):\d+",
         ),
+        // The CPU stays stopped with the GPU over the steps.
+        (
+            "target list",
+            r"target #0: \S+host .*state=stopped \)\n\* target #1: .*state=stopped \)",
+        ),
         (
             "process continue",
             r"stop reason = one-shot breakpoint.*negate\.hsaco`negate",
         ),
-        ("process continue", r"exited with status = 0"),
         (
             "target list",
-            // Exactly two targets. Each target learns of the exit on its
-            // own event: right after the exit either may still read
-            // `running` (seen interactively under load; docs/gpu-lldb.md).
-            r"target #0: \S+host .*\n\* target #1: .*state=(exited|running) \)\n(?!.*target #2)",
+            r"target #0: \S+host .*state=stopped \)\n\* target #1: .*state=stopped \)",
+        ),
+        (
+            "process continue",
+            if pty {
+                // Both processes' exits: the GPU's is held until the
+                // helper has the CPU's (finding 12).
+                r"exited with status = 0.*exited with status = 0"
+            } else {
+                r"exited with status = 0"
+            },
+        ),
+        (
+            "target list",
+            // Exactly two targets, both ended.
+            r"target #0: \S+host .*state=exited \)\n\* target #1: .*state=exited \)\n(?!.*target #2)",
         ),
     ]
 }
@@ -109,31 +134,11 @@ fn session() -> Vec<(&'static str, &'static str)> {
 fn lldb_batch_session_typed_from_the_connect_line() {
     let env = GpuEnv::get();
     let (server, args) = serve(env, "batch");
-    let mut cmd = Command::new("lldb");
-    cmd.arg("-b");
-    let (prog, pre) = args.split_last().expect("args");
-    cmd.args(pre);
-    for (c, _) in session() {
-        cmd.args(["-o", c]);
-    }
-    cmd.arg(prog);
+    let session = session(false);
+    let cmds: Vec<&str> = session.iter().map(|(c, _)| *c).collect();
     // Ends by itself, or run_with_timeout fails the test.
-    let out = run_with_timeout(&mut cmd, 120);
-    let mut rest = out.as_str();
-    for (c, expect) in session() {
-        let at = rest
-            .find(&format!("(lldb) {c}\n"))
-            .unwrap_or_else(|| panic!("{c:?} not run:\n{out}\n--- gdbmux ---\n{}", server.log()));
-        rest = &rest[at + c.len() + 8..];
-        let end = rest.find("(lldb) ").unwrap_or(rest.len());
-        let rx = regex_lite(expect);
-        assert!(
-            rx(&rest[..end]),
-            "{c:?} printed no /{expect}/:\n{}\n--- whole session ---\n{out}\n--- gdbmux ---\n{}",
-            &rest[..end],
-            server.log()
-        );
-    }
+    let out = lldb_batch_args(&args, &cmds);
+    assert_batch_session(&out, &session, &server);
     server.wait_log("[inferior] host: PASS", 10);
 }
 
@@ -141,43 +146,6 @@ fn lldb_batch_session_typed_from_the_connect_line() {
 fn lldb_interactive_session_typed_through_a_pty() {
     let env = GpuEnv::get();
     let (server, args) = serve(env, "pty");
-    let script: Vec<[&str; 2]> = session().into_iter().map(|(c, e)| [c, e]).collect();
-    let out = run_python(
-        &env.root.join("stub/tests/gpu/lldb_pty.py"),
-        &[
-            &serde_json::to_string(&args).expect("json"),
-            &serde_json::to_string(&script).expect("json"),
-        ],
-    );
-    assert!(
-        out.contains("PTY ALL EXPECTATIONS MET"),
-        "interactive lldb:\n{out}\n--- gdbmux ---\n{}",
-        server.log()
-    );
+    env.lldb_pty(&args, &session(true), &server);
     server.wait_log("[inferior] host: PASS", 10);
-}
-
-/// The expectations are Python-style regexes; match them with Python's
-/// `re` (the test already depends on python3 for lldb), dot matching
-/// newlines.
-fn regex_lite(expect: &str) -> impl Fn(&str) -> bool + '_ {
-    move |text: &str| {
-        let st = Command::new("python3")
-            .args([
-                "-c",
-                "import re,sys; sys.exit(0 if re.search(sys.argv[1], sys.stdin.read(), re.S) else 1)",
-                expect,
-            ])
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut c| {
-                use std::io::Write;
-                if let Some(mut i) = c.stdin.take() {
-                    i.write_all(text.as_bytes())?;
-                }
-                c.wait()
-            })
-            .expect("python3");
-        st.success()
-    }
 }

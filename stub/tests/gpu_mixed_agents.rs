@@ -190,45 +190,27 @@ fn interactive_lldb_stops_on_both_architectures() {
     let env = GpuEnv::get();
     let (host, dir) = build("pty");
     let server = serve(&host, &dir);
-    let helper = env.root.join("tools/lldb/gdbmux_lldb.py");
-    let args = [
-        "-o".to_string(),
-        format!("command script import {}", helper.display()),
-        "-o".to_string(),
-        format!("gdb-remote 127.0.0.1:{}", server.port),
-        host.display().to_string(),
-    ];
+    let args = env.lldb_connect_args(server.port, &host);
     let script = [
-        [
+        (
             "process plugin packet monitor gpu",
             r"agent \d+: AMD Instinct MI100 \(simgpu, agent 0\) \(gfx908\)\nagent \d+: AMD Instinct MI210 \(simgpu\) \(gfx90a\)",
-        ],
-        ["breakpoint set -o true -n saxpy", "pending"],
-        ["breakpoint set -o true -n negate", "pending"],
-        [
+        ),
+        ("breakpoint set -o true -n saxpy", "pending"),
+        ("breakpoint set -o true -n negate", "pending"),
+        (
             "process continue",
             r"stop reason = one-shot breakpoint.*saxpy\.hsaco`saxpy",
-        ],
-        ["register read v0 v3", r"v0 = \{0 1 2 3 .*\n.*v3 = \{"],
-        ["register read v4", r"v4 .*= error: unavailable"],
-        [
+        ),
+        ("register read v0 v3", r"v0 = \{0 1 2 3 .*\n.*v3 = \{"),
+        ("register read v4", r"v4 .*= error: unavailable"),
+        (
             "process continue",
             r"stop reason = one-shot breakpoint.*negate\.hsaco`negate",
-        ],
-        ["register read v0 v4", r"v0 = \{0 1 2 3 .*\n.*v4 = \{"],
-        ["process continue", "exited with status = 0"],
+        ),
+        ("register read v0 v4", r"v0 = \{0 1 2 3 .*\n.*v4 = \{"),
+        ("process continue", "exited with status = 0"),
     ];
-    let out = run_python(
-        &env.root.join("stub/tests/gpu/lldb_pty.py"),
-        &[
-            &serde_json::to_string(&args).expect("json"),
-            &serde_json::to_string(&script).expect("json"),
-        ],
-    );
-    assert!(
-        out.contains("PTY ALL EXPECTATIONS MET"),
-        "interactive lldb:\n{out}\n--- gdbmux ---\n{}",
-        server.log()
-    );
+    env.lldb_pty(&args, &script, &server);
     server.wait_log("[inferior] host: PASS", 10);
 }

@@ -17,10 +17,11 @@ What it does, because stock lldb 23.1 cannot do it over the protocol
 * Breakpoints typed before the GPU target exists land on the CPU target,
   where they stay pending; when code objects load, each pending
   `breakpoint set -n NAME` / `-f FILE -l LINE` is set on the GPU target too.
-* One `process continue` runs the whole program: a listener thread keeps the
-  two targets in step (all-stop across targets): when a wave stops, the CPU
-  process is stopped; when either process is continued while the other was
-  stopped for it, the other is continued as well.
+* All-stop across the two targets (`monitor gpu all-stop`, with gdbmux):
+  a wave stop stops the CPU too, and a `process continue` of the GPU target
+  runs the CPU on (gdbmux's notice, taken by a listener thread); a stop hook
+  of the CPU target orders the two stops so that a command ends with both
+  targets stopped.
 * `stop-disassembly-display never`: stock 23.1 aborts disassembling AMDGPU.
 
 The user writes no Python and computes no address.
@@ -34,10 +35,6 @@ import urllib.parse
 
 import lldb
 
-# The loader hook's update of the GPU target counts as stalled when none of
-# its calls into lldb has returned for this long (seconds; see loader_hook).
-STALL_S = 10.0
-
 # Loader hooks of the GPU runtimes gdbmux serves (simulated runtime, ROCr),
 # and ROCr's exported `hsa_executable_freeze`, which every code object passes
 # through before its kernels run: it stands in for ROCr's hook when the
@@ -49,13 +46,27 @@ _state = {
     "dbg": None,
     "copied": set(),  # CPU breakpoint ids already set on the GPU target
     "loaded": {},  # code-object path -> load address
-    "cpu_halted_for_gpu": False,
     "cpu_bg": False,  # the CPU was run on in the background after a GPU stop
     "watching": set(),  # process uids a listener thread watches
     "gpu_started": False,  # the GPU target was run on after its connection
     "cpu_bg_thread": None,  # the worker running a synchronous CPU continue
+    "all_stop": False,  # gdbmux stops the CPU with a wave (monitor gpu all-stop)
+    "cpu_run_by_helper": False,  # the CPU runs because the GPU was continued
+    "gpu_stopped": threading.Condition(),  # notified when the GPU is taken stopped
+    "gpu_is_stopped": False,
     "lock": threading.Lock(),
 }
+
+# gdbmux's notice on the GPU connection that the GPU target was continued
+# while the CPU is stopped with it (an `A` packet: lldb's asynchronous
+# profile data), and the prefix of the CPU stop gdbmux makes for a wave
+# stop (stub/src/gpu/allstop.rs).
+RUN_CPU_NOTICE = "gdbmux:run-cpu"
+ALL_STOP_PREFIX = "gdbmux all-stop:"
+# How long a command that took the CPU's all-stop stop waits for the GPU
+# target's stop (it comes at once; the bound only keeps lldb responsive
+# if gdbmux went away).
+GPU_STOP_WAIT_S = 30.0
 
 
 def _log(msg):
@@ -148,14 +159,11 @@ def _cpu_side(dbg):
     return cos, pending
 
 
-def _gpu_side(dbg, cos, pending, tick=lambda: None):
+def _gpu_side(dbg, cos, pending):
     """Adds the code objects to the GPU target and sets the pending
-    breakpoints there. Returns the CPU breakpoints now set on the GPU.
-    `tick` is called after each module and breakpoint (the loader hook's
-    stall detector)."""
+    breakpoints there. Returns the CPU breakpoints now set on the GPU."""
     _, gpu_t = _targets(dbg)
     for path, addr in cos:
-        tick()
         if _state["loaded"].get(path) == addr:
             continue
         mod = gpu_t.FindModule(lldb.SBFileSpec(path))
@@ -183,7 +191,6 @@ def _gpu_side(dbg, cos, pending, tick=lambda: None):
             del _state["loaded"][path]
     carried = []
     for bp, (names, f, line), one_shot, cond, ignore in pending:
-        tick()
         if names:
             gbp = gpu_t.BreakpointCreateByNames(names, lldb.eFunctionNameTypeAuto, lldb.SBFileSpecList(), lldb.SBFileSpecList())
         else:
@@ -225,13 +232,12 @@ def _async(dbg, fn):
 
 
 def _run_on_in_background(dbg, cpu, gpu):
-    """Runs the CPU on (it waits on the dispatch) without touching the
-    debugger's async flag: flipping it here raced with the command the
-    user typed next, which then ran asynchronously and returned before its
-    stop (a `thread step-over` in `lldb -b` left the GPU running). In
-    synchronous lldb the continue blocks this worker thread until the CPU
-    stops; a stop of its own (not our interrupt, not the exit) then
-    interrupts the GPU, as the listener does for events it sees."""
+    """Runs the CPU on (gdbmux's notice: the GPU target was continued while
+    the CPU was stopped with it) without touching the debugger's async
+    flag: flipping it here raced with the command the user typed next,
+    which then ran asynchronously and returned before its stop (a `thread
+    step-over` in `lldb -b` left the GPU running). In synchronous lldb the
+    continue blocks this worker thread until the CPU stops or exits."""
 
     if dbg.GetAsync():
         # Interactive lldb: asynchronous already, Continue returns at once
@@ -254,19 +260,98 @@ def _run_on_in_background(dbg, cpu, gpu):
             # process that has stopped or exited.
             _trace("background CPU continue took the exit in: interrupting the GPU for its held end")
             gpu.SendAsyncInterrupt()
-        if st == lldb.eStateStopped and not _state["cpu_halted_for_gpu"]:
-            stopped_on_its_own = any(
-                th.GetStopReason() not in (lldb.eStopReasonNone, lldb.eStopReasonInvalid)
-                and not (th.GetStopReason() == lldb.eStopReasonSignal and th.GetStopReasonDataAtIndex(0) in (2, 19))
-                for th in cpu
-            )
-            if stopped_on_its_own and gpu.GetState() == lldb.eStateRunning:
-                _trace("background CPU stopped on its own: interrupting the GPU")
-                gpu.SendAsyncInterrupt()
+        elif st == lldb.eStateStopped and not _all_stop_stop(cpu) and _stopped_on_its_own(cpu):
+            # A CPU stop of its own (breakpoint, signal) while the user's
+            # command waits on the GPU: end that wait. (The all-stop stop
+            # was handled by the stop hook, in this thread.)
+            _trace("background CPU stopped on its own: interrupting the GPU")
+            gpu.SendAsyncInterrupt()
 
     worker = threading.Thread(target=work, name="gdbmux-cpu-bg", daemon=True)
     _state["cpu_bg_thread"] = worker
     worker.start()
+
+
+def _stopped_on_its_own(cpu):
+    return any(
+        th.GetStopReason() not in (lldb.eStopReasonNone, lldb.eStopReasonInvalid)
+        and not (th.GetStopReason() == lldb.eStopReasonSignal and th.GetStopReasonDataAtIndex(0) in (2, 19))
+        for th in cpu
+    )
+
+
+def _all_stop_stop(cpu):
+    """Whether the CPU's stop is the one gdbmux made for a wave stop."""
+    return any(
+        th.GetStopReason() == lldb.eStopReasonSignal and ALL_STOP_PREFIX in (th.GetStopDescription(512) or "")
+        for th in cpu
+    )
+
+
+def _set_gpu_stopped(v):
+    cond = _state["gpu_stopped"]
+    with cond:
+        _state["gpu_is_stopped"] = v
+        cond.notify_all()
+
+
+class AllStopHook:
+    """Stop hook of the CPU target (`target stop-hook add -P`): lldb runs it
+    on the thread that takes the CPU's stop in, also inside a synchronous
+    command (docs/gpu-lldb.md, finding 14). At gdbmux's all-stop stop (a
+    wave stopped):
+    - the helper ran the CPU on (the user's command waits on the GPU):
+      gdbmux holds the wave's stop until the GPU is interrupted, so the
+      CPU's stop is in before the GPU's ends that command;
+    - the user's command waits on the CPU: the wave's stop went out at
+      once; the command ends once the GPU target has it (the listener
+      thread takes it), so the next command sees both targets stopped."""
+
+    def __init__(self, target, extra_args, internal_dict):
+        self.target = target
+
+    def handle_stop(self, exe_ctx, stream):
+        if "amdgpu" in (self.target.GetTriple() or "") or not _state["all_stop"]:
+            return True
+        cpu = exe_ctx.GetProcess()
+        if not _all_stop_stop(cpu):
+            return True
+        dbg = _state["dbg"]
+        _, gpu_t = _targets(dbg)
+        if gpu_t is None:
+            return True
+        with _state["lock"]:
+            by_helper = _state["cpu_run_by_helper"]
+            _state["cpu_run_by_helper"] = False
+        if by_helper:
+            # On the CPU connection, not as an interrupt of the GPU: lldb does
+            # not carry out a breakpoint's actions (a one-shot one's
+            # deletion) at a stop it asked for with an interrupt.
+            res = lldb.SBCommandReturnObject()
+            ctx = lldb.SBExecutionContext(cpu)
+            dbg.GetCommandInterpreter().HandleCommand(
+                "process plugin packet monitor gpu all-stop-release", ctx, res, False
+            )
+            _trace(f"all-stop: CPU stop taken in: released the GPU's held wave stop: {res.GetOutput()} {res.GetError()}")
+        if threading.current_thread().name == "gdbmux-cpu-bg":
+            # The user's synchronous command on the GPU takes its stop.
+            _set_gpu_stopped(True)
+            return True
+        cond = _state["gpu_stopped"]
+        with cond:
+            ok = cond.wait_for(lambda: _state["gpu_is_stopped"], GPU_STOP_WAIT_S)
+        _trace(f"all-stop: CPU stop hook: GPU stop taken: {ok}")
+        dbg.SetSelectedTarget(gpu_t)
+        if ok:
+            # The command waited on the CPU, whose stop it prints; lldb prints
+            # the GPU's on its event thread, at any time (in `lldb -b` after
+            # later commands, or not at all when the GPU target was not yet
+            # selected): the wave's stop goes with this command's output.
+            th = gpu_t.GetProcess().GetSelectedThread()
+            status = lldb.SBStream()
+            if th.IsValid() and th.GetStatus(status):
+                stream.Print(f"GPU target (selected): {status.GetData()}")
+        return True
 
 
 def _hold_exits(dbg, cpu_t):
@@ -286,6 +371,21 @@ def _hold_exits(dbg, cpu_t):
     dbg.GetCommandInterpreter().HandleCommand("process plugin packet monitor gpu hold-exit", ctx, res, False)
     _state["holds_exits"] = res.Succeeded()
     _trace(f"hold-exit announced: {res.Succeeded()}")
+    res = lldb.SBCommandReturnObject()
+    dbg.GetCommandInterpreter().HandleCommand("process plugin packet monitor gpu all-stop", ctx, res, False)
+    _state["all_stop"] = res.Succeeded() and "all-stop across" in (res.GetOutput() or "")
+    _trace(f"all-stop announced: {_state['all_stop']}")
+    if _state["all_stop"]:
+        # The stop hook of the CPU target (the selected target gets it: the
+        # GPU target may be selected by now). Only from here on: a stop hook
+        # makes lldb ask every stop's threads for their stop info, one more
+        # packet at each stop before the GPU is up.
+        was = dbg.GetSelectedTarget()
+        dbg.SetSelectedTarget(cpu_t)
+        res = lldb.SBCommandReturnObject()
+        dbg.GetCommandInterpreter().HandleCommand("target stop-hook add -P gdbmux_lldb.AllStopHook", res)
+        dbg.SetSelectedTarget(was)
+        _trace(f"all-stop stop hook: {res.GetOutput()} {res.GetError()}")
 
 
 def _on_destroy(debugger_id, *_):
@@ -326,14 +426,44 @@ def _is_real_gpu_stop(gpu):
 
 
 def _watch(dbg, proc, role):
-    """A listener thread on `proc`'s state changes keeping the targets in step."""
+    """A listener thread on `proc`'s state changes (and, on the GPU, gdbmux's
+    notices) keeping the targets in step."""
     uid = proc.GetUniqueID()
     with _state["lock"]:
         if uid in _state["watching"]:
             return
         _state["watching"].add(uid)
     listener = lldb.SBListener(f"gdbmux-{role}")
-    listener.StartListeningForEvents(proc.GetBroadcaster(), lldb.SBProcess.eBroadcastBitStateChanged)
+    mask = lldb.SBProcess.eBroadcastBitStateChanged
+    if role == "gpu":
+        # gdbmux's notices come as asynchronous profile data: not hijacked
+        # by a synchronous command (it takes state changes only), and
+        # printed by no one.
+        mask |= lldb.SBProcess.eBroadcastBitProfileData
+    listener.StartListeningForEvents(proc.GetBroadcaster(), mask)
+
+    def notice(ev, gpu_p):
+        data = ""
+        while True:
+            chunk = gpu_p.GetAsyncProfileData(4096)
+            if not chunk:
+                break
+            data += chunk
+        if RUN_CPU_NOTICE not in data:
+            return
+        cpu_t, _ = _targets(dbg)
+        if cpu_t is None:
+            return
+        cpu = cpu_t.GetProcess()
+        _set_gpu_stopped(False)
+        with _state["lock"]:
+            if cpu.GetState() != lldb.eStateStopped:
+                _trace(f"notice: run the CPU, which is in state {cpu.GetState()}")
+                return
+            _trace("notice: the GPU was continued: running the CPU on")
+            _state["cpu_run_by_helper"] = True
+            _state["cpu_bg"] = True
+        _run_on_in_background(dbg, cpu, gpu_p)
 
     def run():
         ev = lldb.SBEvent()
@@ -341,11 +471,20 @@ def _watch(dbg, proc, role):
             if not listener.WaitForEvent(3600, ev):
                 continue
             if not lldb.SBProcess.EventIsProcessEvent(ev):
+                _trace(f"{role} other event {ev.GetType()}")
+                continue
+            if ev.GetType() & lldb.SBProcess.eBroadcastBitProfileData:
+                _trace(f"{role} profile data event")
+                notice(ev, lldb.SBProcess.GetProcessFromEvent(ev))
                 continue
             st = lldb.SBProcess.GetStateFromEvent(ev)
             _trace(f"{role} event state {st} restarted {lldb.SBProcess.GetRestartedFromEvent(ev)}")
             if lldb.SBProcess.GetRestartedFromEvent(ev):
                 continue
+            if role == "gpu":
+                # First, before any call that may wait on the CPU target: a
+                # CPU stop hook may wait for this (AllStopHook).
+                _set_gpu_stopped(st == lldb.eStateStopped)
             cpu_t, gpu_t = _targets(dbg)
             if cpu_t is None or gpu_t is None:
                 continue
@@ -361,41 +500,16 @@ def _watch(dbg, proc, role):
                     # hold the GPU's end for this interrupt (_hold_exits).
                     _trace("cpu exited: interrupting the GPU for its held end")
                     gpu.SendAsyncInterrupt()
-                if role == "gpu" and st == lldb.eStateStopped and _state["cpu_bg"]:
-                    # The CPU already runs on in the background (waiting
-                    # on the dispatch); no command waits on it.
-                    dbg.SetSelectedTarget(gpu_t)
                 elif role == "gpu" and st == lldb.eStateStopped:
-                    _trace("gpu stopped: interrupting the CPU")
-                    _state["cpu_halted_for_gpu"] = True
+                    # gdbmux stops the CPU with the wave (all-stop); the GPU
+                    # target is where the user is.
                     dbg.SetSelectedTarget(gpu_t)
-                    # Ends a synchronous `process continue` waiting on the
-                    # CPU (its events never reach this listener then).
-                    cpu.SendAsyncInterrupt()
-                    # Blocks until that command has finished with the CPU.
-                    if cpu.GetState() == lldb.eStateStopped and _state["cpu_halted_for_gpu"]:
-                        # The CPU (waiting on the dispatch) runs on, so that
-                        # a `process continue` of the GPU target, whose
-                        # events this listener does not see, needs nothing
-                        # more to finish the program.
-                        _trace("cpu stopped for the GPU stop: running it on")
-                        _state["cpu_halted_for_gpu"] = False
-                        _state["cpu_bg"] = True
-                        _run_on_in_background(dbg, cpu, gpu)
-                elif role == "gpu" and st == lldb.eStateRunning:
-                    if _state["cpu_halted_for_gpu"] and cpu.GetState() == lldb.eStateStopped:
-                        _trace("gpu running: continuing the CPU")
-                        _state["cpu_halted_for_gpu"] = False
-                        _async(dbg, cpu.Continue)
-                elif role == "cpu" and st == lldb.eStateStopped and _state["cpu_halted_for_gpu"]:
-                    # Our interrupt's stop, arriving after the GPU was
-                    # continued already (asynchronous lldb): run on with it.
-                    if gpu.GetState() == lldb.eStateRunning:
-                        _trace("cpu stopped after the GPU ran on: continuing the CPU")
-                        _state["cpu_halted_for_gpu"] = False
-                        _state["cpu_bg"] = True
-                        _run_on_in_background(dbg, cpu, gpu)
-                elif role == "cpu" and st == lldb.eStateStopped and not lldb.SBProcess.GetInterruptedFromEvent(ev):
+                elif (
+                    role == "cpu"
+                    and st == lldb.eStateStopped
+                    and not lldb.SBProcess.GetInterruptedFromEvent(ev)
+                    and not _all_stop_stop(cpu)
+                ):
                     # A CPU stop of its own (breakpoint, signal) while a
                     # command may wait on the GPU: end that wait.
                     _trace("cpu stopped: interrupting the GPU")
@@ -409,10 +523,21 @@ def _watch(dbg, proc, role):
 def loader_hook(frame, bp_loc, extra_args, internal_dict):
     """CPU breakpoint callback on the runtime's loader hook: never stops.
 
-    The GPU target is updated on a worker thread: while a command waits on
-    the GPU process (a synchronous `process continue`), lldb holds that
-    target and every change to it blocks. Then the GPU process is
-    interrupted (lock-free) so that the command ends, and the update runs.
+    The GPU target is updated on a worker thread that holds the GPU
+    target's API lock (`SBTarget.GetAPIMutex`, lldb 21 and later) for the
+    whole update, so no call of it can wait half-way. Whether a command
+    holds that lock, and for how long, is known without waiting
+    (docs/gpu-lldb.md, finding 4):
+    - `SBMutex.try_lock` succeeds: nobody holds it; the update runs.
+    - It fails and this callback runs on the helper's own CPU worker
+      (`gdbmux-cpu-bg`): the CPU runs because the user continued the GPU
+      target in synchronous lldb (all-stop's notice), so that command holds
+      the GPU target until the GPU stops. Modules are updated without the
+      lock (those calls do not take it); breakpoints to set need it: then
+      the GPU process is interrupted (lock-free) so that the command ends,
+      and the update runs once it has.
+    - It fails otherwise: a short holder (another helper thread, a command
+      typed meanwhile in asynchronous lldb); the update waits for it.
     The CPU stays at the hook until the update is done, so breakpoints are
     in place before the new code runs."""
     dbg = _state["dbg"] or lldb.debugger
@@ -427,63 +552,58 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
         # interrupt a `process continue` waiting on the GPU for nothing.
         _trace("loader hook: only unloads, the GPU target's modules are updated later")
         return False
+    _, gpu_t = _targets(dbg)
+    lock = gpu_t.GetAPIMutex()
+    held = not lock.try_lock()
+    if not held:
+        lock.unlock()
+    by_command = held and threading.current_thread().name == "gdbmux-cpu-bg"
+    # Adding, moving and removing modules does not take the target's API
+    # lock (measured: `stub/tests/gpu_reload.rs` reloads a code object while
+    # `process continue` waits on the GPU); creating breakpoints does.
+    interrupt = by_command and bool(pending)
+    locked = not by_command or interrupt
+    _trace(f"loader hook: updating the GPU target (lock held: {held}, by the user's command: {by_command}, "
+           f"interrupt: {interrupt})")
+    if interrupt:
+        _log("GPU breakpoints to set while the GPU target ran: it stops to take them "
+             "(stock lldb 23.1 waits for a running target's command); `process continue` runs on")
+        gpu_t.GetProcess().SendAsyncInterrupt()
     done = threading.Event()
     carried = []
-    # Calls into lldb the update has finished (the stall detector below).
-    progress = [0]
-
-    def tick():
-        progress[0] += 1
 
     def work():
+        if locked:
+            lock.lock()
         try:
-            carried.extend(_gpu_side(dbg, *side, tick=tick))
-            tick()
-            if True:
-                cpu_t, gpu_t = _targets(dbg)
-                _watch(dbg, cpu_t.GetProcess(), "cpu")
-                _watch(dbg, gpu_t.GetProcess(), "gpu")
-                gpu = gpu_t.GetProcess()
-                if (
-                    _state["loaded"]
-                    and not _state["gpu_started"]
-                    and gpu.GetState() == lldb.eStateStopped
-                    and not _is_real_gpu_stop(gpu)
-                ):
-                    # The GPU target stops after its connection; run it
-                    # with the CPU once there is code to run. Only that
-                    # first time: a GPU stopped later for an update (below)
-                    # waits for the user's `process continue`; continuing
-                    # it here raced with that command ("Process is running").
-                    _state["gpu_started"] = True
-                    _async(dbg, gpu.Continue)
+            carried.extend(_gpu_side(dbg, *side))
+            cpu_t, gpu_t2 = _targets(dbg)
+            _watch(dbg, cpu_t.GetProcess(), "cpu")
+            _watch(dbg, gpu_t2.GetProcess(), "gpu")
+            gpu = gpu_t2.GetProcess()
+            if (
+                _state["loaded"]
+                and not _state["gpu_started"]
+                and gpu.GetState() == lldb.eStateStopped
+                and not _is_real_gpu_stop(gpu)
+            ):
+                # The GPU target stops after its connection; run it with
+                # the CPU once there is code to run. Only that first time:
+                # a GPU stopped later for an update (above) waits for the
+                # user's `process continue`; continuing it here raced with
+                # that command ("Process is running").
+                _state["gpu_started"] = True
+                _set_gpu_stopped(False)
+                _async(dbg, gpu.Continue)
         finally:
+            if locked:
+                lock.unlock()
             done.set()
 
     started = time.monotonic()
-    _trace(f"loader hook: updating the GPU target (async={dbg.GetAsync()})")
     threading.Thread(target=work, name="gdbmux-loader", daemon=True).start()
-    # No lock-free call tells whether a command holds the GPU target, and
-    # lldb 23.1 sends no event when a call blocks on it (docs/gpu-lldb.md,
-    # finding 4). Measured, an update takes 1-150 ms and has not blocked,
-    # also while a synchronous `process continue` waits on the GPU target.
-    # So the GPU process is interrupted only when the update has stalled:
-    # no call into lldb of it returned for STALL_S (one waits on the
-    # target), not after a budget for the whole update, which a slow
-    # update on a loaded machine overran.
-    seen = progress[0]
-    while not done.wait(STALL_S):
-        if progress[0] != seen:
-            seen = progress[0]
-            continue
-        cpu_t, gpu_t = _targets(dbg)
-        if gpu_t is not None:
-            _log("GPU code objects changed while the GPU target ran: it stops to take them "
-                 "(stock lldb 23.1 cannot change a running target's modules); `process continue` runs on")
-            gpu_t.GetProcess().SendAsyncInterrupt()
-        done.wait(30.0)
-        break
-    _trace(f"loader hook: update done={done.is_set()} after {time.monotonic() - started:.3f} s")
+    done.wait()
+    _trace(f"loader hook: update done after {time.monotonic() - started:.3f} s")
     for bp, gid in carried:
         _report_carried(bp, gid)
     return False

@@ -266,6 +266,8 @@ pub struct GpuController {
     /// The GPU session's exit held for the lldb helper (see
     /// [`GpuController::arm_exit_hold`]).
     exit_hold: ExitHold,
+    /// All-stop across lldb's targets for the helper (`super::allstop`).
+    all_stop: super::allstop::AllStop,
     code_objects: Vec<CodeObject>,
     gpu_bps: crate::swbreak::Patches,
     /// Waves single-stepping off a GPU breakpoint whose `s_trap` was lifted
@@ -457,6 +459,7 @@ impl GpuController {
             reg_union: Default::default(),
             arch_names: Vec::new(),
             exit_hold: ExitHold::default(),
+            all_stop: Default::default(),
             code_objects: Vec::new(),
             gpu_bps: Default::default(),
             stepping_over: BTreeMap::new(),
@@ -946,6 +949,16 @@ impl GpuController {
             GpuRun::Other
         };
         self.exit_hold.wave_stop_seen |= wave;
+    }
+
+    /// All-stop across lldb's targets (`super::allstop`).
+    pub fn all_stop_mut(&mut self) -> &mut super::allstop::AllStop {
+        &mut self.all_stop
+    }
+
+    /// All-stop's state, for `monitor gpu`.
+    pub fn all_stop(&self) -> &super::allstop::AllStop {
+        &self.all_stop
     }
 
     /// (helper announced, hold armed), for `monitor gpu`.

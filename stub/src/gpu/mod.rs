@@ -3,6 +3,7 @@
 //! GPU breakpoints), the GPU session's target, the host-breakpoint bridge
 //! and the register table generated from the library's descriptions.
 
+pub mod allstop;
 pub mod controller;
 pub mod host;
 pub mod launcher;

@@ -466,11 +466,34 @@ impl Target for GpuTarget {
         }
         let mut g = self.gpu.borrow_mut();
         g.note_gpu_resume();
+        let continues = plan
+            .default
+            .is_some_and(|a| matches!(a, ResumeAction::Continue(_)))
+            || plan
+                .threads
+                .iter()
+                .any(|(_, a)| matches!(a, ResumeAction::Continue(_)));
+        if continues {
+            g.all_stop_mut().note_gpu_continue();
+        }
         // Pending stops first (all-stop): drop the stale ones (their waves
         // run on); if a reportable one remains, report it instead of
         // resuming anything (the loop polls us right after the resume).
         let stale = g.retain_stops(reportable);
         for s in stale {
+            // A wave the client steps is stepped below (run on here, it
+            // ran to its end and vanished under lldb's step plan, which
+            // crashed lldb 23.1 in ThreadPlanStepOverBreakpoint).
+            let steps = plan
+                .threads
+                .iter()
+                .find(|(t, _)| *t == s.tid)
+                .map(|(_, a)| *a)
+                .or(plan.default)
+                .is_some_and(|a| matches!(a, ResumeAction::Step(_)));
+            if steps {
+                continue;
+            }
             if let Err(e) = g.resume_wave(s.wave, false) {
                 tracing::debug!(target: "dbgapi", wave = s.wave.0, "resume after stale stop: {e}");
             }
@@ -518,6 +541,9 @@ impl Target for GpuTarget {
             self.running = true;
             return Ok(());
         }
+        if self.gpu.borrow_mut().all_stop_mut().release_held() {
+            return Ok(());
+        }
         if !self.awaiting_stop {
             // Count only the terminations of the stops asked for now.
             self.gpu.borrow_mut().take_terminations();
@@ -546,11 +572,33 @@ impl Target for GpuTarget {
     }
 
     fn process_events(&mut self) -> TargetResult<Option<StopEvent>> {
-        let r = self.next_stop();
-        if let Ok(Some(StopEvent::Stopped { tid, .. })) = &r {
+        // A wave stop held for the CPU's (all-stop, `super::allstop`),
+        // released by the client's interrupt.
+        let (released, holds) = {
+            let mut g = self.gpu.borrow_mut();
+            let a = g.all_stop_mut();
+            (a.take_released(), a.holds())
+        };
+        let r = match released {
+            Some(ev) if self.running => {
+                self.running = false;
+                Ok(Some(ev))
+            }
+            // The other waves' stops stay queued behind the held one.
+            _ if holds => return Ok(None),
+            _ => self.next_stop(),
+        };
+        if let Ok(Some(ev @ StopEvent::Stopped { tid, .. })) = &r {
             // Where the GPU session is, for the exit hold of the lldb
             // helper (`GpuController::note_cpu_resume`).
-            self.gpu.borrow_mut().note_gpu_stop(*tid != SHADOW_TID);
+            let mut g = self.gpu.borrow_mut();
+            g.note_gpu_stop(*tid != SHADOW_TID);
+            if *tid != SHADOW_TID
+                && g.all_stop_mut().on_wave_stop(*tid, ev) == super::allstop::WaveStopAction::Hold
+            {
+                self.running = true;
+                return Ok(None);
+            }
         }
         r
     }

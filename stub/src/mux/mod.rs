@@ -572,6 +572,19 @@ impl Mux {
         {
             self.actions.push(MuxAction::WatchGpuFd(fd));
         }
+        // All-stop work for the sessions (`crate::gpu::allstop`): a CPU
+        // stop to make, a notice to send. They get it as GPU news from no
+        // session.
+        if self
+            .gpu
+            .as_ref()
+            .is_some_and(|g| g.borrow_mut().all_stop_mut().take_wake())
+        {
+            self.actions.push(MuxAction::ShareGpuNews {
+                from: 0,
+                news: GpuNews::default(),
+            });
+        }
         std::mem::take(&mut self.actions)
     }
 

@@ -92,6 +92,36 @@ fn next(l: &TcpListener) -> (Conn, TcpStream) {
     (Conn::Tcp(mio::net::TcpStream::from_std(s)), keep)
 }
 
+/// Two connections of this process to `l` through `front` (a forwarder's
+/// address, or `l`'s own): the CPU connection and the claim, as the server
+/// accepted them; the client ends stay open while the pair lives.
+struct Pair {
+    cpu: Conn,
+    claim: Conn,
+    _clients: [TcpStream; 2],
+}
+
+fn pair_through(l: &TcpListener, front: &str) -> Pair {
+    let a = TcpStream::connect(front).unwrap();
+    let (cpu, _) = next(l);
+    let b = TcpStream::connect(front).unwrap();
+    let (claim, _) = next(l);
+    Pair {
+        cpu,
+        claim,
+        _clients: [a, b],
+    }
+}
+
+/// Another process connected through `front`: the stray, the server's end
+/// of its connection, and why its claim (forwarded) is refused.
+fn stray_claim(l: &TcpListener, front: &str, cpu: &Conn) -> (Kid, Conn, TcpStream, String) {
+    let other = stray(front);
+    let (conn, upstream) = next(l);
+    let why = mismatch(&claim_proof(cpu, &conn, true)).to_string();
+    (other, conn, upstream, why)
+}
+
 /// The forwarders of a proof (nearest this server first) and its client.
 fn unwrap(p: &ClaimProof) -> (Vec<u32>, &ClaimProof) {
     match p {
@@ -135,12 +165,9 @@ fn proc_net_addresses() {
 #[test]
 fn same_process_over_loopback() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let _a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-    let (ca, _) = next(&l);
-    let _b = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-    let (cb, _) = next(&l);
+    let p = pair_through(&l, &l.local_addr().unwrap().to_string());
     assert_eq!(
-        claim_proof(&ca, &cb, false),
+        claim_proof(&p.cpu, &p.claim, false),
         ClaimProof::SameProcess(std::process::id())
     );
 }
@@ -153,22 +180,17 @@ fn same_process_over_loopback() {
 fn through_a_forking_tcp_forwarder() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let (_fwd, front) = socat_fork(&format!("TCP:{}", l.local_addr().unwrap()));
-    let _a = TcpStream::connect(&front).unwrap();
-    let (cpu, _) = next(&l);
-    let _b = TcpStream::connect(&front).unwrap();
-    let (claim, _) = next(&l);
-    let proof = claim_proof(&cpu, &claim, true);
+    let Pair { cpu, claim, .. } = &pair_through(&l, &front);
+    let proof = claim_proof(cpu, claim, true);
     let (hops, client) = unwrap(&proof);
     assert_eq!(hops.len(), 1, "{proof}");
     assert_eq!(*client, ClaimProof::SameProcess(std::process::id()));
-    let why = mismatch(&claim_proof(&cpu, &claim, false)).to_string();
+    let why = mismatch(&claim_proof(cpu, claim, false)).to_string();
     assert!(
         why.contains("--advertise"),
         "without --advertise two forwarder processes are no proof: {why}"
     );
-    let other = stray(&front);
-    let (conn, _) = next(&l);
-    let why = mismatch(&claim_proof(&cpu, &conn, true)).to_string();
+    let (other, _, _, why) = stray_claim(&l, &front, cpu);
     assert!(
         why.contains(&format!("process {}", other.pid())) && why.contains("relayed by"),
         "the refusal names the stray and its forwarder: {why}"
@@ -184,11 +206,8 @@ fn through_a_chain_of_forking_forwarders() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let (_mid, mid) = socat_fork(&format!("TCP:{}", l.local_addr().unwrap()));
     let (_front, front) = socat_fork(&format!("TCP:{mid}"));
-    let _a = TcpStream::connect(&front).unwrap();
-    let (cpu, _) = next(&l);
-    let _b = TcpStream::connect(&front).unwrap();
-    let (claim, _) = next(&l);
-    let proof = claim_proof(&cpu, &claim, true);
+    let Pair { cpu, claim, .. } = &pair_through(&l, &front);
+    let proof = claim_proof(cpu, claim, true);
     let (hops, client) = unwrap(&proof);
     assert_eq!(hops.len(), 2, "{proof}");
     assert_ne!(hops[0], hops[1]);
@@ -202,9 +221,7 @@ fn through_a_chain_of_forking_forwarders() {
             hops[0]
         )
     );
-    let other = stray(&front);
-    let (conn, _) = next(&l);
-    let why = mismatch(&claim_proof(&cpu, &conn, true)).to_string();
+    let (other, _, _, why) = stray_claim(&l, &front, cpu);
     assert!(
         why.contains(&format!("process {}", other.pid())) && why.matches(" → ").count() == 2,
         "the refusal names the stray and its two forwarders: {why}"
@@ -220,23 +237,19 @@ fn through_a_chain_of_forking_forwarders() {
 fn through_a_single_process_relay() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let (proxy, front) = mux_proxy(&l.local_addr().unwrap().to_string());
-    let _a = TcpStream::connect(&front).unwrap();
-    let (cpu, _) = next(&l);
-    let _b = TcpStream::connect(&front).unwrap();
-    let (claim, _) = next(&l);
+    let Pair { cpu, claim, .. } = &pair_through(&l, &front);
     let me = ClaimProof::SameProcess(std::process::id());
     let relayed = ClaimProof::ThroughForwarder {
         forwarder: proxy.pid(),
         client: Box::new(me.clone()),
     };
-    assert_eq!(claim_proof(&cpu, &claim, true), relayed);
-    assert_eq!(claim_proof(&cpu, &claim, false), relayed);
+    assert_eq!(claim_proof(cpu, claim, true), relayed);
+    assert_eq!(claim_proof(cpu, claim, false), relayed);
 
-    let other = stray(&front);
-    let (conn, mut upstream) = next(&l);
-    for (c, what) in [(&conn, "the stray"), (&claim, "the real claim")] {
+    let (other, conn, mut upstream, _) = stray_claim(&l, &front, cpu);
+    for (c, what) in [(&conn, "the stray"), (claim, "the real claim")] {
         for forwarded in [true, false] {
-            let why = mismatch(&claim_proof(&cpu, c, forwarded)).to_string();
+            let why = mismatch(&claim_proof(cpu, c, forwarded)).to_string();
             assert!(
                 why.contains("several clients")
                     && why.contains(&format!("process {}", proxy.pid()))
@@ -251,7 +264,7 @@ fn through_a_single_process_relay() {
     // one: at the upstream's end of file, only this process's remain.
     let mut rest = Vec::new();
     upstream.read_to_end(&mut rest).expect("end of file");
-    assert_eq!(claim_proof(&cpu, &claim, true), relayed);
+    assert_eq!(claim_proof(cpu, claim, true), relayed);
 }
 
 /// A forwarder whose relayed connection comes from another forwarder:
@@ -263,20 +276,15 @@ fn through_forwarders_in_front_of_a_relay() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let (proxy, relay) = mux_proxy(&l.local_addr().unwrap().to_string());
     let (_front, front) = socat_fork(&format!("TCP:{relay}"));
-    let _a = TcpStream::connect(&front).unwrap();
-    let (cpu, _) = next(&l);
-    let _b = TcpStream::connect(&front).unwrap();
-    let (claim, _) = next(&l);
+    let Pair { cpu, claim, .. } = &pair_through(&l, &front);
     assert_eq!(
-        claim_proof(&cpu, &claim, true),
+        claim_proof(cpu, claim, true),
         ClaimProof::ThroughForwarder {
             forwarder: proxy.pid(),
             client: Box::new(ClaimProof::SameProcess(std::process::id())),
         }
     );
-    let _other = stray(&front);
-    let (conn, _) = next(&l);
-    let why = mismatch(&claim_proof(&cpu, &conn, true)).to_string();
+    let (_other, _, _, why) = stray_claim(&l, &front, cpu);
     assert!(why.contains("several clients"), "{why}");
 }
 

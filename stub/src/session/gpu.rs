@@ -213,7 +213,9 @@ impl Session<CpuRole> {
     /// `true` when it started the resume itself.
     pub(super) fn gpu_prepare_resume(&mut self, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
         if let Some(g) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) {
-            g.borrow_mut().note_cpu_resume();
+            let mut g = g.borrow_mut();
+            g.note_cpu_resume();
+            g.all_stop_mut().note_cpu_resume();
         }
         if self.role.internal.is_some() {
             return false;
@@ -354,11 +356,77 @@ impl Session<CpuRole> {
         self.gpu_report_stop();
     }
 
+    /// All-stop (`crate::gpu::allstop`): a wave stopped while the client
+    /// runs the CPU: stop the CPU process too, and report that stop with a
+    /// description naming the wave (lldb shows it as the stop reason).
+    fn all_stop_cpu(&mut self) {
+        if !self.is_running()
+            || self.role.all_stop_report.is_some()
+            || self.role.gpu_report.is_some()
+        {
+            return;
+        }
+        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
+            return;
+        };
+        let Some(tid) = gpu.borrow_mut().all_stop_mut().take_cpu_stop() else {
+            return;
+        };
+        let text = {
+            let mut g = gpu.borrow_mut();
+            let info = g.wave_of(tid).and_then(|w| g.wave_info(w).ok());
+            let cos = g.code_objects().to_vec();
+            let (pc, reasons) = info
+                .map(|i| (i.pc.unwrap_or(0), i.stop_reason.unwrap_or_default()))
+                .unwrap_or_default();
+            let why = match crate::gpu::target::stop_kind(reasons) {
+                (_, StopKind::SwBreak) => "a breakpoint".to_string(),
+                (_, StopKind::Step) => "a single step".to_string(),
+                _ => reasons.description(),
+            };
+            let kernel = self
+                .symbolizer
+                .describe(&cos, pc)
+                .unwrap_or_else(|| "?".into());
+            let line = self
+                .symbolizer
+                .source_line(&cos, pc)
+                .map(|(f, l)| format!(" at {}:{l}", f.rsplit('/').next().unwrap_or(&f)))
+                .unwrap_or_default();
+            format!(
+                "{} GPU wave {tid} stopped at {why} in {kernel}{line}; the GPU target shows it; \
+                 `process continue` on the GPU target runs both",
+                crate::gpu::allstop::CPU_STOP_PREFIX
+            )
+        };
+        tracing::info!(target: "mux", wave = tid, "all-stop: stopping the CPU with the GPU");
+        let launcher = self.launcher_then_interrupt();
+        self.role.all_stop_report = Some((text, launcher));
+    }
+
+    /// The thread that launched the dispatch (found before the interrupt:
+    /// a stopped thread no longer waits in the runtime,
+    /// crate::gpu::launcher), then every process interrupted for a GPU stop.
+    fn launcher_then_interrupt(&mut self) -> Option<Pid> {
+        let launcher = self
+            .procs
+            .keys()
+            .next()
+            .and_then(|pid| crate::gpu::launcher::launching_thread(*pid));
+        for t in self.procs.values_mut() {
+            if let Err(e) = t.interrupt() {
+                tracing::warn!(target: "ptrace", "interrupt for a GPU stop: {e}");
+            }
+        }
+        launcher
+    }
+
     /// gdb's path to the GPU (docs/architecture.md, "gdb's path to the GPU"): when a wave stops (breakpoint,
     /// fault) while the client waits on the CPU and no GPU session is
     /// connected, stop the CPU process and report that stop with a console
     /// line naming the wave, kernel and address.
     pub(super) fn gpu_report_stop(&mut self) {
+        self.all_stop_cpu();
         if !self.is_running() || self.role.gpu_report.is_some() {
             return;
         }
@@ -419,24 +487,14 @@ impl Session<CpuRole> {
             )
         };
         tracing::info!(target: "mux", wave = stop.tid, %kernel, "GPU stop reported to the CPU session");
-        // Before the interrupt: a stopped thread no longer waits in the
-        // runtime (crate::gpu::launcher).
-        let launcher = self
-            .procs
-            .keys()
-            .next()
-            .and_then(|pid| crate::gpu::launcher::launching_thread(*pid));
+        let launcher = self.launcher_then_interrupt();
         self.role.gpu_report = Some((text, launcher));
-        for t in self.procs.values_mut() {
-            if let Err(e) = t.interrupt() {
-                tracing::warn!(target: "ptrace", "interrupt for a GPU stop: {e}");
-            }
-        }
     }
 
     /// If a GPU stop is being reported, turn the CPU interrupt into that
     /// report (console line + SIGTRAP stop).
     pub(super) fn gpu_decorate_stop(&mut self, stop: StopEvent) -> StopEvent {
+        let stop = self.all_stop_decorate(stop);
         let Some((text, launcher)) = self.role.gpu_report.take() else {
             return stop;
         };
@@ -461,6 +519,44 @@ impl Session<CpuRole> {
                 kind: StopKind::Signal,
             },
             other => other,
+        }
+    }
+
+    /// All-stop: the CPU's interrupt becomes the stop for the wave (a
+    /// signal stop with a description, on the thread that launched the
+    /// dispatch); any stop tells all-stop where the CPU is.
+    fn all_stop_decorate(&mut self, stop: StopEvent) -> StopEvent {
+        let report = self.role.all_stop_report.take();
+        let with_gpu = report.is_some()
+            && matches!(
+                stop,
+                StopEvent::Stopped {
+                    kind: StopKind::Interrupt,
+                    ..
+                }
+            );
+        if let Some(g) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) {
+            g.borrow_mut().all_stop_mut().note_cpu_stop(with_gpu);
+        }
+        match (stop, report) {
+            (
+                StopEvent::Stopped {
+                    pid,
+                    tid,
+                    kind: StopKind::Interrupt,
+                    ..
+                },
+                Some((description, launcher)),
+            ) => StopEvent::Stopped {
+                pid,
+                tid: launcher.map(u64::from).unwrap_or(tid),
+                // SIGSTOP, as lldb's own interrupt: `lldb -b` stops
+                // running its commands at any other signal stop (lldb's
+                // `CommandInterpreter::DidProcessStopAbnormally`).
+                signal: libc::SIGSTOP,
+                kind: StopKind::Fault { description },
+            },
+            (stop, _) => stop,
         }
     }
 
@@ -498,6 +594,19 @@ impl Session<GpuRole> {
     /// The GPU notifier was readable: the GPU session collects its
     /// target's events (wave stops).
     pub fn on_gpu_notifier(&mut self, _news: &GpuNews) {
+        // All-stop: the client (the lldb helper) is told to continue the
+        // CPU, while it waits on this session's continue
+        // (`crate::gpu::allstop`).
+        let notice = self.is_running()
+            && self
+                .mux
+                .as_ref()
+                .and_then(|m| m.borrow().gpu())
+                .is_some_and(|g| g.borrow_mut().all_stop_mut().take_notice());
+        if notice {
+            tracing::info!(target: "mux", session = self.id, "all-stop: telling the client to continue the CPU");
+            self.send(crate::gpu::allstop::RUN_CPU_NOTICE);
+        }
         self.on_target_event();
     }
 

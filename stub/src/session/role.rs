@@ -173,6 +173,9 @@ pub struct CpuRole {
     /// gdb's path to the GPU: the console line of a GPU stop being
     /// reported as the CPU process's stop.
     pub(super) gpu_report: Option<(String, Option<crate::target::Pid>)>,
+    /// All-stop (`crate::gpu::allstop`): the description of the CPU stop
+    /// being made for a wave's stop, and the thread it is shown on.
+    pub(super) all_stop_report: Option<(String, Option<crate::target::Pid>)>,
     /// The client's last resume, carried out again once an internal
     /// breakpoint stop was handled (`gpu::resume_last_plans`).
     pub(super) last_plans: BTreeMap<Pid, ResumePlan>,

@@ -206,16 +206,43 @@ impl GpuEnv {
     /// Stock `lldb -b` on `exe`: the shipped helper imported, connected to
     /// gdbmux on `port`, then `cmds`; its output (fails after 120 s).
     pub fn lldb_batch(&self, port: u16, cmds: &[&str], exe: &Path) -> String {
+        lldb_batch_args(&self.lldb_connect_args(port, exe), cmds)
+    }
+
+    /// lldb's arguments for gdbmux's connect line with the shipped helper
+    /// (`-o 'command script import HELPER' -o 'gdb-remote …' PROGRAM`).
+    pub fn lldb_connect_args(&self, port: u16, exe: &Path) -> Vec<String> {
         let helper = self.root.join("tools/lldb/gdbmux_lldb.py");
-        let mut lldb = Command::new("lldb");
-        lldb.arg("-b")
-            .args(["-o", &format!("command script import {}", helper.display())])
-            .args(["-o", &format!("gdb-remote 127.0.0.1:{port}")]);
-        for c in cmds {
-            lldb.args(["-o", c]);
-        }
-        lldb.arg(exe);
-        run_with_timeout(&mut lldb, 120)
+        vec![
+            "-o".to_string(),
+            format!("command script import {}", helper.display()),
+            "-o".to_string(),
+            format!("gdb-remote 127.0.0.1:{port}"),
+            exe.display().to_string(),
+        ]
+    }
+
+    /// Interactive stock lldb with `args` (its connect line), typed through
+    /// a pseudo-terminal (`tests/gpu/lldb_pty.py`): each command once the
+    /// prompt shows, then its output read until the regex (Python `re`,
+    /// dot matching newlines) matches. Fails the test with the transcript
+    /// and `server`'s log on the first expectation not met; returns the
+    /// transcript.
+    pub fn lldb_pty(&self, args: &[String], script: &[(&str, &str)], server: &Server) -> String {
+        let script: Vec<[&str; 2]> = script.iter().map(|(c, e)| [*c, *e]).collect();
+        let out = run_python(
+            &self.root.join("stub/tests/gpu/lldb_pty.py"),
+            &[
+                &serde_json::to_string(args).expect("json"),
+                &serde_json::to_string(&script).expect("json"),
+            ],
+        );
+        assert!(
+            out.contains("PTY ALL EXPECTATIONS MET"),
+            "interactive lldb:\n{out}\n--- gdbmux ---\n{}",
+            server.log()
+        );
+        out
     }
 
     /// A built sample.
@@ -370,6 +397,61 @@ pub fn gdb_batch(port: u16, cmds: &[&str], exe: &Path) -> String {
     }
     gdb.arg(exe);
     run_with_timeout(&mut gdb, 120)
+}
+
+/// Stock `lldb -b` with `args` (a connect line: options, then the program
+/// last) and `cmds` after them; its output (fails after 120 s).
+pub fn lldb_batch_args(args: &[String], cmds: &[&str]) -> String {
+    let (prog, pre) = args.split_last().expect("lldb arguments");
+    let mut lldb = Command::new("lldb");
+    lldb.arg("-b").args(pre);
+    for c in cmds {
+        lldb.args(["-o", c]);
+    }
+    lldb.arg(prog);
+    run_with_timeout(&mut lldb, 120)
+}
+
+/// Checks `lldb -b`'s output `out` against `session`: each command ran, in
+/// order, and what it printed (up to the next prompt) matches its regex
+/// (Python `re`, dot matching newlines). Fails the test with the session
+/// and `server`'s log.
+pub fn assert_batch_session(out: &str, session: &[(&str, &str)], server: &Server) {
+    let mut rest = out;
+    for (c, expect) in session {
+        let at = rest
+            .find(&format!("(lldb) {c}\n"))
+            .unwrap_or_else(|| panic!("{c:?} not run:\n{out}\n--- gdbmux ---\n{}", server.log()));
+        rest = &rest[at + c.len() + 8..];
+        let end = rest.find("(lldb) ").unwrap_or(rest.len());
+        assert!(
+            python_re_search(expect, &rest[..end]),
+            "{c:?} printed no /{expect}/:\n{}\n--- whole session ---\n{out}\n--- gdbmux ---\n{}",
+            &rest[..end],
+            server.log()
+        );
+    }
+}
+
+/// Whether the Python regex `expect` (dot matching newlines) matches in
+/// `text` (the tests depend on python3 for lldb already).
+pub fn python_re_search(expect: &str, text: &str) -> bool {
+    let st = Command::new("python3")
+        .args([
+            "-c",
+            "import re,sys; sys.exit(0 if re.search(sys.argv[1], sys.stdin.read(), re.S) else 1)",
+            expect,
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            if let Some(mut i) = c.stdin.take() {
+                i.write_all(text.as_bytes())?;
+            }
+            c.wait()
+        })
+        .expect("python3");
+    st.success()
 }
 
 /// Run a Python script (with lldb's module importable) and return its

@@ -133,6 +133,19 @@ impl<R: SessionRole> Session<R> {
                 gpu.borrow_mut().set_helper_holds_exits();
                 Ok("gdbmux: after a wave stop, the GPU process's end waits for the client's interrupt (lldb helper)\n".into())
             }
+            // The lldb helper's announcement (`crate::gpu::allstop`).
+            "all-stop" => {
+                gpu.borrow_mut().all_stop_mut().enable();
+                Ok("gdbmux: all-stop across the CPU and GPU targets: a wave stop stops the CPU, a continue of the GPU target runs the CPU on (lldb helper)\n".into())
+            }
+            "all-stop-release" => {
+                let mut g = gpu.borrow_mut();
+                let released = g.all_stop_mut().release_held();
+                Ok(format!(
+                    "gdbmux: held wave stop released: {released}; {}\n",
+                    g.all_stop().describe()
+                ))
+            }
             "regs" | "registers" => Self::wave_arg(&gpu, args.get(1)).map(|(w, tid)| {
                 let mut g = gpu.borrow_mut();
                 let regs = g.registers().to_vec();
