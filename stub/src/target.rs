@@ -304,6 +304,13 @@ pub trait Target {
     fn try_threads(&self) -> TargetResult<Vec<Tid>> {
         Ok(self.threads())
     }
+    /// [`Target::try_threads`] as a shared slice. A target that keeps its
+    /// list (the GPU's waves) hands out the same slice until its threads
+    /// change, so a caller may keep what it made of the list while
+    /// `Rc::ptr_eq` holds (the formatted thread-list reply).
+    fn try_thread_ids(&self) -> TargetResult<std::rc::Rc<[Tid]>> {
+        self.try_threads().map(std::rc::Rc::from)
+    }
     /// Whether `tid` is one of [`Target::threads`]: a target with many
     /// threads answers by lookup (a packet naming a thread must not cost a
     /// listing of all of them).

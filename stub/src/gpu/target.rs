@@ -320,6 +320,17 @@ impl Target for GpuTarget {
         })
     }
 
+    /// The waves' shared thread-id slice (the same one until the waves
+    /// change).
+    fn try_thread_ids(&self) -> TargetResult<std::rc::Rc<[Tid]>> {
+        let tids = self.gpu.borrow_mut().try_wave_tids().map_err(terr)?;
+        Ok(if tids.is_empty() {
+            std::rc::Rc::from([SHADOW_TID])
+        } else {
+            tids
+        })
+    }
+
     fn threads(&self) -> Vec<Tid> {
         let waves = self.gpu.borrow_mut().waves();
         if waves.is_empty() {

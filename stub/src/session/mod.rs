@@ -30,6 +30,7 @@ mod journal;
 pub mod lldb_regs;
 mod nonstop;
 mod role;
+mod thread_list;
 
 use std::collections::BTreeMap;
 
@@ -354,9 +355,13 @@ pub struct Session<R: SessionRole = CpuRole> {
     /// client's input is held meanwhile.
     mem_stream: Option<handlers::MemStream>,
     /// Small replies built on the steady-state path (`qC`), reused so they
-    /// cost no allocation ([`Session::send_built`]); it keeps the capacity
-    /// of the largest such reply (a thread id: a few dozen bytes).
+    /// cost no allocation ([`Session::send_built`]), and `jThreadsInfo`;
+    /// it keeps the capacity of the largest such reply (a `jThreadsInfo`
+    /// of 10,000 waves: about 1 MiB).
     reply_scratch: Vec<u8>,
+    /// The last `qfThreadInfo` reply, kept while the targets' thread lists
+    /// are unchanged (`thread_list.rs`).
+    thread_list: thread_list::ThreadListCache,
     /// lldb's register view of a process (lldb sessions, x86-64 only).
     lldb_regs: Option<(Pid, std::rc::Rc<lldb_regs::LldbRegView>)>,
     /// The server loop's counts, for `monitor loop` (`server/turns.rs`).
@@ -433,6 +438,7 @@ impl<R: SessionRole> Session<R> {
             mem_scratch: Vec::new(),
             mem_stream: None,
             reply_scratch: Vec::new(),
+            thread_list: Default::default(),
             lldb_regs: None,
             loop_stats: None,
         }

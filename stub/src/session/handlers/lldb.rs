@@ -309,14 +309,18 @@ impl<R: SessionRole> Session<R> {
         let stop = self.journal.event().cloned();
         let others = self.journal.other_reasons();
         let expedite_stack = self.role.expedites_stack();
+        let mut buf = std::mem::take(&mut self.reply_scratch);
+        buf.clear();
         let Ok(t) = self.target_mut(pid) else {
+            self.reply_scratch = buf;
             self.send_error(crate::error::ErrorCode::NoSuchProcess, "no process");
             return;
         };
-        let regs: Vec<u32> = crate::session::expedited_registers(t.registers());
+        let regs = ExpeditedKeys::new(crate::session::expedited_registers(t.registers()));
         let threads = match t.try_threads() {
             Ok(v) => v,
             Err(e) => {
+                self.reply_scratch = buf;
                 self.send_target_error(&e);
                 return;
             }
@@ -328,13 +332,11 @@ impl<R: SessionRole> Session<R> {
         } else {
             None
         };
-        let mut out = Vec::with_capacity(threads.len());
-        for tid in threads {
-            let mut th = serde_json::Map::new();
-            th.insert("tid".into(), tid.into());
-            if let Some(name) = t.thread_name(tid) {
-                th.insert("name".into(), name.into());
-            }
+        let mut rec = ThreadRecord::default();
+        buf.push(b'[');
+        for (i, tid) in threads.into_iter().enumerate() {
+            rec.clear(tid);
+            rec.name = t.thread_name(tid);
             let this = match (&stop, others.get(&tid)) {
                 (Some(StopEvent::Stopped { .. }), Some(o)) => Some(o),
                 _ => stop.as_ref(),
@@ -348,42 +350,194 @@ impl<R: SessionRole> Session<R> {
             {
                 if *st == tid {
                     let f = crate::session::journal::lldb_stop_fields(*signal, kind);
-                    if let Some(d) = f.description {
-                        th.insert("description".into(), d.into());
-                    }
-                    th.insert("reason".into(), f.reason.into());
-                    th.insert("signal".into(), f.signal.into());
+                    rec.description = f.description;
+                    rec.reason = Some(f.reason);
+                    rec.signal = Some(f.signal);
                 } else {
-                    th.insert("signal".into(), 0.into());
+                    rec.signal = Some(0);
                 }
             }
-            let mut values = serde_json::Map::new();
-            for r in &regs {
-                if let Ok(v) = t.read_register(tid, *r) {
-                    values.insert(r.to_string(), hex::encode_to_string(&v).into());
-                }
-            }
-            if let Some((sp, fp)) = stack_regs {
-                let word = |r: u32| {
-                    values
-                        .get(&r.to_string())
-                        .and_then(|v| v.as_str())
-                        .and_then(|h| hex::decode(h.as_bytes()))
-                        .and_then(|b| b.get(..8).and_then(|b| b.try_into().ok()))
-                        .map(u64::from_le_bytes)
-                };
-                if let (Some(sp), Some(fp)) = (word(sp), word(fp)) {
-                    let memory = expedited_stack(&mut **t, sp, fp);
-                    if !memory.is_empty() {
-                        th.insert("memory".into(), memory.into());
+            let (mut sp, mut fp) = (None, None);
+            for r in &regs.nums {
+                let v = t.read_register(tid, *r).ok();
+                if let (Some((s, f)), Some(v)) = (stack_regs, &v) {
+                    let word = v
+                        .get(..8)
+                        .and_then(|b| b.try_into().ok())
+                        .map(u64::from_le_bytes);
+                    if *r == s {
+                        sp = word;
+                    }
+                    if *r == f {
+                        fp = word;
                     }
                 }
+                rec.push_register(v.as_deref());
             }
-            th.insert("registers".into(), values.into());
-            out.push(serde_json::Value::Object(th));
+            if let (Some(sp), Some(fp)) = (sp, fp) {
+                expedited_stack(&mut **t, sp, fp, &mut rec.memory);
+            }
+            if i > 0 {
+                buf.push(b',');
+            }
+            rec.write_json(&regs, &mut buf);
         }
-        let out = serde_json::Value::Array(out).to_string();
-        self.send(out.as_bytes());
+        buf.push(b']');
+        self.send(&buf);
+        self.reply_scratch = buf;
+    }
+}
+
+/// The expedited register numbers of a `jThreadsInfo` reply and the order
+/// their keys are written in: serde_json's map sorts its keys as strings
+/// ("10" before "2"), and the reply keeps that order.
+struct ExpeditedKeys {
+    /// Register numbers in the order they are read.
+    nums: Vec<u32>,
+    /// `(key, position in nums)`, sorted by key, one per register number.
+    sorted: Vec<(String, usize)>,
+}
+
+impl ExpeditedKeys {
+    fn new(nums: Vec<u32>) -> Self {
+        let mut sorted: Vec<(String, usize)> = nums
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.to_string(), i))
+            .collect();
+        // A register named twice keeps its last position (a map insert
+        // replaces the earlier value; both reads are of the same register).
+        sorted.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        sorted.dedup_by(|b, a| a.0 == b.0);
+        ExpeditedKeys { nums, sorted }
+    }
+}
+
+/// One thread of a `jThreadsInfo` reply, reused from thread to thread (its
+/// buffers keep their capacity).
+#[derive(Default)]
+struct ThreadRecord {
+    tid: u64,
+    name: Option<String>,
+    description: Option<String>,
+    reason: Option<&'static str>,
+    signal: Option<i32>,
+    /// The registers' hex digits, back to back.
+    hex: Vec<u8>,
+    /// Per expedited register (in read order): its digits in `hex`, or
+    /// `None` when it could not be read (then it is left out).
+    values: Vec<Option<std::ops::Range<usize>>>,
+    /// The stack pieces (CPU threads): `(address, bytes)`.
+    memory: Vec<(u64, Vec<u8>)>,
+}
+
+impl ThreadRecord {
+    fn clear(&mut self, tid: u64) {
+        self.tid = tid;
+        self.name = None;
+        self.description = None;
+        self.reason = None;
+        self.signal = None;
+        self.hex.clear();
+        self.values.clear();
+        self.memory.clear();
+    }
+
+    fn push_register(&mut self, v: Option<&[u8]>) {
+        let range = v.map(|v| {
+            let start = self.hex.len();
+            hex::encode(v, &mut self.hex);
+            start..self.hex.len()
+        });
+        self.values.push(range);
+    }
+
+    /// Appends the thread's JSON object to `out`: the bytes serde_json's
+    /// `Value` (a sorted map) printed, written without building one.
+    fn write_json(&self, keys: &ExpeditedKeys, out: &mut Vec<u8>) {
+        let regs = RegistersJson { rec: self, keys };
+        let memory = MemoryJson(&self.memory);
+        let th = ThreadJson {
+            description: self.description.as_deref(),
+            memory: (!self.memory.is_empty()).then_some(memory),
+            name: self.name.as_deref(),
+            reason: self.reason,
+            registers: regs,
+            signal: self.signal,
+            tid: self.tid,
+        };
+        // Writing into a Vec cannot fail, and these types always serialize.
+        let _ = serde_json::to_writer(out, &th);
+    }
+}
+
+/// A `jThreadsInfo` thread object, its fields in key order.
+#[derive(serde::Serialize)]
+struct ThreadJson<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory: Option<MemoryJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+    registers: RegistersJson<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<i32>,
+    tid: u64,
+}
+
+/// `"registers": {"N": "hex", ...}` in key order.
+struct RegistersJson<'a> {
+    rec: &'a ThreadRecord,
+    keys: &'a ExpeditedKeys,
+}
+
+impl serde::Serialize for RegistersJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        for (key, i) in &self.keys.sorted {
+            let Some(Some(range)) = self.rec.values.get(*i) else {
+                continue;
+            };
+            if let Some(v) = self
+                .rec
+                .hex
+                .get(range.clone())
+                .and_then(|v| std::str::from_utf8(v).ok())
+            {
+                m.serialize_entry(key.as_str(), v)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// `"memory": [{"address": N, "bytes": "hex"}, ...]`.
+struct MemoryJson<'a>(&'a [(u64, Vec<u8>)]);
+
+/// Bytes written as a JSON string of hex digits.
+struct HexJson<'a>(&'a [u8]);
+
+impl serde::Serialize for HexJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&hex::encode_to_string(self.0))
+    }
+}
+
+impl serde::Serialize for MemoryJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Piece<'a> {
+            address: u64,
+            bytes: HexJson<'a>,
+        }
+        s.collect_seq(self.0.iter().map(|(a, b)| Piece {
+            address: *a,
+            bytes: HexJson(b),
+        }))
     }
 }
 
@@ -495,7 +649,12 @@ fn stack_registers(regs: &[crate::target::RegisterInfo]) -> Option<(u32, u32)> {
 /// no longer reads each thread's stack with its own `x` round trip
 /// (lldb-server does not send it: the client then asks per thread).
 /// Unreadable pieces are left out; lldb reads what it misses as before.
-fn expedited_stack(t: &mut dyn crate::target::Target, sp: u64, fp: u64) -> Vec<serde_json::Value> {
+fn expedited_stack(
+    t: &mut dyn crate::target::Target,
+    sp: u64,
+    fp: u64,
+    out: &mut Vec<(u64, Vec<u8>)>,
+) {
     let mut ranges: Vec<(u64, u64)> = vec![(sp, sp.saturating_add(STACK_TOP_BYTES))];
     let mut f = fp;
     let mut link = [0u8; 16];
@@ -521,17 +680,135 @@ fn expedited_stack(t: &mut dyn crate::target::Target, sp: u64, fp: u64) -> Vec<s
             _ => merged.push((a, b)),
         }
     }
-    let mut out = Vec::with_capacity(merged.len());
     for (a, b) in merged {
         let mut buf = vec![0u8; (b - a) as usize];
         let n = match t.read_memory_into(a, &mut buf) {
             Ok(n) if n > 0 => n,
             _ => continue,
         };
-        let mut m = serde_json::Map::new();
-        m.insert("address".into(), a.into());
-        m.insert("bytes".into(), hex::encode_to_string(&buf[..n]).into());
-        out.push(serde_json::Value::Object(m));
+        buf.truncate(n);
+        out.push((a, buf));
     }
-    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reply as it was built before: a `serde_json::Value` tree per
+    /// thread, printed once.
+    fn value_built(keys: &ExpeditedKeys, recs: &[ThreadRecord]) -> String {
+        let mut out = Vec::new();
+        for rec in recs {
+            let mut th = serde_json::Map::new();
+            th.insert("tid".into(), rec.tid.into());
+            if let Some(name) = &rec.name {
+                th.insert("name".into(), name.clone().into());
+            }
+            if let Some(d) = &rec.description {
+                th.insert("description".into(), d.clone().into());
+            }
+            if let Some(r) = rec.reason {
+                th.insert("reason".into(), r.into());
+            }
+            if let Some(s) = rec.signal {
+                th.insert("signal".into(), s.into());
+            }
+            let mut values = serde_json::Map::new();
+            for (r, v) in keys.nums.iter().zip(&rec.values) {
+                if let Some(range) = v {
+                    let h = String::from_utf8(rec.hex[range.clone()].to_vec()).unwrap();
+                    values.insert(r.to_string(), h.into());
+                }
+            }
+            let memory: Vec<serde_json::Value> = rec
+                .memory
+                .iter()
+                .map(|(a, b)| {
+                    let mut m = serde_json::Map::new();
+                    m.insert("address".into(), (*a).into());
+                    m.insert("bytes".into(), hex::encode_to_string(b).into());
+                    serde_json::Value::Object(m)
+                })
+                .collect();
+            if !memory.is_empty() {
+                th.insert("memory".into(), memory.into());
+            }
+            th.insert("registers".into(), values.into());
+            out.push(serde_json::Value::Object(th));
+        }
+        serde_json::Value::Array(out).to_string()
+    }
+
+    fn written(keys: &ExpeditedKeys, recs: &[ThreadRecord]) -> String {
+        let mut buf = vec![b'['];
+        for (i, rec) in recs.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            rec.write_json(keys, &mut buf);
+        }
+        buf.push(b']');
+        String::from_utf8(buf).unwrap()
+    }
+
+    fn record(tid: u64, regs: &[Option<&[u8]>]) -> ThreadRecord {
+        let mut rec = ThreadRecord::default();
+        rec.clear(tid);
+        for r in regs {
+            rec.push_register(*r);
+        }
+        rec
+    }
+
+    #[test]
+    fn cpu_threads_match_the_value_built_reply() {
+        // x86-64: fp 6, sp 7, pc 16 (keys sorted as strings: "16" < "6").
+        let keys = ExpeditedKeys::new(vec![6, 7, 16]);
+        let fp = 0x7ffd_1000u64.to_le_bytes();
+        let sp = 0x7ffd_0f00u64.to_le_bytes();
+        let pc = 0x40_1136u64.to_le_bytes();
+        let mut first = record(4242, &[Some(&fp[..]), Some(&sp[..]), Some(&pc[..])]);
+        first.name = Some("main \"q\"\\\u{1}é".into());
+        first.reason = Some("signal");
+        first.signal = Some(11);
+        first.description = Some("fault at 0x0\n".into());
+        first.memory = vec![(0x7ffd_0f00, vec![1, 2, 0xff]), (0x7ffd_1000, vec![0; 16])];
+        let mut second = record(4243, &[None, Some(&sp[..]), Some(&pc[..])]);
+        second.signal = Some(0);
+        let third = record(4244, &[None, None, None]);
+        let recs = [first, second, third];
+        assert_eq!(written(&keys, &recs), value_built(&keys, &recs));
+        assert_eq!(written(&keys, &[]), "[]");
+    }
+
+    #[test]
+    fn gpu_waves_match_the_value_built_reply() {
+        // A wave: pc and exec, no stack; a register named twice (fp = sp).
+        let keys = ExpeditedKeys::new(vec![110, 110, 17, 2]);
+        let pc = 0x7f00_1000u64.to_le_bytes();
+        let exec = u64::MAX.to_le_bytes();
+        let recs: Vec<ThreadRecord> = (0..40u64)
+            .map(|i| {
+                let mut r = record(
+                    0x4000_0000 + i,
+                    &[
+                        Some(&pc[..]),
+                        Some(&pc[..]),
+                        Some(&exec[..]),
+                        (i % 3 == 0).then_some(&exec[..4]),
+                    ],
+                );
+                r.name = Some(format!("AMDGPU Wave 1:1:1:{} ({i},0,0)/0", i + 1));
+                if i == 7 {
+                    r.reason = Some("breakpoint");
+                    r.signal = Some(5);
+                } else {
+                    r.signal = Some(0);
+                }
+                r
+            })
+            .collect();
+        assert_eq!(written(&keys, &recs), value_built(&keys, &recs));
+    }
 }

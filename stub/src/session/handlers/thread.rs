@@ -31,30 +31,9 @@ impl<R: SessionRole> Session<R> {
             return;
         }
         self.thread_cursor = true;
-        let mut out = vec![b'm'];
-        let mp = self.features.multiprocess;
-        let mut first = true;
-        for (pid, t) in &self.procs {
-            let threads = match t.try_threads() {
-                Ok(v) => v,
-                Err(e) => {
-                    self.send_target_error(&e);
-                    return;
-                }
-            };
-            for tid in threads {
-                if !first {
-                    out.push(b',');
-                }
-                first = false;
-                thread_id(&mut out, *pid, tid, mp);
-            }
+        if let Err(e) = self.send_thread_list() {
+            self.send_target_error(&e);
         }
-        if first {
-            // No process: lldb-server answers `l`.
-            out = b"l".to_vec();
-        }
-        self.send(&out);
     }
 
     pub(in crate::session) fn handle_thread_info_next(&mut self) {
