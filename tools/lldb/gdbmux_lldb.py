@@ -305,7 +305,9 @@ class AllStopHook:
       CPU's stop is in before the GPU's ends that command;
     - the user's command waits on the CPU: the wave's stop went out at
       once; the command ends once the GPU target has it (the listener
-      thread takes it), so the next command sees both targets stopped."""
+      thread takes it), so the next command sees both targets stopped.
+    In interactive lldb the hook runs on lldb's event thread, which hands
+    out the GPU's stop only after the hook: there it releases and returns."""
 
     def __init__(self, target, extra_args, internal_dict):
         self.target = target
@@ -336,6 +338,16 @@ class AllStopHook:
         if threading.current_thread().name == "gdbmux-cpu-bg":
             # The user's synchronous command on the GPU takes its stop.
             _set_gpu_stopped(True)
+            return True
+        if dbg.GetAsync():
+            # Interactive lldb: the hook runs on lldb's event thread, which
+            # is also the GPU process's primary listener: lldb hands the
+            # GPU's stop to the helper's listener (and prints it) only
+            # after this hook returns, so waiting here for it only ran out
+            # the bound (measured: the wave's stop showed GPU_STOP_WAIT_S
+            # late). The event thread takes and prints the GPU's stop next.
+            _trace("all-stop: CPU stop hook on lldb's event thread: the GPU's stop is printed after it")
+            dbg.SetSelectedTarget(gpu_t)
             return True
         cond = _state["gpu_stopped"]
         with cond:
@@ -509,11 +521,23 @@ def _watch(dbg, proc, role):
                     and st == lldb.eStateStopped
                     and not lldb.SBProcess.GetInterruptedFromEvent(ev)
                     and not _all_stop_stop(cpu)
+                    and _stopped_on_its_own(cpu)
                 ):
                     # A CPU stop of its own (breakpoint, signal) while a
-                    # command may wait on the GPU: end that wait.
+                    # command may wait on the GPU: end that wait. Decided
+                    # on the stop the CPU shows now, not on the event: this
+                    # thread may take an event late (interactive lldb on a
+                    # loaded machine), e.g. the all-stop stop of a wave
+                    # after the user's `process continue` of the GPU had
+                    # the helper run the CPU on. A running process shows no
+                    # threads, so a negative test (`not _all_stop_stop`)
+                    # took that stale stop for one of the CPU's own and
+                    # interrupted the GPU's continue: its next wave stop
+                    # never showed.
                     _trace("cpu stopped: interrupting the GPU")
                     gpu.SendAsyncInterrupt()
+                elif role == "cpu" and st == lldb.eStateStopped:
+                    _trace("cpu stop event: not a stop of its own now (taken late, or the all-stop stop)")
                 if st in (lldb.eStateExited, lldb.eStateDetached):
                     return
 
