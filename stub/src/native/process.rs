@@ -1405,7 +1405,22 @@ impl Target for LinuxProcess {
         }
         loop {
             let mut progress = false;
-            for tid in self.all_tids() {
+            // One waitpid per thread with news instead of one per running
+            // thread (with 1000 threads, a pass per SIGCHLD was most of the
+            // server's time): the per-thread pass stays for a status of a
+            // child this process does not know as a running thread (a new
+            // clone, another target's child).
+            // While stopping, a quiet poll still looks at every thread: a
+            // thread that vanished without a status (ECHILD) must not hold
+            // the stop up.
+            let tids = match ptrace::peek_any() {
+                Ok(None) if self.state != State::Stopping => Vec::new(),
+                Ok(Some(tid)) if self.idx(tid).is_some_and(|i| self.threads[i].running) => {
+                    vec![tid]
+                }
+                _ => self.all_tids(),
+            };
+            for tid in tids {
                 let Some(i) = self.idx(tid) else { continue };
                 if !self.threads[i].running {
                     continue;

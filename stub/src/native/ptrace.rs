@@ -278,6 +278,36 @@ pub fn siginfo_signo_code(buf: &[u8; 128]) -> (i32, i32) {
 }
 
 /// `waitpid(tid, flags | __WALL)`. `Ok(None)` when `WNOHANG` found nothing.
+/// Which child (process or thread, `__WALL`) has a wait status now,
+/// without reaping it (`waitid(P_ALL, WNOHANG | WNOWAIT)`): `Ok(None)` when
+/// none has. Lets a target reap only the threads that have news instead of
+/// a `waitpid` per thread.
+pub fn peek_any() -> Result<Option<RawTid>, Errno> {
+    loop {
+        // SAFETY: an all-zero siginfo_t is a valid value of the plain C struct.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid out-pointer for waitid.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_ALL,
+                0,
+                &mut info,
+                libc::WEXITED | libc::WSTOPPED | libc::WNOHANG | libc::WNOWAIT | libc::__WALL,
+            )
+        };
+        if r == -1 {
+            let e = Errno::last();
+            if e == Errno::EINTR {
+                continue;
+            }
+            return Err(e);
+        }
+        // SAFETY: waitid filled `info` (si_pid is 0 when no child had a status).
+        let pid = unsafe { info.si_pid() };
+        return Ok((pid != 0).then_some(pid as RawTid));
+    }
+}
+
 pub fn wait(tid: RawTid, nohang: bool) -> Result<Option<WaitStatus>, Errno> {
     let mut flags = libc::__WALL;
     if nohang {

@@ -661,17 +661,30 @@ impl Server {
                 std::thread::yield_now();
                 continue;
             }
+            let mut output_ready = events.iter().any(|e| e.token() == PROGRAM_OUTPUT);
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept_all()?,
                     GPU_NOTIFIER => self.on_gpu_notifier(),
                     TARGET_FD => self.on_target_events(true),
                     HOSTIO_DONE => self.on_hostio_done(),
-                    PROGRAM_OUTPUT => self.pump_output(),
+                    PROGRAM_OUTPUT if output_ready => {
+                        output_ready = false;
+                        self.pump_output();
+                    }
+                    PROGRAM_OUTPUT => {}
                     SIGCHLD => {
                         // What the program wrote before it stopped goes
-                        // out before the stop reply (server::output).
-                        self.pump_output();
+                        // out before the stop reply: the lldb session reads
+                        // the terminal itself before its reply
+                        // (`Session::forward_program_output`), and a gdb
+                        // client gets none of it, so the terminal is read
+                        // here only when the poll said it is readable (no
+                        // read that ends in EAGAIN at every stop).
+                        if output_ready {
+                            output_ready = false;
+                            self.pump_output();
+                        }
                         let maybe_death = self.sigchld.drain();
                         self.on_target_events(maybe_death);
                     }
