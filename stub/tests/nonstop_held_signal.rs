@@ -16,10 +16,6 @@
 
 mod native_support;
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::OnceLock;
-
 use native_support::wait_event;
 use nix::sys::signal::Signal;
 use nix::sys::wait::waitid;
@@ -36,40 +32,6 @@ use stub::target::ResumeAction;
 use stub::target::ResumePlan;
 use stub::target::Target;
 
-fn fixture() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("held-signal");
-            std::fs::create_dir_all(&out).unwrap();
-            let src =
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/held_signal.c");
-            let tmp = out.join(format!("held_signal.{}.tmp", std::process::id()));
-            let st = Command::new("gcc")
-                .args(["-g", "-O0", "-no-pie", "-pthread", "-o"])
-                .arg(&tmp)
-                .arg(&src)
-                .status()
-                .expect("run gcc");
-            assert!(st.success(), "gcc held_signal.c failed");
-            let dst = out.join("held_signal");
-            std::fs::rename(&tmp, &dst).unwrap();
-            dst
-        })
-        .clone()
-}
-
-fn symbol(path: &PathBuf, name: &str) -> u64 {
-    let out = Command::new("nm").arg(path).output().expect("run nm");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
-        })
-        .unwrap_or_else(|| panic!("no symbol {name}"))
-}
-
 fn nix_pid(tid: u64) -> nix::unistd::Pid {
     nix::unistd::Pid::from_raw(tid as i32)
 }
@@ -83,10 +45,10 @@ fn plain_stop(st: &WaitStatus, sig: Signal) -> bool {
 /// Runs the program to its breakpoint with the spinner's SIGUSR2 held;
 /// returns the process, the spinner's tid and the handler's address.
 fn breakpoint_with_a_held_signal(non_stop: bool, fd: &SigchldFd) -> (LinuxProcess, u64, u64, u64) {
-    let prog = fixture();
-    let bp = symbol(&prog, "bp_here");
-    let handler = symbol(&prog, "handler");
-    let handled = symbol(&prog, "handled");
+    let prog = native_support::fixture("held_signal");
+    let bp = native_support::sym("held_signal", "bp_here");
+    let handler = native_support::sym("held_signal", "handler");
+    let handled = native_support::sym("held_signal", "handled");
     let (mut p, _) = LinuxProcess::launch(&LaunchOptions::new(&prog, &[])).expect("launch");
     let main = u64::from(p.pid());
     p.set_pass_signals(&[libc::SIGUSR2]);

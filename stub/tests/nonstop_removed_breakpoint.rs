@@ -19,10 +19,6 @@
 
 mod native_support;
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::OnceLock;
-
 use native_support::wait_event;
 use nix::sys::signal::Signal;
 use nix::sys::wait::waitid;
@@ -38,45 +34,10 @@ use stub::target::ResumeAction;
 use stub::target::ResumePlan;
 use stub::target::Target;
 
-/// The fixture (non-PIE, so `nm` gives the run-time address).
-fn fixture() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("removed-breakpoint");
-            std::fs::create_dir_all(&out).unwrap();
-            let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/removed_breakpoint.c");
-            let tmp = out.join(format!("removed_breakpoint.{}.tmp", std::process::id()));
-            let st = Command::new("gcc")
-                .args(["-g", "-O0", "-no-pie", "-o"])
-                .arg(&tmp)
-                .arg(&src)
-                .status()
-                .expect("run gcc");
-            assert!(st.success(), "gcc removed_breakpoint.c failed");
-            let dst = out.join("removed_breakpoint");
-            std::fs::rename(&tmp, &dst).unwrap();
-            dst
-        })
-        .clone()
-}
-
-fn symbol(path: &PathBuf, name: &str) -> u64 {
-    let out = Command::new("nm").arg(path).output().expect("run nm");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
-        })
-        .unwrap_or_else(|| panic!("no symbol {name}"))
-}
-
 fn run(non_stop: bool) {
     let _serial = native_support::serial();
-    let prog = fixture();
-    let site = symbol(&prog, "moribund_site");
+    let prog = native_support::fixture("removed_breakpoint");
+    let site = native_support::sym("removed_breakpoint", "moribund_site");
     let fd = SigchldFd::new().expect("signalfd");
     let (mut p, _) = LinuxProcess::launch(&LaunchOptions::new(&prog, &[])).expect("launch");
     let pid = p.pid();

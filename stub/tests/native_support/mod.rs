@@ -37,7 +37,16 @@ pub fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-const FIXTURES: &[&str] = &["single", "threads", "spin", "sig", "forker", "execer"];
+const FIXTURES: &[&str] = &[
+    "single",
+    "threads",
+    "spin",
+    "sig",
+    "forker",
+    "execer",
+    "held_signal",
+    "removed_breakpoint",
+];
 
 /// Path of a fixture binary, built once per test binary with gcc.
 pub fn fixture(name: &str) -> PathBuf {
