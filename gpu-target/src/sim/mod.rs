@@ -16,6 +16,7 @@ pub mod rendezvous;
 #[cfg(test)]
 mod row_tests;
 pub mod salu;
+pub mod simd;
 pub mod storm;
 pub mod synthetic;
 pub mod valu;

@@ -249,6 +249,28 @@ pub struct ValuProps {
     pub widths: &'static [u8],
     /// The row's [`flag`]s.
     pub flags: u16,
+    /// Every operand is 32 bits (a `MASK_IN` lane mask aside): the row
+    /// runs on 32-bit lane arrays straight from the VGPR rows
+    /// (`wave.rs::valu_alu32`).
+    pub w32: bool,
+}
+
+/// Whether `op` runs on 32-bit lane arrays ([`ValuProps::w32`]): every
+/// width 1 but a `MASK_IN` lane mask (src2), not a cross-lane move and not
+/// `v_swap_b32` (which writes its source too).
+pub(super) const fn lanes32(op: VAlu) -> bool {
+    let (w, f) = (op.widths(), op.flags());
+    if w.is_empty() || f & flag::CROSS_LANE != 0 || matches!(op, VAlu::SwapB32) {
+        return false;
+    }
+    let mut i = 0;
+    while i < w.len() {
+        if w[i] != 1 && !(i == 3 && f & flag::MASK_IN != 0) {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// [`ValuProps`] of every row, indexed by `op as usize`; built at compile
@@ -257,12 +279,14 @@ pub static VALU_PROPS: [ValuProps; VAlu::ALL.len()] = {
     let mut t = [ValuProps {
         widths: &[],
         flags: 0,
+        w32: false,
     }; VAlu::ALL.len()];
     let mut i = 0;
     while i < t.len() {
         t[i] = ValuProps {
             widths: VAlu::ALL[i].widths(),
             flags: VAlu::ALL[i].flags(),
+            w32: lanes32(VAlu::ALL[i]),
         };
         i += 1;
     }
@@ -358,11 +382,9 @@ valu_ops! {
                 v
             }
         };
-        if cin != 0 {
-            m(b32, 1) as u64
-        } else {
-            m(a32, 0) as u64
-        }
+        // A select by mask, not a branch: the lane loop vectorises.
+        let pick_b = 0u32.wrapping_sub(cin as u32);
+        ((m(a32, 0) & !pick_b) | (m(b32, 1) & pick_b)) as u64
     };
     0x101 => AddF32 "v_add_f32" [1,1,1] flags(CLAMP_F32) => fb(f(a, 0) + f(b, 1));
     0x102 => SubF32 "v_sub_f32" [1,1,1] flags(CLAMP_F32) => fb(f(a, 0) - f(b, 1));

@@ -28,6 +28,7 @@ use super::memory::PRIVATE_APERTURE;
 use super::memory::SHARED_APERTURE;
 use super::salu::Flow;
 use super::salu::MODE_GPR_IDX_EN;
+use super::simd;
 use super::valu::LaneIn;
 use super::vop3p::MfmaShape;
 
@@ -376,6 +377,30 @@ pub(super) fn bfe(x: u64, off: u32, width: u32, signed: bool, bits: u32) -> u64 
     } else {
         v
     }
+}
+
+/// Defines `fn NAME(args) -> Ret` that runs `BODY(args)` (an
+/// `#[inline(always)]` function) through [`simd::run`]: compiled for AVX2
+/// as well, and run so where the CPU has it.
+macro_rules! avx2_twin {
+    ($(#[$m:meta])* fn $name:ident<$($lt:lifetime),*>($($arg:ident: $ty:ty),*) -> $ret:ty = $body:ident) => {
+        $(#[$m])*
+        #[inline(never)]
+        fn $name<$($lt),*>($($arg: $ty),*) -> $ret {
+            struct Args<$($lt),*> {
+                $($arg: $ty),*
+            }
+            impl<$($lt),*> simd::Kernel for Args<$($lt),*> {
+                type Out = $ret;
+                #[inline(always)]
+                fn run(self) -> $ret {
+                    let Args { $($arg),* } = self;
+                    $body($($arg),*)
+                }
+            }
+            simd::run(Args { $($arg),* })
+        }
+    };
 }
 
 /// Executes a decoded instruction.
@@ -729,14 +754,57 @@ fn cmp_lanes(c: VCmp, a: &[u64; LANES], b: &[u64; LANES], abs: u8, neg: u8) -> u
             }
         };
     }
-    macro_rules! types {
-        ($($ty:ident)*) => {
-            match c.ty {
-                $(CmpTy::$ty => conds!(CmpTy::$ty; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),)*
+    match c.ty {
+        CmpTy::I64 => conds!(CmpTy::I64; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        CmpTy::U64 => conds!(CmpTy::U64; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        CmpTy::F64 => conds!(CmpTy::F64; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        CmpTy::ClassF64 => conds!(CmpTy::ClassF64; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        // 32-bit operand types go through `cmp_lanes32`.
+        CmpTy::I16 | CmpTy::U16 | CmpTy::I32 | CmpTy::U32 | CmpTy::F32 | CmpTy::ClassF32 => 0,
+    }
+}
+
+/// [`cmp_lanes`] of 32-bit operands, read from their rows: the types
+/// whose operands are one dword (0 for the others). Inlined into its
+/// callers, so it is compiled for AVX2 under [`simd::run`].
+#[inline(always)]
+fn cmp_lanes32(c: VCmp, a: &[u32; LANES], b: &[u32; LANES], abs: u8, neg: u8) -> u64 {
+    #[inline(always)]
+    fn lanes<const TY: usize, const COND: u8>(
+        a: &[u32; LANES],
+        b: &[u32; LANES],
+        abs: u8,
+        neg: u8,
+    ) -> u64 {
+        let c = VCmp {
+            ty: CMP_TYPES[TY],
+            cond: COND,
+            x: false,
+        };
+        let mut mask = 0u64;
+        for lane in 0..LANES {
+            mask |= (cmp(c, a[lane] as u64, b[lane] as u64, abs, neg) as u64) << lane;
+        }
+        mask
+    }
+    macro_rules! conds {
+        ($ty:expr; $($cond:literal)*) => {
+            match c.cond {
+                $($cond => lanes::<{ $ty as usize }, $cond>(a, b, abs, neg),)*
+                _ => lanes::<{ $ty as usize }, 15>(a, b, abs, neg),
             }
         };
     }
-    types!(I16 U16 I32 U32 I64 U64 F32 F64 ClassF32 ClassF64)
+    match c.ty {
+        CmpTy::I16 => conds!(CmpTy::I16; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        CmpTy::U16 => conds!(CmpTy::U16; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        CmpTy::I32 => conds!(CmpTy::I32; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        CmpTy::U32 => conds!(CmpTy::U32; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        CmpTy::F32 => conds!(CmpTy::F32; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        CmpTy::ClassF32 => conds!(CmpTy::ClassF32; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
+        // 64-bit operand types go through `cmp_lanes`.
+        CmpTy::I64 | CmpTy::U64 | CmpTy::F64 | CmpTy::ClassF64 => 0,
+    }
 }
 
 /// [`CmpTy`] by discriminant.
@@ -876,6 +944,9 @@ fn valu_op_sel(r: &mut WaveRegs, inst: &Inst) -> Step {
     step
 }
 
+/// A VALU instruction (VOP1/VOP2/VOP3/VOPC). The lane loops (compares in
+/// [`valu_cmp`], the other rows in [`valu_alu`]) are compiled for AVX2 as
+/// well and run so where the CPU has it ([`simd::run`]).
 #[inline(never)]
 fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
     let Kind::Valu {
@@ -893,31 +964,158 @@ fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
         return Step::IllegalInstruction;
     };
     let lit = inst.literal;
-    let exec = r.exec;
     let e64 = *enc == VEnc::E64;
     match op {
-        VOp::Cmp(c) => {
-            let (w0, w1) = c.src_widths();
-            let a = r.vsrc(src[0], w0, lit);
-            let b = r.vsrc(src[1], w1, lit);
-            let mask = VALU_LANES.with_borrow_mut(|k| {
-                gather(r, a, &mut k.a);
-                gather(r, b, &mut k.b);
-                cmp_lanes(*c, &k.a, &k.b, *abs, *neg) & exec
-            });
-            let d = if e64 { *dst as u16 } else { 106 };
-            r.sset(d, 2, mask);
-            if c.x {
-                r.exec = mask;
-            }
-            Step::Continue
-        }
+        VOp::Cmp(c) => simd::run(CmpCall {
+            r,
+            c: *c,
+            e64,
+            dst: *dst,
+            src,
+            abs: *abs,
+            neg: *neg,
+            lit,
+        }),
         VOp::Alu(a) => valu_alu(r, *a, e64, *dst, *sdst, src, *abs, *neg, lit, *clamp),
     }
 }
 
+/// [`valu_cmp`]'s arguments, for [`simd::run`].
+struct CmpCall<'a> {
+    r: &'a mut WaveRegs,
+    c: VCmp,
+    e64: bool,
+    dst: u8,
+    src: &'a [u16; 3],
+    abs: u8,
+    neg: u8,
+    lit: Option<u32>,
+}
+
+impl simd::Kernel for CmpCall<'_> {
+    type Out = Step;
+    #[inline(always)]
+    fn run(self) -> Step {
+        let CmpCall {
+            r,
+            c,
+            e64,
+            dst,
+            src,
+            abs,
+            neg,
+            lit,
+        } = self;
+        valu_cmp(r, c, e64, dst, src, abs, neg, lit)
+    }
+}
+
+/// A VOPC compare: the mask of the EXEC lanes into VCC or an SGPR pair
+/// (and EXEC for the `_cmpx` forms).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn valu_cmp(
+    r: &mut WaveRegs,
+    c: VCmp,
+    e64: bool,
+    dst: u8,
+    src: &[u16; 3],
+    abs: u8,
+    neg: u8,
+    lit: Option<u32>,
+) -> Step {
+    let exec = r.exec;
+    let (w0, w1) = c.src_widths();
+    let mask = if (w0, w1) == (1, 1) {
+        // 32-bit operands: compared straight from the VGPR rows.
+        let (ua, ub);
+        let a = row32!(r, src[0], lit, ua);
+        let b = row32!(r, src[1], lit, ub);
+        cmp_lanes32(c, a, b, abs, neg) & exec
+    } else {
+        let a = r.vsrc(src[0], w0, lit);
+        let b = r.vsrc(src[1], w1, lit);
+        VALU_LANES.with_borrow_mut(|k| {
+            gather(r, a, &mut k.a);
+            gather(r, b, &mut k.b);
+            cmp_lanes(c, &k.a, &k.b, abs, neg) & exec
+        })
+    };
+    let d = if e64 { dst as u16 } else { 106 };
+    r.sset(d, 2, mask);
+    if c.x {
+        r.exec = mask;
+    }
+    Step::Continue
+}
+
+/// A VALU row other than a compare (also the SDWA and DPP forms, with
+/// their operands staged): [`valu_alu_body`], compiled for AVX2 as well.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
 fn valu_alu(
+    r: &mut WaveRegs,
+    op: VAlu,
+    e64: bool,
+    dst: u8,
+    sdst: u8,
+    src: &[u16; 3],
+    abs: u8,
+    neg: u8,
+    lit: Option<u32>,
+    clamp: bool,
+) -> Step {
+    simd::run(AluCall {
+        r,
+        op,
+        e64,
+        dst,
+        sdst,
+        src,
+        abs,
+        neg,
+        lit,
+        clamp,
+    })
+}
+
+/// [`valu_alu_body`]'s arguments, for [`simd::run`].
+struct AluCall<'a> {
+    r: &'a mut WaveRegs,
+    op: VAlu,
+    e64: bool,
+    dst: u8,
+    sdst: u8,
+    src: &'a [u16; 3],
+    abs: u8,
+    neg: u8,
+    lit: Option<u32>,
+    clamp: bool,
+}
+
+impl simd::Kernel for AluCall<'_> {
+    type Out = Step;
+    #[inline(always)]
+    fn run(self) -> Step {
+        let AluCall {
+            r,
+            op,
+            e64,
+            dst,
+            sdst,
+            src,
+            abs,
+            neg,
+            lit,
+            clamp,
+        } = self;
+        valu_alu_body(r, op, e64, dst, sdst, src, abs, neg, lit, clamp)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn valu_alu_body(
     r: &mut WaveRegs,
     op: VAlu,
     e64: bool,
@@ -944,6 +1142,9 @@ fn valu_alu(
     }
     if op == VAlu::Nop {
         return Step::Continue;
+    }
+    if props.w32 {
+        return valu_alu32(r, op, e64, dst, sdst, src, abs, neg, lit, clamp);
     }
     // Only the operands the opcode has (its widths, and the carry/mask
     // input) are resolved and gathered; the others keep stale values no
@@ -999,6 +1200,173 @@ fn valu_alu(
         r.sset(d, 2, carry & exec);
     }
     Step::Continue
+}
+
+/// Zeros, the row of an operand an opcode does not have.
+static ZERO_ROW: [u32; LANES] = [0; LANES];
+
+/// A 32-bit source operand as a lane row: the VGPR's own row (zeros past
+/// the allocation), or the scalar value `sget` reads splatted into `$splat`
+/// (a `let` the caller declares, so the row lives as long as the borrow).
+macro_rules! row32 {
+    ($r:expr, $code:expr, $lit:expr, $splat:ident) => {{
+        let code: u16 = $code;
+        if code >= 256 {
+            $r.vgpr.get((code - 256) as usize).unwrap_or(&ZERO_ROW)
+        } else {
+            $splat = [$r.sget(code, 1, $lit) as u32; LANES];
+            &$splat
+        }
+    }};
+}
+use row32;
+
+/// A VALU row whose operands are all 32 bits ([`ValuProps::w32`]): the
+/// lane loop reads the VGPR rows in place (uniform operands splatted), so
+/// there is no gathering into 64-bit lanes and the loop works on 8 lanes
+/// per AVX2 instruction; the result is blended into the destination row
+/// under EXEC.
+///
+/// [`ValuProps::w32`]: super::valu::ValuProps::w32
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn valu_alu32(
+    r: &mut WaveRegs,
+    op: VAlu,
+    e64: bool,
+    dst: u8,
+    sdst: u8,
+    src: &[u16; 3],
+    abs: u8,
+    neg: u8,
+    lit: Option<u32>,
+    clamp: bool,
+) -> Step {
+    use super::valu::flag;
+    let props = op.props();
+    let nsrc = props.widths.len() - 1;
+    let exec = r.exec;
+    let mask = if props.flags & flag::MASK_IN != 0 {
+        if e64 {
+            r.sget(src[2], 2, None)
+        } else {
+            r.vcc
+        }
+    } else {
+        0
+    };
+    let x = LaneIn {
+        abs,
+        neg,
+        lit,
+        e64,
+        vcc_in: r.vcc,
+    };
+    let (ua, ub, uc);
+    let a = row32!(r, src[0], lit, ua);
+    let b = if nsrc >= 2 {
+        row32!(r, src[1], lit, ub)
+    } else {
+        &ZERO_ROW
+    };
+    let c = if nsrc >= 3 && props.flags & flag::MASK_IN == 0 {
+        row32!(r, src[2], lit, uc)
+    } else {
+        &ZERO_ROW
+    };
+    let d = if props.flags & flag::READS_DST != 0 {
+        r.vgpr.get(dst as usize).unwrap_or(&ZERO_ROW)
+    } else {
+        &ZERO_ROW
+    };
+    let mut k = Lanes32 {
+        x,
+        a,
+        b,
+        c,
+        mask,
+        d,
+        out: [0; LANES],
+        carry: 0,
+    };
+    op.dispatch(&mut k);
+    if clamp {
+        for lane in 0..LANES {
+            k.out[lane] = op.clamp_value(a[lane], b[lane], k.out[lane] as u64) as u32;
+        }
+    }
+    let (out, carry) = (k.out, k.carry);
+    if let Some(row) = r.vgpr.get_mut(dst as usize) {
+        blend_row(row, &out, exec);
+    }
+    if props.flags & flag::CARRY_OUT != 0 {
+        let d = if e64 { sdst as u16 } else { 106 };
+        r.sset(d, 2, carry & exec);
+    }
+    Step::Continue
+}
+
+/// One 32-bit VALU instruction over 64 lanes ([`valu_alu32`]).
+struct Lanes32<'a> {
+    x: LaneIn,
+    a: &'a [u32; LANES],
+    b: &'a [u32; LANES],
+    c: &'a [u32; LANES],
+    /// The `MASK_IN` lane mask (VCC or an SGPR pair), the rows' `c`.
+    mask: u64,
+    /// The destination's old value (`READS_DST` rows).
+    d: &'a [u32; LANES],
+    out: [u32; LANES],
+    carry: u64,
+}
+
+impl OpKernel for Lanes32<'_> {
+    type Out = ();
+    #[inline(always)]
+    fn run<const OP: usize>(&mut self) {
+        // Only the 32-bit rows get a loop here (the others never come here).
+        if !const { super::valu::lanes32(VAlu::ALL[OP]) } {
+            return;
+        }
+        if self.x.abs == 0 && self.x.neg == 0 {
+            self.lanes::<OP, false>();
+        } else {
+            self.lanes::<OP, true>();
+        }
+    }
+}
+
+impl Lanes32<'_> {
+    /// The lane loop of opcode `ALL[OP]`; `MODS` false: no abs/neg bits.
+    #[inline(always)]
+    fn lanes<const OP: usize, const MODS: bool>(&mut self) {
+        let op = VAlu::ALL[OP];
+        let mask_in = const { VAlu::ALL[OP].flags() & super::valu::flag::MASK_IN != 0 };
+        let mut x = self.x;
+        if !MODS {
+            x.abs = 0;
+            x.neg = 0;
+        }
+        let mut carry = 0u64;
+        for lane in 0..LANES {
+            let c = if mask_in {
+                self.mask
+            } else {
+                self.c[lane] as u64
+            };
+            let (v, cy) = op.lane_value(
+                x,
+                self.a[lane] as u64,
+                self.b[lane] as u64,
+                c,
+                self.d[lane] as u64,
+                lane,
+            );
+            self.out[lane] = v as u32;
+            carry |= (cy as u64) << lane;
+        }
+        self.carry = carry;
+    }
 }
 
 /// Reads a vector operand for all 64 lanes.
@@ -1176,12 +1544,16 @@ impl ValuLanes {
     }
 }
 
+avx2_twin! {
+    fn ds<'a, 'c>(r: &'a mut WaveRegs, ctx: &'a mut Ctx<'c>, inst: &'a Inst) -> Step = ds_body
+}
+
 /// DS: every row of `memops::DS_OPS` by its kind. Loads and stores go
 /// through the generic lane loop [`xfer_lanes`]; an access outside the
 /// work-group's LDS is a memory violation (its flat address in the shared
 /// aperture is reported).
-#[inline(never)]
-fn ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+#[inline(always)]
+fn ds_body(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Ds {
         op,
         vdst,
@@ -1585,8 +1957,12 @@ fn atomic_lanes(
     Step::Continue
 }
 
-#[inline(never)]
-fn vop3p(r: &mut WaveRegs, inst: &Inst) -> Step {
+avx2_twin! {
+    fn vop3p<'a>(r: &'a mut WaveRegs, inst: &'a Inst) -> Step = vop3p_body
+}
+
+#[inline(always)]
+fn vop3p_body(r: &mut WaveRegs, inst: &Inst) -> Step {
     let Kind::Vop3p {
         op,
         dst,
@@ -1888,12 +2264,16 @@ fn sext(v: u32, bytes: usize, signed: bool) -> u32 {
     }
 }
 
+avx2_twin! {
+    fn mubuf<'a, 'c>(r: &'a mut WaveRegs, ctx: &'a mut Ctx<'c>, inst: &'a Inst) -> Step = mubuf_body
+}
+
 /// MUBUF loads and stores, served from the wave's private memory as a
 /// swizzled scratch buffer does it on the hardware: the wave-level address
 /// of lane `l` is `base(srsrc) + soffset + swizzle(offset (+ vaddr with
 /// offen), l)`, with 4-byte elements and an index stride of 64.
-#[inline(never)]
-fn mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+#[inline(always)]
+fn mubuf_body(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Mubuf {
         op,
         vdata,
@@ -2145,10 +2525,6 @@ fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
         return Step::IllegalInstruction;
     };
     let exec = r.exec;
-    let base = r.vgpr.len();
-    r.vgpr.push([0; LANES]);
-    r.vgpr.push([0; LANES]);
-    r.vgpr.push([0; LANES]);
     let pick = |v: u32, sel: u8, sext: bool| -> u32 {
         let (shift, bits) = match sel {
             0..=3 => (8 * sel as u32, 8),
@@ -2162,25 +2538,32 @@ fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
             x
         }
     };
-    for i in 0..2 {
-        let s = r.vsrc(src[i], 1, None);
-        for lane in 0..LANES {
-            let v = r.vget(s, lane) as u32;
-            r.vgpr[base + i][lane] = pick(v, sdwa.src_sel[i], sdwa.sext[i]);
+    // The selected fields of both sources, staged per lane.
+    let mut staged = [[0u32; LANES]; 2];
+    for (i, out) in staged.iter_mut().enumerate() {
+        let u;
+        let row = row32!(r, src[i], None, u);
+        let (sel, sext) = (sdwa.src_sel[i], sdwa.sext[i]);
+        for (o, &v) in out.iter_mut().zip(row.iter()) {
+            *o = pick(v, sel, sext);
         }
     }
-    let codes = [256 + base as u16, 257 + base as u16, 0];
     let abs = sdwa.abs[0] as u8 | (sdwa.abs[1] as u8) << 1;
     let neg = sdwa.neg[0] as u8 | (sdwa.neg[1] as u8) << 1;
     let out = match op {
         VOp::Cmp(c) => {
-            let mut mask = 0u64;
-            for lane in 0..LANES {
-                let (a, b) = (r.vgpr[base][lane] as u64, r.vgpr[base + 1][lane] as u64);
-                if exec >> lane & 1 != 0 && cmp(*c, a, b, abs, neg) {
-                    mask |= 1 << lane;
+            let mask = if c.src_widths() == (1, 1) {
+                sdwa_cmp(*c, &staged[0], &staged[1], abs, neg) & exec
+            } else {
+                let mut mask = 0u64;
+                for lane in 0..LANES {
+                    let (a, b) = (staged[0][lane] as u64, staged[1][lane] as u64);
+                    if exec >> lane & 1 != 0 && cmp(*c, a, b, abs, neg) {
+                        mask |= 1 << lane;
+                    }
                 }
-            }
+                mask
+            };
             r.sset(sdst.map(|s| s as u16).unwrap_or(106), 2, mask);
             if c.x {
                 r.exec = mask;
@@ -2188,6 +2571,10 @@ fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
             Step::Continue
         }
         VOp::Alu(a) => {
+            let base = r.vgpr.len();
+            r.vgpr.extend_from_slice(&staged);
+            r.vgpr.push([0; LANES]);
+            let codes = [256 + base as u16, 257 + base as u16, 0];
             let d = (base + 2) as u8;
             let step = valu_alu(r, *a, true, d, 0, &codes, abs, neg, None, sdwa.clamp);
             let dst = *dst as usize;
@@ -2225,11 +2612,33 @@ fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
                     x[lane] = new;
                 }
             }
+            r.vgpr.truncate(base);
             step
         }
     };
-    r.vgpr.truncate(base);
     out
+}
+
+/// An SDWA compare of staged 32-bit operands, compiled for AVX2 as well.
+fn sdwa_cmp(c: VCmp, a: &[u32; LANES], b: &[u32; LANES], abs: u8, neg: u8) -> u64 {
+    simd::run(SdwaCmp { c, a, b, abs, neg })
+}
+
+/// [`sdwa_cmp`]'s arguments, for [`simd::run`].
+struct SdwaCmp<'a> {
+    c: VCmp,
+    a: &'a [u32; LANES],
+    b: &'a [u32; LANES],
+    abs: u8,
+    neg: u8,
+}
+
+impl simd::Kernel for SdwaCmp<'_> {
+    type Out = u64;
+    #[inline(always)]
+    fn run(self) -> u64 {
+        cmp_lanes32(self.c, self.a, self.b, self.abs, self.neg)
+    }
 }
 
 /// DPP: src0 comes from the lane the control names; lanes whose source is
@@ -2424,6 +2833,96 @@ mod tests {
                 Step::Continue => {}
                 other => return other,
             }
+        }
+    }
+
+    /// Every VALU row and VOPC compare in its VOP3 form (VGPR operands of
+    /// varied bits, special floats among them, with and without abs/neg,
+    /// a partial EXEC), run on the baseline path and on the AVX2 path
+    /// ([`simd`]): the wave states must be identical.
+    #[test]
+    fn avx2_and_baseline_paths_agree() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        const SPECIAL: [u32; 8] = [
+            0,
+            0x8000_0000,
+            0x7f80_0000,
+            0xff80_0000,
+            0x7fc0_0000,
+            0x0000_0001,
+            0x3f80_0000,
+            0xffff_ffff,
+        ];
+        let mut start = WaveRegs::new(16);
+        for (v, row) in start.vgpr.iter_mut().enumerate() {
+            for (lane, x) in row.iter_mut().enumerate() {
+                let r = next();
+                *x = if (v + lane) % 5 == 0 {
+                    SPECIAL[(r % 8) as usize]
+                } else if lane % 3 == 0 {
+                    (r >> 40) as u32 % 70
+                } else {
+                    (r >> 16) as u32
+                };
+            }
+        }
+        start.sgpr[4] = next() as u32;
+        start.sgpr[5] = next() as u32;
+        start.vcc = next();
+        start.exec = next() | 1;
+        let mut checked = 0;
+        let mut wide = false;
+        for code in 0u32..0x300 {
+            for mods in [0u32, 0b011, 0b101] {
+                // VOP3: vdst v10 (VOPC: s[8:9]; VOP3b: sdst s[6:7]);
+                // src0 v1, src1 v2 (v4 for a mask input), src2 v3 or s[4:5].
+                let carry = VAlu::from_code(code).is_some_and(|a| a.has_carry_out());
+                let mask_in = VAlu::from_code(code).is_some_and(|a| a.has_mask_in());
+                let is_cmp = code < 0x100;
+                let dst = if is_cmp { 8 } else { 10 };
+                let abs = if carry || is_cmp && mods != 0 {
+                    0
+                } else {
+                    mods
+                };
+                let w0 = 0xd000_0000 | code << 16 | if carry { 6 << 8 } else { abs << 8 } | dst;
+                let src2 = if mask_in { 4 } else { 259 };
+                let w1 = 257 | 258 << 9 | src2 << 18 | mods << 29;
+                let bytes: Vec<u8> = [w0, w1].iter().flat_map(|w| w.to_le_bytes()).collect();
+                let Some(inst) = decode(&bytes) else {
+                    continue;
+                };
+                if matches!(&inst.kind, Kind::Valu { op: VOp::Alu(a), .. }
+                    if a.props().flags & crate::sim::valu::flag::CROSS_LANE != 0)
+                {
+                    continue;
+                }
+                let mut out = [start.clone(), start.clone()];
+                for (avx2, r) in [false, true].into_iter().zip(out.iter_mut()) {
+                    wide |= simd::force_avx2(avx2);
+                    let mem = BufferMemory::new();
+                    let mut ctx = Ctx {
+                        mem: &mem,
+                        lds: &mut [],
+                        scratch: &mut [],
+                        code: None,
+                    };
+                    execute(r, &mut ctx, &inst);
+                }
+                simd::force_avx2(true);
+                assert_eq!(out[0], out[1], "{inst}: baseline and AVX2 paths differ");
+                checked += 1;
+            }
+        }
+        assert!(checked > 600, "only {checked} encodings decoded");
+        if !wide {
+            eprintln!("this CPU has no AVX2: both runs took the baseline path");
         }
     }
 
