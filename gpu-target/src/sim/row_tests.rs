@@ -27,10 +27,22 @@ pub(super) fn run_with_lds(code: &[[u8; 8]], r: &mut WaveRegs, lds: &mut [u8]) -
     let mem = BufferMemory::new();
     let mut bytes = code.concat();
     bytes.extend([0x00, 0x00, 0x81, 0xbf]); // s_endpgm
-    mem.map(0x1000, bytes);
+    run_code(&mem, bytes, r, lds)
+}
+
+/// Maps `code` at 0x1000 of `mem` and runs it on `r` with the LDS `lds`
+/// (no private memory), to the first step that does not continue: the
+/// runner of the row tests here, in `memops.rs` and in `wave.rs`.
+pub(super) fn run_code(
+    mem: &BufferMemory,
+    code: Vec<u8>,
+    r: &mut WaveRegs,
+    lds: &mut [u8],
+) -> Step {
+    mem.map(0x1000, code);
     r.pc = 0x1000;
     let mut ctx = Ctx {
-        mem: &mem,
+        mem,
         lds,
         scratch: &mut [],
         code: None,

@@ -403,7 +403,8 @@ macro_rules! avx2_twin {
     };
 }
 
-/// Executes a decoded instruction.
+/// Executes a decoded instruction (inlined into the device's run loop).
+#[inline]
 pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let lit = inst.literal;
     let next = r.pc.wrapping_add(inst.size as u64);
@@ -458,45 +459,7 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             r.pc = if taken { target } else { next };
             return Step::Continue;
         }
-        Kind::Smem {
-            op,
-            sdata,
-            sbase,
-            offset,
-            ..
-        } => {
-            let base = r.sget(*sbase as u16, 2, None);
-            let n = op.widths()[0] as usize;
-            // A buffer resource (4 SGPRs): its 48-bit base, and its size
-            // in bytes, past which dwords load as 0.
-            let (base, size) = if op.widths()[1] == 4 {
-                let size = r.sget(*sbase as u16 + 2, 1, None);
-                (base & 0xffff_ffff_ffff, size)
-            } else {
-                (base, u64::MAX)
-            };
-            let off = *offset as i64 as u64;
-            let addr = if size == u64::MAX {
-                base.wrapping_add(off) & !3
-            } else {
-                base.wrapping_add(off & !3)
-            };
-            let inside = (size.saturating_sub(off & !3) / 4).min(n as u64) as usize;
-            let mut buf = [0u8; 64];
-            if inside > 0 && ctx.mem.read(addr, &mut buf[..inside * 4]).is_err() {
-                return Step::MemoryViolation { addr };
-            }
-            for i in 0..n {
-                let v = u32::from_le_bytes([
-                    buf[i * 4],
-                    buf[i * 4 + 1],
-                    buf[i * 4 + 2],
-                    buf[i * 4 + 3],
-                ]);
-                r.set_sreg(*sdata as u16 + i as u16, v);
-            }
-            Step::Continue
-        }
+        Kind::Smem { .. } => smem(r, ctx, inst),
         Kind::Valu { .. } if r.mode & MODE_GPR_IDX_EN != 0 => valu_indexed(r, inst),
         // VGPR indexing of the other VALU encodings is not modelled.
         Kind::Vop3p { .. } | Kind::Sdwa { .. } | Kind::Dpp { .. }
@@ -519,6 +482,50 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         r.pc = next;
     }
     outcome
+}
+
+/// SMEM: dwords from an SGPR-pair address, or through a buffer resource
+/// (dwords past its size load as 0), into SGPRs. Out of line: its staging
+/// buffer would otherwise enlarge [`execute`]'s frame for every
+/// instruction.
+#[inline(never)]
+fn smem(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Smem {
+        op,
+        sdata,
+        sbase,
+        offset,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let base = r.sget(*sbase as u16, 2, None);
+    let n = op.widths()[0] as usize;
+    // A buffer resource (4 SGPRs): its 48-bit base, and its size
+    // in bytes, past which dwords load as 0.
+    let (base, size) = if op.widths()[1] == 4 {
+        let size = r.sget(*sbase as u16 + 2, 1, None);
+        (base & 0xffff_ffff_ffff, size)
+    } else {
+        (base, u64::MAX)
+    };
+    let off = *offset as i64 as u64;
+    let addr = if size == u64::MAX {
+        base.wrapping_add(off) & !3
+    } else {
+        base.wrapping_add(off & !3)
+    };
+    let inside = (size.saturating_sub(off & !3) / 4).min(n as u64) as usize;
+    let mut buf = [0u8; 64];
+    if inside > 0 && ctx.mem.read(addr, &mut buf[..inside * 4]).is_err() {
+        return Step::MemoryViolation { addr };
+    }
+    for i in 0..n {
+        let v = u32::from_le_bytes([buf[i * 4], buf[i * 4 + 1], buf[i * 4 + 2], buf[i * 4 + 3]]);
+        r.set_sreg(*sdata as u16 + i as u16, v);
+    }
+    Step::Continue
 }
 
 /// A VALU instruction under VGPR indexing (`s_set_gpr_idx_on`): the VGPR
@@ -725,57 +732,43 @@ pub fn f64_to_f16(x: f64) -> u16 {
     sign | (((e + 15) as u16) << 10) | (q as u16 & 0x3ff)
 }
 
-/// The compare of every lane, as a mask: one lane loop per operand type and
-/// condition, so that the type and condition `match` of [`cmp`] folds away.
-fn cmp_lanes(c: VCmp, a: &[u64; LANES], b: &[u64; LANES], abs: u8, neg: u8) -> u64 {
-    #[inline(always)]
-    fn lanes<const TY: usize, const COND: u8>(
-        a: &[u64; LANES],
-        b: &[u64; LANES],
-        abs: u8,
-        neg: u8,
-    ) -> u64 {
-        let c = VCmp {
-            ty: CMP_TYPES[TY],
-            cond: COND,
-            x: false,
-        };
-        let mut mask = 0u64;
-        for lane in 0..LANES {
-            mask |= (cmp(c, a[lane], b[lane], abs, neg) as u64) << lane;
-        }
-        mask
-    }
-    macro_rules! conds {
-        ($ty:expr; $($cond:literal)*) => {
-            match c.cond {
-                $($cond => lanes::<{ $ty as usize }, $cond>(a, b, abs, neg),)*
-                _ => lanes::<{ $ty as usize }, 15>(a, b, abs, neg),
-            }
-        };
-    }
-    match c.ty {
-        CmpTy::I64 => conds!(CmpTy::I64; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
-        CmpTy::U64 => conds!(CmpTy::U64; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
-        CmpTy::F64 => conds!(CmpTy::F64; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
-        CmpTy::ClassF64 => conds!(CmpTy::ClassF64; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
-        // 32-bit operand types go through `cmp_lanes32`.
-        CmpTy::I16 | CmpTy::U16 | CmpTy::I32 | CmpTy::U32 | CmpTy::F32 | CmpTy::ClassF32 => 0,
-    }
+/// A lane value of a compare: `u32` rows for the types with 32-bit
+/// operands, `u64` lanes (gathered register pairs) for the 64-bit ones.
+trait CmpLane: Copy + Into<u64> {
+    /// The lane type of the 64-bit operand types.
+    const WIDE: bool;
 }
 
-/// [`cmp_lanes`] of 32-bit operands, read from their rows: the types
-/// whose operands are one dword (0 for the others). Inlined into its
-/// callers, so it is compiled for AVX2 under [`simd::run`].
+impl CmpLane for u32 {
+    const WIDE: bool = false;
+}
+
+impl CmpLane for u64 {
+    const WIDE: bool = true;
+}
+
+/// Whether compares of type `t` read 64-bit operands (src0's width).
+const fn wide_cmp(t: CmpTy) -> bool {
+    matches!(t, CmpTy::I64 | CmpTy::U64 | CmpTy::F64 | CmpTy::ClassF64)
+}
+
+/// The compare of every lane, as a mask: one lane loop per operand type and
+/// condition, so that the type and condition `match` of [`cmp`] folds away.
+/// Lanes are `u32` for the 32-bit types and `u64` for the 64-bit ones (0
+/// for a type of the other width: no loop is generated for it). Inlined
+/// into its callers, so it is compiled for AVX2 under [`simd::run`].
 #[inline(always)]
-fn cmp_lanes32(c: VCmp, a: &[u32; LANES], b: &[u32; LANES], abs: u8, neg: u8) -> u64 {
+fn cmp_lanes<T: CmpLane>(c: VCmp, a: &[T; LANES], b: &[T; LANES], abs: u8, neg: u8) -> u64 {
     #[inline(always)]
-    fn lanes<const TY: usize, const COND: u8>(
-        a: &[u32; LANES],
-        b: &[u32; LANES],
+    fn lanes<T: CmpLane, const TY: usize, const COND: u8>(
+        a: &[T; LANES],
+        b: &[T; LANES],
         abs: u8,
         neg: u8,
     ) -> u64 {
+        if const { wide_cmp(CMP_TYPES[TY]) != T::WIDE } {
+            return 0;
+        }
         let c = VCmp {
             ty: CMP_TYPES[TY],
             cond: COND,
@@ -783,28 +776,26 @@ fn cmp_lanes32(c: VCmp, a: &[u32; LANES], b: &[u32; LANES], abs: u8, neg: u8) ->
         };
         let mut mask = 0u64;
         for lane in 0..LANES {
-            mask |= (cmp(c, a[lane] as u64, b[lane] as u64, abs, neg) as u64) << lane;
+            mask |= (cmp(c, a[lane].into(), b[lane].into(), abs, neg) as u64) << lane;
         }
         mask
     }
     macro_rules! conds {
         ($ty:expr; $($cond:literal)*) => {
             match c.cond {
-                $($cond => lanes::<{ $ty as usize }, $cond>(a, b, abs, neg),)*
-                _ => lanes::<{ $ty as usize }, 15>(a, b, abs, neg),
+                $($cond => lanes::<T, { $ty as usize }, $cond>(a, b, abs, neg),)*
+                _ => lanes::<T, { $ty as usize }, 15>(a, b, abs, neg),
             }
         };
     }
-    match c.ty {
-        CmpTy::I16 => conds!(CmpTy::I16; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
-        CmpTy::U16 => conds!(CmpTy::U16; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
-        CmpTy::I32 => conds!(CmpTy::I32; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
-        CmpTy::U32 => conds!(CmpTy::U32; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
-        CmpTy::F32 => conds!(CmpTy::F32; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
-        CmpTy::ClassF32 => conds!(CmpTy::ClassF32; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),
-        // 64-bit operand types go through `cmp_lanes`.
-        CmpTy::I64 | CmpTy::U64 | CmpTy::F64 | CmpTy::ClassF64 => 0,
+    macro_rules! types {
+        ($($ty:ident)*) => {
+            match c.ty {
+                $(CmpTy::$ty => conds!(CmpTy::$ty; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14),)*
+            }
+        };
     }
+    types!(I16 U16 I32 U32 I64 U64 F32 F64 ClassF32 ClassF64)
 }
 
 /// [`CmpTy`] by discriminant.
@@ -966,55 +957,35 @@ fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
     let lit = inst.literal;
     let e64 = *enc == VEnc::E64;
     match op {
-        VOp::Cmp(c) => simd::run(CmpCall {
+        VOp::Cmp(c) => valu_cmp(r, *c, e64, *dst, src, *abs, *neg, lit),
+        VOp::Alu(a) => valu_alu(
             r,
-            c: *c,
-            e64,
-            dst: *dst,
-            src,
-            abs: *abs,
-            neg: *neg,
-            lit,
-        }),
-        VOp::Alu(a) => valu_alu(r, *a, e64, *dst, *sdst, src, *abs, *neg, lit, *clamp),
+            AluArgs {
+                op: *a,
+                e64,
+                dst: *dst,
+                sdst: *sdst,
+                src,
+                abs: *abs,
+                neg: *neg,
+                lit,
+                clamp: *clamp,
+            },
+        ),
     }
 }
 
-/// [`valu_cmp`]'s arguments, for [`simd::run`].
-struct CmpCall<'a> {
-    r: &'a mut WaveRegs,
-    c: VCmp,
-    e64: bool,
-    dst: u8,
-    src: &'a [u16; 3],
-    abs: u8,
-    neg: u8,
-    lit: Option<u32>,
-}
-
-impl simd::Kernel for CmpCall<'_> {
-    type Out = Step;
-    #[inline(always)]
-    fn run(self) -> Step {
-        let CmpCall {
-            r,
-            c,
-            e64,
-            dst,
-            src,
-            abs,
-            neg,
-            lit,
-        } = self;
-        valu_cmp(r, c, e64, dst, src, abs, neg, lit)
-    }
+avx2_twin! {
+    /// [`valu_cmp_body`], compiled for AVX2 as well.
+    #[allow(clippy::too_many_arguments)]
+    fn valu_cmp<'a>(r: &'a mut WaveRegs, c: VCmp, e64: bool, dst: u8, src: &'a [u16; 3], abs: u8, neg: u8, lit: Option<u32>) -> Step = valu_cmp_body
 }
 
 /// A VOPC compare: the mask of the EXEC lanes into VCC or an SGPR pair
 /// (and EXEC for the `_cmpx` forms).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn valu_cmp(
+fn valu_cmp_body(
     r: &mut WaveRegs,
     c: VCmp,
     e64: bool,
@@ -1031,7 +1002,7 @@ fn valu_cmp(
         let (ua, ub);
         let a = row32!(r, src[0], lit, ua);
         let b = row32!(r, src[1], lit, ub);
-        cmp_lanes32(c, a, b, abs, neg) & exec
+        cmp_lanes::<u32>(c, a, b, abs, neg) & exec
     } else {
         let a = r.vsrc(src[0], w0, lit);
         let b = r.vsrc(src[1], w1, lit);
@@ -1049,39 +1020,10 @@ fn valu_cmp(
     Step::Continue
 }
 
-/// A VALU row other than a compare (also the SDWA and DPP forms, with
-/// their operands staged): [`valu_alu_body`], compiled for AVX2 as well.
-#[allow(clippy::too_many_arguments)]
-#[inline(never)]
-fn valu_alu(
-    r: &mut WaveRegs,
-    op: VAlu,
-    e64: bool,
-    dst: u8,
-    sdst: u8,
-    src: &[u16; 3],
-    abs: u8,
-    neg: u8,
-    lit: Option<u32>,
-    clamp: bool,
-) -> Step {
-    simd::run(AluCall {
-        r,
-        op,
-        e64,
-        dst,
-        sdst,
-        src,
-        abs,
-        neg,
-        lit,
-        clamp,
-    })
-}
-
-/// [`valu_alu_body`]'s arguments, for [`simd::run`].
-struct AluCall<'a> {
-    r: &'a mut WaveRegs,
+/// The fields of a VALU row other than a compare, as decoded (or staged
+/// by the SDWA and DPP forms).
+#[derive(Clone, Copy)]
+struct AluArgs<'a> {
     op: VAlu,
     e64: bool,
     dst: u8,
@@ -1093,40 +1035,25 @@ struct AluCall<'a> {
     clamp: bool,
 }
 
-impl simd::Kernel for AluCall<'_> {
-    type Out = Step;
-    #[inline(always)]
-    fn run(self) -> Step {
-        let AluCall {
-            r,
-            op,
-            e64,
-            dst,
-            sdst,
-            src,
-            abs,
-            neg,
-            lit,
-            clamp,
-        } = self;
-        valu_alu_body(r, op, e64, dst, sdst, src, abs, neg, lit, clamp)
-    }
+avx2_twin! {
+    /// A VALU row other than a compare (also the SDWA and DPP forms, with
+    /// their operands staged): [`valu_alu_body`], compiled for AVX2 as well.
+    fn valu_alu<'a>(r: &'a mut WaveRegs, x: AluArgs<'a>) -> Step = valu_alu_body
 }
 
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn valu_alu_body(
-    r: &mut WaveRegs,
-    op: VAlu,
-    e64: bool,
-    dst: u8,
-    sdst: u8,
-    src: &[u16; 3],
-    abs: u8,
-    neg: u8,
-    lit: Option<u32>,
-    clamp: bool,
-) -> Step {
+fn valu_alu_body(r: &mut WaveRegs, x: AluArgs<'_>) -> Step {
+    let AluArgs {
+        op,
+        e64,
+        dst,
+        sdst,
+        src,
+        abs,
+        neg,
+        lit,
+        clamp,
+    } = x;
     let props = op.props();
     let w = props.widths;
     if w.is_empty() {
@@ -1144,7 +1071,7 @@ fn valu_alu_body(
         return Step::Continue;
     }
     if props.w32 {
-        return valu_alu32(r, op, e64, dst, sdst, src, abs, neg, lit, clamp);
+        return valu_alu32(r, x);
     }
     // Only the operands the opcode has (its widths, and the carry/mask
     // input) are resolved and gathered; the others keep stale values no
@@ -1183,7 +1110,7 @@ fn valu_alu_body(
         if props.flags & super::valu::flag::READS_DST != 0 {
             gather(r, VSrc::Vgpr(dst as usize, w[0]), &mut k.d);
         }
-        op.dispatch(k);
+        op.dispatch(&mut Lanes(k));
         if clamp {
             for lane in 0..LANES {
                 k.out[lane] = op.clamp_value(k.a[lane] as u32, k.b[lane] as u32, k.out[lane]);
@@ -1228,59 +1155,48 @@ use row32;
 /// under EXEC.
 ///
 /// [`ValuProps::w32`]: super::valu::ValuProps::w32
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn valu_alu32(
-    r: &mut WaveRegs,
-    op: VAlu,
-    e64: bool,
-    dst: u8,
-    sdst: u8,
-    src: &[u16; 3],
-    abs: u8,
-    neg: u8,
-    lit: Option<u32>,
-    clamp: bool,
-) -> Step {
+fn valu_alu32(r: &mut WaveRegs, x: AluArgs<'_>) -> Step {
     use super::valu::flag;
+    let op = x.op;
     let props = op.props();
     let nsrc = props.widths.len() - 1;
     let exec = r.exec;
     let mask = if props.flags & flag::MASK_IN != 0 {
-        if e64 {
-            r.sget(src[2], 2, None)
+        if x.e64 {
+            r.sget(x.src[2], 2, None)
         } else {
             r.vcc
         }
     } else {
         0
     };
-    let x = LaneIn {
-        abs,
-        neg,
-        lit,
-        e64,
+    let lane_in = LaneIn {
+        abs: x.abs,
+        neg: x.neg,
+        lit: x.lit,
+        e64: x.e64,
         vcc_in: r.vcc,
     };
     let (ua, ub, uc);
-    let a = row32!(r, src[0], lit, ua);
+    let a = row32!(r, x.src[0], x.lit, ua);
     let b = if nsrc >= 2 {
-        row32!(r, src[1], lit, ub)
+        row32!(r, x.src[1], x.lit, ub)
     } else {
         &ZERO_ROW
     };
     let c = if nsrc >= 3 && props.flags & flag::MASK_IN == 0 {
-        row32!(r, src[2], lit, uc)
+        row32!(r, x.src[2], x.lit, uc)
     } else {
         &ZERO_ROW
     };
     let d = if props.flags & flag::READS_DST != 0 {
-        r.vgpr.get(dst as usize).unwrap_or(&ZERO_ROW)
+        r.vgpr.get(x.dst as usize).unwrap_or(&ZERO_ROW)
     } else {
         &ZERO_ROW
     };
     let mut k = Lanes32 {
-        x,
+        x: lane_in,
         a,
         b,
         c,
@@ -1289,18 +1205,18 @@ fn valu_alu32(
         out: [0; LANES],
         carry: 0,
     };
-    op.dispatch(&mut k);
-    if clamp {
+    op.dispatch(&mut Lanes(&mut k));
+    if x.clamp {
         for lane in 0..LANES {
             k.out[lane] = op.clamp_value(a[lane], b[lane], k.out[lane] as u64) as u32;
         }
     }
     let (out, carry) = (k.out, k.carry);
-    if let Some(row) = r.vgpr.get_mut(dst as usize) {
+    if let Some(row) = r.vgpr.get_mut(x.dst as usize) {
         blend_row(row, &out, exec);
     }
     if props.flags & flag::CARRY_OUT != 0 {
-        let d = if e64 { sdst as u16 } else { 106 };
+        let d = if x.e64 { x.sdst as u16 } else { 106 };
         r.sset(d, 2, carry & exec);
     }
     Step::Continue
@@ -1320,53 +1236,95 @@ struct Lanes32<'a> {
     carry: u64,
 }
 
-impl OpKernel for Lanes32<'_> {
+impl LaneRows for Lanes32<'_> {
+    const W32: bool = true;
+    #[inline(always)]
+    fn lane_in(&self) -> LaneIn {
+        self.x
+    }
+    #[inline(always)]
+    fn operands(&self, lane: usize, mask_in: bool) -> [u64; 4] {
+        let c = if mask_in {
+            self.mask
+        } else {
+            self.c[lane] as u64
+        };
+        [
+            self.a[lane] as u64,
+            self.b[lane] as u64,
+            c,
+            self.d[lane] as u64,
+        ]
+    }
+    #[inline(always)]
+    fn put(&mut self, lane: usize, v: u64) {
+        self.out[lane] = v as u32;
+    }
+    #[inline(always)]
+    fn set_carry(&mut self, carry: u64) {
+        self.carry = carry;
+    }
+}
+
+/// The operands and results of a VALU lane loop: 64-bit lanes gathered
+/// into arrays ([`ValuLanes`]) or 32-bit VGPR rows read in place
+/// ([`Lanes32`]).
+trait LaneRows {
+    /// Serves the 32-bit rows ([`lanes32`](super::valu::lanes32)), or the
+    /// others.
+    const W32: bool;
+    /// The instruction's modifiers and inputs.
+    fn lane_in(&self) -> LaneIn;
+    /// `a`, `b`, `c`, `d` of `lane` (`c`: the lane mask of a `MASK_IN`
+    /// row).
+    fn operands(&self, lane: usize, mask_in: bool) -> [u64; 4];
+    /// Stores `lane`'s result.
+    fn put(&mut self, lane: usize, v: u64);
+    /// Stores the carry-out mask.
+    fn set_carry(&mut self, carry: u64);
+}
+
+/// A [`LaneRows`] as the [`OpKernel`] that `VAlu::dispatch` runs: one lane
+/// loop per opcode (of the rows it serves), twice: with the instruction's
+/// abs/neg bits, and with them 0 (most instructions), where the modifier
+/// tests fold away.
+struct Lanes<'k, R>(&'k mut R);
+
+impl<R: LaneRows> OpKernel for Lanes<'_, R> {
     type Out = ();
     #[inline(always)]
     fn run<const OP: usize>(&mut self) {
-        // Only the 32-bit rows get a loop here (the others never come here).
-        if !const { super::valu::lanes32(VAlu::ALL[OP]) } {
+        // No loop for the rows of the other kind (they never come here).
+        if const { super::valu::lanes32(VAlu::ALL[OP]) != R::W32 } {
             return;
         }
-        if self.x.abs == 0 && self.x.neg == 0 {
-            self.lanes::<OP, false>();
+        let x = self.0.lane_in();
+        if x.abs == 0 && x.neg == 0 {
+            lane_loop::<R, OP, false>(self.0);
         } else {
-            self.lanes::<OP, true>();
+            lane_loop::<R, OP, true>(self.0);
         }
     }
 }
 
-impl Lanes32<'_> {
-    /// The lane loop of opcode `ALL[OP]`; `MODS` false: no abs/neg bits.
-    #[inline(always)]
-    fn lanes<const OP: usize, const MODS: bool>(&mut self) {
-        let op = VAlu::ALL[OP];
-        let mask_in = const { VAlu::ALL[OP].flags() & super::valu::flag::MASK_IN != 0 };
-        let mut x = self.x;
-        if !MODS {
-            x.abs = 0;
-            x.neg = 0;
-        }
-        let mut carry = 0u64;
-        for lane in 0..LANES {
-            let c = if mask_in {
-                self.mask
-            } else {
-                self.c[lane] as u64
-            };
-            let (v, cy) = op.lane_value(
-                x,
-                self.a[lane] as u64,
-                self.b[lane] as u64,
-                c,
-                self.d[lane] as u64,
-                lane,
-            );
-            self.out[lane] = v as u32;
-            carry |= (cy as u64) << lane;
-        }
-        self.carry = carry;
+/// The lane loop of opcode `ALL[OP]`; `MODS` false: no abs/neg bits.
+#[inline(always)]
+fn lane_loop<R: LaneRows, const OP: usize, const MODS: bool>(k: &mut R) {
+    let op = VAlu::ALL[OP];
+    let mask_in = const { VAlu::ALL[OP].flags() & super::valu::flag::MASK_IN != 0 };
+    let mut x = k.lane_in();
+    if !MODS {
+        x.abs = 0;
+        x.neg = 0;
     }
+    let mut carry = 0u64;
+    for lane in 0..LANES {
+        let [a, b, c, d] = k.operands(lane, mask_in);
+        let (v, cy) = op.lane_value(x, a, b, c, d, lane);
+        k.put(lane, v);
+        carry |= (cy as u64) << lane;
+    }
+    k.set_carry(carry);
 }
 
 /// Reads a vector operand for all 64 lanes.
@@ -1503,43 +1461,23 @@ struct ValuLanes {
     carry: u64,
 }
 
-impl OpKernel for ValuLanes {
-    type Out = ();
+impl LaneRows for ValuLanes {
+    const W32: bool = false;
     #[inline(always)]
-    fn run<const OP: usize>(&mut self) {
-        // Most instructions have no abs/neg modifiers: a copy of the lane
-        // loop with them constant 0 folds the modifier tests away.
-        if self.x.abs == 0 && self.x.neg == 0 {
-            self.lanes::<OP, false>();
-        } else {
-            self.lanes::<OP, true>();
-        }
+    fn lane_in(&self) -> LaneIn {
+        self.x
     }
-}
-
-impl ValuLanes {
-    /// The lane loop of opcode `ALL[OP]`; `MODS` false: no abs/neg bits.
     #[inline(always)]
-    fn lanes<const OP: usize, const MODS: bool>(&mut self) {
-        let op = VAlu::ALL[OP];
-        let mut x = self.x;
-        if !MODS {
-            x.abs = 0;
-            x.neg = 0;
-        }
-        let mut carry = 0u64;
-        for lane in 0..LANES {
-            let (v, c) = op.lane_value(
-                x,
-                self.a[lane],
-                self.b[lane],
-                self.c[lane],
-                self.d[lane],
-                lane,
-            );
-            self.out[lane] = v;
-            carry |= (c as u64) << lane;
-        }
+    fn operands(&self, lane: usize, _mask_in: bool) -> [u64; 4] {
+        // (A lane mask input is in `c`, splatted.)
+        [self.a[lane], self.b[lane], self.c[lane], self.d[lane]]
+    }
+    #[inline(always)]
+    fn put(&mut self, lane: usize, v: u64) {
+        self.out[lane] = v;
+    }
+    #[inline(always)]
+    fn set_carry(&mut self, carry: u64) {
         self.carry = carry;
     }
 }
@@ -2576,7 +2514,20 @@ fn sdwa(r: &mut WaveRegs, inst: &Inst) -> Step {
             r.vgpr.push([0; LANES]);
             let codes = [256 + base as u16, 257 + base as u16, 0];
             let d = (base + 2) as u8;
-            let step = valu_alu(r, *a, true, d, 0, &codes, abs, neg, None, sdwa.clamp);
+            let step = valu_alu(
+                r,
+                AluArgs {
+                    op: *a,
+                    e64: true,
+                    dst: d,
+                    sdst: 0,
+                    src: &codes,
+                    abs,
+                    neg,
+                    lit: None,
+                    clamp: sdwa.clamp,
+                },
+            );
             let dst = *dst as usize;
             for lane in 0..LANES {
                 if exec >> lane & 1 == 0 {
@@ -2637,7 +2588,7 @@ impl simd::Kernel for SdwaCmp<'_> {
     type Out = u64;
     #[inline(always)]
     fn run(self) -> u64 {
-        cmp_lanes32(self.c, self.a, self.b, self.abs, self.neg)
+        cmp_lanes::<u32>(self.c, self.a, self.b, self.abs, self.neg)
     }
 }
 
@@ -2689,7 +2640,20 @@ fn dpp(r: &mut WaveRegs, inst: &Inst) -> Step {
     let abs = abs[0] as u8 | (abs[1] as u8) << 1;
     let neg = neg[0] as u8 | (neg[1] as u8) << 1;
     r.exec = write;
-    let out = valu_alu(r, *op, false, *dst, 106, &codes, abs, neg, None, false);
+    let out = valu_alu(
+        r,
+        AluArgs {
+            op: *op,
+            e64: false,
+            dst: *dst,
+            sdst: 106,
+            src: &codes,
+            abs,
+            neg,
+            lit: None,
+            clamp: false,
+        },
+    );
     r.exec = exec;
     r.vgpr.truncate(base);
     out
@@ -2817,23 +2781,10 @@ mod tests {
     use super::*;
     use crate::sim::memory::BufferMemory;
 
+    /// Runs `words` at 0x1000 of `mem` with 256 bytes of LDS.
     fn run(words: &[u32], regs: &mut WaveRegs, mem: &BufferMemory) -> Step {
         let code: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        mem.map(0x1000, code);
-        regs.pc = 0x1000;
-        let mut lds = vec![0u8; 256];
-        let mut ctx = Ctx {
-            mem,
-            lds: &mut lds,
-            scratch: &mut [],
-            code: None,
-        };
-        loop {
-            match step(regs, &mut ctx) {
-                Step::Continue => {}
-                other => return other,
-            }
-        }
+        crate::sim::row_tests::run_code(mem, code, regs, &mut [0u8; 256])
     }
 
     /// Every VALU row and VOPC compare in its VOP3 form (VGPR operands of

@@ -323,9 +323,10 @@ fn same_status_strings_and_address_spaces_as_the_real_library() {
     assert_eq!(theirs, ours);
 }
 
-#[test]
-fn same_disassembly_as_the_real_library() {
-    let Some(path) = library() else { return };
+/// Both libraries, AMD's (`None`: not installed, the test's named skip
+/// line is printed) and the simulated one.
+fn both_libraries() -> Option<(&'static real::Lib, &'static real::Lib)> {
+    let path = library()?;
     let real = real::Lib::open(&path).unwrap_or_else(|e| {
         panic!(
             "AMD's amd-dbgapi at {} cannot be used ({e}); it needs libamd-comgr2",
@@ -333,16 +334,21 @@ fn same_disassembly_as_the_real_library() {
         )
     });
     let sim = real::Lib::open(&common::library()).expect("the simulated library loads");
-    let insts = corpus_instructions();
-    assert!(
-        insts.len() > 1000,
-        "only {} distinct instructions",
-        insts.len()
-    );
+    Some((real, sim))
+}
+
+/// Disassembles every encoding with both libraries (padded to 16 bytes, as
+/// a debugger passes code) and fails listing each one whose text or size
+/// differs, or whose size is not the encoding's length.
+fn assert_same_disassembly<'a>(
+    real: &real::Lib,
+    sim: &real::Lib,
+    encodings: impl ExactSizeIterator<Item = &'a [u8]>,
+) {
+    let total = encodings.len();
     let mut mismatches = Vec::new();
-    for bytes in &insts {
-        // As a debugger passes it: the largest instruction's worth of code.
-        let mut padded = bytes.clone();
+    for bytes in encodings {
+        let mut padded = bytes.to_vec();
         padded.resize(16, 0);
         let theirs = real.disassemble(&padded);
         let ours = sim.disassemble(&padded);
@@ -354,11 +360,24 @@ fn same_disassembly_as_the_real_library() {
     }
     assert!(
         mismatches.is_empty(),
-        "{} of {} instructions differ:\n{}",
+        "{} of {total} instructions differ:\n{}",
         mismatches.len(),
-        insts.len(),
         mismatches.join("\n")
     );
+}
+
+#[test]
+fn same_disassembly_as_the_real_library() {
+    let Some((real, sim)) = both_libraries() else {
+        return;
+    };
+    let insts = corpus_instructions();
+    assert!(
+        insts.len() > 1000,
+        "only {} distinct instructions",
+        insts.len()
+    );
+    assert_same_disassembly(real, sim, insts.iter().map(Vec::as_slice));
     // An unknown encoding: an error, not text.
     assert!(sim.disassemble(&[0xff; 16]).is_err());
     eprintln!(
@@ -411,31 +430,8 @@ const RARE_ROWS: &[&[u8]] = &[
 
 #[test]
 fn same_disassembly_as_the_real_library_for_rows_clang_does_not_emit() {
-    let Some(path) = library() else { return };
-    let real = real::Lib::open(&path).unwrap_or_else(|e| {
-        panic!(
-            "AMD's amd-dbgapi at {} cannot be used ({e}); it needs libamd-comgr2",
-            path.display()
-        )
-    });
-    let sim = real::Lib::open(&common::library()).expect("the simulated library loads");
-    let mut mismatches = Vec::new();
-    for bytes in RARE_ROWS {
-        let mut padded = bytes.to_vec();
-        padded.resize(16, 0);
-        let theirs = real.disassemble(&padded);
-        let ours = sim.disassemble(&padded);
-        if theirs != ours || ours.as_ref().map(|o| o.1) != Ok(bytes.len()) {
-            mismatches.push(format!(
-                "{bytes:02x?}: real {theirs:?} vs simulated {ours:?}"
-            ));
-        }
-    }
-    assert!(
-        mismatches.is_empty(),
-        "{} of {} differ:\n{}",
-        mismatches.len(),
-        RARE_ROWS.len(),
-        mismatches.join("\n")
-    );
+    let Some((real, sim)) = both_libraries() else {
+        return;
+    };
+    assert_same_disassembly(real, sim, RARE_ROWS.iter().copied());
 }
