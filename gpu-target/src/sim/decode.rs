@@ -443,18 +443,7 @@ pub enum Kind {
         gds: bool,
     },
     /// VOP3P: packed math, accumulation-register moves and MFMA.
-    Vop3p {
-        op: Vop3pOp,
-        dst: u8,
-        src: [u16; 3],
-        op_sel: u8,
-        op_sel_hi: u8,
-        neg_lo: u8,
-        neg_hi: u8,
-        clamp: bool,
-        /// MFMA: C and D are accumulation registers.
-        acc_cd: bool,
-    },
+    Vop3p(Vop3pFields),
     /// A VOP1/VOP2/VOPC operation in the SDWA form (sub-dword operand and
     /// result selection).
     Sdwa {
@@ -514,6 +503,22 @@ pub enum Kind {
         /// Data and destination are accumulation registers.
         acc: bool,
     },
+}
+
+/// The fields of a VOP3P instruction ([`Kind::Vop3p`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct Vop3pFields {
+    pub op: Vop3pOp,
+    pub dst: u8,
+    pub src: [u16; 3],
+    pub op_sel: u8,
+    pub op_sel_hi: u8,
+    pub neg_lo: u8,
+    pub neg_hi: u8,
+    pub clamp: bool,
+    /// MFMA: C and D are accumulation registers.
+    pub acc_cd: bool,
 }
 
 fn word(b: &[u8], i: usize) -> Option<u32> {
@@ -1031,7 +1036,7 @@ impl fmt::Display for Inst {
             Kind::Valu { .. } => self.fmt_valu(f),
             Kind::Ds { .. } => self.fmt_ds(f),
             Kind::Flat { .. } => self.fmt_flat(f),
-            Kind::Vop3p { .. } => self.fmt_vop3p(f),
+            Kind::Vop3p(_) => self.fmt_vop3p(f),
             Kind::Mubuf { .. } => self.fmt_mubuf(f),
             Kind::Sdwa { .. } => self.fmt_sdwa(f),
             Kind::Dpp { .. } => self.fmt_dpp(f),
@@ -1330,7 +1335,7 @@ impl Inst {
 
 fn decode_vop3p(w0: u32, w1: u32) -> Option<Kind> {
     let op = Vop3pOp::from_code((w0 >> 16) & 0x7f)?;
-    Some(Kind::Vop3p {
+    Some(Kind::Vop3p(Vop3pFields {
         op,
         dst: (w0 & 0xff) as u8,
         src: [
@@ -1344,7 +1349,7 @@ fn decode_vop3p(w0: u32, w1: u32) -> Option<Kind> {
         neg_hi: ((w0 >> 8) & 7) as u8,
         clamp: (w0 >> 15) & 1 != 0 && op.mfma().is_none(),
         acc_cd: (w0 >> 15) & 1 != 0 && op.mfma().is_some(),
-    })
+    }))
 }
 
 /// The `ds_swizzle_b32` offset as LLVM prints it.
@@ -1381,59 +1386,39 @@ impl Inst {
     /// `v_fma_mix*` as LLVM prints them: neg_lo and neg_hi as `-` and `|..|`
     /// on the operands, op_sel and op_sel_hi (default 0) after them.
     fn fmt_mix(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Kind::Vop3p {
-            op,
-            dst,
-            src,
-            op_sel,
-            op_sel_hi,
-            neg_lo,
-            neg_hi,
-            clamp,
-            ..
-        } = &self.kind
-        else {
+        let Kind::Vop3p(fields) = &self.kind else {
             return Ok(());
         };
-        write!(f, "{} v{dst}", op.name())?;
-        for (i, &code) in src.iter().enumerate() {
+        let p = *fields;
+        write!(f, "{} v{}", p.op.name(), p.dst)?;
+        for (i, &code) in p.src.iter().enumerate() {
             f.write_str(", ")?;
             let s = Src {
                 code,
                 width: 1,
                 literal: None,
             };
-            self.fmt_mod_src(f, i, s, *neg_hi, *neg_lo)?;
+            self.fmt_mod_src(f, i, s, p.neg_hi, p.neg_lo)?;
         }
         let list = |bits: u8| format!("[{},{},{}]", bits & 1, (bits >> 1) & 1, (bits >> 2) & 1);
-        if op_sel & 7 != 0 {
-            write!(f, " op_sel:{}", list(*op_sel))?;
+        if p.op_sel & 7 != 0 {
+            write!(f, " op_sel:{}", list(p.op_sel))?;
         }
-        if op_sel_hi & 7 != 0 {
-            write!(f, " op_sel_hi:{}", list(*op_sel_hi))?;
+        if p.op_sel_hi & 7 != 0 {
+            write!(f, " op_sel_hi:{}", list(p.op_sel_hi))?;
         }
-        if *clamp {
+        if p.clamp {
             f.write_str(" clamp")?;
         }
         Ok(())
     }
 
     fn fmt_vop3p(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Kind::Vop3p {
-            op,
-            dst,
-            src,
-            op_sel,
-            op_sel_hi,
-            neg_lo,
-            neg_hi,
-            clamp,
-            acc_cd,
-        } = &self.kind
-        else {
+        let Kind::Vop3p(fields) = &self.kind else {
             return Ok(());
         };
-        if op.is_mix() {
+        let p = *fields;
+        if p.op.is_mix() {
             return self.fmt_mix(f);
         }
         let reg = |prefix: &str, n: u16, w: u8| {
@@ -1443,7 +1428,7 @@ impl Inst {
                 format!("{prefix}[{}:{}]", n, n + w as u16 - 1)
             }
         };
-        let w = op.widths();
+        let w = p.op.widths();
         let nsrc = w.len() - 1;
         let plain = |code: u16, width: u8| {
             Src {
@@ -1453,67 +1438,67 @@ impl Inst {
             }
             .to_string()
         };
-        let (d, srcs): (String, Vec<String>) = match op {
+        let (d, srcs): (String, Vec<String>) = match p.op {
             Vop3pOp::AccvgprReadB32 => (
-                reg("v", *dst as u16, 1),
-                vec![reg("a", src[0].saturating_sub(256), 1)],
+                reg("v", p.dst as u16, 1),
+                vec![reg("a", p.src[0].saturating_sub(256), 1)],
             ),
-            Vop3pOp::AccvgprWriteB32 => (reg("a", *dst as u16, 1), vec![plain(src[0], 1)]),
-            _ if op.mfma().is_some() => {
+            Vop3pOp::AccvgprWriteB32 => (reg("a", p.dst as u16, 1), vec![plain(p.src[0], 1)]),
+            _ if p.op.mfma().is_some() => {
                 // op_sel_hi bits 0/1 make A/B accumulation registers.
                 let ab = |i: usize| {
-                    if (op_sel_hi >> i) & 1 != 0 && src[i] >= 256 {
-                        reg("a", src[i] - 256, w[i + 1])
-                    } else if src[i] >= 256 {
-                        reg("v", src[i] - 256, w[i + 1])
+                    if (p.op_sel_hi >> i) & 1 != 0 && p.src[i] >= 256 {
+                        reg("a", p.src[i] - 256, w[i + 1])
+                    } else if p.src[i] >= 256 {
+                        reg("v", p.src[i] - 256, w[i + 1])
                     } else {
-                        plain(src[i], w[i + 1])
+                        plain(p.src[i], w[i + 1])
                     }
                 };
                 let cd = |n: u16| {
-                    if *acc_cd {
+                    if p.acc_cd {
                         reg("a", n, w[0])
                     } else {
                         reg("v", n, w[0])
                     }
                 };
                 (
-                    cd(*dst as u16),
+                    cd(p.dst as u16),
                     vec![
                         ab(0),
                         ab(1),
-                        if src[2] >= 256 {
-                            cd(src[2] - 256)
+                        if p.src[2] >= 256 {
+                            cd(p.src[2] - 256)
                         } else {
-                            plain(src[2], w[3])
+                            plain(p.src[2], w[3])
                         },
                     ],
                 )
             }
             _ => (
-                reg("v", *dst as u16, w[0]),
-                (0..nsrc).map(|i| plain(src[i], w[i + 1])).collect(),
+                reg("v", p.dst as u16, w[0]),
+                (0..nsrc).map(|i| plain(p.src[i], w[i + 1])).collect(),
             ),
         };
-        write!(f, "{} {d}", op.name())?;
+        write!(f, "{} {d}", p.op.name())?;
         for x in &srcs {
             write!(f, ", {x}")?;
         }
-        if op.mfma().is_some() {
-            let cbsz = *neg_hi;
-            let abid = *op_sel | (*op_sel_hi & 4) << 1;
+        if p.op.mfma().is_some() {
+            let cbsz = p.neg_hi;
+            let abid = p.op_sel | (p.op_sel_hi & 4) << 1;
             if cbsz != 0 {
                 write!(f, " cbsz:{cbsz}")?;
             }
             if abid != 0 {
                 write!(f, " abid:{abid}")?;
             }
-            if *neg_lo != 0 {
-                write!(f, " blgp:{neg_lo}")?;
+            if p.neg_lo != 0 {
+                write!(f, " blgp:{}", p.neg_lo)?;
             }
             return Ok(());
         }
-        if matches!(op, Vop3pOp::AccvgprReadB32 | Vop3pOp::AccvgprWriteB32) {
+        if matches!(p.op, Vop3pOp::AccvgprReadB32 | Vop3pOp::AccvgprWriteB32) {
             return Ok(());
         }
         let list = |bits: u8| {
@@ -1521,19 +1506,19 @@ impl Inst {
             format!("[{}]", v.join(","))
         };
         let all = (1u8 << nsrc) - 1;
-        if op_sel & all != 0 {
-            write!(f, " op_sel:{}", list(*op_sel))?;
+        if p.op_sel & all != 0 {
+            write!(f, " op_sel:{}", list(p.op_sel))?;
         }
-        if op_sel_hi & all != all {
-            write!(f, " op_sel_hi:{}", list(*op_sel_hi))?;
+        if p.op_sel_hi & all != all {
+            write!(f, " op_sel_hi:{}", list(p.op_sel_hi))?;
         }
-        if neg_lo & all != 0 {
-            write!(f, " neg_lo:{}", list(*neg_lo))?;
+        if p.neg_lo & all != 0 {
+            write!(f, " neg_lo:{}", list(p.neg_lo))?;
         }
-        if neg_hi & all != 0 {
-            write!(f, " neg_hi:{}", list(*neg_hi))?;
+        if p.neg_hi & all != 0 {
+            write!(f, " neg_hi:{}", list(p.neg_hi))?;
         }
-        if *clamp {
+        if p.clamp {
             f.write_str(" clamp")?;
         }
         Ok(())

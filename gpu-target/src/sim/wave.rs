@@ -462,14 +462,12 @@ pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         Kind::Smem { .. } => smem(r, ctx, inst),
         Kind::Valu { .. } if r.mode & MODE_GPR_IDX_EN != 0 => valu_indexed(r, inst),
         // VGPR indexing of the other VALU encodings is not modelled.
-        Kind::Vop3p { .. } | Kind::Sdwa { .. } | Kind::Dpp { .. }
-            if r.mode & MODE_GPR_IDX_EN != 0 =>
-        {
+        Kind::Vop3p(_) | Kind::Sdwa { .. } | Kind::Dpp { .. } if r.mode & MODE_GPR_IDX_EN != 0 => {
             Step::IllegalInstruction
         }
         Kind::Valu { op_sel, .. } if *op_sel != 0 => valu_op_sel(r, inst),
         Kind::Valu { .. } => valu(r, inst),
-        Kind::Vop3p { .. } => vop3p(r, inst),
+        Kind::Vop3p(_) => vop3p(r, inst),
         Kind::Mubuf { acc: true, .. } => mubuf_acc(r, ctx, inst),
         Kind::Mubuf { .. } => mubuf(r, ctx, inst),
         Kind::Sdwa { .. } => sdwa(r, inst),
@@ -1901,39 +1899,29 @@ avx2_twin! {
 
 #[inline(always)]
 fn vop3p_body(r: &mut WaveRegs, inst: &Inst) -> Step {
-    let Kind::Vop3p {
-        op,
-        dst,
-        src,
-        op_sel,
-        op_sel_hi,
-        neg_lo,
-        neg_hi,
-        acc_cd,
-        ..
-    } = &inst.kind
-    else {
+    let Kind::Vop3p(fields) = &inst.kind else {
         return Step::IllegalInstruction;
     };
-    if op.is_mix() {
+    let p = *fields;
+    if p.op.is_mix() {
         return vop3p_mix(r, inst);
     }
     let exec = r.exec;
-    let w = op.widths();
-    if let Some(shape) = op.mfma() {
+    let w = p.op.widths();
+    if let Some(shape) = p.op.mfma() {
         // cbsz/abid/blgp (MFMA's broadcast controls, in the op_sel and neg
         // fields) are not modelled: clang emits them only when a kernel
         // asks for them.
-        if *neg_hi != 0 || *op_sel != 0 || *op_sel_hi & 4 != 0 || *neg_lo != 0 {
+        if p.neg_hi != 0 || p.op_sel != 0 || p.op_sel_hi & 4 != 0 || p.neg_lo != 0 {
             return Step::IllegalInstruction;
         }
-        return mfma(r, w, shape, *dst as usize, src, *op_sel_hi, *acc_cd);
+        return mfma(r, w, shape, p.dst as usize, &p.src, p.op_sel_hi, p.acc_cd);
     }
     let (dst, op_sel, op_sel_hi, neg_lo, neg_hi) =
-        (*dst as usize, *op_sel, *op_sel_hi, *neg_lo, *neg_hi);
-    match op {
+        (p.dst as usize, p.op_sel, p.op_sel_hi, p.neg_lo, p.neg_hi);
+    match p.op {
         Vop3pOp::AccvgprReadB32 => {
-            let a = (src[0] as usize).saturating_sub(256);
+            let a = (p.src[0] as usize).saturating_sub(256);
             let v = r.agpr.get(a).copied().unwrap_or([0; LANES]);
             if let Some(d) = r.vgpr.get_mut(dst) {
                 blend_row(d, &v, exec);
@@ -1941,7 +1929,7 @@ fn vop3p_body(r: &mut WaveRegs, inst: &Inst) -> Step {
             return Step::Continue;
         }
         Vop3pOp::AccvgprWriteB32 => {
-            let v = match r.vsrc(src[0], 1, inst.literal) {
+            let v = match r.vsrc(p.src[0], 1, inst.literal) {
                 VSrc::Uniform(v) => [v as u32; LANES],
                 VSrc::Vgpr(n, _) => r.vgpr.get(n).copied().unwrap_or([0; LANES]),
             };
@@ -1962,9 +1950,9 @@ fn vop3p_body(r: &mut WaveRegs, inst: &Inst) -> Step {
     // halves.
     let mut s = [VSrc::Uniform(0); 3];
     for i in 0..nsrc {
-        s[i] = match (w[i + 1], inline_const(src[i], 1)) {
+        s[i] = match (w[i + 1], inline_const(p.src[i], 1)) {
             (2, Some(c)) => VSrc::Uniform(c | c << 32),
-            _ => r.vsrc(src[i], w[i + 1], inst.literal),
+            _ => r.vsrc(p.src[i], w[i + 1], inst.literal),
         };
     }
     let sign = 1u64 << (half_bits - 1);
@@ -1985,7 +1973,7 @@ fn vop3p_body(r: &mut WaveRegs, inst: &Inst) -> Step {
                 } & mask;
                 (if (negm >> i) & 1 != 0 { x ^ sign } else { x }) as u32
             };
-            let h = op.half(part(0), part(1), part(2), hi == 1) as u64 & mask;
+            let h = p.op.half(part(0), part(1), part(2), hi == 1) as u64 & mask;
             res |= h << (hi * half_bits);
         }
         r.vset(dst, w[0], lane, res);
@@ -1997,21 +1985,11 @@ fn vop3p_body(r: &mut WaveRegs, inst: &Inst) -> Step {
 /// [`super::vop3p::fma_mix`]): a source selected as f16 is the half of its
 /// register that op_sel picks (an inline float constant: its f16 value).
 fn vop3p_mix(r: &mut WaveRegs, inst: &Inst) -> Step {
-    let Kind::Vop3p {
-        op,
-        dst,
-        src,
-        op_sel,
-        op_sel_hi,
-        neg_lo,
-        neg_hi,
-        clamp,
-        ..
-    } = &inst.kind
-    else {
+    let Kind::Vop3p(fields) = &inst.kind else {
         return Step::IllegalInstruction;
     };
-    let s: [VSrc; 3] = std::array::from_fn(|i| r.vsrc(src[i], 1, inst.literal));
+    let p = *fields;
+    let s: [VSrc; 3] = std::array::from_fn(|i| r.vsrc(p.src[i], 1, inst.literal));
     let exec = r.exec;
     for lane in 0..LANES {
         if exec >> lane & 1 == 0 {
@@ -2019,25 +1997,25 @@ fn vop3p_mix(r: &mut WaveRegs, inst: &Inst) -> Step {
         }
         let x: [f32; 3] = std::array::from_fn(|i| {
             let bits = r.vget(s[i], lane) as u32;
-            let v = if op_sel_hi >> i & 1 == 0 {
+            let v = if p.op_sel_hi >> i & 1 == 0 {
                 f32::from_bits(bits)
-            } else if matches!(src[i], 240..=248) {
+            } else if matches!(p.src[i], 240..=248) {
                 f16_to_f32(f64_to_f16(f32::from_bits(bits) as f64))
-            } else if op_sel >> i & 1 != 0 {
+            } else if p.op_sel >> i & 1 != 0 {
                 f16_to_f32((bits >> 16) as u16)
             } else {
                 f16_to_f32(bits as u16)
             };
-            let v = if neg_hi >> i & 1 != 0 { v.abs() } else { v };
-            if neg_lo >> i & 1 != 0 {
+            let v = if p.neg_hi >> i & 1 != 0 { v.abs() } else { v };
+            if p.neg_lo >> i & 1 != 0 {
                 -v
             } else {
                 v
             }
         });
-        let old = r.vgpr.get(*dst as usize).map_or(0, |v| v[lane]);
-        let v = super::vop3p::fma_mix(*op, x, *clamp, old);
-        r.vset(*dst as usize, 1, lane, v as u64);
+        let old = r.vgpr.get(p.dst as usize).map_or(0, |v| v[lane]);
+        let v = super::vop3p::fma_mix(p.op, x, p.clamp, old);
+        r.vset(p.dst as usize, 1, lane, v as u64);
     }
     Step::Continue
 }
