@@ -933,11 +933,17 @@ fn valu_op_sel(r: &mut WaveRegs, inst: &Inst) -> Step {
     step
 }
 
-/// A VALU instruction (VOP1/VOP2/VOP3/VOPC). The lane loops (compares in
-/// [`valu_cmp`], the other rows in [`valu_alu`]) are compiled for AVX2 as
-/// well and run so where the CPU has it ([`simd::run`]).
-#[inline(never)]
-fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
+avx2_twin! {
+    /// A VALU instruction (VOP1/VOP2/VOP3/VOPC): [`valu_body`], compiled
+    /// for AVX2 as well and run so where the CPU has it ([`simd::run`]).
+    fn valu<'a>(r: &'a mut WaveRegs, inst: &'a Inst) -> Step = valu_body
+}
+
+/// [`valu`]: the fields are taken from the decoded instruction inside the
+/// compiled copy (passing them to an out-of-line function as a struct
+/// stalled on store forwarding).
+#[inline(always)]
+fn valu_body(r: &mut WaveRegs, inst: &Inst) -> Step {
     let Kind::Valu {
         op,
         enc,
@@ -956,7 +962,7 @@ fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
     let e64 = *enc == VEnc::E64;
     match op {
         VOp::Cmp(c) => valu_cmp(r, *c, e64, *dst, src, *abs, *neg, lit),
-        VOp::Alu(a) => valu_alu(
+        VOp::Alu(a) => valu_alu_body(
             r,
             AluArgs {
                 op: *a,
@@ -973,17 +979,11 @@ fn valu(r: &mut WaveRegs, inst: &Inst) -> Step {
     }
 }
 
-avx2_twin! {
-    /// [`valu_cmp_body`], compiled for AVX2 as well.
-    #[allow(clippy::too_many_arguments)]
-    fn valu_cmp<'a>(r: &'a mut WaveRegs, c: VCmp, e64: bool, dst: u8, src: &'a [u16; 3], abs: u8, neg: u8, lit: Option<u32>) -> Step = valu_cmp_body
-}
-
 /// A VOPC compare: the mask of the EXEC lanes into VCC or an SGPR pair
 /// (and EXEC for the `_cmpx` forms).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn valu_cmp_body(
+fn valu_cmp(
     r: &mut WaveRegs,
     c: VCmp,
     e64: bool,
