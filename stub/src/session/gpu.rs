@@ -129,6 +129,9 @@ impl Session<CpuRole> {
     /// breakpoint (and not also a client breakpoint), handle it here and
     /// return `true` (the client sees nothing).
     pub(super) fn gpu_intercept(&mut self, stop: &StopEvent) -> bool {
+        if self.all_stop_hold_cpu_exit(stop) {
+            return true;
+        }
         let cpu = &mut self.role;
         if let Some(Internal::ClientStepping { pid, addr }) = cpu.internal.clone() {
             cpu.internal = None;
@@ -212,11 +215,22 @@ impl Session<CpuRole> {
     /// steps over it internally, then resumes the client's plan. Returns
     /// `true` when it started the resume itself.
     pub(super) fn gpu_prepare_resume(&mut self, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
-        if let Some(g) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) {
-            let mut g = g.borrow_mut();
-            g.note_cpu_resume();
-            g.all_stop_mut().note_cpu_resume();
-        }
+        let continues = plans.values().any(|p| {
+            p.default
+                .is_some_and(|a| matches!(a, ResumeAction::Continue(_)))
+                || p.threads
+                    .iter()
+                    .any(|(_, a)| matches!(a, ResumeAction::Continue(_)))
+        });
+        let resume = match self.mux.as_ref().and_then(|m| m.borrow().gpu()) {
+            Some(g) => {
+                let mut g = g.borrow_mut();
+                g.note_cpu_resume();
+                g.all_stop_mut().note_cpu_resume(continues)
+            }
+            None => crate::gpu::allstop::CpuResume::Plain,
+        };
+        self.all_stop_cpu_resume(resume);
         if self.role.internal.is_some() {
             return false;
         }
@@ -255,6 +269,75 @@ impl Session<CpuRole> {
                 true
             }
         }
+    }
+
+    /// All-stop: what the CPU's resume means for the GPU target. The helper
+    /// is told to continue the GPU target (an `A` packet on this
+    /// connection, `crate::gpu::allstop::RUN_GPU_NOTICE`); without the
+    /// helper, a console line says that the CPU waits for the stopped wave.
+    fn all_stop_cpu_resume(&mut self, resume: crate::gpu::allstop::CpuResume) {
+        use crate::gpu::allstop::CpuResume;
+        match resume {
+            CpuResume::Plain => {}
+            CpuResume::RunGpu => {
+                tracing::info!(target: "mux", session = self.id, "all-stop: telling the client to continue the GPU");
+                self.send(crate::gpu::allstop::RUN_GPU_NOTICE);
+            }
+            CpuResume::WaitsForWave(tid) => {
+                tracing::info!(target: "mux", session = self.id, wave = tid, "CPU continued while a wave is stopped (no lldb helper)");
+                self.send(&reply::console(&format!(
+                    "gdbmux: GPU wave {tid} is stopped in the GPU target: the CPU waits in the GPU \
+                     runtime for its dispatch until the GPU target is continued (`target select 1`, \
+                     `process continue`; Ctrl-C stops the CPU). gdbmux's lldb helper (the \
+                     `command script import` of the lldb line gdbmux prints) runs both together.\n"
+                )));
+            }
+        }
+    }
+
+    /// All-stop: the CPU process ended while the helper runs the GPU on the
+    /// client's CPU continue. The GPU session reports its end at once; this
+    /// end is held until the client interrupts (the helper does, once it
+    /// has the GPU's end), so the command waiting on the CPU ends with both
+    /// targets exited (docs/gpu-lldb.md, finding 15). Returns `true` when
+    /// held.
+    fn all_stop_hold_cpu_exit(&mut self, stop: &StopEvent) -> bool {
+        if !matches!(
+            stop,
+            StopEvent::Exited { .. } | StopEvent::Terminated { .. }
+        ) {
+            return false;
+        }
+        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
+            return false;
+        };
+        if !gpu.borrow_mut().all_stop_mut().hold_cpu_exit(stop) {
+            return false;
+        }
+        tracing::info!(target: "mux", session = self.id, "all-stop: the CPU process's end waits for the client's interrupt (lldb helper)");
+        self.cpu_process_ended(stop);
+        true
+    }
+
+    /// The client interrupts: a CPU end held by all-stop is reported now
+    /// (`true`), in place of the interrupt.
+    pub(super) fn gpu_release_held_exit(&mut self) -> bool {
+        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
+            return false;
+        };
+        let Some(stop) = gpu.borrow_mut().all_stop_mut().take_held_cpu_exit() else {
+            return false;
+        };
+        tracing::info!(target: "mux", session = self.id, "interrupt: reporting the held end of the CPU process");
+        gpu.borrow_mut().all_stop_mut().note_cpu_stop(false);
+        self.role.stop_reaches_client();
+        self.record_stop(stop);
+        self.run = super::RunState::Stopped;
+        let opts = self.features.stop_options();
+        if let Some(r) = self.journal.reply(&opts) {
+            self.send(&r);
+        }
+        true
     }
 
     /// The CPU role's internal-breakpoint state.
@@ -637,12 +720,17 @@ impl Session<GpuRole> {
         };
         if was_running {
             // Held for the lldb helper: reported when the client interrupts
-            // (`GpuController::arm_exit_hold`).
+            // (`GpuController::arm_exit_hold`); not when the helper runs the
+            // GPU on the CPU's continue, whose end waits for this one
+            // (`crate::gpu::allstop`).
             let held = self
                 .mux
                 .as_ref()
                 .and_then(|m| m.borrow().gpu())
-                .is_some_and(|g| g.borrow_mut().hold_exit(&ev));
+                .is_some_and(|g| {
+                    let mut g = g.borrow_mut();
+                    !g.all_stop().gpu_run_by_helper() && g.hold_exit(&ev)
+                });
             if held {
                 tracing::info!(target: "mux", session = self.id, "the GPU process's end waits for the client's interrupt (lldb helper)");
                 return;

@@ -135,6 +135,11 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
     /// While running: the CPU role reports a pending GPU stop to gdb.
     fn report_gpu_stop(_s: &mut Session<Self>) {}
 
+    /// The client interrupts: report a held process end instead (`true`).
+    fn release_held_end(_s: &mut Session<Self>) -> bool {
+        false
+    }
+
     /// The stop about to be reported, as the role reports it (the CPU
     /// role: a GPU stop shown on the launching thread).
     fn decorate_stop(_s: &mut Session<Self>, stop: StopEvent) -> StopEvent {
@@ -281,6 +286,10 @@ impl SessionRole for CpuRole {
 
     fn decorate_stop(s: &mut Session<Self>, stop: StopEvent) -> StopEvent {
         s.gpu_decorate_stop(stop)
+    }
+
+    fn release_held_end(s: &mut Session<Self>) -> bool {
+        s.gpu_release_held_exit()
     }
 
     fn gpu_news(s: &mut Session<Self>, news: &GpuNews) {
