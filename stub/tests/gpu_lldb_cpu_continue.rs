@@ -88,6 +88,11 @@ fn interactive_cpu_continue_at_a_wave_stop_runs_the_gpu_too() {
     let server = env.serve_program(&host, &dir);
     let args = env.lldb_connect_args(server.port, &host);
     let out = env.lldb_pty(&args, &session(true), &server);
-    eprintln!("{out}");
+    // Each wave stop is printed once, in full (docs/gpu-lldb.md, finding 14).
+    assert_eq!(
+        wave_stops_printed(&out),
+        2,
+        "each wave stop printed once:\n{out}"
+    );
     server.wait_log("[inferior] host: PASS", 10);
 }

@@ -22,6 +22,9 @@ What it does, because stock lldb 23.1 cannot do it over the protocol
   runs the other one on (gdbmux's notice on that target's connection, taken
   by a listener thread); a stop hook of the CPU target orders the two stops
   so that a command ends with both targets stopped.
+  A code object whose breakpoints must be set while a synchronous command
+  holds the GPU target stops both targets (`monitor gpu all-stop-gpu`);
+  the GPU target's stop hook sets them.
 * `stop-disassembly-display never`: stock 23.1 aborts disassembling AMDGPU.
 
 The user writes no Python and computes no address.
@@ -432,15 +435,18 @@ class AllStopHook:
             return True
         _state["carry"] = None
         dbg = _state["dbg"]
+        _trace(f"all-stop: GPU stop hook (async {dbg.GetAsync()})")
         carry["carried"].extend(_gpu_breakpoints(dbg, carry["pending"]))
         _gpu_hook(dbg, self.target, "disable")
         carry["done"].set()
-        _trace(f"all-stop: GPU stop hook set {len(carry['carried'])} carried breakpoints")
-        if threading.current_thread().name == "gdbmux-gpu-bg" or dbg.GetAsync():
+        _trace(f"all-stop: GPU stop hook set {len(carry['carried'])} carried breakpoints (async {dbg.GetAsync()})")
+        if threading.current_thread().name == "gdbmux-gpu-bg":
             return True
-        # The user's command waits on the GPU; the helper's worker runs the
-        # CPU, which gdbmux stops as it leaves the loader hook: the command
-        # ends once that stop is in.
+        # The user's command waits on the GPU (a carry happens only under a
+        # synchronous command; the debugger's async flag reads true inside
+        # a stop hook, measured, so it cannot tell); the helper's worker
+        # runs the CPU, which gdbmux stops as it leaves the loader hook: the
+        # command ends once that stop is in.
         cond = _state["cpu_stopped"]
         with cond:
             ok = cond.wait_for(lambda: _state["cpu_is_stopped"], GPU_STOP_WAIT_S)
@@ -484,14 +490,17 @@ def _hold_exits(dbg, cpu_t):
         # at every thread's stop info at each stop (every wave).
         _, gpu_t = _targets(dbg)
         if gpu_t is not None:
+            # In the GPU target's context: this runs in the loader hook's
+            # callback, whose context (the CPU's) commands take otherwise.
             dbg.SetSelectedTarget(gpu_t)
             res = lldb.SBCommandReturnObject()
-            dbg.GetCommandInterpreter().HandleCommand("target stop-hook add -P gdbmux_lldb.AllStopHook", res)
+            dbg.GetCommandInterpreter().HandleCommand(
+                "target stop-hook add -P gdbmux_lldb.AllStopHook", lldb.SBExecutionContext(gpu_t), res, False
+            )
             m = re.search(r"#(\d+)", res.GetOutput() or "")
             if m:
                 _state["gpu_hook_id"] = m.group(1)
-                res = lldb.SBCommandReturnObject()
-                dbg.GetCommandInterpreter().HandleCommand(f"target stop-hook disable {m.group(1)}", res)
+                _gpu_hook(dbg, gpu_t, "disable")
             _trace(f"all-stop GPU stop hook: {_state['gpu_hook_id']} {res.GetOutput()} {res.GetError()}")
         dbg.SetSelectedTarget(was)
 
@@ -702,8 +711,14 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
     # The helper's own GPU continue (the user continued the CPU target at a
     # wave stop) holds the lock until the GPU stops.
     by_gpu_worker = held and gpu_worker is not None and gpu_worker.is_alive()
-    if (by_command or by_gpu_worker) and pending and _state.get("gpu_hook_id"):
-        if _carry_at_all_stop(dbg, cos, pending):
+    if by_command or by_gpu_worker:
+        if not any(_state["loaded"].get(p) != a for p, a in cos):
+            # Nothing new to resolve breakpoints in (an unload while the
+            # breakpoints of a later code object wait): the modules only.
+            _gpu_modules(dbg, cos)
+            _trace("loader hook: a command holds the GPU target and no code object is new: modules only")
+            return False
+        if pending and _state.get("gpu_hook_id") and _carry_at_all_stop(dbg, cos, pending):
             return False
     # Adding, moving and removing modules does not take the target's API
     # lock (measured: `stub/tests/gpu_reload.rs` reloads a code object while
@@ -781,6 +796,7 @@ def _carry_at_all_stop(dbg, cos, pending):
     if "stops the GPU" not in (res.GetOutput() or ""):
         _trace(f"all-stop-gpu refused: {res.GetOutput()} {res.GetError()}")
         _state["carry"] = None
+        _gpu_hook(dbg, gpu_t, "disable")
         return False
     _log("a GPU code object loaded while the GPU target ran: both targets stop to set its "
          "breakpoints (all-stop); `process continue` runs on")

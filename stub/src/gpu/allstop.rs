@@ -37,6 +37,15 @@
 //!   on the CPU ends with both targets exited (the mirror of
 //!   `GpuController::hold_exit`).
 //!
+//! - **A code object loads while a synchronous command holds the GPU
+//!   target** and the helper has breakpoints to set in it (lldb 23.1
+//!   creates a breakpoint only while no command holds the target): the
+//!   helper asks, `monitor gpu all-stop-gpu`, and the GPU session stops its
+//!   process with a stop of gdbmux's own (lldb runs the GPU target's stop
+//!   hook there, which sets the breakpoints; not at a stop lldb asked for
+//!   with an interrupt), and the CPU session's next continue ends at once
+//!   ([`AllStop::request_gpu_stop`], docs/gpu-lldb.md, finding 16).
+//!
 //! A client without the helper gets none of this: stops and resumes stay
 //! per target, as before. A continue of the CPU while a wave is stopped
 //! then gets a console line saying that the CPU waits for the GPU target.
@@ -69,8 +78,18 @@ pub struct AllStop {
     cpu_stopped_with_gpu: bool,
     /// The CPU runs because the helper continued it on a notice.
     cpu_run_by_helper: bool,
-    /// The CPU session is to stop its process for this wave (thread id).
-    cpu_stop_wanted: Option<crate::target::Tid>,
+    /// The CPU session is to stop its process, and for what.
+    cpu_stop_wanted: Option<CpuStopFor>,
+    /// The CPU session's process runs on a continue (not only steps).
+    cpu_continues: bool,
+    /// The GPU session is to stop its process (the helper's
+    /// `monitor gpu all-stop-gpu`), with this description.
+    gpu_stop_wanted: bool,
+    /// The description of that GPU stop, until it is reported.
+    gpu_stop_description: Option<String>,
+    /// The CPU's continue was not carried out: it stops at once for an
+    /// update ([`AllStop::keep_cpu_stopped`]).
+    cpu_unresumed: bool,
     /// A wave stop the GPU session holds until its client interrupts.
     held: Option<StopEvent>,
     /// The held stop, released by an interrupt: reported next.
@@ -92,6 +111,21 @@ pub struct AllStop {
     /// continued (for the message to a client without the helper).
     stopped_wave: Option<crate::target::Tid>,
 }
+
+/// Why the CPU session is to stop its process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuStopFor {
+    /// A wave (thread id) stopped.
+    Wave(crate::target::Tid),
+    /// The GPU target stopped so that the helper sets the breakpoints of a
+    /// code object that loaded ([`AllStop::request_gpu_stop`]).
+    Update,
+}
+
+/// The description of the GPU stop for an update (and of the CPU's).
+pub const UPDATE_STOP: &str =
+    "gdbmux all-stop: a GPU code object loaded while the GPU target ran; \
+     both targets stopped to set its breakpoints; `process continue` on either target runs both";
 
 /// What a resume of the CPU session means for the GPU (see
 /// [`AllStop::note_cpu_resume`]).
@@ -131,11 +165,14 @@ impl AllStop {
     /// the GPU too: the helper is told ([`CpuResume::RunGpu`]).
     pub fn note_cpu_resume(&mut self, continues: bool) -> CpuResume {
         self.cpu_running = true;
+        self.cpu_continues = continues;
         self.cpu_stopped_with_gpu = false;
-        if let Some(t) = self.cpu_stop_wanted {
-            // A wave stopped while the CPU was stopped at something else:
-            // the CPU stops again at once.
-            tracing::debug!(target: "mux", wave = t, "all-stop: CPU resumed with a wave stopped");
+        if let (Some(t), true) = (self.cpu_stop_wanted, continues) {
+            // A wave stopped while the CPU was stopped at something else
+            // (the loader hook), or the GPU was stopped for an update: the
+            // CPU stops again at once (at its continue: a step off the
+            // hook's breakpoint ends by itself).
+            tracing::debug!(target: "mux", ?t, "all-stop: CPU continued with the GPU stopped");
             self.wake = true;
         }
         if !continues {
@@ -192,7 +229,7 @@ impl AllStop {
         if !self.on || self.cpu_stopped_with_gpu {
             return WaveStopAction::Report;
         }
-        self.cpu_stop_wanted = Some(tid);
+        self.cpu_stop_wanted = Some(CpuStopFor::Wave(tid));
         self.wake |= self.cpu_running;
         if self.cpu_running {
             // Whoever ran the CPU (the user's command, or the helper on
@@ -206,12 +243,59 @@ impl AllStop {
         WaveStopAction::Report
     }
 
-    /// The CPU session takes the stop it is to make (when running).
-    pub fn take_cpu_stop(&mut self) -> Option<crate::target::Tid> {
-        if !self.cpu_running {
+    /// The CPU session takes the stop it is to make (when it runs on a
+    /// continue).
+    pub fn take_cpu_stop(&mut self) -> Option<CpuStopFor> {
+        if !self.cpu_running || !self.cpu_continues {
             return None;
         }
         self.cpu_stop_wanted.take()
+    }
+
+    /// The helper (`monitor gpu all-stop-gpu` on the CPU connection, the CPU
+    /// stopped at the runtime's loader hook) has breakpoints to set in the
+    /// GPU target while a synchronous command holds it: the GPU session
+    /// stops its process with a stop of gdbmux's own (lldb runs the GPU
+    /// target's stop hook there, which it does not at a stop it asked for
+    /// with an interrupt), and the CPU stops at its next continue.
+    /// `false` when all-stop is off.
+    pub fn request_gpu_stop(&mut self) -> bool {
+        if !self.on {
+            return false;
+        }
+        tracing::info!(target: "mux", "all-stop: stopping the GPU for the helper's update; the CPU stops at its next continue");
+        self.gpu_stop_wanted = true;
+        self.gpu_stop_description = Some(UPDATE_STOP.to_string());
+        self.cpu_stop_wanted = Some(CpuStopFor::Update);
+        self.wake = true;
+        true
+    }
+
+    /// The CPU session is continued while the GPU stopped for an update:
+    /// the CPU is not resumed at all (`true`), and its stop is reported at
+    /// once. (Resumed and then interrupted, it could reach the loader hook
+    /// again first, the next code object's, with the GPU already stopped.)
+    pub fn keep_cpu_stopped(&mut self) -> bool {
+        if self.cpu_stop_wanted != Some(CpuStopFor::Update) || !self.cpu_continues {
+            return false;
+        }
+        self.cpu_unresumed = true;
+        true
+    }
+
+    /// Whether the CPU's continue was not carried out (once).
+    pub fn take_cpu_unresumed(&mut self) -> bool {
+        std::mem::take(&mut self.cpu_unresumed)
+    }
+
+    /// The GPU session takes the stop it is to make.
+    pub fn take_gpu_stop(&mut self) -> bool {
+        std::mem::take(&mut self.gpu_stop_wanted)
+    }
+
+    /// The description of the GPU stop being made, once.
+    pub fn take_gpu_stop_description(&mut self) -> Option<String> {
+        self.gpu_stop_description.take()
     }
 
     /// The helper has the CPU's stop (`monitor gpu all-stop-release` on the
@@ -313,7 +397,7 @@ mod tests {
         a.note_cpu_resume(true);
         assert_eq!(a.on_wave_stop(7, &wave_stop()), WaveStopAction::Hold);
         assert!(a.take_wake());
-        assert_eq!(a.take_cpu_stop(), Some(7));
+        assert_eq!(a.take_cpu_stop(), Some(CpuStopFor::Wave(7)));
         a.note_cpu_stop(true);
         // A step of the wave while the CPU is stopped with it: reported.
         assert_eq!(a.on_wave_stop(7, &wave_stop()), WaveStopAction::Report);
@@ -332,7 +416,7 @@ mod tests {
         assert!(a.take_notice() && a.take_wake());
         a.note_cpu_resume(true);
         assert_eq!(a.on_wave_stop(7, &wave_stop()), WaveStopAction::Hold);
-        assert_eq!(a.take_cpu_stop(), Some(7));
+        assert_eq!(a.take_cpu_stop(), Some(CpuStopFor::Wave(7)));
         a.note_cpu_stop(true);
         assert!(a.release_held());
         assert_eq!(a.take_released(), Some(wave_stop()));
@@ -348,7 +432,7 @@ mod tests {
         assert_eq!(a.take_cpu_stop(), None);
         a.note_cpu_resume(true);
         assert!(a.take_wake());
-        assert_eq!(a.take_cpu_stop(), Some(7));
+        assert_eq!(a.take_cpu_stop(), Some(CpuStopFor::Wave(7)));
     }
 
     #[test]
@@ -382,5 +466,27 @@ mod tests {
         assert!(!a.hold_cpu_exit(&StopEvent::Exited { pid: 1, code: 0 }));
         a.note_gpu_continue();
         assert_eq!(a.note_cpu_resume(true), CpuResume::Plain);
+    }
+
+    #[test]
+    fn an_update_stops_the_gpu_and_the_cpu_at_its_continue() {
+        let mut a = AllStop::default();
+        assert!(!a.request_gpu_stop());
+        a.enable();
+        a.note_cpu_stop(false);
+        assert!(a.request_gpu_stop());
+        assert!(a.take_gpu_stop() && !a.take_gpu_stop());
+        assert!(a
+            .take_gpu_stop_description()
+            .is_some_and(|d| d.starts_with(CPU_STOP_PREFIX)));
+        // The step off the loader hook's breakpoint is not stopped.
+        a.note_cpu_resume(false);
+        assert_eq!(a.take_cpu_stop(), None);
+        a.note_cpu_stop(false);
+        a.note_cpu_resume(true);
+        assert!(a.take_wake());
+        assert!(a.keep_cpu_stopped());
+        assert_eq!(a.take_cpu_stop(), Some(CpuStopFor::Update));
+        assert!(a.take_cpu_unresumed() && !a.take_cpu_unresumed());
     }
 }

@@ -231,6 +231,17 @@ impl Session<CpuRole> {
             None => crate::gpu::allstop::CpuResume::Plain,
         };
         self.all_stop_cpu_resume(resume);
+        let keep = continues
+            && self
+                .mux
+                .as_ref()
+                .and_then(|m| m.borrow().gpu())
+                .is_some_and(|g| g.borrow_mut().all_stop_mut().keep_cpu_stopped());
+        if keep {
+            // Reported at the wake-up all-stop asked for (`all_stop_cpu`).
+            tracing::info!(target: "mux", session = self.id, "all-stop: the GPU stopped for an update: the CPU's continue ends at once");
+            return true;
+        }
         if self.role.internal.is_some() {
             return false;
         }
@@ -452,8 +463,36 @@ impl Session<CpuRole> {
         let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
             return;
         };
-        let Some(tid) = gpu.borrow_mut().all_stop_mut().take_cpu_stop() else {
+        let Some(why) = gpu.borrow_mut().all_stop_mut().take_cpu_stop() else {
             return;
+        };
+        let tid = match why {
+            crate::gpu::allstop::CpuStopFor::Wave(tid) => tid,
+            crate::gpu::allstop::CpuStopFor::Update => {
+                tracing::info!(target: "mux", "all-stop: stopping the CPU with the GPU (update)");
+                let report = crate::gpu::allstop::UPDATE_STOP.to_string();
+                if !gpu.borrow_mut().all_stop_mut().take_cpu_unresumed() {
+                    let launcher = self.launcher_then_interrupt();
+                    self.role.all_stop_report = Some((report, launcher));
+                    return;
+                }
+                // Not resumed (`gpu_prepare_resume`): its stop is the last
+                // one's thread, stopped again.
+                let Some((pid, tid)) = self.journal.event().and_then(|e| match e {
+                    StopEvent::Stopped { pid, tid, .. } => Some((*pid, *tid)),
+                    _ => None,
+                }) else {
+                    return;
+                };
+                self.role.all_stop_report = Some((report, None));
+                self.on_stop(StopEvent::Stopped {
+                    pid,
+                    tid,
+                    signal: libc::SIGSTOP,
+                    kind: StopKind::Interrupt,
+                });
+                return;
+            }
         };
         let text = {
             let mut g = gpu.borrow_mut();
@@ -690,7 +729,53 @@ impl Session<GpuRole> {
             tracing::info!(target: "mux", session = self.id, "all-stop: telling the client to continue the CPU");
             self.send(crate::gpu::allstop::RUN_CPU_NOTICE);
         }
+        // All-stop: the helper wants the GPU stopped for an update (a stop of
+        // gdbmux's own, not the client's interrupt).
+        let stop = self.is_running()
+            && self
+                .mux
+                .as_ref()
+                .and_then(|m| m.borrow().gpu())
+                .is_some_and(|g| g.borrow_mut().all_stop_mut().take_gpu_stop());
+        if stop {
+            tracing::info!(target: "mux", session = self.id, "all-stop: stopping the GPU process for the helper's update");
+            for t in self.procs.values_mut() {
+                if let Err(e) = t.interrupt() {
+                    tracing::warn!(target: "mux", "all-stop: stopping the GPU: {e}");
+                }
+            }
+        }
         self.on_target_event();
+    }
+
+    /// All-stop: the GPU stop gdbmux made for the helper's update is shown
+    /// with its description (a `SIGSTOP` stop, which `lldb -b` runs on
+    /// from, as lldb's own interrupt), and counts as a wave stop for the
+    /// exit hold (the helper runs the CPU on from it).
+    pub(super) fn gpu_all_stop_decorate(&mut self, stop: StopEvent) -> StopEvent {
+        let Some(g) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
+            return stop;
+        };
+        let Some(description) = g.borrow_mut().all_stop_mut().take_gpu_stop_description() else {
+            return stop;
+        };
+        match stop {
+            StopEvent::Stopped {
+                pid,
+                tid,
+                kind: StopKind::Interrupt,
+                ..
+            } => {
+                g.borrow_mut().note_gpu_stop(true);
+                StopEvent::Stopped {
+                    pid,
+                    tid,
+                    signal: libc::SIGSTOP,
+                    kind: StopKind::Fault { description },
+                }
+            }
+            other => other,
+        }
     }
 
     /// The CPU process of this server ended; the GPU session reports it
@@ -718,6 +803,14 @@ impl Session<GpuRole> {
             },
             other => other.clone(),
         };
+        if was_running && self.role.end_held {
+            // The runtime's unload ended this session's process and that end
+            // is held; the CPU process's exit, in a later loop turn, is the
+            // same end: it waits too (reported at once, it defeated the
+            // hold: `target list` read the CPU still running).
+            tracing::info!(target: "mux", session = self.id, "a second end of the GPU process while its first is held: waits with it");
+            return;
+        }
         if was_running {
             // Held for the lldb helper: reported when the client interrupts
             // (`GpuController::arm_exit_hold`); not when the helper runs the
@@ -733,6 +826,7 @@ impl Session<GpuRole> {
                 });
             if held {
                 tracing::info!(target: "mux", session = self.id, "the GPU process's end waits for the client's interrupt (lldb helper)");
+                self.role.end_held = true;
                 return;
             }
         }

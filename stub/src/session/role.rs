@@ -203,6 +203,10 @@ pub struct GpuRole {
     /// The CPU process whose GPU this session serves; its end is this
     /// session's end (`Session::on_peer_exit`).
     pub(super) cpu_pid: Option<Pid>,
+    /// This session's end is held for the lldb helper's interrupt
+    /// (`Session::on_peer_exit`): a second end (the runtime's unload, then
+    /// the CPU process's exit, in two loop turns) waits with it.
+    pub(super) end_held: bool,
 }
 
 /// How a session answers a packet its role does not serve.
@@ -330,6 +334,10 @@ impl SessionRole for GpuRole {
 
     fn qsupported_features(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    fn decorate_stop(s: &mut Session<Self>, stop: StopEvent) -> StopEvent {
+        s.gpu_all_stop_decorate(stop)
     }
 
     fn accelerator_feature(&self, _gpu_loaded: bool) -> Option<&'static str> {
