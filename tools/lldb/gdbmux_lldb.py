@@ -290,8 +290,8 @@ def _run_on_in_background(dbg, cpu, gpu):
             # A CPU stop of its own (breakpoint, signal) while the user's
             # command waits on the GPU: end that wait. (The all-stop stop
             # was handled by the stop hook, in this thread.)
-            _trace("background CPU stopped on its own: interrupting the GPU")
-            gpu.SendAsyncInterrupt()
+            _trace("background CPU stopped on its own: stopping the GPU with it")
+            _join_cpu_stop(dbg, cpu, gpu)
 
     worker = threading.Thread(target=work, name="gdbmux-cpu-bg", daemon=True)
     _state["cpu_bg_thread"] = worker
@@ -328,6 +328,21 @@ def _run_gpu_in_background(dbg, cpu, gpu):
     worker = threading.Thread(target=work, name="gdbmux-gpu-bg", daemon=True)
     _state["gpu_bg_thread"] = worker
     worker.start()
+
+
+def _join_cpu_stop(dbg, cpu, gpu):
+    """The CPU stopped on its own (a breakpoint, a signal) while the GPU
+    target runs: gdbmux stops the GPU with a stop of its own that counts as
+    stopped together with the CPU (`monitor gpu all-stop-gpu join`), so a
+    later `process continue` of either target runs both (after an
+    interrupt, the GPU's continue ran the GPU alone and waited for good).
+    An older gdbmux: the GPU is interrupted."""
+    res = lldb.SBCommandReturnObject()
+    dbg.GetCommandInterpreter().HandleCommand(
+        "process plugin packet monitor gpu all-stop-gpu join", lldb.SBExecutionContext(cpu), res, False
+    )
+    if "stops the GPU" not in (res.GetOutput() or ""):
+        gpu.SendAsyncInterrupt()
 
 
 def _stopped_on_its_own(cpu):
@@ -377,6 +392,8 @@ class AllStopHook:
             return self._gpu_stop(exe_ctx)
         cpu = exe_ctx.GetProcess()
         if not _all_stop_stop(cpu):
+            if _state["gpu_run_by_helper"] and _stopped_on_its_own(cpu):
+                self._stop_gpu_with_cpu(cpu)
             return True
         dbg = _state["dbg"]
         _, gpu_t = _targets(dbg)
@@ -425,6 +442,27 @@ class AllStopHook:
                 stream.Print(f"GPU target (selected): {status.GetData()}")
         return True
 
+
+    def _stop_gpu_with_cpu(self, cpu):
+        """The CPU stopped on its own (a breakpoint, a signal) while the GPU
+        runs because the helper continued it on the CPU's continue: gdbmux
+        stops the GPU with it (`monitor gpu all-stop-gpu join`), and a
+        command waiting on the CPU ends once the helper's worker has that
+        stop (else `target list` showed the GPU running, and `lldb -b` hung
+        at its end: the worker's continue held the GPU target)."""
+        dbg = _state["dbg"]
+        _, gpu_t = _targets(dbg)
+        if gpu_t is None:
+            return
+        _join_cpu_stop(dbg, cpu, gpu_t.GetProcess())
+        worker = _state.get("gpu_bg_thread")
+        _trace("all-stop: the CPU stopped on its own: stopping the GPU with it")
+        if worker is None or not worker.is_alive() or dbg.GetAsync():
+            return
+        cond = _state["gpu_stopped"]
+        with cond:
+            ok = cond.wait_for(lambda: _state["gpu_is_stopped"], GPU_STOP_WAIT_S)
+        _trace(f"all-stop: the GPU stopped with the CPU: {ok}")
 
     def _gpu_stop(self, exe_ctx):
         """The GPU target's stop (enabled only while a carry waits:
@@ -513,6 +551,15 @@ def _on_destroy(debugger_id, *_):
     taken the CPU's exit in, lldb sent an interrupt for a process already
     gone and hung for good (seen under load, gdbmux's packet log). So the
     worker finishes first: it takes the exit in, or an interrupt ends it."""
+    gpu_worker = _state.get("gpu_bg_thread")
+    if gpu_worker is not None and gpu_worker.is_alive() and _state["dbg"] is not None:
+        # The helper's GPU continue (finding 15) holds the GPU target, which
+        # lldb's teardown waits for: it ends at the GPU's stop.
+        _, gpu_t = _targets(_state["dbg"])
+        if gpu_t is not None:
+            _trace("lldb quitting: interrupting the background GPU continue")
+            gpu_t.GetProcess().SendAsyncInterrupt()
+            gpu_worker.join(10.0)
     worker = _state.get("cpu_bg_thread")
     if worker is None or not worker.is_alive():
         return
@@ -611,7 +658,13 @@ def _watch(dbg, proc, role):
             if lldb.SBProcess.GetRestartedFromEvent(ev):
                 continue
             if role == "gpu":
-                # First, before any call that may wait on the CPU target: a
+                if st == lldb.eStateStopped:
+                    # The GPU target is where the user is; selected before a
+                    # CPU stop hook waiting for this stop lets the command
+                    # end (selected after, it overrode a `target select 0`
+                    # typed next, and that `process continue` went to the GPU).
+                    dbg.SetSelectedTarget(proc.GetTarget())
+                # Then, before any call that may wait on the CPU target: a
                 # CPU stop hook may wait for this (AllStopHook).
                 _set_gpu_stopped(st == lldb.eStateStopped)
             cpu_t, gpu_t = _targets(dbg)
@@ -637,10 +690,10 @@ def _watch(dbg, proc, role):
                     _trace("gpu exited: interrupting the CPU for its held end")
                     cpu.SendAsyncInterrupt()
                 elif role == "gpu" and st == lldb.eStateStopped:
+                    # (The GPU target was selected above, before the stop
+                    # was announced: selected here, after, it raced with a
+                    # `target select 0` typed next.)
                     _state["gpu_run_by_helper"] = False
-                    # gdbmux stops the CPU with the wave (all-stop); the GPU
-                    # target is where the user is.
-                    dbg.SetSelectedTarget(gpu_t)
                 elif (
                     role == "cpu"
                     and st == lldb.eStateStopped
@@ -659,8 +712,8 @@ def _watch(dbg, proc, role):
                     # took that stale stop for one of the CPU's own and
                     # interrupted the GPU's continue: its next wave stop
                     # never showed.
-                    _trace("cpu stopped: interrupting the GPU")
-                    gpu.SendAsyncInterrupt()
+                    _trace("cpu stopped: stopping the GPU with it")
+                    _join_cpu_stop(dbg, cpu, gpu)
                 elif role == "cpu" and st == lldb.eStateStopped:
                     _trace("cpu stop event: not a stop of its own now (taken late, or the all-stop stop)")
                 if st in (lldb.eStateExited, lldb.eStateDetached):

@@ -90,6 +90,9 @@ pub struct AllStop {
     /// The CPU's continue was not carried out: it stops at once for an
     /// update ([`AllStop::keep_cpu_stopped`]).
     cpu_unresumed: bool,
+    /// The GPU stop being made joins a CPU stop of the CPU's own
+    /// ([`AllStop::request_gpu_stop_with_cpu`]).
+    gpu_stop_joins_cpu: bool,
     /// A wave stop the GPU session holds until its client interrupts.
     held: Option<StopEvent>,
     /// The held stop, released by an interrupt: reported next.
@@ -126,6 +129,10 @@ pub enum CpuStopFor {
 pub const UPDATE_STOP: &str =
     "gdbmux all-stop: a GPU code object loaded while the GPU target ran; \
      both targets stopped to set its breakpoints; `process continue` on either target runs both";
+
+/// The description of the GPU stop that joins a CPU stop of its own.
+pub const JOIN_STOP: &str = "gdbmux all-stop: the CPU target stopped (see its stop reason); \
+     the GPU target stopped with it; `process continue` on either target runs both";
 
 /// What a resume of the CPU session means for the GPU (see
 /// [`AllStop::note_cpu_resume`]).
@@ -226,6 +233,12 @@ impl AllStop {
     /// A wave stop (thread `tid`) the GPU session is about to report.
     pub fn on_wave_stop(&mut self, tid: crate::target::Tid, ev: &StopEvent) -> WaveStopAction {
         self.stopped_wave = Some(tid);
+        if self.gpu_stop_description.is_some() {
+            // The stop gdbmux makes for all-stop (an update, or joining a
+            // CPU stop), reported on a wave it stopped: the CPU's side is
+            // already decided.
+            return WaveStopAction::Report;
+        }
         if !self.on || self.cpu_stopped_with_gpu {
             return WaveStopAction::Report;
         }
@@ -288,14 +301,38 @@ impl AllStop {
         std::mem::take(&mut self.cpu_unresumed)
     }
 
+    /// The helper (its CPU stop hook, `monitor gpu all-stop-gpu join`): the
+    /// CPU stopped on its own (a breakpoint, a signal) while the GPU runs
+    /// because the helper continued it on the CPU's continue. The GPU
+    /// session stops its process too, with a stop of gdbmux's own, and the
+    /// two count as stopped together: a continue of either runs both.
+    /// `false` when all-stop is off.
+    pub fn request_gpu_stop_with_cpu(&mut self) -> bool {
+        if !self.on {
+            return false;
+        }
+        tracing::info!(target: "mux", "all-stop: the CPU stopped on its own: stopping the GPU with it");
+        self.gpu_stop_wanted = true;
+        self.gpu_stop_description = Some(JOIN_STOP.to_string());
+        self.gpu_stop_joins_cpu = true;
+        self.wake = true;
+        true
+    }
+
+    /// The GPU stop for all-stop is reported: its description, once; a
+    /// stop that joins the CPU's makes the two stopped together.
+    pub fn take_gpu_stop_report(&mut self) -> Option<String> {
+        let d = self.gpu_stop_description.take()?;
+        if std::mem::take(&mut self.gpu_stop_joins_cpu) && !self.cpu_running {
+            self.both_stopped = true;
+            self.cpu_stopped_with_gpu = true;
+        }
+        Some(d)
+    }
+
     /// The GPU session takes the stop it is to make.
     pub fn take_gpu_stop(&mut self) -> bool {
         std::mem::take(&mut self.gpu_stop_wanted)
-    }
-
-    /// The description of the GPU stop being made, once.
-    pub fn take_gpu_stop_description(&mut self) -> Option<String> {
-        self.gpu_stop_description.take()
     }
 
     /// The helper has the CPU's stop (`monitor gpu all-stop-release` on the
@@ -477,7 +514,7 @@ mod tests {
         assert!(a.request_gpu_stop());
         assert!(a.take_gpu_stop() && !a.take_gpu_stop());
         assert!(a
-            .take_gpu_stop_description()
+            .take_gpu_stop_report()
             .is_some_and(|d| d.starts_with(CPU_STOP_PREFIX)));
         // The step off the loader hook's breakpoint is not stopped.
         a.note_cpu_resume(false);
@@ -488,5 +525,26 @@ mod tests {
         assert!(a.keep_cpu_stopped());
         assert_eq!(a.take_cpu_stop(), Some(CpuStopFor::Update));
         assert!(a.take_cpu_unresumed() && !a.take_cpu_unresumed());
+    }
+
+    #[test]
+    fn a_cpu_stop_of_its_own_under_the_helpers_gpu_continue_stops_both() {
+        let mut a = AllStop::default();
+        a.enable();
+        a.note_cpu_resume(true);
+        a.on_wave_stop(7, &wave_stop());
+        a.take_cpu_stop();
+        a.note_cpu_stop(true);
+        assert_eq!(a.note_cpu_resume(true), CpuResume::RunGpu);
+        // A CPU breakpoint.
+        a.note_cpu_stop(false);
+        assert!(a.request_gpu_stop_with_cpu());
+        assert!(a.take_gpu_stop());
+        // Reported on a wave: the CPU is not stopped again for it.
+        assert_eq!(a.on_wave_stop(8, &wave_stop()), WaveStopAction::Report);
+        assert!(a.take_gpu_stop_report().is_some());
+        assert_eq!(a.take_cpu_stop(), None);
+        // Stopped together: a continue of the CPU runs the GPU.
+        assert_eq!(a.note_cpu_resume(true), CpuResume::RunGpu);
     }
 }

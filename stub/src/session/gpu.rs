@@ -731,13 +731,17 @@ impl Session<GpuRole> {
         }
         // All-stop: the helper wants the GPU stopped for an update (a stop of
         // gdbmux's own, not the client's interrupt).
-        let stop = self.is_running()
-            && self
-                .mux
-                .as_ref()
-                .and_then(|m| m.borrow().gpu())
-                .is_some_and(|g| g.borrow_mut().all_stop_mut().take_gpu_stop());
-        if stop {
+        let gpu = self.mux.as_ref().and_then(|m| m.borrow().gpu());
+        let stop = gpu
+            .as_ref()
+            .is_some_and(|g| g.borrow_mut().all_stop_mut().take_gpu_stop());
+        if stop && !self.is_running() {
+            // Stopped already (a late request): nothing to stop, and
+            // nothing to describe at a later stop.
+            if let Some(g) = &gpu {
+                let _ = g.borrow_mut().all_stop_mut().take_gpu_stop_report();
+            }
+        } else if stop {
             tracing::info!(target: "mux", session = self.id, "all-stop: stopping the GPU process for the helper's update");
             for t in self.procs.values_mut() {
                 if let Err(e) = t.interrupt() {
@@ -756,7 +760,7 @@ impl Session<GpuRole> {
         let Some(g) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
             return stop;
         };
-        let Some(description) = g.borrow_mut().all_stop_mut().take_gpu_stop_description() else {
+        let Some(description) = g.borrow_mut().all_stop_mut().take_gpu_stop_report() else {
             return stop;
         };
         match stop {

@@ -141,7 +141,13 @@ impl<R: SessionRole> Session<R> {
             // The helper's update while a command holds the GPU target
             // (`crate::gpu::allstop`, `AllStop::request_gpu_stop`).
             "all-stop-gpu" => {
-                let ok = gpu.borrow_mut().all_stop_mut().request_gpu_stop();
+                let mut g = gpu.borrow_mut();
+                let a = g.all_stop_mut();
+                let ok = if args.get(1).is_some_and(|a| a == "join") {
+                    a.request_gpu_stop_with_cpu()
+                } else {
+                    a.request_gpu_stop()
+                };
                 Ok(if ok {
                     "gdbmux: all-stop: stops the GPU target, and the CPU at its next continue\n".into()
                 } else {
