@@ -146,6 +146,14 @@ fn lldb_batch_session_typed_from_the_connect_line() {
 fn lldb_interactive_session_typed_through_a_pty() {
     let env = GpuEnv::get();
     let (server, args) = serve(env, "pty");
-    env.lldb_pty(&args, &session(true), &server);
+    let out = env.lldb_pty(&args, &session(true), &server);
+    // Each wave stop (two breakpoints, a step-inst, a step-over) is printed
+    // once, in full: by lldb, not also by the helper's stop hook
+    // (docs/gpu-lldb.md, finding 14).
+    assert_eq!(
+        wave_stops_printed(&out),
+        4,
+        "each wave stop printed once:\n{out}"
+    );
     server.wait_log("[inferior] host: PASS", 10);
 }

@@ -18,10 +18,13 @@ What it does, because stock lldb 23.1 cannot do it over the protocol
   where they stay pending; when code objects load, each pending
   `breakpoint set -n NAME` / `-f FILE -l LINE` is set on the GPU target too.
 * All-stop across the two targets (`monitor gpu all-stop`, with gdbmux):
-  a wave stop stops the CPU too, and a `process continue` of the GPU target
-  runs the CPU on (gdbmux's notice, taken by a listener thread); a stop hook
-  of the CPU target orders the two stops so that a command ends with both
-  targets stopped.
+  a wave stop stops the CPU too, and a `process continue` of either target
+  runs the other one on (gdbmux's notice on that target's connection, taken
+  by a listener thread); a stop hook of the CPU target orders the two stops
+  so that a command ends with both targets stopped.
+  A code object whose breakpoints must be set while a synchronous command
+  holds the GPU target stops both targets (`monitor gpu all-stop-gpu`);
+  the GPU target's stop hook sets them.
 * `stop-disassembly-display never`: stock 23.1 aborts disassembling AMDGPU.
 
 The user writes no Python and computes no address.
@@ -52,8 +55,14 @@ _state = {
     "cpu_bg_thread": None,  # the worker running a synchronous CPU continue
     "all_stop": False,  # gdbmux stops the CPU with a wave (monitor gpu all-stop)
     "cpu_run_by_helper": False,  # the CPU runs because the GPU was continued
+    "gpu_run_by_helper": False,  # the GPU runs because the CPU was continued
+    "gpu_bg_thread": None,  # the worker running a synchronous GPU continue
     "gpu_stopped": threading.Condition(),  # notified when the GPU is taken stopped
     "gpu_is_stopped": False,
+    "cpu_stopped": threading.Condition(),  # notified when the CPU is taken stopped
+    "cpu_is_stopped": True,
+    "carry": None,  # breakpoints for the GPU target's stop hook to set
+    "gpu_hook_id": None,  # the GPU target's stop hook (enabled for a carry)
     "lock": threading.Lock(),
 }
 
@@ -62,6 +71,9 @@ _state = {
 # profile data), and the prefix of the CPU stop gdbmux makes for a wave
 # stop (stub/src/gpu/allstop.rs).
 RUN_CPU_NOTICE = "gdbmux:run-cpu"
+# The mirror, on the CPU connection: the CPU target was continued while it
+# was stopped with the GPU (`target select 0`, `process continue`).
+RUN_GPU_NOTICE = "gdbmux:run-gpu"
 ALL_STOP_PREFIX = "gdbmux all-stop:"
 # How long a command that took the CPU's all-stop stop waits for the GPU
 # target's stop (it comes at once; the bound only keeps lldb responsive
@@ -162,6 +174,13 @@ def _cpu_side(dbg):
 def _gpu_side(dbg, cos, pending):
     """Adds the code objects to the GPU target and sets the pending
     breakpoints there. Returns the CPU breakpoints now set on the GPU."""
+    _gpu_modules(dbg, cos)
+    return _gpu_breakpoints(dbg, pending)
+
+
+def _gpu_modules(dbg, cos):
+    """Adds, moves and removes the GPU target's modules (calls that do not
+    take the target's API lock: docs/gpu-lldb.md, finding 4)."""
     _, gpu_t = _targets(dbg)
     for path, addr in cos:
         if _state["loaded"].get(path) == addr:
@@ -189,6 +208,12 @@ def _gpu_side(dbg, cos, pending):
                 gpu_t.ClearModuleLoadAddress(mod)
                 gpu_t.RemoveModule(mod)
             del _state["loaded"][path]
+
+
+def _gpu_breakpoints(dbg, pending):
+    """Sets the pending CPU breakpoints on the GPU target (this takes the
+    target's API lock). Returns the CPU breakpoints now set there."""
+    _, gpu_t = _targets(dbg)
     carried = []
     for bp, (names, f, line), one_shot, cond, ignore in pending:
         if names:
@@ -251,6 +276,7 @@ def _run_on_in_background(dbg, cpu, gpu):
         _trace(f"background CPU continue ended in state {st}")
         with _state["lock"]:
             _state["cpu_bg"] = False
+        _set_cpu_stopped(True)
         if st == lldb.eStateExited:
             # The CPU's exit is in (this worker took it): gdbmux held the GPU
             # process's end for this interrupt (_hold_exits), so a command
@@ -264,12 +290,59 @@ def _run_on_in_background(dbg, cpu, gpu):
             # A CPU stop of its own (breakpoint, signal) while the user's
             # command waits on the GPU: end that wait. (The all-stop stop
             # was handled by the stop hook, in this thread.)
-            _trace("background CPU stopped on its own: interrupting the GPU")
-            gpu.SendAsyncInterrupt()
+            _trace("background CPU stopped on its own: stopping the GPU with it")
+            _join_cpu_stop(dbg, cpu, gpu)
 
     worker = threading.Thread(target=work, name="gdbmux-cpu-bg", daemon=True)
     _state["cpu_bg_thread"] = worker
     worker.start()
+
+
+def _run_gpu_in_background(dbg, cpu, gpu):
+    """Runs the GPU on (gdbmux's notice on the CPU connection: the CPU
+    target was continued while it was stopped with a wave), the mirror of
+    _run_on_in_background. In synchronous lldb the user's command waits on
+    the CPU: a worker thread's blocking Continue takes the GPU's events in
+    (they are hidden from the listener) and says when the GPU has stopped,
+    for the stop hook of the next all-stop stop. When it takes the GPU's end
+    in, it interrupts the CPU: gdbmux holds the CPU's end until then, so the
+    user's command ends after both targets have exited."""
+    _set_gpu_stopped(False)
+    if dbg.GetAsync():
+        # Interactive lldb: the listener sees the GPU's events.
+        gpu.Continue()
+        return
+
+    def work():
+        gpu.Continue()
+        st = gpu.GetState()
+        _trace(f"background GPU continue ended in state {st}")
+        with _state["lock"]:
+            _state["gpu_run_by_helper"] = False
+        if st == lldb.eStateStopped:
+            _set_gpu_stopped(True)
+        elif st in (lldb.eStateExited, lldb.eStateDetached):
+            _trace("background GPU continue took the exit in: interrupting the CPU for its held end")
+            cpu.SendAsyncInterrupt()
+
+    worker = threading.Thread(target=work, name="gdbmux-gpu-bg", daemon=True)
+    _state["gpu_bg_thread"] = worker
+    worker.start()
+
+
+def _join_cpu_stop(dbg, cpu, gpu):
+    """The CPU stopped on its own (a breakpoint, a signal) while the GPU
+    target runs: gdbmux stops the GPU with a stop of its own that counts as
+    stopped together with the CPU (`monitor gpu all-stop-gpu join`), so a
+    later `process continue` of either target runs both (after an
+    interrupt, the GPU's continue ran the GPU alone and waited for good).
+    An older gdbmux: the GPU is interrupted."""
+    res = lldb.SBCommandReturnObject()
+    dbg.GetCommandInterpreter().HandleCommand(
+        "process plugin packet monitor gpu all-stop-gpu join", lldb.SBExecutionContext(cpu), res, False
+    )
+    if "stops the GPU" not in (res.GetOutput() or ""):
+        gpu.SendAsyncInterrupt()
 
 
 def _stopped_on_its_own(cpu):
@@ -313,28 +386,32 @@ class AllStopHook:
         self.target = target
 
     def handle_stop(self, exe_ctx, stream):
-        if "amdgpu" in (self.target.GetTriple() or "") or not _state["all_stop"]:
+        if not _state["all_stop"]:
             return True
+        if "amdgpu" in (self.target.GetTriple() or ""):
+            return self._gpu_stop(exe_ctx)
         cpu = exe_ctx.GetProcess()
         if not _all_stop_stop(cpu):
+            if _state["gpu_run_by_helper"] and _stopped_on_its_own(cpu):
+                self._stop_gpu_with_cpu(cpu)
             return True
         dbg = _state["dbg"]
         _, gpu_t = _targets(dbg)
         if gpu_t is None:
             return True
         with _state["lock"]:
-            by_helper = _state["cpu_run_by_helper"]
             _state["cpu_run_by_helper"] = False
-        if by_helper:
-            # On the CPU connection, not as an interrupt of the GPU: lldb does
-            # not carry out a breakpoint's actions (a one-shot one's
-            # deletion) at a stop it asked for with an interrupt.
-            res = lldb.SBCommandReturnObject()
-            ctx = lldb.SBExecutionContext(cpu)
-            dbg.GetCommandInterpreter().HandleCommand(
-                "process plugin packet monitor gpu all-stop-release", ctx, res, False
-            )
-            _trace(f"all-stop: CPU stop taken in: released the GPU's held wave stop: {res.GetOutput()} {res.GetError()}")
+        # gdbmux holds the wave's stop until the CPU's is in (whoever
+        # ran the CPU): released on the CPU connection, not as an
+        # interrupt of the GPU: lldb does not carry out a breakpoint's
+        # actions (a one-shot one's deletion) at a stop it asked for
+        # with an interrupt.
+        res = lldb.SBCommandReturnObject()
+        ctx = lldb.SBExecutionContext(cpu)
+        dbg.GetCommandInterpreter().HandleCommand(
+            "process plugin packet monitor gpu all-stop-release", ctx, res, False
+        )
+        _trace(f"all-stop: CPU stop taken in: released the GPU's held wave stop: {res.GetOutput()} {res.GetError()}")
         if threading.current_thread().name == "gdbmux-cpu-bg":
             # The user's synchronous command on the GPU takes its stop.
             _set_gpu_stopped(True)
@@ -363,6 +440,55 @@ class AllStopHook:
             status = lldb.SBStream()
             if th.IsValid() and th.GetStatus(status):
                 stream.Print(f"GPU target (selected): {status.GetData()}")
+        return True
+
+
+    def _stop_gpu_with_cpu(self, cpu):
+        """The CPU stopped on its own (a breakpoint, a signal) while the GPU
+        runs because the helper continued it on the CPU's continue: gdbmux
+        stops the GPU with it (`monitor gpu all-stop-gpu join`), and a
+        command waiting on the CPU ends once the helper's worker has that
+        stop (else `target list` showed the GPU running, and `lldb -b` hung
+        at its end: the worker's continue held the GPU target)."""
+        dbg = _state["dbg"]
+        _, gpu_t = _targets(dbg)
+        if gpu_t is None:
+            return
+        _join_cpu_stop(dbg, cpu, gpu_t.GetProcess())
+        worker = _state.get("gpu_bg_thread")
+        _trace("all-stop: the CPU stopped on its own: stopping the GPU with it")
+        if worker is None or not worker.is_alive() or dbg.GetAsync():
+            return
+        cond = _state["gpu_stopped"]
+        with cond:
+            ok = cond.wait_for(lambda: _state["gpu_is_stopped"], GPU_STOP_WAIT_S)
+        _trace(f"all-stop: the GPU stopped with the CPU: {ok}")
+
+    def _gpu_stop(self, exe_ctx):
+        """The GPU target's stop (enabled only while a carry waits:
+        _carry_at_all_stop). On the thread that holds the GPU target: the
+        breakpoints are set here."""
+        carry = _state.get("carry")
+        if carry is None or not _all_stop_stop(exe_ctx.GetProcess()):
+            return True
+        _state["carry"] = None
+        dbg = _state["dbg"]
+        _trace(f"all-stop: GPU stop hook (async {dbg.GetAsync()})")
+        carry["carried"].extend(_gpu_breakpoints(dbg, carry["pending"]))
+        _gpu_hook(dbg, self.target, "disable")
+        carry["done"].set()
+        _trace(f"all-stop: GPU stop hook set {len(carry['carried'])} carried breakpoints (async {dbg.GetAsync()})")
+        if threading.current_thread().name == "gdbmux-gpu-bg":
+            return True
+        # The user's command waits on the GPU (a carry happens only under a
+        # synchronous command; the debugger's async flag reads true inside
+        # a stop hook, measured, so it cannot tell); the helper's worker
+        # runs the CPU, which gdbmux stops as it leaves the loader hook: the
+        # command ends once that stop is in.
+        cond = _state["cpu_stopped"]
+        with cond:
+            ok = cond.wait_for(lambda: _state["cpu_is_stopped"], GPU_STOP_WAIT_S)
+        _trace(f"all-stop: GPU stop hook: CPU stop taken: {ok}")
         return True
 
 
@@ -396,8 +522,25 @@ def _hold_exits(dbg, cpu_t):
         dbg.SetSelectedTarget(cpu_t)
         res = lldb.SBCommandReturnObject()
         dbg.GetCommandInterpreter().HandleCommand("target stop-hook add -P gdbmux_lldb.AllStopHook", res)
-        dbg.SetSelectedTarget(was)
         _trace(f"all-stop stop hook: {res.GetOutput()} {res.GetError()}")
+        # The GPU target's, disabled: enabled only while breakpoints wait
+        # for it (_carry_at_all_stop). An active stop hook makes lldb look
+        # at every thread's stop info at each stop (every wave).
+        _, gpu_t = _targets(dbg)
+        if gpu_t is not None:
+            # In the GPU target's context: this runs in the loader hook's
+            # callback, whose context (the CPU's) commands take otherwise.
+            dbg.SetSelectedTarget(gpu_t)
+            res = lldb.SBCommandReturnObject()
+            dbg.GetCommandInterpreter().HandleCommand(
+                "target stop-hook add -P gdbmux_lldb.AllStopHook", lldb.SBExecutionContext(gpu_t), res, False
+            )
+            m = re.search(r"#(\d+)", res.GetOutput() or "")
+            if m:
+                _state["gpu_hook_id"] = m.group(1)
+                _gpu_hook(dbg, gpu_t, "disable")
+            _trace(f"all-stop GPU stop hook: {_state['gpu_hook_id']} {res.GetOutput()} {res.GetError()}")
+        dbg.SetSelectedTarget(was)
 
 
 def _on_destroy(debugger_id, *_):
@@ -408,6 +551,15 @@ def _on_destroy(debugger_id, *_):
     taken the CPU's exit in, lldb sent an interrupt for a process already
     gone and hung for good (seen under load, gdbmux's packet log). So the
     worker finishes first: it takes the exit in, or an interrupt ends it."""
+    gpu_worker = _state.get("gpu_bg_thread")
+    if gpu_worker is not None and gpu_worker.is_alive() and _state["dbg"] is not None:
+        # The helper's GPU continue (finding 15) holds the GPU target, which
+        # lldb's teardown waits for: it ends at the GPU's stop.
+        _, gpu_t = _targets(_state["dbg"])
+        if gpu_t is not None:
+            _trace("lldb quitting: interrupting the background GPU continue")
+            gpu_t.GetProcess().SendAsyncInterrupt()
+            gpu_worker.join(10.0)
     worker = _state.get("cpu_bg_thread")
     if worker is None or not worker.is_alive():
         return
@@ -446,23 +598,35 @@ def _watch(dbg, proc, role):
             return
         _state["watching"].add(uid)
     listener = lldb.SBListener(f"gdbmux-{role}")
-    mask = lldb.SBProcess.eBroadcastBitStateChanged
-    if role == "gpu":
-        # gdbmux's notices come as asynchronous profile data: not hijacked
-        # by a synchronous command (it takes state changes only), and
-        # printed by no one.
-        mask |= lldb.SBProcess.eBroadcastBitProfileData
+    # gdbmux's notices come as asynchronous profile data: not hijacked by a
+    # synchronous command (it takes state changes only), and printed by no
+    # one.
+    mask = lldb.SBProcess.eBroadcastBitStateChanged | lldb.SBProcess.eBroadcastBitProfileData
     listener.StartListeningForEvents(proc.GetBroadcaster(), mask)
 
-    def notice(ev, gpu_p):
+    def notice(ev, p):
         data = ""
         while True:
-            chunk = gpu_p.GetAsyncProfileData(4096)
+            chunk = p.GetAsyncProfileData(4096)
             if not chunk:
                 break
             data += chunk
-        if RUN_CPU_NOTICE not in data:
+        if role == "cpu" and RUN_GPU_NOTICE in data:
+            _, gpu_t = _targets(dbg)
+            if gpu_t is None:
+                return
+            gpu = gpu_t.GetProcess()
+            with _state["lock"]:
+                if gpu.GetState() != lldb.eStateStopped:
+                    _trace(f"notice: run the GPU, which is in state {gpu.GetState()}")
+                    return
+                _trace("notice: the CPU was continued: running the GPU on")
+                _state["gpu_run_by_helper"] = True
+            _run_gpu_in_background(dbg, p, gpu)
             return
+        if role != "gpu" or RUN_CPU_NOTICE not in data:
+            return
+        gpu_p = p
         cpu_t, _ = _targets(dbg)
         if cpu_t is None:
             return
@@ -494,7 +658,13 @@ def _watch(dbg, proc, role):
             if lldb.SBProcess.GetRestartedFromEvent(ev):
                 continue
             if role == "gpu":
-                # First, before any call that may wait on the CPU target: a
+                if st == lldb.eStateStopped:
+                    # The GPU target is where the user is; selected before a
+                    # CPU stop hook waiting for this stop lets the command
+                    # end (selected after, it overrode a `target select 0`
+                    # typed next, and that `process continue` went to the GPU).
+                    dbg.SetSelectedTarget(proc.GetTarget())
+                # Then, before any call that may wait on the CPU target: a
                 # CPU stop hook may wait for this (AllStopHook).
                 _set_gpu_stopped(st == lldb.eStateStopped)
             cpu_t, gpu_t = _targets(dbg)
@@ -512,10 +682,18 @@ def _watch(dbg, proc, role):
                     # hold the GPU's end for this interrupt (_hold_exits).
                     _trace("cpu exited: interrupting the GPU for its held end")
                     gpu.SendAsyncInterrupt()
+                elif role == "gpu" and st == lldb.eStateExited and _state["gpu_run_by_helper"]:
+                    # The GPU's end is in (asynchronous lldb), the GPU having
+                    # been run on the CPU's continue: gdbmux holds the CPU's
+                    # end for this interrupt (_run_gpu_in_background).
+                    _state["gpu_run_by_helper"] = False
+                    _trace("gpu exited: interrupting the CPU for its held end")
+                    cpu.SendAsyncInterrupt()
                 elif role == "gpu" and st == lldb.eStateStopped:
-                    # gdbmux stops the CPU with the wave (all-stop); the GPU
-                    # target is where the user is.
-                    dbg.SetSelectedTarget(gpu_t)
+                    # (The GPU target was selected above, before the stop
+                    # was announced: selected here, after, it raced with a
+                    # `target select 0` typed next.)
+                    _state["gpu_run_by_helper"] = False
                 elif (
                     role == "cpu"
                     and st == lldb.eStateStopped
@@ -534,8 +712,8 @@ def _watch(dbg, proc, role):
                     # took that stale stop for one of the CPU's own and
                     # interrupted the GPU's continue: its next wave stop
                     # never showed.
-                    _trace("cpu stopped: interrupting the GPU")
-                    gpu.SendAsyncInterrupt()
+                    _trace("cpu stopped: stopping the GPU with it")
+                    _join_cpu_stop(dbg, cpu, gpu)
                 elif role == "cpu" and st == lldb.eStateStopped:
                     _trace("cpu stop event: not a stop of its own now (taken late, or the all-stop stop)")
                 if st in (lldb.eStateExited, lldb.eStateDetached):
@@ -582,6 +760,19 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
     if not held:
         lock.unlock()
     by_command = held and threading.current_thread().name == "gdbmux-cpu-bg"
+    gpu_worker = _state.get("gpu_bg_thread")
+    # The helper's own GPU continue (the user continued the CPU target at a
+    # wave stop) holds the lock until the GPU stops.
+    by_gpu_worker = held and gpu_worker is not None and gpu_worker.is_alive()
+    if by_command or by_gpu_worker:
+        if not any(_state["loaded"].get(p) != a for p, a in cos):
+            # Nothing new to resolve breakpoints in (an unload while the
+            # breakpoints of a later code object wait): the modules only.
+            _gpu_modules(dbg, cos)
+            _trace("loader hook: a command holds the GPU target and no code object is new: modules only")
+            return False
+        if pending and _state.get("gpu_hook_id") and _carry_at_all_stop(dbg, cos, pending):
+            return False
     # Adding, moving and removing modules does not take the target's API
     # lock (measured: `stub/tests/gpu_reload.rs` reloads a code object while
     # `process continue` waits on the GPU); creating breakpoints does.
@@ -631,6 +822,62 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
     for bp, gid in carried:
         _report_carried(bp, gid)
     return False
+
+
+def _carry_at_all_stop(dbg, cos, pending):
+    """A code object with breakpoints to carry over loaded while a
+    synchronous command holds the GPU target (the user's `process continue`
+    of the GPU target, or the helper's of the CPU's): all-stop covers it
+    (docs/gpu-lldb.md, finding 16). gdbmux stops the GPU target with a stop
+    of its own (`monitor gpu all-stop-gpu`: not an lldb interrupt, at which
+    lldb runs no stop hook) and the CPU at its next continue. The GPU
+    target's stop hook runs on the thread that holds the GPU target and sets
+    the breakpoints there; this callback (the CPU stays at the loader hook)
+    waits for them. A user's command that waits on the GPU ends once the
+    CPU's stop is in too (the stop hook waits for it). Returns False when
+    gdbmux does not do it (an older gdbmux)."""
+    cpu_t, gpu_t = _targets(dbg)
+    _gpu_modules(dbg, cos)
+    carry = {"pending": pending, "done": threading.Event(), "carried": []}
+    _state["carry"] = carry
+    _set_cpu_stopped(False)
+    ctx = lldb.SBExecutionContext(cpu_t.GetProcess())
+    interp = dbg.GetCommandInterpreter()
+    _gpu_hook(dbg, gpu_t, "enable")
+    res = lldb.SBCommandReturnObject()
+    interp.HandleCommand("process plugin packet monitor gpu all-stop-gpu", ctx, res, False)
+    if "stops the GPU" not in (res.GetOutput() or ""):
+        _trace(f"all-stop-gpu refused: {res.GetOutput()} {res.GetError()}")
+        _state["carry"] = None
+        _gpu_hook(dbg, gpu_t, "disable")
+        return False
+    _log("a GPU code object loaded while the GPU target ran: both targets stop to set its "
+         "breakpoints (all-stop); `process continue` runs on")
+    ok = carry["done"].wait(GPU_STOP_WAIT_S)
+    _trace(f"loader hook: breakpoints carried at the GPU's all-stop stop: {ok}")
+    for bp, gid in carry["carried"]:
+        _report_carried(bp, gid)
+    return True
+
+
+def _gpu_hook(dbg, gpu_t, verb):
+    """Enables or disables the GPU target's stop hook (the command acts on
+    the selected target)."""
+    was = dbg.GetSelectedTarget()
+    dbg.SetSelectedTarget(gpu_t)
+    res = lldb.SBCommandReturnObject()
+    dbg.GetCommandInterpreter().HandleCommand(
+        f"target stop-hook {verb} {_state['gpu_hook_id']}", lldb.SBExecutionContext(gpu_t), res, False
+    )
+    dbg.SetSelectedTarget(was)
+    _trace(f"GPU stop hook {verb}: {res.Succeeded()} {res.GetError()}")
+
+
+def _set_cpu_stopped(v):
+    cond = _state["cpu_stopped"]
+    with cond:
+        _state["cpu_is_stopped"] = v
+        cond.notify_all()
 
 
 def _arm(dbg, target):

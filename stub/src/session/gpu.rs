@@ -129,6 +129,9 @@ impl Session<CpuRole> {
     /// breakpoint (and not also a client breakpoint), handle it here and
     /// return `true` (the client sees nothing).
     pub(super) fn gpu_intercept(&mut self, stop: &StopEvent) -> bool {
+        if self.all_stop_hold_cpu_exit(stop) {
+            return true;
+        }
         let cpu = &mut self.role;
         if let Some(Internal::ClientStepping { pid, addr }) = cpu.internal.clone() {
             cpu.internal = None;
@@ -212,10 +215,32 @@ impl Session<CpuRole> {
     /// steps over it internally, then resumes the client's plan. Returns
     /// `true` when it started the resume itself.
     pub(super) fn gpu_prepare_resume(&mut self, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
-        if let Some(g) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) {
-            let mut g = g.borrow_mut();
-            g.note_cpu_resume();
-            g.all_stop_mut().note_cpu_resume();
+        let continues = plans.values().any(|p| {
+            p.default
+                .is_some_and(|a| matches!(a, ResumeAction::Continue(_)))
+                || p.threads
+                    .iter()
+                    .any(|(_, a)| matches!(a, ResumeAction::Continue(_)))
+        });
+        let resume = match self.mux.as_ref().and_then(|m| m.borrow().gpu()) {
+            Some(g) => {
+                let mut g = g.borrow_mut();
+                g.note_cpu_resume();
+                g.all_stop_mut().note_cpu_resume(continues)
+            }
+            None => crate::gpu::allstop::CpuResume::Plain,
+        };
+        self.all_stop_cpu_resume(resume);
+        let keep = continues
+            && self
+                .mux
+                .as_ref()
+                .and_then(|m| m.borrow().gpu())
+                .is_some_and(|g| g.borrow_mut().all_stop_mut().keep_cpu_stopped());
+        if keep {
+            // Reported at the wake-up all-stop asked for (`all_stop_cpu`).
+            tracing::info!(target: "mux", session = self.id, "all-stop: the GPU stopped for an update: the CPU's continue ends at once");
+            return true;
         }
         if self.role.internal.is_some() {
             return false;
@@ -255,6 +280,75 @@ impl Session<CpuRole> {
                 true
             }
         }
+    }
+
+    /// All-stop: what the CPU's resume means for the GPU target. The helper
+    /// is told to continue the GPU target (an `A` packet on this
+    /// connection, `crate::gpu::allstop::RUN_GPU_NOTICE`); without the
+    /// helper, a console line says that the CPU waits for the stopped wave.
+    fn all_stop_cpu_resume(&mut self, resume: crate::gpu::allstop::CpuResume) {
+        use crate::gpu::allstop::CpuResume;
+        match resume {
+            CpuResume::Plain => {}
+            CpuResume::RunGpu => {
+                tracing::info!(target: "mux", session = self.id, "all-stop: telling the client to continue the GPU");
+                self.send(crate::gpu::allstop::RUN_GPU_NOTICE);
+            }
+            CpuResume::WaitsForWave(tid) => {
+                tracing::info!(target: "mux", session = self.id, wave = tid, "CPU continued while a wave is stopped (no lldb helper)");
+                self.send(&reply::console(&format!(
+                    "gdbmux: GPU wave {tid} is stopped in the GPU target: the CPU waits in the GPU \
+                     runtime for its dispatch until the GPU target is continued (`target select 1`, \
+                     `process continue`; Ctrl-C stops the CPU). gdbmux's lldb helper (the \
+                     `command script import` of the lldb line gdbmux prints) runs both together.\n"
+                )));
+            }
+        }
+    }
+
+    /// All-stop: the CPU process ended while the helper runs the GPU on the
+    /// client's CPU continue. The GPU session reports its end at once; this
+    /// end is held until the client interrupts (the helper does, once it
+    /// has the GPU's end), so the command waiting on the CPU ends with both
+    /// targets exited (docs/gpu-lldb.md, finding 15). Returns `true` when
+    /// held.
+    fn all_stop_hold_cpu_exit(&mut self, stop: &StopEvent) -> bool {
+        if !matches!(
+            stop,
+            StopEvent::Exited { .. } | StopEvent::Terminated { .. }
+        ) {
+            return false;
+        }
+        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
+            return false;
+        };
+        if !gpu.borrow_mut().all_stop_mut().hold_cpu_exit(stop) {
+            return false;
+        }
+        tracing::info!(target: "mux", session = self.id, "all-stop: the CPU process's end waits for the client's interrupt (lldb helper)");
+        self.cpu_process_ended(stop);
+        true
+    }
+
+    /// The client interrupts: a CPU end held by all-stop is reported now
+    /// (`true`), in place of the interrupt.
+    pub(super) fn gpu_release_held_exit(&mut self) -> bool {
+        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
+            return false;
+        };
+        let Some(stop) = gpu.borrow_mut().all_stop_mut().take_held_cpu_exit() else {
+            return false;
+        };
+        tracing::info!(target: "mux", session = self.id, "interrupt: reporting the held end of the CPU process");
+        gpu.borrow_mut().all_stop_mut().note_cpu_stop(false);
+        self.role.stop_reaches_client();
+        self.record_stop(stop);
+        self.run = super::RunState::Stopped;
+        let opts = self.features.stop_options();
+        if let Some(r) = self.journal.reply(&opts) {
+            self.send(&r);
+        }
+        true
     }
 
     /// The CPU role's internal-breakpoint state.
@@ -369,8 +463,36 @@ impl Session<CpuRole> {
         let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
             return;
         };
-        let Some(tid) = gpu.borrow_mut().all_stop_mut().take_cpu_stop() else {
+        let Some(why) = gpu.borrow_mut().all_stop_mut().take_cpu_stop() else {
             return;
+        };
+        let tid = match why {
+            crate::gpu::allstop::CpuStopFor::Wave(tid) => tid,
+            crate::gpu::allstop::CpuStopFor::Update => {
+                tracing::info!(target: "mux", "all-stop: stopping the CPU with the GPU (update)");
+                let report = crate::gpu::allstop::UPDATE_STOP.to_string();
+                if !gpu.borrow_mut().all_stop_mut().take_cpu_unresumed() {
+                    let launcher = self.launcher_then_interrupt();
+                    self.role.all_stop_report = Some((report, launcher));
+                    return;
+                }
+                // Not resumed (`gpu_prepare_resume`): its stop is the last
+                // one's thread, stopped again.
+                let Some((pid, tid)) = self.journal.event().and_then(|e| match e {
+                    StopEvent::Stopped { pid, tid, .. } => Some((*pid, *tid)),
+                    _ => None,
+                }) else {
+                    return;
+                };
+                self.role.all_stop_report = Some((report, None));
+                self.on_stop(StopEvent::Stopped {
+                    pid,
+                    tid,
+                    signal: libc::SIGSTOP,
+                    kind: StopKind::Interrupt,
+                });
+                return;
+            }
         };
         let text = {
             let mut g = gpu.borrow_mut();
@@ -607,7 +729,57 @@ impl Session<GpuRole> {
             tracing::info!(target: "mux", session = self.id, "all-stop: telling the client to continue the CPU");
             self.send(crate::gpu::allstop::RUN_CPU_NOTICE);
         }
+        // All-stop: the helper wants the GPU stopped for an update (a stop of
+        // gdbmux's own, not the client's interrupt).
+        let gpu = self.mux.as_ref().and_then(|m| m.borrow().gpu());
+        let stop = gpu
+            .as_ref()
+            .is_some_and(|g| g.borrow_mut().all_stop_mut().take_gpu_stop());
+        if stop && !self.is_running() {
+            // Stopped already (a late request): nothing to stop, and
+            // nothing to describe at a later stop.
+            if let Some(g) = &gpu {
+                let _ = g.borrow_mut().all_stop_mut().take_gpu_stop_report();
+            }
+        } else if stop {
+            tracing::info!(target: "mux", session = self.id, "all-stop: stopping the GPU process for the helper's update");
+            for t in self.procs.values_mut() {
+                if let Err(e) = t.interrupt() {
+                    tracing::warn!(target: "mux", "all-stop: stopping the GPU: {e}");
+                }
+            }
+        }
         self.on_target_event();
+    }
+
+    /// All-stop: the GPU stop gdbmux made for the helper's update is shown
+    /// with its description (a `SIGSTOP` stop, which `lldb -b` runs on
+    /// from, as lldb's own interrupt), and counts as a wave stop for the
+    /// exit hold (the helper runs the CPU on from it).
+    pub(super) fn gpu_all_stop_decorate(&mut self, stop: StopEvent) -> StopEvent {
+        let Some(g) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
+            return stop;
+        };
+        let Some(description) = g.borrow_mut().all_stop_mut().take_gpu_stop_report() else {
+            return stop;
+        };
+        match stop {
+            StopEvent::Stopped {
+                pid,
+                tid,
+                kind: StopKind::Interrupt,
+                ..
+            } => {
+                g.borrow_mut().note_gpu_stop(true);
+                StopEvent::Stopped {
+                    pid,
+                    tid,
+                    signal: libc::SIGSTOP,
+                    kind: StopKind::Fault { description },
+                }
+            }
+            other => other,
+        }
     }
 
     /// The CPU process of this server ended; the GPU session reports it
@@ -635,16 +807,30 @@ impl Session<GpuRole> {
             },
             other => other.clone(),
         };
+        if was_running && self.role.end_held {
+            // The runtime's unload ended this session's process and that end
+            // is held; the CPU process's exit, in a later loop turn, is the
+            // same end: it waits too (reported at once, it defeated the
+            // hold: `target list` read the CPU still running).
+            tracing::info!(target: "mux", session = self.id, "a second end of the GPU process while its first is held: waits with it");
+            return;
+        }
         if was_running {
             // Held for the lldb helper: reported when the client interrupts
-            // (`GpuController::arm_exit_hold`).
+            // (`GpuController::arm_exit_hold`); not when the helper runs the
+            // GPU on the CPU's continue, whose end waits for this one
+            // (`crate::gpu::allstop`).
             let held = self
                 .mux
                 .as_ref()
                 .and_then(|m| m.borrow().gpu())
-                .is_some_and(|g| g.borrow_mut().hold_exit(&ev));
+                .is_some_and(|g| {
+                    let mut g = g.borrow_mut();
+                    !g.all_stop().gpu_run_by_helper() && g.hold_exit(&ev)
+                });
             if held {
                 tracing::info!(target: "mux", session = self.id, "the GPU process's end waits for the client's interrupt (lldb helper)");
+                self.role.end_held = true;
                 return;
             }
         }

@@ -395,6 +395,7 @@ impl Session<GpuRole> {
             GpuRole {
                 offer: Some(offer),
                 cpu_pid: Some(cpu_pid),
+                end_held: false,
             },
         )
     }

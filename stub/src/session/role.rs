@@ -135,6 +135,11 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
     /// While running: the CPU role reports a pending GPU stop to gdb.
     fn report_gpu_stop(_s: &mut Session<Self>) {}
 
+    /// The client interrupts: report a held process end instead (`true`).
+    fn release_held_end(_s: &mut Session<Self>) -> bool {
+        false
+    }
+
     /// The stop about to be reported, as the role reports it (the CPU
     /// role: a GPU stop shown on the launching thread).
     fn decorate_stop(_s: &mut Session<Self>, stop: StopEvent) -> StopEvent {
@@ -198,6 +203,10 @@ pub struct GpuRole {
     /// The CPU process whose GPU this session serves; its end is this
     /// session's end (`Session::on_peer_exit`).
     pub(super) cpu_pid: Option<Pid>,
+    /// This session's end is held for the lldb helper's interrupt
+    /// (`Session::on_peer_exit`): a second end (the runtime's unload, then
+    /// the CPU process's exit, in two loop turns) waits with it.
+    pub(super) end_held: bool,
 }
 
 /// How a session answers a packet its role does not serve.
@@ -283,6 +292,10 @@ impl SessionRole for CpuRole {
         s.gpu_decorate_stop(stop)
     }
 
+    fn release_held_end(s: &mut Session<Self>) -> bool {
+        s.gpu_release_held_exit()
+    }
+
     fn gpu_news(s: &mut Session<Self>, news: &GpuNews) {
         s.gpu_on_news(news);
     }
@@ -321,6 +334,10 @@ impl SessionRole for GpuRole {
 
     fn qsupported_features(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    fn decorate_stop(s: &mut Session<Self>, stop: StopEvent) -> StopEvent {
+        s.gpu_all_stop_decorate(stop)
     }
 
     fn accelerator_feature(&self, _gpu_loaded: bool) -> Option<&'static str> {

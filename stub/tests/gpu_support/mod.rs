@@ -433,6 +433,19 @@ pub fn assert_batch_session(out: &str, session: &[(&str, &str)], server: &Server
     }
 }
 
+/// How many stops of a wave lldb printed in full in `out` (a stop's
+/// `* thread #N, name = 'wave…', stop reason = …` line; `thread list`
+/// prints `thread #N: tid = …` instead).
+pub fn wave_stops_printed(out: &str) -> usize {
+    out.lines()
+        .filter_map(|l| l.trim_start().strip_prefix("* thread #"))
+        .filter(|l| {
+            let rest = l.trim_start_matches(|c: char| c.is_ascii_digit());
+            rest.starts_with(", name = 'wave") && rest.contains("stop reason = ")
+        })
+        .count()
+}
+
 /// Whether the Python regex `expect` (dot matching newlines) matches in
 /// `text` (the tests depend on python3 for lldb already).
 pub fn python_re_search(expect: &str, text: &str) -> bool {

@@ -138,6 +138,22 @@ impl<R: SessionRole> Session<R> {
                 gpu.borrow_mut().all_stop_mut().enable();
                 Ok("gdbmux: all-stop across the CPU and GPU targets: a wave stop stops the CPU, a continue of the GPU target runs the CPU on (lldb helper)\n".into())
             }
+            // The helper's update while a command holds the GPU target
+            // (`crate::gpu::allstop`, `AllStop::request_gpu_stop`).
+            "all-stop-gpu" => {
+                let mut g = gpu.borrow_mut();
+                let a = g.all_stop_mut();
+                let ok = if args.get(1).is_some_and(|a| a == "join") {
+                    a.request_gpu_stop_with_cpu()
+                } else {
+                    a.request_gpu_stop()
+                };
+                Ok(if ok {
+                    "gdbmux: all-stop: stops the GPU target, and the CPU at its next continue\n".into()
+                } else {
+                    "gdbmux: all-stop is off\n".into()
+                })
+            }
             "all-stop-release" => {
                 let mut g = gpu.borrow_mut();
                 let released = g.all_stop_mut().release_held();

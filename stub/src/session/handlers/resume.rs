@@ -312,6 +312,9 @@ impl<R: SessionRole> Session<R> {
             return;
         }
         self.role.client_interrupted();
+        if R::release_held_end(self) {
+            return;
+        }
         for t in self.procs.values_mut() {
             if let Err(e) = t.interrupt() {
                 tracing::warn!(target: "ptrace", "interrupt failed: {e}");
