@@ -37,6 +37,7 @@ use std::collections::BTreeMap;
 pub use handlers::launch::DisabledPackets;
 pub use handlers::launch::LaunchDefaults;
 pub use handlers::set_log_control;
+pub use handlers::target_xml;
 pub use handlers::LogControl;
 pub use handlers::{log_timestamps, parse_debug_format, set_log_timestamps};
 pub use journal::Journal;
