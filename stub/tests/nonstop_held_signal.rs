@@ -136,3 +136,45 @@ fn run(non_stop: bool) {
 fn step_reports_a_held_passed_signal() {
     run(false);
 }
+
+/// Non-stop: the main thread's breakpoint stops it alone, so the spinner
+/// is not held; it was resumed with a continue, and its passed SIGUSR2 is
+/// delivered at once and never reported (gdbserver's `linux_wait_1`
+/// resumes a thread with a passed signal unless it was stepping). When
+/// the client then stops the spinner (`vCont;t`) the stop is a plain one
+/// (signal 0) with the handler entered, and a step of it is a plain step:
+/// no SIGUSR2 comes back, and the handler is not entered a second time.
+#[test]
+fn non_stop_passed_signal_of_a_running_thread_is_delivered_not_reported() {
+    let _serial = native_support::serial();
+    let fd = SigchldFd::new().expect("signalfd");
+    let (mut p, spinner, handler, handled) = breakpoint_with_a_held_signal(true, &fd);
+    p.stop_threads(Some(&[spinner])).expect("vCont;t");
+    let ev = wait_event(&mut p, &fd);
+    assert!(
+        matches!(ev, StopEvent::Stopped { tid, signal: 0, .. } if tid == spinner),
+        "the stop request was not answered with a plain stop: {ev:?}"
+    );
+    let pc = native_support::reg(&mut p, spinner, "rip");
+    let ran = native_support::read_u64(&mut p, handled) as u32;
+    // Delivered: the handler ran, or the stop came at its first
+    // instructions (the signal frame is set up when the signal is
+    // delivered; the stop may come before `handled++`).
+    assert!(
+        ran == 1 || (handler..handler + 32).contains(&pc),
+        "SIGUSR2 was not delivered (handled {ran}, pc {pc:#x}, handler {handler:#x})"
+    );
+    p.resume(&ResumePlan {
+        threads: vec![(spinner, ResumeAction::Step(None))],
+        default: None,
+    })
+    .expect("step");
+    let ev = wait_event(&mut p, &fd);
+    assert!(
+        matches!(ev, StopEvent::Stopped { tid, signal: libc::SIGTRAP, .. } if tid == spinner),
+        "the step was not a plain step: {ev:?}"
+    );
+    let after = native_support::read_u64(&mut p, handled) as u32;
+    assert!(after <= 1, "the handler ran {after} times");
+    let _ = p.kill();
+}
