@@ -189,14 +189,64 @@ fn pdir(pid: Pid) -> Option<String> {
     Some(format!("/proc/{pid}/root{dir}"))
 }
 
+/// Most ELF files whose symbol tables stay indexed between requests
+/// ([`ObjectTable`]); a further one replaces the oldest.
+pub const TABLES_LIMIT: usize = 16;
+
+/// The defined symbols of one ELF file (dynamic, then `.symtab`; the first
+/// definition of a name wins) and its first segment's address, indexed once
+/// and shared by every request while the file is unchanged.
+struct ObjectTable {
+    first_vaddr: u64,
+    syms: HashMap<String, u64>,
+}
+
+/// A file's identity: device, inode, size, modification time.
+type FileKey = (u64, u64, u64, i64, i64);
+
+static TABLES: Mutex<Vec<(FileKey, std::sync::Arc<ObjectTable>)>> = Mutex::new(Vec::new());
+
+/// The table of the file at `path` (a path through `/proc/PID/root`).
+fn object_table(path: &str) -> Option<std::sync::Arc<ObjectTable>> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    let key: FileKey = (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec());
+    {
+        let g = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, t)) = g.iter().find(|(k, _)| *k == key) {
+            return Some(t.clone());
+        }
+    }
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let first_vaddr = file.segments().map(|s| s.address()).min().unwrap_or(0);
+    let mut syms = HashMap::new();
+    for sym in file.dynamic_symbols().chain(file.symbols()) {
+        if !sym.is_definition() {
+            continue;
+        }
+        if let Ok(n) = sym.name() {
+            if !n.is_empty() {
+                syms.entry(n.to_string()).or_insert(sym.address());
+            }
+        }
+    }
+    let t = std::sync::Arc::new(ObjectTable { first_vaddr, syms });
+    let mut g = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    if g.len() >= TABLES_LIMIT {
+        g.remove(0);
+    }
+    g.push((key, t.clone()));
+    Some(t)
+}
+
 /// The inferior's ELF objects, for `ps_pglobal_lookup`: mapped files in
-/// maps order, each with its load bias, parsed once per request.
+/// maps order, each with its lowest mapped address (its load bias follows
+/// from the first segment's address).
 struct Symbols {
     pid: Pid,
     /// `(file name as mapped, lowest mapped address)`, read at first use.
     objects: Option<Vec<(String, u64)>>,
-    /// File contents, read at first lookup in that object.
-    files: HashMap<String, Option<Vec<u8>>>,
     /// Answers given (libthread_db asks some names more than once).
     found: HashMap<(String, String), Option<u64>>,
 }
@@ -206,7 +256,6 @@ impl Symbols {
         Symbols {
             pid,
             objects: None,
-            files: HashMap::new(),
             found: HashMap::new(),
         }
     }
@@ -240,32 +289,15 @@ impl Symbols {
         let mut objs = self.objects().to_vec();
         let base = |n: &str| n.rsplit('/').next().unwrap_or("").to_string();
         objs.sort_by_key(|(n, _)| base(n) != obj);
-        let mut v = None;
-        for (path, low) in objs {
-            if let Some(a) = self.lookup_in(&path, low, name) {
-                v = Some(a);
-                break;
-            }
-        }
+        let pid = self.pid;
+        let v = objs.iter().find_map(|(path, low)| {
+            let t = object_table(&format!("/proc/{pid}/root{path}"))?;
+            let value = *t.syms.get(name)?;
+            let bias = low.wrapping_sub(t.first_vaddr & !0xfff);
+            Some(bias.wrapping_add(value))
+        });
         self.found.insert(key, v);
         v
-    }
-
-    fn lookup_in(&mut self, path: &str, low: u64, name: &str) -> Option<u64> {
-        let pid = self.pid;
-        let data = self
-            .files
-            .entry(path.to_string())
-            .or_insert_with(|| std::fs::read(format!("/proc/{pid}/root{path}")).ok())
-            .as_deref()?;
-        let file = object::File::parse(data).ok()?;
-        let first = file.segments().map(|s| s.address()).min().unwrap_or(0) & !0xfff;
-        let bias = low.wrapping_sub(first);
-        let sym = file
-            .dynamic_symbols()
-            .chain(file.symbols())
-            .find(|s| s.is_definition() && s.name() == Ok(name))?;
-        Some(bias.wrapping_add(sym.address()))
     }
 }
 
