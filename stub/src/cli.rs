@@ -24,6 +24,12 @@ pub enum Parsed {
     Version,
     /// `--disable-packet` without a list: print the disableable packets.
     ShowDisableable,
+    /// `--selftest[=FILTER]...`: run the built-in self-checks whose name
+    /// contains one of the filters (all without one), then exit.
+    Selftest(Vec<String>),
+    /// `--selftest=` with nothing after `=`: gdbserver's "Error: selftest
+    /// filter is empty." on stderr, exit 1.
+    SelftestFilterEmpty,
 }
 
 /// Packets `--disable-packet=` can turn off (gdbserver's list).
@@ -116,6 +122,7 @@ pub fn usage() -> String {
      \x20 --[no-]startup-with-shell      Start PROG through $SHELL (default).\n\
      \x20 --debug, --remote-debug, --event-loop-debug, --debug-format=LIST, --debug-file=FILE\n\
      \x20 --disable-packet=vCont,T,Tthread,qC,qfThreadInfo,threads\n\
+     \x20 --selftest[=FILTER]   Run gdbmux's built-in self-checks (those named with FILTER) and exit.\n\
      \n\
      gdbmux's options (VALUE may also be given as --opt=VALUE):\n\
      \x20 --attach PID COMM     (gdbmux's form) attach to PID\n\
@@ -164,6 +171,7 @@ pub fn parse(argv: Vec<String>) -> Result<Parsed, String> {
     let mut attach_flag = false;
     let mut it = argv.into_iter().peekable();
     let mut comm: Option<String> = None;
+    let mut selftest: Option<Vec<String>> = None;
     while let Some(arg) = it.peek().cloned() {
         if !arg.starts_with('-') {
             break;
@@ -182,6 +190,15 @@ pub fn parse(argv: Vec<String>) -> Result<Parsed, String> {
             "--help" | "-h" => return Ok(Parsed::Help),
             "--version" | "-V" => return Ok(Parsed::Version),
             "--once" => cli.once = true,
+            // gdbserver: `--selftest`, `--selftest=FILTER` (repeatable).
+            "--selftest" => {
+                let filters = selftest.get_or_insert_with(Vec::new);
+                match inline {
+                    None => {}
+                    Some("") => return Ok(Parsed::SelftestFilterEmpty),
+                    Some(f) => filters.push(f.to_string()),
+                }
+            }
             "--multi" => cli.multi = true,
             "--attach" => {
                 // gdbmux's `--attach PID COMM` when a pid follows; else
@@ -276,6 +293,9 @@ pub fn parse(argv: Vec<String>) -> Result<Parsed, String> {
             }
             _ => return Err(format!("Unknown argument: {arg}")),
         }
+    }
+    if let Some(filters) = selftest {
+        return Ok(Parsed::Selftest(filters));
     }
     let comm = match comm.or_else(|| it.next()) {
         Some(c) => c,
@@ -391,6 +411,20 @@ mod tests {
         ]);
         assert_eq!(c.log_channels, ["packets", "mux"]);
         assert_eq!(c.max_connections, 3);
+    }
+
+    #[test]
+    fn selftest_forms() {
+        let p = |a: &[&str]| parse(a.iter().map(|s| s.to_string()).collect());
+        assert!(matches!(p(&["--selftest"]), Ok(Parsed::Selftest(f)) if f.is_empty()));
+        assert!(matches!(
+            p(&["--selftest=wire", "--selftest=agent"]),
+            Ok(Parsed::Selftest(f)) if f == ["wire", "agent"]
+        ));
+        assert!(matches!(
+            p(&["--selftest="]),
+            Ok(Parsed::SelftestFilterEmpty)
+        ));
     }
 
     #[test]

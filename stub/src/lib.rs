@@ -46,6 +46,7 @@ pub mod mux;
 pub mod native;
 pub mod packet;
 pub mod refusal;
+pub mod selftest;
 pub mod server;
 pub mod session;
 pub mod stop;

@@ -250,6 +250,22 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::SUCCESS;
             }
+            Ok(Parsed::Selftest(filters)) => {
+                let o = stub::selftest::run(
+                    &stub::selftest::checks(),
+                    &filters,
+                    &mut std::io::stderr(),
+                );
+                return if o.failed == 0 {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                };
+            }
+            Ok(Parsed::SelftestFilterEmpty) => {
+                let _ = writeln!(std::io::stderr(), "Error: selftest filter is empty.");
+                return ExitCode::from(1);
+            }
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "gdbmux: {e}\n\n{}", cli::usage());
                 return ExitCode::from(1);

@@ -772,6 +772,125 @@ fn gdb_reads_thread_local_variables_as_gdbserver() {
     assert_eq!(values(&a), values(&b), "gdbserver vs gdbmux");
 }
 
+/// `monitor set libthread-db-search-path`: gdbserver's message; a path
+/// with no libthread_db turns thread-local storage off ("Remote target
+/// failed to process qGetTLSAddr request", gdb.server/no-thread-db.exp), a
+/// directory that holds the system's libthread_db (no built-in fallback
+/// with a path the client set) and `$sdir` give the values; an empty path
+/// is the default. The same sessions as with gdbserver.
+#[test]
+fn gdb_libthread_db_search_path_matches_gdbserver() {
+    let libdir = [
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib64",
+    ]
+    .into_iter()
+    .find(|d| Path::new(d).join("libthread_db.so.1").exists())
+    .expect("the system's libthread_db.so.1 (libc6)");
+    let cases: [(&str, bool); 4] = [
+        ("/foo/bar", false),
+        (libdir, true),
+        ("/foo/bar:$sdir", true),
+        ("", true),
+    ];
+    for (path, works) in cases {
+        let set = format!("monitor set libthread-db-search-path {path}");
+        let [a, b] = same_script(
+            "tlsvars",
+            "",
+            &[
+                &set,
+                "break at_stop",
+                "continue",
+                "print tls_value",
+                "print errno",
+            ],
+        );
+        let text = b.join("\n");
+        let shown = if path.is_empty() { "$sdir:$pdir" } else { path };
+        assert!(
+            text.contains(&format!("libthread-db-search-path set to `{shown}'")),
+            "{path}: {text}"
+        );
+        if works {
+            assert!(
+                text.contains("$1 = 11") && text.contains("$2 = 3"),
+                "{path}: {text}"
+            );
+        } else {
+            assert!(
+                text.contains("Cannot find thread-local storage for Thread")
+                    && text.contains("Remote target failed to process qGetTLSAddr request")
+                    && !text.contains("$1 = 11"),
+                "{path}: {text}"
+            );
+        }
+        assert_eq!(a, b, "{path}: gdbserver vs gdbmux");
+    }
+}
+
+/// `gdbmux --selftest` in gdbserver's shape (gdb.server/unittest.exp
+/// matches "Ran N unit tests, 0 failed"); a failing check is reported by
+/// name, counted, and makes the exit status 1; filters select checks;
+/// an empty filter is gdbserver's error.
+#[test]
+fn selftest_mode_reports_as_gdbserver() {
+    let run = |args: &[&str], canary: bool| {
+        let mut c = Command::new(GDBMUX);
+        c.args(args).stdin(Stdio::null());
+        if canary {
+            c.env("GDBMUX_SELFTEST_CANARY", "1");
+        } else {
+            c.env_remove("GDBMUX_SELFTEST_CANARY");
+        }
+        let o = c.output().expect("run gdbmux --selftest");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["--selftest"], false);
+    assert_eq!(code, Some(0), "{err}");
+    let last = err.lines().last().unwrap_or_default().to_string();
+    let n: usize = last
+        .strip_prefix("Ran ")
+        .and_then(|r| r.strip_suffix(" unit tests, 0 failed"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("last line {last:?}"));
+    assert!(n >= 10, "{err}");
+    assert_eq!(err.matches("Running selftest ").count(), n, "{err}");
+    assert!(
+        err.contains("Running selftest thread-db-proc-service-exports."),
+        "{err}"
+    );
+    assert!(!err.contains("Self test failed"), "{err}");
+
+    let (code, err) = run(&["--selftest"], true);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("Running selftest selftest-canary.\nSelf test failed: selftest-canary"),
+        "{err}"
+    );
+    assert!(
+        err.ends_with(&format!("Ran {} unit tests, 1 failed\n", n + 1)),
+        "{err}"
+    );
+
+    let (code, err) = run(&["--selftest=wire-", "--selftest=agent"], false);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("Running selftest wire-rle.") && err.contains("Running selftest agent-expr.")
+    );
+    assert!(!err.contains("packet-parse"), "{err}");
+
+    let (code, err) = run(&["--selftest="], false);
+    assert_eq!(
+        (code, err.as_str()),
+        (Some(1), "Error: selftest filter is empty.\n")
+    );
+}
+
 /// `catch syscall` (QCatchSyscalls): the call and the return of a caught
 /// system call stop, others do not; the same session as with gdbserver.
 #[test]

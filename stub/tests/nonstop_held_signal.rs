@@ -136,3 +136,107 @@ fn run(non_stop: bool) {
 fn step_reports_a_held_passed_signal() {
     run(false);
 }
+
+/// Non-stop: the main thread's breakpoint stops it alone, so the spinner
+/// is not held; it was resumed with a continue, and its passed SIGUSR2 is
+/// delivered at once and never reported (gdbserver's `linux_wait_1`
+/// resumes a thread with a passed signal unless it was stepping). When
+/// the client then stops the spinner (`vCont;t`) the stop is a plain one
+/// (signal 0) with the handler entered, and a step of it is a plain step:
+/// no SIGUSR2 comes back, and the handler is not entered a second time.
+#[test]
+fn non_stop_passed_signal_of_a_running_thread_is_delivered_not_reported() {
+    let _serial = native_support::serial();
+    let fd = SigchldFd::new().expect("signalfd");
+    let (mut p, spinner, handler, handled) = breakpoint_with_a_held_signal(true, &fd);
+    p.stop_threads(Some(&[spinner])).expect("vCont;t");
+    let ev = wait_event(&mut p, &fd);
+    assert!(
+        matches!(ev, StopEvent::Stopped { tid, signal: 0, .. } if tid == spinner),
+        "the stop request was not answered with a plain stop: {ev:?}"
+    );
+    let pc = native_support::reg(&mut p, spinner, "rip");
+    let ran = native_support::read_u64(&mut p, handled) as u32;
+    // Delivered: the handler ran, or the stop came at its first
+    // instructions (the signal frame is set up when the signal is
+    // delivered; the stop may come before `handled++`).
+    assert!(
+        ran == 1 || (handler..handler + 32).contains(&pc),
+        "SIGUSR2 was not delivered (handled {ran}, pc {pc:#x}, handler {handler:#x})"
+    );
+    p.resume(&ResumePlan {
+        threads: vec![(spinner, ResumeAction::Step(None))],
+        default: None,
+    })
+    .expect("step");
+    let ev = wait_event(&mut p, &fd);
+    assert!(
+        matches!(ev, StopEvent::Stopped { tid, signal: libc::SIGTRAP, .. } if tid == spinner),
+        "the step was not a plain step: {ev:?}"
+    );
+    let after = native_support::read_u64(&mut p, handled) as u32;
+    assert!(after <= 1, "the handler ran {after} times");
+    let _ = p.kill();
+}
+
+/// Non-stop with the hold: the main thread's breakpoint has a false
+/// target-side condition, so gdbmux steps it over the breakpoint with the
+/// other threads stopped (unseen by the client). The spinner's passed
+/// SIGUSR2 stop and the main thread's trap are both in the kernel before
+/// gdbmux collects either: the signal stop is met while the spinner is
+/// held for that step-over, or (collected first) while it runs. It was
+/// resumed with a continue, so either way the signal is delivered when the
+/// spinner goes on, and nothing is reported: the program, which waits for its handler,
+/// exits with status 1 (a lost signal would leave it spinning, a
+/// reported one would be an event before the exit).
+#[test]
+fn non_stop_passed_signal_held_by_a_condition_step_over_is_delivered() {
+    let _serial = native_support::serial();
+    let fd = SigchldFd::new().expect("signalfd");
+    let prog = native_support::fixture("held_signal");
+    let bp = native_support::sym("held_signal", "bp_here");
+    let (mut p, _) = LinuxProcess::launch(&LaunchOptions::new(&prog, &[])).expect("launch");
+    let main = u64::from(p.pid());
+    p.set_pass_signals(&[libc::SIGUSR2]);
+    p.set_non_stop(true).expect("non-stop mode");
+    p.insert_breakpoint(BreakpointKind::Software, bp, 1)
+        .expect("Z0");
+    // const8 0, end: a condition that is always false.
+    p.set_breakpoint_conditions(bp, vec![vec![0x22, 0x00, 0x27]])
+        .expect("condition");
+    p.resume(&ResumePlan {
+        threads: vec![],
+        default: Some(ResumeAction::Continue(None)),
+    })
+    .expect("resume");
+    loop {
+        let st = waitid(
+            Id::All,
+            WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::__WALL,
+        )
+        .expect("waitid");
+        if st.pid() == Some(nix_pid(main)) && plain_stop(&st, Signal::SIGTRAP) {
+            break;
+        }
+        assert!(
+            p.process_events().expect("events").is_none(),
+            "an event before the breakpoint"
+        );
+    }
+    let spinner = p
+        .threads()
+        .into_iter()
+        .find(|t| *t != main)
+        .expect("the spinner");
+    nix::sys::signal::kill(nix_pid(main), Signal::SIGUSR2).expect("kill");
+    let st = waitid(
+        Id::Pid(nix_pid(spinner)),
+        WaitPidFlag::WSTOPPED | WaitPidFlag::WNOWAIT | WaitPidFlag::__WALL,
+    )
+    .expect("waitid spinner");
+    assert!(plain_stop(&st, Signal::SIGUSR2), "{st:?}");
+    match wait_event(&mut p, &fd) {
+        StopEvent::Exited { code, .. } => assert_eq!(code, 1, "handled count"),
+        other => panic!("expected the exit, got {other:?}"),
+    }
+}

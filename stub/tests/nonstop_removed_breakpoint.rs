@@ -34,7 +34,16 @@ use stub::target::ResumeAction;
 use stub::target::ResumePlan;
 use stub::target::Target;
 
-fn run(non_stop: bool) {
+/// Who owns the breakpoint: the client (`Z0`/`z0`) or the stub itself
+/// (an internal breakpoint, e.g. the GPU runtime hook's, dropped while
+/// the thread runs).
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    Client,
+    Internal,
+}
+
+fn run(non_stop: bool, owner: Owner) {
     let _serial = native_support::serial();
     let prog = native_support::fixture("removed_breakpoint");
     let site = native_support::sym("removed_breakpoint", "moribund_site");
@@ -42,8 +51,12 @@ fn run(non_stop: bool) {
     let (mut p, _) = LinuxProcess::launch(&LaunchOptions::new(&prog, &[])).expect("launch");
     let pid = p.pid();
     p.set_non_stop(non_stop).expect("non-stop");
-    p.insert_breakpoint(BreakpointKind::Software, site, 1)
-        .expect("Z0");
+    match owner {
+        Owner::Client => p
+            .insert_breakpoint(BreakpointKind::Software, site, 1)
+            .expect("Z0"),
+        Owner::Internal => p.insert_internal_breakpoint(site).expect("internal"),
+    }
     p.resume(&ResumePlan {
         threads: vec![],
         default: Some(ResumeAction::Continue(None)),
@@ -70,23 +83,39 @@ fn run(non_stop: bool) {
 
     // The client takes the breakpoint out while (as far as the stub
     // knows) the thread runs.
-    p.remove_breakpoint(BreakpointKind::Software, site, 1)
-        .expect("z0");
+    match owner {
+        Owner::Client => p
+            .remove_breakpoint(BreakpointKind::Software, site, 1)
+            .expect("z0"),
+        Owner::Internal => p.remove_internal_breakpoint(site).expect("internal"),
+    }
 
     // The thread runs the instruction the int3 replaced and the program
     // exits normally, with no stop reported.
     match wait_event(&mut p, &fd) {
         StopEvent::Exited { code, .. } => assert_eq!(code, 7, "the program went astray"),
-        other => panic!("a hit of the removed breakpoint was reported: {other:?}"),
+        other => panic!("{owner:?}: a hit of the removed breakpoint was reported: {other:?}"),
     }
 }
 
 #[test]
 fn non_stop_hit_of_a_removed_breakpoint_is_not_reported() {
-    run(true);
+    run(true, Owner::Client);
 }
 
 #[test]
 fn all_stop_hit_of_a_removed_breakpoint_is_not_reported() {
-    run(false);
+    run(false, Owner::Client);
+}
+
+/// The same for a breakpoint of the stub's own, removed while the thread
+/// runs (`remove_internal_breakpoint`).
+#[test]
+fn non_stop_hit_of_a_removed_internal_breakpoint_is_not_reported() {
+    run(true, Owner::Internal);
+}
+
+#[test]
+fn all_stop_hit_of_a_removed_internal_breakpoint_is_not_reported() {
+    run(false, Owner::Internal);
 }

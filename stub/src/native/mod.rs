@@ -24,6 +24,7 @@ mod ptrace;
 mod sigchld;
 mod svr4;
 mod thread;
+pub mod thread_db;
 mod tls;
 mod x86_64;
 
@@ -43,6 +44,7 @@ pub use procfs::process_info;
 pub use procfs::working_dir;
 pub use sigchld::block_sigchld;
 pub use sigchld::SigchldFd;
+pub use tls::builtin_tls_address;
 pub use tls::tls_address;
 
 /// gdbmux's x86-64 register descriptions (`avx`: with `ymm0h`–`ymm15h`;
@@ -53,4 +55,22 @@ pub fn x86_64_registers(avx: bool) -> Vec<crate::target::RegisterInfo> {
         ..Default::default()
     })
     .infos
+}
+
+/// gdbmux's x86-64 architecture facts (target.xml's architecture, osabi,
+/// shared vector types).
+pub fn x86_64_arch_info() -> crate::target::ArchInfo {
+    x86_64::arch_info()
+}
+
+/// The x86-64 register tables gdbmux can describe (SSE only, AVX, AVX-512
+/// with pkru), labelled, for self-checks.
+pub fn x86_64_register_tables() -> Vec<(&'static str, Vec<crate::target::RegisterInfo>)> {
+    let f =
+        |avx, avx512, pkru| x86_64::register_table(x86_64::XFeatures { avx, avx512, pkru }).infos;
+    vec![
+        ("sse", f(false, false, false)),
+        ("avx", f(true, false, false)),
+        ("avx512", f(true, true, true)),
+    ]
 }

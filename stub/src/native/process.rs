@@ -446,6 +446,17 @@ impl LinuxProcess {
         }
     }
 
+    /// A software breakpoint (the client's or the stub's own) was taken
+    /// out at `addr`: a thread running now may have executed its `int3`
+    /// already, its stop not collected yet ([`super::thread::Removed`]).
+    fn note_removed_while_running(&mut self, addr: u64) {
+        if !self.bps.contains(addr) {
+            for t in self.threads.iter_mut().filter(|t| t.running) {
+                t.removed.note(addr);
+            }
+        }
+    }
+
     fn handle_trap(&mut self, i: usize) {
         let tid = self.threads[i].tid;
         let code = ptrace::get_siginfo(tid)
@@ -1247,13 +1258,7 @@ impl Target for LinuxProcess {
                         what: format!("remove breakpoint at {addr:#x}"),
                         errno: e,
                     })?;
-                // A thread running now may have executed it already, its
-                // stop not collected yet.
-                if !self.bps.contains(addr) {
-                    for t in self.threads.iter_mut().filter(|t| t.running) {
-                        t.removed.note(addr);
-                    }
-                }
+                self.note_removed_while_running(addr);
                 Ok(())
             }
             _ => {
@@ -1711,7 +1716,9 @@ impl Target for LinuxProcess {
             .map_err(|e| TargetError::Errno {
                 what: format!("remove breakpoint at {addr:#x}"),
                 errno: e,
-            })
+            })?;
+        self.note_removed_while_running(addr);
+        Ok(())
     }
 
     /// Whether the stub holds an internal breakpoint at `addr`.

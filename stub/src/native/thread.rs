@@ -53,7 +53,7 @@ pub struct Thread {
     /// reported signal (a program whose SIGALRM handler raises the next
     /// SIGALRM aborts when one is dropped: attach-into-signal).
     pub attach_signal: Option<i32>,
-    /// Software breakpoints the client removed while this thread ran
+    /// Software breakpoints (the client's or the stub's own) removed while this thread ran
     /// ([`Removed`]).
     pub removed: Removed,
 }

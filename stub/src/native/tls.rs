@@ -1,6 +1,11 @@
-//! Thread-local storage addresses (`qGetTLSAddr`), the way glibc's
-//! libthread_db computes them (`td_thr_tls_get_addr`), without loading
-//! libthread_db: glibc describes the layouts it needs in read-only
+//! Thread-local storage addresses (`qGetTLSAddr`). [`tls_address`] asks
+//! libthread_db (`native::thread_db`), as gdbserver does; with the default
+//! search path and no usable libthread_db it falls back to the built-in
+//! reader below.
+//!
+//! The built-in reader computes the address the way glibc's libthread_db
+//! does (`td_thr_tls_get_addr`), without loading libthread_db: glibc
+//! describes the layouts it needs in read-only
 //! `_thread_db_*` descriptors (nptl_db/structs.def: three `u32`s, the
 //! field's size in bits, its element count and its byte offset), which
 //! are read from the inferior's libc file.
@@ -16,6 +21,7 @@ use object::ObjectSection;
 use object::ObjectSymbol;
 
 use super::procfs;
+use super::thread_db;
 use crate::target::Pid;
 use crate::target::Target;
 use crate::target::Tid;
@@ -145,8 +151,33 @@ pub fn address(
     Ok(block.wrapping_add(offset))
 }
 
-/// Layout and address in one call, for a process of pid `pid`.
+/// The address for `qGetTLSAddr`: from libthread_db found on the search
+/// path in force (`native::thread_db`), as gdbserver. With the default
+/// path (`$sdir:$pdir`) and no libthread_db there that accepts the process
+/// (a container without one, a libc of another version), the built-in
+/// reader above computes it instead; with a path a client set, that is an
+/// error, as gdbserver's "no libthread_db" is.
 pub fn tls_address(
+    t: &mut dyn Target,
+    pid: Pid,
+    tid: Tid,
+    offset: u64,
+    lm: u64,
+) -> Result<u64, String> {
+    let path = thread_db::search_path();
+    match thread_db::tls_address(t, pid, tid, offset, lm, &path) {
+        Ok(a) => Ok(a),
+        Err(thread_db::ThreadDbError::NoLibrary(why)) if path == thread_db::DEFAULT_SEARCH_PATH => {
+            tracing::debug!(target: "native", pid, "qGetTLSAddr: {why}; built-in reader");
+            builtin_tls_address(t, pid, tid, offset, lm)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Layout and address in one call, for a process of pid `pid`, without
+/// libthread_db.
+pub fn builtin_tls_address(
     t: &mut dyn Target,
     pid: Pid,
     tid: Tid,

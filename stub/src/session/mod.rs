@@ -37,6 +37,7 @@ use std::collections::BTreeMap;
 pub use handlers::launch::DisabledPackets;
 pub use handlers::launch::LaunchDefaults;
 pub use handlers::set_log_control;
+pub use handlers::target_xml;
 pub use handlers::LogControl;
 pub use handlers::{log_timestamps, parse_debug_format, set_log_timestamps};
 pub use journal::Journal;
@@ -325,6 +326,13 @@ pub struct Session<R: SessionRole = CpuRole> {
     /// All-stop: exits of other processes collected in the wake-up that
     /// sent a stop, reported one per resume (`handlers/resume.rs`).
     deferred_ends: Vec<StopEvent>,
+    /// All-stop: an exit collected during a resume while other processes
+    /// of the session still ran; it goes out once they are stopped
+    /// (`hold_exit_until_others_stop`).
+    held_exit: Option<StopEvent>,
+    /// Processes interrupted so that a held exit can go out; their
+    /// interrupt stop is not reported.
+    stopping_for_exit: std::collections::BTreeSet<Pid>,
     control: SessionControl,
     launch: LaunchDefaults,
     hostio: crate::hostio::offload::SharedHostIo,
@@ -421,6 +429,8 @@ impl<R: SessionRole> Session<R> {
             journal: Journal::default(),
             run: RunState::Stopped,
             deferred_ends: Vec::new(),
+            held_exit: None,
+            stopping_for_exit: Default::default(),
             control: SessionControl::Continue,
             launch,
             hostio: Default::default(),
@@ -679,6 +689,16 @@ impl<R: SessionRole> Session<R> {
                 Some(t) => t.process_events(),
                 None => continue,
             };
+            let ev = match ev {
+                Ok(Some(e)) => match self.hold_exit_until_others_stop(e, &mut sent_stop) {
+                    Some(e) => Ok(Some(e)),
+                    None => {
+                        got_event = true;
+                        continue;
+                    }
+                },
+                other => other,
+            };
             match ev {
                 Ok(Some(end @ (StopEvent::Exited { .. } | StopEvent::Terminated { .. })))
                     if sent_stop || !self.is_running() =>
@@ -714,6 +734,90 @@ impl<R: SessionRole> Session<R> {
         if self.run == RunState::StoppedWithHeldInput {
             self.run = RunState::Stopped;
             self.release_held_input();
+        }
+    }
+
+    /// All-stop, gdbserver's stop-all for an exit: a process that ends
+    /// during a resume while other processes of the session run is not
+    /// reported until they are stopped (interrupted here; their interrupt
+    /// stops are not reported), so the client can read them at once
+    /// (gdb testsuite vfork-follow-parent, schedule-multiple: the vfork
+    /// child's exit came after the parent's `vforkdone` and the next
+    /// resume, and gdb's register read of the running parent failed with
+    /// "Could not read registers", now and then). A real event of another
+    /// process meanwhile is reported instead and the exit becomes the next
+    /// resume's reply. Returns the event when this does not take it.
+    fn hold_exit_until_others_stop(
+        &mut self,
+        ev: StopEvent,
+        sent_stop: &mut bool,
+    ) -> Option<StopEvent> {
+        let pid = ev.pid();
+        let is_end = matches!(ev, StopEvent::Exited { .. } | StopEvent::Terminated { .. });
+        let interrupt = matches!(
+            ev,
+            StopEvent::Stopped {
+                kind: crate::stop::StopKind::Interrupt,
+                ..
+            }
+        );
+        if self.stopping_for_exit.remove(&pid) && interrupt {
+            // Ours: not the client's.
+            self.release_held_exit(sent_stop);
+            return None;
+        }
+        if self.held_exit.is_some() {
+            if is_end {
+                self.deferred_ends.push(ev);
+                self.release_held_exit(sent_stop);
+                return None;
+            }
+            // A real event: it goes out; the exit is the next reply.
+            if let Some(held) = self.held_exit.take() {
+                self.deferred_ends.insert(0, held);
+            }
+            return Some(ev);
+        }
+        if !is_end || *sent_stop || !self.is_running() {
+            return Some(ev);
+        }
+        let others: Vec<Pid> = self
+            .procs
+            .iter()
+            .filter(|(p, t)| **p != pid && !t.is_stopped())
+            .map(|(p, _)| *p)
+            .collect();
+        if others.is_empty() {
+            return Some(ev);
+        }
+        for p in others {
+            if let Some(t) = self.procs.get_mut(&p) {
+                match t.interrupt() {
+                    Ok(()) => {
+                        self.stopping_for_exit.insert(p);
+                    }
+                    Err(e) => {
+                        tracing::debug!(target: "session", session = self.id, pid = p, "stopping for an exit: {e}")
+                    }
+                }
+            }
+        }
+        if self.stopping_for_exit.is_empty() {
+            return Some(ev);
+        }
+        tracing::debug!(target: "session", session = self.id, pid, "exit held until the other processes stop");
+        self.held_exit = Some(ev);
+        None
+    }
+
+    /// The held exit goes out once no process interrupted for it runs.
+    fn release_held_exit(&mut self, sent_stop: &mut bool) {
+        if !self.stopping_for_exit.is_empty() || !self.is_running() {
+            return;
+        }
+        if let Some(end) = self.held_exit.take() {
+            self.on_stop(end);
+            *sent_stop = true;
         }
     }
 

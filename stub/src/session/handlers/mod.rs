@@ -40,6 +40,7 @@ pub(in crate::session) use memory::MemStream;
 pub use monitor::LogControl;
 pub use monitor::{log_timestamps, parse_debug_format, set_log_control, set_log_timestamps};
 pub(in crate::session) use resume::VContScope;
+pub use xfer::target_xml;
 
 use crate::packet::reply;
 use crate::packet::signals;

@@ -17,6 +17,8 @@ const HELP: &str = "The following monitor commands are supported (gdbmux):\n\
   set debug 0|1     gdbserver's debug output (ptrace, native, session channels)\n\
   set remote-debug 0|1   gdbserver's protocol debug output (packets channel)\n\
   set debug-format all|none|timestamp   timestamps on log lines (on unless turned off)\n\
+  set libthread-db-search-path [PATH]   where qGetTLSAddr's libthread_db is looked for\n\
+                    (`:`-separated; $pdir, $sdir; empty: the default $sdir:$pdir)\n\
   gpu               GPU state, agents, code objects, kernels with addresses, the offer, how to reach the GPU\n\
   gpu waves         waves (id, pc, exec, stop reason, workgroup, wave number)\n\
   gpu regs W [R..]  registers of wave W (all, or the named ones)\n\
@@ -124,6 +126,15 @@ fn set_debug(which: &str, on: bool) -> Result<String, String> {
 impl<R: SessionRole> Session<R> {
     pub(super) fn handle_monitor(&mut self, cmd: &[u8]) {
         let cmd = String::from_utf8_lossy(cmd).trim().to_string();
+        // gdbserver (thread-db.cc, thread_db_handle_monitor_command): the
+        // exact words, then the rest of the line.
+        if let Some(rest) = cmd.strip_prefix("set libthread-db-search-path") {
+            if rest.is_empty() || rest.starts_with(' ') {
+                let path = crate::native::thread_db::set_search_path(rest);
+                self.console_then_ok(&format!("libthread-db-search-path set to `{path}'\n"));
+                return;
+            }
+        }
         let mut words = cmd.split_whitespace();
         match words.next().unwrap_or("") {
             "set" if cmd.split_whitespace().nth(1) == Some("debug-format") => {

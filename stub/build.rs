@@ -1,0 +1,25 @@
+//! Puts the proc_service functions (stub/src/native/thread_db.rs) in the
+//! dynamic symbol table of every executable that links the stub: a
+//! `dlopen`ed libthread_db.so.1 binds to them (it imports `ps_pdread`,
+//! `ps_lgetregs`, `ps_pglobal_lookup`, … from its client, as gdb's and
+//! gdbserver's). Executables export nothing by default.
+fn main() {
+    const PROC_SERVICE: [&str; 10] = [
+        "ps_pdread",
+        "ps_pdwrite",
+        "ps_lgetregs",
+        "ps_lsetregs",
+        "ps_lgetfpregs",
+        "ps_lsetfpregs",
+        "ps_pglobal_lookup",
+        "ps_getpid",
+        "ps_get_thread_area",
+        "ps_ptread",
+    ];
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        for s in PROC_SERVICE {
+            println!("cargo:rustc-link-arg=-Wl,--export-dynamic-symbol={s}");
+        }
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+}
