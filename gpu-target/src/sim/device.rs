@@ -461,7 +461,7 @@ struct Positions {
 impl Positions {
     fn new(ids: &[WaveId]) -> Self {
         let base = ids.first().map_or(0, |w| w.0);
-        let span = ids.last().map_or(0, |w| w.0 - base + 1);
+        let span = ids.last().map_or(0, |w| (w.0 - base).saturating_add(1));
         let dense =
             span <= (ids.len() * MAX_SLOTS_PER_WAVE + 1024) as u64 && ids.len() < u32::MAX as usize;
         let mut slots = Vec::new();
