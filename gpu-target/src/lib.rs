@@ -69,6 +69,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod dbgapi;
+pub mod idhash;
 pub mod library;
 pub mod model;
 pub mod sim;

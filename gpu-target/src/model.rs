@@ -495,6 +495,13 @@ pub trait GpuBackend {
     fn agents(&mut self) -> Result<Vec<AgentInfo>, GpuError>;
     /// Current waves.
     fn waves(&mut self) -> Result<Vec<WaveId>, GpuError>;
+    /// The current waves if they changed since the last call of this or
+    /// [`Self::waves`], `None` when they did not: a caller that keeps the
+    /// last list is spared a copy and a comparison of every wave. A backend
+    /// that cannot tell answers the list every time.
+    fn waves_if_changed(&mut self) -> Result<Option<Vec<WaveId>>, GpuError> {
+        self.waves().map(Some)
+    }
     /// One wave.
     fn wave_info(&mut self, wave: WaveId) -> Result<WaveInfo, GpuError>;
     /// One dispatch.

@@ -18,6 +18,7 @@ use self::sys::DbgApi;
 use self::sys::DbgApiError;
 use self::sys::ListChange;
 use self::sys::RegisterFacts;
+use crate::idhash::IdMap;
 use crate::model::AddressSpace;
 use crate::model::AgentId;
 use crate::model::AgentInfo;
@@ -99,7 +100,7 @@ pub struct DbgApiBackend {
     process: sys::Process,
     archs: HashMap<u64, ArchEntry>,
     /// Per live wave: its register list's key and the list (shared).
-    registers: HashMap<WaveId, (u64, Arc<Vec<WaveRegister>>)>,
+    registers: IdMap<WaveId, (u64, Arc<Vec<WaveRegister>>)>,
     /// Register lists by (architecture, the library's register handles):
     /// the waves of one kernel share theirs, so the library is asked about
     /// each register once per list, not once per wave (10,000 waves of
@@ -107,7 +108,7 @@ pub struct DbgApiBackend {
     register_lists: HashMap<Vec<u64>, (u64, Arc<Vec<WaveRegister>>)>,
     waves: Vec<WaveId>,
     /// Per wave: its [`WaveFixed`] facts, bounded by [`MAX_WAVE_FACTS`].
-    fixed: HashMap<WaveId, WaveFixed>,
+    fixed: IdMap<WaveId, WaveFixed>,
     /// The first debuggable agent's architecture, for memory accesses that
     /// name no wave (found once: an agent's architecture never changes).
     default_arch: Option<u64>,
@@ -166,10 +167,10 @@ impl DbgApiBackend {
         Ok(Self {
             process,
             archs: HashMap::new(),
-            registers: HashMap::new(),
+            registers: IdMap::default(),
             register_lists: HashMap::new(),
             waves: Vec::new(),
-            fixed: HashMap::new(),
+            fixed: IdMap::default(),
             default_arch: None,
             next_list_id: 0,
         })
@@ -432,13 +433,19 @@ impl GpuBackend for DbgApiBackend {
     }
 
     fn waves(&mut self) -> Result<Vec<WaveId>, GpuError> {
-        if let ListChange::Changed(v) = self.process.waves(true)? {
-            self.waves = v.into_iter().map(WaveId).collect();
-            let live: std::collections::HashSet<WaveId> = self.waves.iter().copied().collect();
-            self.registers.retain(|w, _| live.contains(w));
-            self.fixed.retain(|w, _| live.contains(w));
-        }
+        self.waves_if_changed()?;
         Ok(self.waves.clone())
+    }
+
+    fn waves_if_changed(&mut self) -> Result<Option<Vec<WaveId>>, GpuError> {
+        let ListChange::Changed(v) = self.process.waves(true)? else {
+            return Ok(None);
+        };
+        self.waves = v.into_iter().map(WaveId).collect();
+        let live: crate::idhash::IdSet<WaveId> = self.waves.iter().copied().collect();
+        self.registers.retain(|w, _| live.contains(w));
+        self.fixed.retain(|w, _| live.contains(w));
+        Ok(Some(self.waves.clone()))
     }
 
     fn wave_info(&mut self, w: WaveId) -> Result<WaveInfo, GpuError> {

@@ -427,15 +427,98 @@ fn push_unbounded(shared: &Shared, evs: Vec<DeviceEvent>) {
     }
 }
 
-/// The resident waves as last published: ascending ids with their
-/// workgroups, valid for [`Shared::waves_epoch`] `epoch`. Readers (the
-/// wave list, every per-wave request) take this lock, never the scheduler
-/// lock the device threads contend for, unless the waves changed since.
-#[derive(Default)]
-struct WaveTable {
+/// The resident waves as published at one epoch ([`Shared::waves_epoch`]):
+/// ascending ids, each with its workgroup, and an O(1) id → workgroup
+/// lookup where the ids are dense (a workgroup's waves take consecutive
+/// ids, and a launch takes its workgroups' ids in a row). Built once per
+/// change of the waves, under the table lock the device threads never
+/// take, and shared: the wave list, and a caller that keeps it
+/// ([`Device::wave_index`]) looks waves up without any lock while the
+/// epoch holds.
+pub struct WaveIndex {
     epoch: u64,
     ids: Arc<[WaveId]>,
     wgs: Vec<Arc<Workgroup>>,
+    positions: Positions,
+}
+
+/// Slots a dense [`Positions`] may hold per resident wave (plus a
+/// constant): a wave that lives on while later launches take millions of
+/// ids must not make the index grow with the ids instead of the waves.
+const MAX_SLOTS_PER_WAVE: usize = 4;
+
+/// Id → position in an ascending id list: a direct table over the ids'
+/// span when they are dense enough, else a binary search.
+#[derive(Default)]
+struct Positions {
+    /// The smallest id.
+    base: u64,
+    /// `slots[id - base]`: 1 + the id's position, 0 for none. Empty when
+    /// the ids are too sparse ([`MAX_SLOTS_PER_WAVE`]).
+    slots: Vec<u32>,
+}
+
+impl Positions {
+    fn new(ids: &[WaveId]) -> Self {
+        let base = ids.first().map_or(0, |w| w.0);
+        let span = ids.last().map_or(0, |w| (w.0 - base).saturating_add(1));
+        let dense =
+            span <= (ids.len() * MAX_SLOTS_PER_WAVE + 1024) as u64 && ids.len() < u32::MAX as usize;
+        let mut slots = Vec::new();
+        if dense {
+            slots = vec![0u32; span as usize];
+            for (i, w) in ids.iter().enumerate() {
+                slots[(w.0 - base) as usize] = i as u32 + 1;
+            }
+        }
+        Self { base, slots }
+    }
+
+    fn find(&self, ids: &[WaveId], id: WaveId) -> Option<usize> {
+        if self.slots.is_empty() {
+            return ids.binary_search(&id).ok();
+        }
+        let k = usize::try_from(id.0.checked_sub(self.base)?).ok()?;
+        match *self.slots.get(k)? {
+            0 => None,
+            s => Some(s as usize - 1),
+        }
+    }
+}
+
+impl WaveIndex {
+    fn build(epoch: u64, waves: &BTreeMap<WaveId, Arc<Workgroup>>) -> Self {
+        let ids: Arc<[WaveId]> = waves.keys().copied().collect();
+        let wgs: Vec<Arc<Workgroup>> = waves.values().cloned().collect();
+        let positions = Positions::new(&ids);
+        Self {
+            epoch,
+            ids,
+            wgs,
+            positions,
+        }
+    }
+
+    /// The workgroup of resident wave `id`.
+    fn find(&self, id: WaveId) -> Option<&Arc<Workgroup>> {
+        self.wgs.get(self.positions.find(&self.ids, id)?)
+    }
+
+    /// Ids of the resident waves, ascending.
+    pub fn ids(&self) -> &Arc<[WaveId]> {
+        &self.ids
+    }
+}
+
+impl Default for WaveIndex {
+    fn default() -> Self {
+        Self {
+            epoch: 0,
+            ids: Arc::from(Vec::new()),
+            wgs: Vec::new(),
+            positions: Positions::default(),
+        }
+    }
 }
 
 struct DispatchState {
@@ -471,7 +554,7 @@ struct Shared {
     events: Handoff<DeviceEvent>,
     /// Bumped (with the scheduler locked) whenever `Sched::waves` changes.
     waves_epoch: AtomicU64,
-    table: Mutex<WaveTable>,
+    table: Mutex<Arc<WaveIndex>>,
     next_id: AtomicU64,
     instructions: AtomicU64,
     cfg: DeviceConfig,
@@ -499,7 +582,7 @@ impl Device {
             hook: RwLock::new(None),
             events: Handoff::new(cfg.event_capacity),
             waves_epoch: AtomicU64::new(1),
-            table: Mutex::new(WaveTable::default()),
+            table: Mutex::new(Arc::new(WaveIndex::default())),
             next_id: AtomicU64::new(1),
             instructions: AtomicU64::new(0),
             cfg: cfg.clone(),
@@ -703,7 +786,7 @@ impl Device {
     /// Ids of the resident waves, ascending, as published: no device
     /// lock is taken unless the waves changed since the last call.
     pub fn resident_waves(&self) -> Arc<[WaveId]> {
-        self.table().ids.clone()
+        self.index().ids.clone()
     }
 
     /// A number that changes whenever the resident waves change.
@@ -711,24 +794,33 @@ impl Device {
         self.shared.waves_epoch.load(Ordering::Acquire)
     }
 
-    /// The wave table, brought up to date when the waves changed.
-    fn table(&self) -> MutexGuard<'_, WaveTable> {
+    /// The wave index, brought up to date when the waves changed.
+    fn index(&self) -> Arc<WaveIndex> {
         let mut t = lock(&self.shared.table);
         if t.epoch != self.shared.waves_epoch.load(Ordering::Acquire) {
             let s = lock(&self.shared.sched);
-            t.epoch = self.shared.waves_epoch.load(Ordering::Acquire);
-            t.ids = s.waves.keys().copied().collect();
-            t.wgs = s.waves.values().cloned().collect();
+            let epoch = self.shared.waves_epoch.load(Ordering::Acquire);
+            *t = Arc::new(WaveIndex::build(epoch, &s.waves));
         }
-        t
+        t.clone()
+    }
+
+    /// The wave index for a caller that keeps one (`kept`): reused, with no
+    /// lock taken, while the waves did not change (one atomic load), else
+    /// replaced by the current one. The per-wave calls
+    /// ([`Device::wave_info_in`], [`Device::stop_wave_in`]) take it.
+    pub fn wave_index<'a>(&self, kept: &'a mut Option<Arc<WaveIndex>>) -> &'a WaveIndex {
+        let epoch = self.shared.waves_epoch.load(Ordering::Acquire);
+        if kept.as_ref().is_some_and(|ix| ix.epoch != epoch) {
+            *kept = None;
+        }
+        kept.get_or_insert_with(|| self.index())
     }
 
     fn wg_of(&self, id: WaveId) -> Result<Arc<Workgroup>, DeviceError> {
-        let t = self.table();
-        t.ids
-            .binary_search(&id)
-            .ok()
-            .map(|i| t.wgs[i].clone())
+        self.index()
+            .find(id)
+            .cloned()
             .ok_or(DeviceError::InvalidWave(id))
     }
 
@@ -752,7 +844,13 @@ impl Device {
     /// A snapshot of one wave, as last published (see [`WaveSnap`]): no
     /// device lock is taken, so a query never waits for a device thread.
     pub fn wave_info(&self, id: WaveId) -> Result<SimWaveInfo, DeviceError> {
-        let wg = self.wg_of(id)?;
+        self.wave_info_in(&self.index(), id)
+    }
+
+    /// [`Device::wave_info`] with a wave index the caller keeps
+    /// ([`Device::wave_index`]): no lock at all.
+    pub fn wave_info_in(&self, ix: &WaveIndex, id: WaveId) -> Result<SimWaveInfo, DeviceError> {
+        let wg = ix.find(id).ok_or(DeviceError::InvalidWave(id))?;
         let i = wg.index_of(id).ok_or(DeviceError::InvalidWave(id))?;
         let snap = &wg.snaps[i];
         let state = match snap.state.load(Ordering::Acquire) {
@@ -864,7 +962,14 @@ impl Device {
     /// left in [`Workgroup::attention`], and the holder, which checks it
     /// before each instruction, carries it out as it lets go.
     pub fn stop_wave(&self, id: WaveId) -> Result<(), DeviceError> {
-        let wg = self.wg_of(id)?;
+        self.stop_wave_in(&self.index(), id)
+    }
+
+    /// [`Device::stop_wave`] with a wave index the caller keeps
+    /// ([`Device::wave_index`]): the wave is found without a lock, and the
+    /// only lock taken is its workgroup's, when free.
+    pub fn stop_wave_in(&self, ix: &WaveIndex, id: WaveId) -> Result<(), DeviceError> {
+        let wg = ix.find(id).ok_or(DeviceError::InvalidWave(id))?;
         let i = wg.index_of(id).ok_or(DeviceError::InvalidWave(id))?;
         let mut events = Vec::new();
         let inner = match wg.inner.try_lock() {
@@ -889,7 +994,7 @@ impl Device {
                     Ok(())
                 }
             };
-            release(&self.shared, &wg, inner, events);
+            release(&self.shared, wg, inner, events);
             return r;
         }
         match wg.snaps[i].state.load(Ordering::Acquire) {
@@ -901,8 +1006,8 @@ impl Device {
         fence(Ordering::SeqCst);
         // The holder may have let go before it saw the request.
         match wg.inner.try_lock() {
-            Ok(g) => release(&self.shared, &wg, g, events),
-            Err(TryLockError::Poisoned(p)) => release(&self.shared, &wg, p.into_inner(), events),
+            Ok(g) => release(&self.shared, wg, g, events),
+            Err(TryLockError::Poisoned(p)) => release(&self.shared, wg, p.into_inner(), events),
             Err(TryLockError::WouldBlock) => {}
         }
         Ok(())
@@ -910,24 +1015,36 @@ impl Device {
 
     /// Resumes a stopped wave.
     pub fn resume_wave(&self, id: WaveId, mode: ResumeMode) -> Result<(), DeviceError> {
-        let (wg, push) = {
-            let wg = self.wg_of(id)?;
-            let push = self.with_wave(id, |inner, i, _| {
+        self.resume_wave_in(&self.index(), id, mode)
+    }
+
+    /// [`Device::resume_wave`] with a wave index the caller keeps
+    /// ([`Device::wave_index`]): the wave is found once, without a lock.
+    pub fn resume_wave_in(
+        &self,
+        ix: &WaveIndex,
+        id: WaveId,
+        mode: ResumeMode,
+    ) -> Result<(), DeviceError> {
+        let wg = ix.find(id).ok_or(DeviceError::InvalidWave(id))?;
+        let mut events = Vec::new();
+        let mut inner = wg.lock_for_debugger(&mut events);
+        let r = match wg.index_of(id) {
+            Some(i) if inner.waves[i].run == Run::Stopped => {
                 let w = &mut inner.waves[i];
-                if w.run != Run::Stopped {
-                    return Err(DeviceError::WaveNotStopped(id));
-                }
                 w.run = Run::Running;
                 w.single_step = mode == ResumeMode::SingleStep;
                 w.stop_reason = StopReasons::NONE;
                 let push = !inner.queued;
                 inner.queued = true;
                 Ok(push)
-            })?;
-            (wg, push)
+            }
+            Some(i) if inner.waves[i].run != Run::Done => Err(DeviceError::WaveNotStopped(id)),
+            _ => Err(DeviceError::InvalidWave(id)),
         };
-        if push {
-            lock(&self.shared.sched).run_queue.push_back(wg);
+        release(&self.shared, wg, inner, events);
+        if r? {
+            lock(&self.shared.sched).run_queue.push_back(wg.clone());
             self.shared.work_cv.notify_one();
         }
         Ok(())
@@ -1459,5 +1576,39 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
         if wake {
             notify_hook(shared);
         }
+    }
+}
+
+#[cfg(test)]
+mod index_tests {
+    use super::*;
+
+    fn ids(v: &[u64]) -> Vec<WaveId> {
+        v.iter().map(|&x| WaveId(x)).collect()
+    }
+
+    #[test]
+    fn dense_ids_are_found_by_slot_and_gaps_are_not_waves() {
+        // Two workgroups of a launch, a dispatch id between them.
+        let v = ids(&[10, 11, 12, 13, 15, 16]);
+        let p = Positions::new(&v);
+        assert!(!p.slots.is_empty());
+        for (i, w) in v.iter().enumerate() {
+            assert_eq!(p.find(&v, *w), Some(i));
+        }
+        for gap in [0, 9, 14, 17, u64::MAX] {
+            assert_eq!(p.find(&v, WaveId(gap)), None, "{gap}");
+        }
+    }
+
+    #[test]
+    fn sparse_ids_fall_back_to_a_search() {
+        let v = ids(&[5, 1_000_000_000, 1_000_000_001]);
+        let p = Positions::new(&v);
+        assert!(p.slots.is_empty());
+        assert_eq!(p.find(&v, WaveId(1_000_000_001)), Some(2));
+        assert_eq!(p.find(&v, WaveId(6)), None);
+        let none = Positions::new(&[]);
+        assert_eq!(none.find(&[], WaveId(1)), None);
     }
 }

@@ -192,7 +192,7 @@ pub struct GpuEventCounts {
 #[derive(Default)]
 struct StopQueue {
     q: VecDeque<WaveStop>,
-    queued: BTreeSet<WaveId>,
+    queued: gpu_target::idhash::IdSet<WaveId>,
 }
 
 impl StopQueue {
@@ -302,7 +302,7 @@ pub struct GpuController {
     counts: GpuEventCounts,
     /// Per wave: architecture register number → index in the wave's own
     /// register list (a wave only has the registers its kernel allocated).
-    wave_regs: BTreeMap<WaveId, std::rc::Rc<Vec<Option<usize>>>>,
+    wave_regs: gpu_target::idhash::IdMap<WaveId, std::rc::Rc<Vec<Option<usize>>>>,
     /// The register maps themselves, one per distinct register list (the
     /// waves of one kernel share theirs): `wave_regs` holds pointers.
     reg_maps: wave_tids::RegMaps,
@@ -312,7 +312,7 @@ pub struct GpuController {
     /// meanwhile, and a stop of 10,000 waves asks for each wave's pc, exec
     /// and name again (the stop record, `jThreadsInfo`). At most one entry
     /// per live wave (dead waves' go with the wave list, as `wave_regs`').
-    stop_infos: std::collections::HashMap<WaveId, WaveInfo>,
+    stop_infos: gpu_target::idhash::IdMap<WaveId, WaveInfo>,
     stop_timer: Option<StopTimer>,
     stop_timeout: std::time::Duration,
     stop_timed_out: bool,
@@ -473,7 +473,7 @@ impl GpuController {
             self_wake: None,
             deferred_acks: Vec::new(),
             counts: GpuEventCounts::default(),
-            wave_regs: BTreeMap::new(),
+            wave_regs: Default::default(),
             reg_maps: Default::default(),
             stop_infos: Default::default(),
             runtime: None,
@@ -1064,7 +1064,17 @@ impl GpuController {
 
     /// Ask the library for its wave list and bring the thread ids in step.
     fn refresh_waves(&mut self) -> GpuResult<()> {
-        let list = self.backend()?.waves().map_err(gerr)?;
+        // While the thread ids are in step with the last list (it was not
+        // cleared since), a list the library says is unchanged needs
+        // nothing: 10,000 waves are neither copied nor compared.
+        let list = if self.last_wave_list.is_empty() {
+            self.backend()?.waves().map_err(gerr)?
+        } else {
+            match self.backend()?.waves_if_changed().map_err(gerr)? {
+                Some(list) => list,
+                None => return Ok(()),
+            }
+        };
         // The same waves as last time (a stopped GPU, or a list asked for
         // again and again): every one has its thread id and no dead wave
         // is left to forget.

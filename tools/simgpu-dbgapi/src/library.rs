@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
-use std::collections::HashSet;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::os::fd::AsFd;
@@ -24,6 +23,8 @@ use gpu_target::dbgapi::abi::runtime_state;
 use gpu_target::dbgapi::abi::status as st;
 use gpu_target::dbgapi::abi::wave_state;
 use gpu_target::dbgapi::abi::Status;
+use gpu_target::idhash::IdMap;
+use gpu_target::idhash::IdSet;
 use gpu_target::model::DispatchId;
 use gpu_target::model::ResumeMode;
 use gpu_target::model::StopReasons;
@@ -34,6 +35,7 @@ use gpu_target::sim::device::DeviceConfig;
 use gpu_target::sim::device::DeviceError;
 use gpu_target::sim::device::DeviceEvent;
 use gpu_target::sim::device::SimWaveInfo;
+use gpu_target::sim::device::WaveIndex;
 use gpu_target::sim::memory::ProcessMemory;
 use gpu_target::sim::regs::Reg;
 use gpu_target::sim::rendezvous::outcome_code;
@@ -196,9 +198,12 @@ struct Process {
     agent: u64,
     queue: u64,
     pending: VecDeque<u64>,
-    stop_fetched: HashSet<WaveId>,
-    stop_unprocessed: HashSet<WaveId>,
-    stop_requested: HashSet<WaveId>,
+    stop_fetched: IdSet<WaveId>,
+    stop_unprocessed: IdSet<WaveId>,
+    stop_requested: IdSet<WaveId>,
+    /// The device's wave index as last used: per-wave calls find their
+    /// wave in it without a lock while the waves do not change.
+    wave_index: Option<Arc<WaveIndex>>,
     code_objects: Vec<(u64, String, i64)>,
     announced: Vec<(String, i64)>,
     breakpoint: Option<(u64, u64)>,
@@ -233,7 +238,7 @@ pub struct Library {
     client: Box<dyn Client>,
     next_handle: u64,
     processes: BTreeMap<u64, Process>,
-    events: HashMap<u64, EventRec>,
+    events: IdMap<u64, EventRec>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -265,7 +270,7 @@ impl Library {
             client,
             next_handle: 16,
             processes: BTreeMap::new(),
-            events: HashMap::new(),
+            events: IdMap::default(),
         }
     }
 
@@ -412,9 +417,10 @@ impl Library {
                 agent,
                 queue,
                 pending: VecDeque::new(),
-                stop_fetched: HashSet::new(),
-                stop_unprocessed: HashSet::new(),
-                stop_requested: HashSet::new(),
+                stop_fetched: IdSet::default(),
+                stop_unprocessed: IdSet::default(),
+                stop_requested: IdSet::default(),
+                wave_index: None,
                 code_objects: Vec::new(),
                 announced: Vec::new(),
                 breakpoint: None,
@@ -1446,9 +1452,10 @@ impl Library {
     }
 
     /// A wave as the device sees it: the device's, or a storm wave.
-    fn sim_wave(proc: &Process, w: WaveId) -> Result<SimWaveInfo, Status> {
+    fn sim_wave(proc: &mut Process, w: WaveId) -> Result<SimWaveInfo, Status> {
         if !is_storm_id(w.0) {
-            return proc.device.wave_info(w).map_err(dev_status);
+            let ix = proc.device.wave_index(&mut proc.wave_index);
+            return proc.device.wave_info_in(ix, w).map_err(dev_status);
         }
         let sw = proc
             .storm
@@ -1588,7 +1595,8 @@ impl Library {
             return Ok(());
         }
         proc.stop_requested.insert(w);
-        match proc.device.stop_wave(w) {
+        let ix = proc.device.wave_index(&mut proc.wave_index);
+        match proc.device.stop_wave_in(ix, w) {
             // Stopped already (its WAVE_STOP is pending): that event completes the request.
             Ok(()) | Err(DeviceError::WaveStopped(_)) => Ok(()),
             Err(e) => {
@@ -1645,7 +1653,10 @@ impl Library {
             gpu_target::dbgapi::abi::RESUME_MODE_SINGLE_STEP => ResumeMode::SingleStep,
             _ => return Err(st::ERROR_INVALID_ARGUMENT),
         };
-        proc.device.resume_wave(w, mode).map_err(dev_status)?;
+        let ix = proc.device.wave_index(&mut proc.wave_index);
+        proc.device
+            .resume_wave_in(ix, w, mode)
+            .map_err(dev_status)?;
         proc.stop_fetched.remove(&w);
         Ok(())
     }

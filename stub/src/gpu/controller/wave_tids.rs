@@ -5,11 +5,15 @@
 //! (`jThreadsInfo` does it for every register of every wave); a scan of
 //! the wave map made that quadratic in the wave count (10,000 waves: about
 //! 5 × 10⁸ map steps per `jThreadsInfo`). Both directions are kept in step
-//! here, the only writer of either.
+//! here, the only writer of either. The maps hash (the ids are small
+//! integers: `gpu_target::idhash`): ordered maps made every lookup of a
+//! `jThreadsInfo` of 10,000 waves a walk of four levels of nodes, and the
+//! reply grew faster than the wave count. The tid order a listing needs is
+//! made by a sort, once per change of the waves.
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use gpu_target::idhash::IdMap;
 use gpu_target::model::RegisterDesc;
 use gpu_target::model::WaveId;
 
@@ -19,12 +23,12 @@ use crate::target::Tid;
 /// The live waves' thread ids (one per wave, never reused) and the reverse.
 #[derive(Default)]
 pub(super) struct WaveTids {
-    by_wave: BTreeMap<WaveId, Tid>,
-    by_tid: BTreeMap<Tid, WaveId>,
+    by_wave: IdMap<WaveId, Tid>,
+    by_tid: IdMap<Tid, WaveId>,
     /// Thread names of live waves (fixed for a wave's life), kept so that
     /// a thread list does not ask the library about every wave each time.
-    names: BTreeMap<WaveId, String>,
-    /// `by_tid` as a slice, made on the first listing after a change: a
+    names: IdMap<WaveId, String>,
+    /// `by_tid` as a slice in tid order, made on the first listing after a change: a
     /// thread list of 10,000 unchanged waves copies it instead of walking
     /// the map.
     listing: Option<Rc<[(WaveId, Tid)]>>,
@@ -103,16 +107,22 @@ impl WaveTids {
     pub(super) fn listing(&mut self) -> Rc<[(WaveId, Tid)]> {
         let by_tid = &self.by_tid;
         self.listing
-            .get_or_insert_with(|| by_tid.iter().map(|(t, w)| (*w, *t)).collect())
+            .get_or_insert_with(|| {
+                let mut v: Vec<(WaveId, Tid)> = by_tid.iter().map(|(t, w)| (*w, *t)).collect();
+                v.sort_unstable_by_key(|&(_, t)| t);
+                v.into()
+            })
             .clone()
     }
 
     /// The thread ids in thread-id order, kept until the waves change.
     pub(super) fn tids(&mut self) -> Rc<[Tid]> {
-        let by_tid = &self.by_tid;
-        self.tids
-            .get_or_insert_with(|| by_tid.keys().copied().collect())
-            .clone()
+        if let Some(t) = &self.tids {
+            return t.clone();
+        }
+        let t: Rc<[Tid]> = self.listing().iter().map(|&(_, t)| t).collect();
+        self.tids = Some(t.clone());
+        t
     }
 
     pub(super) fn len(&self) -> usize {
