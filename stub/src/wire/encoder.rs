@@ -339,6 +339,53 @@ mod tests {
         }
     }
 
+    /// Random data with the four specials mixed in at densities from none
+    /// to all: the block escaper and its checksum equal the byte-at-a-time
+    /// escape ([`crate::wire::escape_binary`]) and sum, framed whole and
+    /// in pieces, at every length around the block size and at a streamed
+    /// piece's.
+    #[test]
+    fn random_payloads_match_the_byte_at_a_time_escape() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut lengths: Vec<usize> = (0..300).collect();
+        lengths.extend([1000, 4095, 4096, 4097, 65_536 + 7, 128 << 10]);
+        for (i, &len) in lengths.iter().enumerate() {
+            // One special in 2^k bytes on average (k = 0: all specials;
+            // k = 8: about as often as in random memory; k = 16: rare).
+            let k = [0u32, 1, 3, 6, 8, 16][i % 6];
+            let payload: Vec<u8> = (0..len)
+                .map(|_| {
+                    let r = next();
+                    if r >> (64 - 16) & ((1 << k) - 1) == 0 {
+                        b"#$}*"[(r & 3) as usize]
+                    } else {
+                        (r >> 8) as u8
+                    }
+                })
+                .collect();
+            let mut want = Vec::new();
+            crate::wire::escape_binary(&payload, &mut want);
+            let want_sum = want.iter().fold(0u8, |s, &b| s.wrapping_add(b));
+            let framed = frame(false, &payload);
+            assert_eq!(body(&framed), want, "len {len} k {k}");
+            let mut out = vec![b'+'];
+            Encoder::open_packet(&mut out);
+            let mut sum = 0u8;
+            let piece = 1 + (next() as usize % 200);
+            for c in payload.chunks(piece) {
+                sum = sum.wrapping_add(Encoder::body_piece(c, &mut out));
+            }
+            assert_eq!(sum, want_sum, "len {len} k {k} pieces of {piece}");
+            assert_eq!(&out[2..], &want[..], "len {len} k {k} pieces of {piece}");
+        }
+    }
+
     #[test]
     fn plain_packets() {
         assert_eq!(frame(false, b"OK"), b"$OK#9a");
