@@ -166,9 +166,10 @@ struct Args {
     #[arg(long)]
     threads_prog: Option<PathBuf>,
     /// A second gdbmux binary (an earlier build) measured as the stub
-    /// `gdbmux-baseline` in the same interleaved rounds (`--clients` and
-    /// `--lldb-threads`): an A/B of a change in one run, its ratio to the
-    /// peers printed beside gdbmux's.
+    /// `gdbmux-baseline` in the same interleaved rounds (the raw figures,
+    /// `--clients` and `--lldb-threads`): an A/B of a change in one run, its
+    /// ratio to the peers printed beside gdbmux's (the raw table prints its
+    /// column; the peers' best excludes it).
     #[arg(long)]
     baseline: Option<PathBuf>,
     /// Internal: run the do-nothing floor server on this port.
@@ -1263,7 +1264,7 @@ fn main() -> Result<()> {
         .into_iter()
         .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s))
         .collect();
-    if a.baseline.is_some() && (a.clients || !a.lldb_threads.is_empty()) {
+    if a.baseline.is_some() {
         stubs.insert(1, "gdbmux-baseline");
     }
     if !a.lldb_threads.is_empty() {
@@ -1296,7 +1297,7 @@ fn main() -> Result<()> {
     for round in 0..a.rounds.max(1) {
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : measuring {s} …", round + 1);
-            match measure(s, &gdbmux, &prog, &a) {
+            match measure(s, binary_for(s, &gdbmux, &a), &prog, &a) {
                 Ok(f) => v.push(f),
                 Err(e) => eprintln!("  {s}: {e:#}"),
             }
@@ -1353,7 +1354,7 @@ fn main() -> Result<()> {
     let peer_best = |f: &dyn Fn(&Figures) -> f64, lower_better: bool| -> Option<f64> {
         let it = results
             .iter()
-            .filter(|(n, _)| *n != "gdbmux")
+            .filter(|(n, _)| !n.starts_with("gdbmux"))
             .map(|(_, x)| f(x));
         if lower_better {
             it.reduce(f64::min)
