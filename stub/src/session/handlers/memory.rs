@@ -16,10 +16,10 @@ use crate::wire::Encoder;
 ///
 /// 256 KiB: against 128 KiB, one `process_vm_readv`, one `sendto` and one
 /// turn of the flush loop per 256 KiB instead of two cut the server's CPU
-/// per MiB of a 256 MiB read by about an eighth (rsp-bench `--baseline`,
-/// 8 interleaved rounds: 778 against 899 µs); 512 KiB saved about 7 %
-/// more but leaves only two pieces in a 1 MiB reply to overlap reading
-/// with the client's receiving.
+/// per MiB of a large read by about an eighth on the development VM (8
+/// alternating runs of a 128 MiB read: 565 against 646 µs median);
+/// 512 KiB saved about 3 % more but leaves only two pieces of a 1 MiB
+/// reply to overlap the reading with the client's receiving.
 pub const STREAM_PIECE: usize = 256 << 10;
 
 /// A streamed `x` reply in progress: where the next piece starts, how much
