@@ -5,8 +5,9 @@
 //! with many threads). The packet logs of both runs are compared.
 //!
 //! And at a breakpoint stop of a launched program, the stop reply's
-//! `jstopinfo` (every thread's id, name and stop reason, as lldb-server
-//! sends it) spares lldb a `qThreadStopInfo` round trip per thread.
+//! `jstopinfo` (the threads with a stop reason; lldb takes an unlisted
+//! thread as one without) spares lldb a `qThreadStopInfo` round trip per
+//! thread, and every thread still shows its name.
 //!
 //! Needs `lldb` and `lldb-server` (pip `lldb-for-pwndbg`) and gcc.
 

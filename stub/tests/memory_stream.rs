@@ -13,8 +13,12 @@ mod harden_support;
 use harden_support::*;
 use protocol_tests::framing;
 
-/// Longer than one streamed piece (128 KiB) several times over.
-const LEN: u64 = 600 << 10;
+/// One streamed piece (`session::handlers::memory::STREAM_PIECE`).
+const PIECE: u64 = 256 << 10;
+
+/// Longer than one streamed piece several times over (and not a whole
+/// number of them), within one `x` reply (`PacketSize`, 1 MiB).
+const LEN: u64 = 3 * PIECE + (100 << 10) + 5;
 
 /// The mappings of `pid`: `(start, end, perms)`.
 fn mappings(pid: i32) -> Vec<(u64, u64, String)> {
@@ -135,10 +139,10 @@ fn streamed_x_replies_match_m_hide_breakpoints_and_stop_at_the_unreadable() {
     // prefix, more than one piece and not a whole number of them.
     let &(run_start, end, _) = runs
         .iter()
-        .filter(|r| !maps.iter().any(|m| m.0 == r.1) && r.1 - r.0 > (128 << 10) + 1)
+        .filter(|r| !maps.iter().any(|m| m.0 == r.1) && r.1 - r.0 > PIECE + 1)
         .max_by_key(|r| r.1 - r.0)
         .expect("a readable run with nothing mapped after it");
-    let from = run_start.max(end - (200 << 10) - 3);
+    let from = run_start.max(end - PIECE - (72 << 10) - 3);
     let tail = x_read(&mut c, from, LEN);
     assert_eq!(tail.len() as u64, end - from, "prefix length");
     assert_eq!(tail, m_read(&mut c, from, end - from), "prefix bytes");

@@ -5,6 +5,9 @@
 # `cargo build --release -p stub -p bench -p simgpu-dbgapi -p simgpu-rt`; carry `target/devcarry` and run
 #   D=$PWD/target/devcarry; PATH=$D/bin:$PATH LD_LIBRARY_PATH=$D/lib \
 #     $D/bin/rsp-bench --gdbmux $D/bin/gdbmux --prog $D/bench --rounds 5
+# With BASELINE=PATH (an earlier gdbmux build) it is carried as
+# bin/gdbmux-baseline, for an A/B in one run: add
+#   --baseline $D/bin/gdbmux-baseline
 # The peers are the same gdbserver and lldb-server binaries as here, with
 # the shared libraries they and strace need beyond glibc. The GPU scale mode
 # (it needs no peer, gdb, lldb or clang there):
@@ -16,6 +19,10 @@ rm -rf "$D"
 mkdir -p "$D/bin" "$D/lib"
 cp target/release/gdbmux target/release/rsp-bench "$D/bin/"
 strip "$D/bin/gdbmux" "$D/bin/rsp-bench"
+if [ -n "${BASELINE:-}" ]; then
+    cp "$BASELINE" "$D/bin/gdbmux-baseline"
+    strip "$D/bin/gdbmux-baseline"
+fi
 cp "$(command -v gdbserver)" "$(command -v strace)" "$D/bin/"
 # lldb-server from PyPI's lldb-for-pwndbg is a Python launcher around a
 # vendored binary: carry the binary.

@@ -104,9 +104,17 @@ pub fn task_ids(pid: Pid) -> std::io::Result<Vec<i32>> {
 
 /// `/proc/PID/task/TID/comm`.
 pub fn thread_name(pid: Pid, tid: u64) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-        .ok()
-        .map(|s| s.trim_end_matches('\n').to_string())
+    use std::io::Read as _;
+    // `comm` is at most TASK_COMM_LEN (16) bytes with its newline: one
+    // `read` into a stack buffer (open, read, close) instead of
+    // `read_to_string`'s size query and read to EOF, which made five
+    // system calls of every name of a 1000-thread stop.
+    let mut f = std::fs::File::open(format!("/proc/{pid}/task/{tid}/comm")).ok()?;
+    let mut buf = [0u8; 64];
+    let n = f.read(&mut buf).ok()?;
+    let name = buf.get(..n)?;
+    let name = name.strip_suffix(b"\n").unwrap_or(name);
+    Some(String::from_utf8_lossy(name).into_owned())
 }
 
 /// Fields of `/proc/PID/task/TID/stat` after the `(comm)`: index 0 is

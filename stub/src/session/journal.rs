@@ -79,6 +79,20 @@ impl Journal {
         }
     }
 
+    /// The name of `tid` as the recorded stop captured it, when the stop
+    /// captured one for that thread (`None`: not captured, read it). A
+    /// stopped thread cannot rename itself, so until the next resume
+    /// records a new stop this is the name `/proc` would give.
+    pub fn thread_name(&self, tid: Tid) -> Option<&str> {
+        let primary = self.primary.as_ref()?;
+        let snap = match &primary.event {
+            StopEvent::Stopped { tid: ptid, .. } if *ptid == tid => primary,
+            StopEvent::Stopped { .. } => self.others.get(&tid)?,
+            _ => return None,
+        };
+        snap.thread_name.as_deref()
+    }
+
     /// Forget everything (no process).
     pub fn clear(&mut self) {
         *self = Journal::default();

@@ -50,9 +50,13 @@ def run(cmd):
     return r.GetOutput()
 def listed(text):
     return sum(1 for l in text.splitlines() if l.lstrip("* ").startswith("thread #"))
+def named(text):
+    # Frames lldb could name (`module`function`): a stub that gives lldb no
+    # library list leaves the other threads' frames as bare addresses.
+    return sum(1 for l in text.splitlines() if l.lstrip("* ").startswith("thread #") and "`" in l)
 t = time.perf_counter()
 out = run("thread list")
-print("LIST", time.perf_counter() - t, listed(out))
+print("LIST", time.perf_counter() - t, listed(out), named(out))
 proc = dbg.GetSelectedTarget().GetProcess()
 listener = lldb.SBListener("rsp-bench")
 proc.GetBroadcaster().AddListener(listener, lldb.SBProcess.eBroadcastBitStateChanged)
@@ -62,10 +66,17 @@ def wait_state(want):
         if lldb.SBProcess.EventIsProcessEvent(ev) and lldb.SBProcess.GetStateFromEvent(ev) == want:
             return True
     return False
+# The breakpoint at threads_ready is disabled first: continuing from it
+# would step the main thread over it alone before resuming all threads,
+# and a stop requested during that step finds the other threads still
+# stopped (no stop of all at all; whether it came in time was a race).
+# The 0.3 s after the running event let the stub resume every thread.
+run("breakpoint disable")
 dbg.SetAsync(True)
 proc.Continue()
 if not wait_state(lldb.eStateRunning):
     raise Exception("no running event")
+time.sleep(0.3)
 t = time.perf_counter()
 proc.Stop()
 if not wait_state(lldb.eStateStopped):
@@ -74,14 +85,22 @@ print("STOPALL", time.perf_counter() - t)
 dbg.SetAsync(False)
 t = time.perf_counter()
 out = run("thread list")
-print("LIST2", time.perf_counter() - t, listed(out))
+print("LIST2", time.perf_counter() - t, listed(out), named(out))
 proc.Kill()
 "#;
 
 /// One lldb session against `stub`: [set-up, thread list, stop-all,
-/// thread list after the stop] in seconds.
-pub fn session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args, n: usize) -> Result<[f64; 4]> {
-    let (mut child, port) = start_args(stub, gdbmux, &a.gdbmux_args, prog, &[n.to_string()], &[])?;
+/// thread list after the stop] in seconds, then the number of threads
+/// whose frame lldb named (`module`function`) in each listing.
+pub fn session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args, n: usize) -> Result<[f64; 6]> {
+    let (mut child, port) = start_args(
+        stub,
+        super::binary_for(stub, gdbmux, a),
+        &a.gdbmux_args,
+        prog,
+        &[n.to_string()],
+        &[],
+    )?;
     let script = DRIVER;
     let file = std::env::temp_dir().join(format!("gdbmux-bench-{}.py", std::process::id()));
     std::fs::write(&file, script)?;
@@ -138,11 +157,13 @@ pub fn session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args, n: usize) -> Re
         field("LIST ", 0)?,
         field("STOPALL ", 0)?,
         field("LIST2 ", 0)?,
+        field("LIST ", 2)?,
+        field("LIST2 ", 2)?,
     ])
 }
 
 /// Per stub: set-up, `thread list`, stop-all, `thread list` again (s).
-type StubFigures<'a> = Vec<(&'a str, [f64; 4])>;
+type StubFigures<'a> = Vec<(&'a str, [f64; 6])>;
 
 /// `--lldb-threads N,…`: lldb sessions against every stub for each thread
 /// count, interleaved rounds, medians, ratios to the best peer (lower is
@@ -174,6 +195,7 @@ pub fn mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<()> 
             let (cells, ratio) = super::figure_cells(med, i);
             println!("| {name} | {cells} | {ratio} | {target} |");
         }
+        same_listing(med, &names);
     }
     if let (Some((n0, lo)), Some((n1, hi))) = (all.first(), all.last()) {
         if n1 > n0 {
@@ -197,6 +219,49 @@ pub fn mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<()> 
     Ok(())
 }
 
+/// How many threads' frames lldb could name in each listing, per stub,
+/// and gdbmux's ratios to the best peer whose listings named as many: a
+/// stub that gives lldb no library list (gdbserver: lldb asks it for none)
+/// gets a listing of bare addresses, which costs lldb far less than
+/// symbolizing every frame with its arguments.
+fn same_listing(med: &StubFigures, names: &[(&str, &str)]) {
+    let named = |f: &[f64; 6]| format!("{:.0} / {:.0}", f[4], f[5]);
+    println!(
+        "threads whose frame lldb named (`thread list` at the breakpoint stop / after the stop): {}",
+        med.iter()
+            .map(|(s, f)| format!("{s} {}", named(f)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let Some((_, g)) = med.iter().find(|(s, _)| *s == "gdbmux") else {
+        return;
+    };
+    let peers: Vec<&(&str, [f64; 6])> = med
+        .iter()
+        .filter(|(s, f)| !s.starts_with("gdbmux") && f[4] >= g[4] && f[5] >= g[5])
+        .collect();
+    if peers.is_empty() {
+        println!("no peer named as many frames as gdbmux: no like-for-like ratio");
+        return;
+    }
+    for (i, (name, target)) in names.iter().enumerate().skip(1) {
+        let best = peers
+            .iter()
+            .map(|(_, f)| f[i])
+            .fold(f64::INFINITY, f64::min);
+        let who: Vec<&str> = peers
+            .iter()
+            .filter(|(_, f)| f[i] == best)
+            .map(|(s, _)| *s)
+            .collect();
+        println!(
+            "{name}: gdbmux ÷ best peer with the same listing ({}) {:.2} (target {target})",
+            who.join(", "),
+            g[i] / best
+        );
+    }
+}
+
 /// The medians of every stub for one thread count.
 fn one_count<'a>(
     stubs: &[&'a str],
@@ -205,7 +270,7 @@ fn one_count<'a>(
     a: &Args,
     n: usize,
 ) -> StubFigures<'a> {
-    let mut runs: Vec<(&str, Vec<[f64; 4]>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
+    let mut runs: Vec<(&str, Vec<[f64; 6]>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
     for round in 0..a.rounds.max(1) {
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : lldb against {s}, {n} threads …", round + 1);
@@ -220,7 +285,7 @@ fn one_count<'a>(
         .map(|(s, v)| {
             (
                 *s,
-                [0, 1, 2, 3].map(|i| median(v.iter().map(|f| f[i]).collect())),
+                [0, 1, 2, 3, 4, 5].map(|i| median(v.iter().map(|f| f[i]).collect())),
             )
         })
         .collect()

@@ -43,6 +43,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The gdbmux binary `stub` runs: `--baseline`'s for `gdbmux-baseline`.
+fn binary_for<'a>(stub: &str, gdbmux: &'a Path, a: &'a Args) -> &'a Path {
+    match (stub, &a.baseline) {
+        ("gdbmux-baseline", Some(b)) => b,
+        _ => gdbmux,
+    }
+}
+
 /// Figure `i` of each stub's medians as table cells (3 decimals), and
 /// gdbmux's value ÷ the best (lowest) peer's ("-" without one).
 fn figure_cells<F: AsRef<[f64]>>(med: &[(&str, F)], i: usize) -> (String, String) {
@@ -50,13 +58,22 @@ fn figure_cells<F: AsRef<[f64]>>(med: &[(&str, F)], i: usize) -> (String, String
     let g = med.iter().find(|(n, _)| *n == "gdbmux").map(|(_, f)| at(f));
     let best = med
         .iter()
-        .filter(|(n, _)| *n != "gdbmux")
+        .filter(|(n, _)| !n.starts_with("gdbmux"))
         .map(|(_, f)| at(f))
         .reduce(f64::min);
-    let ratio = match (g, best) {
+    let mut ratio = match (g, best) {
         (Some(g), Some(b)) if b > 0.0 => format!("{:.2}", g / b),
         _ => "-".into(),
     };
+    let base = med
+        .iter()
+        .find(|(n, _)| *n == "gdbmux-baseline")
+        .map(|(_, f)| at(f));
+    if let (Some(base), Some(b)) = (base, best) {
+        if b > 0.0 {
+            ratio = format!("{ratio} (baseline {:.2})", base / b);
+        }
+    }
     let cells = med
         .iter()
         .map(|(_, f)| format!("{:.3}", at(f)))
@@ -148,6 +165,13 @@ struct Args {
     /// lldb mode: a prebuilt `fixtures/threads.c` (`gcc -pthread`).
     #[arg(long)]
     threads_prog: Option<PathBuf>,
+    /// A second gdbmux binary (an earlier build) measured as the stub
+    /// `gdbmux-baseline` in the same interleaved rounds (the raw figures,
+    /// `--clients` and `--lldb-threads`): an A/B of a change in one run, its
+    /// ratio to the peers printed beside gdbmux's (the raw table prints its
+    /// column; the peers' best excludes it).
+    #[arg(long)]
+    baseline: Option<PathBuf>,
     /// Internal: run the do-nothing floor server on this port.
     #[arg(long, hide = true)]
     echo_server: Option<u16>,
@@ -531,7 +555,7 @@ fn start_args(
     const ADDR: &str = "127.0.0.1:0";
     let fifo = std::env::temp_dir().join(format!("gdbmux-bench-{}.port", std::process::id()));
     let mut cmd = match stub {
-        "gdbmux" => {
+        "gdbmux" | "gdbmux-baseline" => {
             let mut c = Command::new(gdbmux);
             c.args(extra.split_whitespace());
             c.args([ADDR, "--"]).arg(prog);
@@ -810,7 +834,7 @@ fn measure_no_poll(gdbmux: &Path, prog: &Path, a: &Args) -> Result<NoPoll> {
 /// breakpoint stop, for `stepi N`, and for M breakpoint hits (`ignore`
 /// makes gdb resume M times itself, one stop round trip each).
 fn gdb_session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<[f64; 3]> {
-    let (mut child, port) = start(stub, gdbmux, &a.gdbmux_args, prog)?;
+    let (mut child, port) = start(stub, binary_for(stub, gdbmux, a), &a.gdbmux_args, prog)?;
     let script = format!(
         "set confirm off\n\
          set pagination off\n\
@@ -1236,10 +1260,13 @@ fn main() -> Result<()> {
     if a.gpu_scale {
         return gpu::mode(&a, &root, &out, &gdbmux);
     }
-    let stubs: Vec<&str> = ["gdbmux", "gdbserver", "lldb-server"]
+    let mut stubs: Vec<&str> = ["gdbmux", "gdbserver", "lldb-server"]
         .into_iter()
         .filter(|s| a.only.is_empty() || a.only.iter().any(|o| o == s))
         .collect();
+    if a.baseline.is_some() {
+        stubs.insert(1, "gdbmux-baseline");
+    }
     if !a.lldb_threads.is_empty() {
         let prog = lldb::fixture(&a, &root, &out)?;
         return lldb::mode(&stubs, &gdbmux, &prog, &a);
@@ -1270,7 +1297,7 @@ fn main() -> Result<()> {
     for round in 0..a.rounds.max(1) {
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : measuring {s} …", round + 1);
-            match measure(s, &gdbmux, &prog, &a) {
+            match measure(s, binary_for(s, &gdbmux, &a), &prog, &a) {
                 Ok(f) => v.push(f),
                 Err(e) => eprintln!("  {s}: {e:#}"),
             }
@@ -1327,7 +1354,7 @@ fn main() -> Result<()> {
     let peer_best = |f: &dyn Fn(&Figures) -> f64, lower_better: bool| -> Option<f64> {
         let it = results
             .iter()
-            .filter(|(n, _)| *n != "gdbmux")
+            .filter(|(n, _)| !n.starts_with("gdbmux"))
             .map(|(_, x)| f(x));
         if lower_better {
             it.reduce(f64::min)

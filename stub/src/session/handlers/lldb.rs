@@ -311,7 +311,13 @@ impl<R: SessionRole> Session<R> {
         let expedite_stack = self.role.expedites_stack();
         let mut buf = std::mem::take(&mut self.reply_scratch);
         buf.clear();
-        let Ok(t) = self.target_mut(pid) else {
+        // Names captured by this stop's record (jstopinfo) are reused: in
+        // all-stop mode no thread ran since, so none renamed itself, and a
+        // 1000-thread reply reads no `/proc` file per thread again. In
+        // non-stop mode other threads run: their names are read.
+        let journal = (!self.nonstop.on && stop.as_ref().map(StopEvent::pid) == Some(pid))
+            .then_some(&self.journal);
+        let Some(t) = self.procs.get_mut(&pid) else {
             self.reply_scratch = buf;
             self.send_error(crate::error::ErrorCode::NoSuchProcess, "no process");
             return;
@@ -336,7 +342,10 @@ impl<R: SessionRole> Session<R> {
         buf.push(b'[');
         for (i, tid) in threads.into_iter().enumerate() {
             rec.clear(tid);
-            rec.name = t.thread_name(tid);
+            rec.name = match journal.and_then(|j| j.thread_name(tid)) {
+                Some(name) => Some(name.to_owned()),
+                None => t.thread_name(tid),
+            };
             let this = match (&stop, others.get(&tid)) {
                 (Some(StopEvent::Stopped { .. }), Some(o)) => Some(o),
                 _ => stop.as_ref(),
@@ -655,22 +664,40 @@ fn expedited_stack(
     fp: u64,
     out: &mut Vec<(u64, Vec<u8>)>,
 ) {
-    let mut ranges: Vec<(u64, u64)> = vec![(sp, sp.saturating_add(STACK_TOP_BYTES))];
+    // The stack top first, in one read: the links that lie inside it (most
+    // of a thread's first frames) are taken from it, not read again.
+    let mut top = vec![0u8; STACK_TOP_BYTES as usize];
+    let got = t.read_memory_into(sp, &mut top).unwrap_or_default();
+    top.truncate(got);
+    let in_top = |a: u64| -> Option<[u8; 16]> {
+        let off = usize::try_from(a.checked_sub(sp)?).ok()?;
+        top.get(off..off.checked_add(16)?)?.try_into().ok()
+    };
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
     let mut f = fp;
-    let mut link = [0u8; 16];
     for _ in 0..FP_FRAMES {
         if f < sp || !f.is_multiple_of(8) || f.saturating_sub(sp) > MAX_FRAME * FP_FRAMES as u64 {
             break;
         }
-        if !matches!(t.read_memory_into(f, &mut link), Ok(16)) {
-            break;
-        }
-        ranges.push((f, f + 16));
+        let link = match in_top(f) {
+            Some(l) => l,
+            None => {
+                let mut l = [0u8; 16];
+                if !matches!(t.read_memory_into(f, &mut l), Ok(16)) {
+                    break;
+                }
+                ranges.push((f, f + 16));
+                l
+            }
+        };
         let next = u64::from_le_bytes(link[..8].try_into().unwrap_or_default());
         if next <= f || next - f > MAX_FRAME {
             break;
         }
         f = next;
+    }
+    if !top.is_empty() {
+        ranges.push((sp, sp + top.len() as u64));
     }
     ranges.sort_unstable();
     let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
@@ -681,6 +708,11 @@ fn expedited_stack(
         }
     }
     for (a, b) in merged {
+        // The stack top alone is already read.
+        if a == sp && b == sp + top.len() as u64 {
+            out.push((a, std::mem::take(&mut top)));
+            continue;
+        }
         let mut buf = vec![0u8; (b - a) as usize];
         let n = match t.read_memory_into(a, &mut buf) {
             Ok(n) if n > 0 => n,
