@@ -826,7 +826,7 @@ impl GpuController {
     /// Wave info at a stop, with the PC rewound onto a breakpoint
     /// instruction (the hardware reports it past the `s_trap`).
     fn capture_stop(&mut self, wave: WaveId) -> GpuResult<WaveInfo> {
-        let mut info = self.backend()?.wave_info(wave).map_err(gerr)?;
+        let mut info = self.backend()?.stopped_wave_info(wave).map_err(gerr)?;
         let adjust = self
             .arch
             .as_ref()
