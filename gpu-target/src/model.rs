@@ -504,6 +504,12 @@ pub trait GpuBackend {
     }
     /// One wave.
     fn wave_info(&mut self, wave: WaveId) -> Result<WaveInfo, GpuError>;
+    /// One wave whose WAVE_STOP event is being handled: the wave is known
+    /// to be stopped (it stays stopped until resumed), so a backend can
+    /// skip the state query; the default asks [`Self::wave_info`].
+    fn stopped_wave_info(&mut self, wave: WaveId) -> Result<WaveInfo, GpuError> {
+        self.wave_info(wave)
+    }
     /// One dispatch.
     fn dispatch_info(&mut self, dispatch: DispatchId) -> Result<DispatchInfo, GpuError>;
     /// Loaded code objects.

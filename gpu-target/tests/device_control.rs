@@ -67,14 +67,17 @@ fn stop_resume_step_patch() {
     // Stop a running wave.
     dev.stop_wave(w).unwrap();
     let ev = wait_events(&dev, &rx, 1);
+    let i = dev.wave_info(w).unwrap();
     assert_eq!(
         ev,
         vec![DeviceEvent::WaveStop {
             wave: w,
-            reasons: StopReasons::NONE
-        }]
+            reasons: StopReasons::NONE,
+            pc: i.pc,
+            exec: i.exec,
+        }],
+        "the event carries the stop's pc and exec"
     );
-    let i = dev.wave_info(w).unwrap();
     assert_eq!(i.state, WaveState::Stopped);
     let loop_pc = CODE + SPIN_CODE_OFFSET;
     assert!(i.pc == loop_pc || i.pc == loop_pc + 4, "pc {:#x}", i.pc);
@@ -84,14 +87,16 @@ fn stop_resume_step_patch() {
     // Single-step: exactly one instruction.
     dev.resume_wave(w, ResumeMode::SingleStep).unwrap();
     let ev = wait_events(&dev, &rx, 1);
+    let j = dev.wave_info(w).unwrap();
     assert_eq!(
         ev,
         vec![DeviceEvent::WaveStop {
             wave: w,
-            reasons: StopReasons::SINGLE_STEP
+            reasons: StopReasons::SINGLE_STEP,
+            pc: j.pc,
+            exec: j.exec,
         }]
     );
-    let j = dev.wave_info(w).unwrap();
     assert_ne!(j.pc, i.pc);
     let count2 = dev.with_stopped_regs(w, |r| r.sgpr[0]).unwrap();
     assert!(count2 == count || count2 == count + 1);

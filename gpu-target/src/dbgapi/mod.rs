@@ -226,6 +226,40 @@ impl DbgApiBackend {
     }
 
     /// A wave's [`WaveFixed`] facts, asked for once.
+    /// A wave's info once its state is known: the stop facts (reason, pc,
+    /// exec) asked only of a stopped wave, the rest from [`WaveFixed`].
+    fn wave_info_in(&mut self, w: WaveId, state: WaveState) -> Result<WaveInfo, GpuError> {
+        use info::wave as q;
+        let fixed = self.wave_fixed(w)?;
+        let p = &self.process;
+        let e = |e| wave_err(w, e);
+        let stopped = state == WaveState::Stopped;
+        let (stop_reason, pc, exec) = if stopped {
+            (
+                Some(StopReasons(
+                    p.wave_info(w.0, q::STOP_REASON, 4).map_err(e)? as u32
+                )),
+                Some(p.wave_info(w.0, q::PC, 8).map_err(e)?),
+                Some(p.wave_info(w.0, q::EXEC_MASK, 8).map_err(e)?),
+            )
+        } else {
+            (None, None, None)
+        };
+        Ok(WaveInfo {
+            id: w,
+            state,
+            stop_reason,
+            pc,
+            exec,
+            agent: fixed.agent,
+            queue: fixed.queue,
+            dispatch: fixed.dispatch,
+            workgroup_coord: fixed.workgroup_coord,
+            wave_number_in_workgroup: fixed.wave_number_in_workgroup,
+            lane_count: fixed.lane_count,
+        })
+    }
+
     fn wave_fixed(&mut self, w: WaveId) -> Result<WaveFixed, GpuError> {
         if let Some(f) = self.fixed.get(&w) {
             return Ok(*f);
@@ -450,42 +484,20 @@ impl GpuBackend for DbgApiBackend {
 
     fn wave_info(&mut self, w: WaveId) -> Result<WaveInfo, GpuError> {
         use info::wave as q;
-        let fixed = self.wave_fixed(w)?;
-        let p = &self.process;
-        let e = |e| wave_err(w, e);
-        let state = match p.wave_info(w.0, q::STATE, 4).map_err(e)? as i32 {
+        let state = match self
+            .process
+            .wave_info(w.0, q::STATE, 4)
+            .map_err(|e| wave_err(w, e))? as i32
+        {
             abi::wave_state::STOP => WaveState::Stopped,
             abi::wave_state::SINGLE_STEP => WaveState::SingleStep,
             _ => WaveState::Running,
         };
-        let stopped = state == WaveState::Stopped;
-        Ok(WaveInfo {
-            id: w,
-            state,
-            stop_reason: if stopped {
-                Some(StopReasons(
-                    p.wave_info(w.0, q::STOP_REASON, 4).map_err(e)? as u32
-                ))
-            } else {
-                None
-            },
-            pc: if stopped {
-                Some(p.wave_info(w.0, q::PC, 8).map_err(e)?)
-            } else {
-                None
-            },
-            exec: if stopped {
-                Some(p.wave_info(w.0, q::EXEC_MASK, 8).map_err(e)?)
-            } else {
-                None
-            },
-            agent: fixed.agent,
-            queue: fixed.queue,
-            dispatch: fixed.dispatch,
-            workgroup_coord: fixed.workgroup_coord,
-            wave_number_in_workgroup: fixed.wave_number_in_workgroup,
-            lane_count: fixed.lane_count,
-        })
+        self.wave_info_in(w, state)
+    }
+
+    fn stopped_wave_info(&mut self, w: WaveId) -> Result<WaveInfo, GpuError> {
+        self.wave_info_in(w, WaveState::Stopped)
     }
 
     fn dispatch_info(&mut self, d: DispatchId) -> Result<DispatchInfo, GpuError> {

@@ -168,6 +168,10 @@ pub enum DeviceEvent {
         wave: WaveId,
         /// Why.
         reasons: StopReasons,
+        /// Its PC at the stop.
+        pc: u64,
+        /// Its EXEC mask at the stop.
+        exec: u64,
     },
     /// A wave with a pending stop or step request terminated.
     WaveCommandTerminated {
@@ -356,6 +360,8 @@ impl Workgroup {
                     out.push(DeviceEvent::WaveStop {
                         wave: w.id,
                         reasons: StopReasons::NONE,
+                        pc: w.regs.pc,
+                        exec: w.regs.exec,
                     });
                 }
                 Run::Stopped => {}
@@ -990,6 +996,8 @@ impl Device {
                     events.push(DeviceEvent::WaveStop {
                         wave: id,
                         reasons: StopReasons::NONE,
+                        pc: w.regs.pc,
+                        exec: w.regs.exec,
                     });
                     Ok(())
                 }
@@ -1436,6 +1444,8 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                             events.push(DeviceEvent::WaveStop {
                                 wave: w.id,
                                 reasons: StopReasons::SINGLE_STEP,
+                                pc: w.regs.pc,
+                                exec: w.regs.exec,
                             });
                         }
                         if out == Step::Barrier || w.run != Run::Running {
@@ -1467,6 +1477,8 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                             events.push(DeviceEvent::WaveStop {
                                 wave: w.id,
                                 reasons,
+                                pc: w.regs.pc,
+                                exec: w.regs.exec,
                             });
                         } else if abort.is_none() {
                             abort = Some(DispatchOutcome::Aborted {

@@ -136,15 +136,19 @@ pub struct GpuNews {
     pub console: Vec<String>,
 }
 
-/// A wave stop, ready to report.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A wave stop, ready to report: a small fixed record (40 bytes). The
+/// wave's full info at the stop has one keeper, the controller's stop
+/// infos ([`GpuController::wave_info`] answers from it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WaveStop {
     /// The wave.
     pub wave: WaveId,
     /// Its thread id.
     pub tid: Tid,
-    /// Its info at the stop (PC already rewound past a breakpoint).
-    pub info: WaveInfo,
+    /// Why it stopped.
+    pub reasons: StopReasons,
+    /// Its PC at the stop (already rewound past a breakpoint).
+    pub pc: Option<u64>,
 }
 
 /// Events handled per [`GpuController::process_events`] call when the loop
@@ -777,7 +781,13 @@ impl GpuController {
                 match self.capture_stop(wave) {
                     Ok(info) => {
                         news.wave_stops.push(wave);
-                        if self.stops.push(WaveStop { wave, tid, info }) {
+                        let stop = WaveStop {
+                            wave,
+                            tid,
+                            reasons: info.stop_reason.unwrap_or_default(),
+                            pc: info.pc,
+                        };
+                        if self.stops.push(stop) {
                             self.counts.stops_replaced += 1;
                         }
                         self.counts.max_queued_stops =
@@ -826,7 +836,7 @@ impl GpuController {
     /// Wave info at a stop, with the PC rewound onto a breakpoint
     /// instruction (the hardware reports it past the `s_trap`).
     fn capture_stop(&mut self, wave: WaveId) -> GpuResult<WaveInfo> {
-        let mut info = self.backend()?.wave_info(wave).map_err(gerr)?;
+        let mut info = self.backend()?.stopped_wave_info(wave).map_err(gerr)?;
         let adjust = self
             .arch
             .as_ref()

@@ -63,9 +63,8 @@ fn terr(e: super::controller::GpuFault) -> TargetError {
 /// removed before it could be reported (clients do not tolerate stale
 /// breakpoint reports: research/client-traces.md §13).
 fn reportable(s: &WaveStop, bps: &[u64]) -> bool {
-    let reasons = s.info.stop_reason.unwrap_or_default();
-    let stale_bp =
-        reasons == StopReasons::BREAKPOINT && s.info.pc.is_some_and(|pc| !bps.contains(&pc));
+    let reasons = s.reasons;
+    let stale_bp = reasons == StopReasons::BREAKPOINT && s.pc.is_some_and(|pc| !bps.contains(&pc));
     reasons.0 != 0 && !stale_bp
 }
 
@@ -149,7 +148,7 @@ impl GpuTarget {
         // GPU session is "stopped"; a wave that stops meanwhile (e.g. at a
         // breakpoint) is queued and reported at the next resume.
         while let Some(s) = g.pop_stop() {
-            if s.info.stop_reason.unwrap_or_default().0 != 0 {
+            if s.reasons.0 != 0 {
                 return self.stop_event(&s);
             }
         }
@@ -165,7 +164,7 @@ impl GpuTarget {
     }
 
     fn stop_event(&self, s: &WaveStop) -> StopEvent {
-        let (signal, kind) = stop_kind(s.info.stop_reason.unwrap_or_default());
+        let (signal, kind) = stop_kind(s.reasons);
         StopEvent::Stopped {
             pid: self.pid,
             tid: s.tid,
@@ -256,7 +255,7 @@ impl GpuTarget {
                 // once every requested stop is in the interrupt is reported
                 // (without this the requested stops were resumed here and
                 // the interrupt came after the stop timeout, waves running).
-                if stop.info.stop_reason.unwrap_or_default().0 == 0 {
+                if stop.reasons.0 == 0 {
                     self.stops_awaited = self.stops_awaited.saturating_sub(1);
                     self.interrupt_tid.get_or_insert(stop.tid);
                 }

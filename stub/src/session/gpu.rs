@@ -565,27 +565,33 @@ impl Session<CpuRole> {
             let mut g = gpu.borrow_mut();
             loop {
                 let Some(s) = g.pop_stop() else { return };
-                if s.info.stop_reason.unwrap_or_default().0 != 0 {
+                if s.reasons.0 != 0 {
                     break s;
                 }
             }
         };
         let (text, kernel) = {
+            // Where the wave runs: its info at the stop (kept by the
+            // controller), or asked again.
+            let info = gpu.borrow_mut().wave_info(stop.wave).ok();
             let g = gpu.borrow();
             let cos = g.code_objects().to_vec();
-            let pc = stop.info.pc.unwrap_or(0);
+            let pc = stop.pc.unwrap_or(0);
             let kernel = self
                 .symbolizer
                 .describe(&cos, pc)
                 .unwrap_or_else(|| "?".into());
-            let reasons = stop.info.stop_reason.unwrap_or_default();
+            let reasons = stop.reasons;
             let why = crate::gpu::target::stop_kind(reasons);
             let why = match why {
                 (_, StopKind::SwBreak) => "a breakpoint".to_string(),
                 (_, StopKind::Step) => "a single step".to_string(),
                 _ => reasons.description(),
             };
-            let c = stop.info.workgroup_coord.unwrap_or_default();
+            let c = info
+                .as_ref()
+                .and_then(|i| i.workgroup_coord)
+                .unwrap_or_default();
             let line = self
                 .symbolizer
                 .source_line(&cos, pc)
@@ -599,11 +605,13 @@ impl Session<CpuRole> {
                     "gdbmux: GPU wave {} stopped at {why} in kernel {kernel} at {pc:#x}{line} (dispatch {}, workgroup ({},{},{}), wave {} in group). \
                      See `monitor gpu waves`; resume it with `monitor gpu continue`.\n",
                     stop.tid,
-                    stop.info.dispatch.0,
+                    info.as_ref().map_or(0, |i| i.dispatch.0),
                     c[0],
                     c[1],
                     c[2],
-                    stop.info.wave_number_in_workgroup.unwrap_or(0)
+                    info.as_ref()
+                        .and_then(|i| i.wave_number_in_workgroup)
+                        .unwrap_or(0)
                 ),
                 kernel,
             )
