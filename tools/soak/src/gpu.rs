@@ -87,10 +87,13 @@ fn simgpu_launch_addr(c: &mut RspClient, stats: &mut GpuStats) -> Result<u64> {
         .with_context(|| format!("qC answered {qc}"))?;
     // Right after the launch the program is at its first instruction,
     // before the dynamic loader mapped the runtime: let it run a little.
+    // Each continue + interrupt may let it run only microseconds on a
+    // loaded machine (20 tries were too few with four soaks and busy loops
+    // on 2 CPUs), hence the generous bound.
     let mut tries = 0;
     let maps = loop {
         let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
-        if maps.contains("libsimgpu_rt.so") || tries == 20 {
+        if maps.contains("libsimgpu_rt.so") || tries == 2000 {
             break maps;
         }
         tries += 1;
