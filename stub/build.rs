@@ -4,22 +4,12 @@
 //! `ps_lgetregs`, `ps_pglobal_lookup`, … from its client, as gdb's and
 //! gdbserver's). Executables export nothing by default.
 fn main() {
-    const PROC_SERVICE: [&str; 10] = [
-        "ps_pdread",
-        "ps_pdwrite",
-        "ps_lgetregs",
-        "ps_lsetregs",
-        "ps_lgetfpregs",
-        "ps_lsetfpregs",
-        "ps_pglobal_lookup",
-        "ps_getpid",
-        "ps_get_thread_area",
-        "ps_ptread",
-    ];
+    const PROC_SERVICE: [&str; 10] = include!("src/native/proc_service_names.rs");
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         for s in PROC_SERVICE {
             println!("cargo:rustc-link-arg=-Wl,--export-dynamic-symbol={s}");
         }
     }
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/native/proc_service_names.rs");
 }

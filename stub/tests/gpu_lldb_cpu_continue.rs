@@ -51,17 +51,24 @@ fn session(pty: bool) -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-#[test]
-fn lldb_batch_cpu_continue_at_a_wave_stop_runs_the_gpu_too() {
+/// The host program and both kernels built for one test (`tag`), served
+/// by a fresh gdbmux.
+fn served(tag: &str) -> (&'static GpuEnv, std::path::PathBuf, Server) {
     let env = GpuEnv::get();
     let (host, dir) = env.build_typed(
         "gpu-cpu-continue",
-        "batch",
+        tag,
         "host.c",
         &["saxpy", "negate"],
         &["-O1"],
     );
     let server = env.serve_program(&host, &dir);
+    (env, host, server)
+}
+
+#[test]
+fn lldb_batch_cpu_continue_at_a_wave_stop_runs_the_gpu_too() {
+    let (env, host, server) = served("batch");
     let session = session(false);
     let cmds: Vec<&str> = session.iter().map(|(c, _)| *c).collect();
     // Ends by itself, or run_with_timeout fails the test.
@@ -77,15 +84,7 @@ fn lldb_batch_cpu_continue_at_a_wave_stop_runs_the_gpu_too() {
 
 #[test]
 fn interactive_cpu_continue_at_a_wave_stop_runs_the_gpu_too() {
-    let env = GpuEnv::get();
-    let (host, dir) = env.build_typed(
-        "gpu-cpu-continue",
-        "pty",
-        "host.c",
-        &["saxpy", "negate"],
-        &["-O1"],
-    );
-    let server = env.serve_program(&host, &dir);
+    let (env, host, server) = served("pty");
     let args = env.lldb_connect_args(server.port, &host);
     let out = env.lldb_pty(&args, &session(true), &server);
     // Each wave stop is printed once, in full (docs/gpu-lldb.md, finding 14).
@@ -140,15 +139,7 @@ fn own_stop_session(pty: bool) -> Vec<(&'static str, &'static str)> {
 
 #[test]
 fn lldb_batch_cpu_stop_of_its_own_stops_the_gpu_run_on_the_cpu_continue() {
-    let env = GpuEnv::get();
-    let (host, dir) = env.build_typed(
-        "gpu-cpu-continue",
-        "own-batch",
-        "host.c",
-        &["saxpy", "negate"],
-        &["-O1"],
-    );
-    let server = env.serve_program(&host, &dir);
+    let (env, host, server) = served("own-batch");
     let session = own_stop_session(false);
     let cmds: Vec<&str> = session.iter().map(|(c, _)| *c).collect();
     let out = env.lldb_batch(server.port, &cmds, &host);
@@ -158,15 +149,7 @@ fn lldb_batch_cpu_stop_of_its_own_stops_the_gpu_run_on_the_cpu_continue() {
 
 #[test]
 fn interactive_cpu_stop_of_its_own_stops_the_gpu_run_on_the_cpu_continue() {
-    let env = GpuEnv::get();
-    let (host, dir) = env.build_typed(
-        "gpu-cpu-continue",
-        "own-pty",
-        "host.c",
-        &["saxpy", "negate"],
-        &["-O1"],
-    );
-    let server = env.serve_program(&host, &dir);
+    let (env, host, server) = served("own-pty");
     let args = env.lldb_connect_args(server.port, &host);
     env.lldb_pty(&args, &own_stop_session(true), &server);
     server.wait_log("[inferior] host: PASS", 10);

@@ -321,18 +321,7 @@ fn register_u64(t: &mut dyn Target, tid: Tid, name: &str) -> Option<u64> {
 
 /// Which libthread_db calls the selftest checks are exported (their names
 /// as libthread_db.so.1 of glibc 2.36 imports them).
-pub const PROC_SERVICE: [&str; 10] = [
-    "ps_pdread",
-    "ps_pdwrite",
-    "ps_lgetregs",
-    "ps_lsetregs",
-    "ps_lgetfpregs",
-    "ps_lsetfpregs",
-    "ps_pglobal_lookup",
-    "ps_getpid",
-    "ps_get_thread_area",
-    "ps_ptread",
-];
+pub const PROC_SERVICE: [&str; 10] = include!("proc_service_names.rs");
 
 /// Whether each of [`PROC_SERVICE`] is in this executable's dynamic
 /// symbol table (what a `dlopen`ed libthread_db binds to).
