@@ -1,6 +1,7 @@
 //! The loop's busy-poll window (`--busy-poll-us`, docs/decisions.md §7)
 //! against the `gdbmux` binary: it never outlives its window once the
-//! client goes quiet, it never spins while the inferior runs, and it can be
+//! client goes quiet, it never spins while the inferior runs (beyond the
+//! short spin right after a resume, `busy::RESUME_SPIN`), and it can be
 //! turned off. CPU time is read from the kernel (`/proc/PID/task/*/
 //! schedstat`, nanoseconds), so a spin that ran on would show as hundreds
 //! of milliseconds; a positive control with a huge window proves that the

@@ -36,6 +36,12 @@ use std::time::{Duration, Instant};
 /// `epoll_wait` costs about a microsecond here).
 const MIN_WINDOW: Duration = Duration::from_micros(2);
 
+/// The most a spin lasts after client input that left a target running
+/// (a resume, see [`BusyPoll::after_resume`]), whatever the window: a
+/// single step or a continue to a breakpoint a few instructions on stops
+/// within this, and a program that runs on needs the CPU.
+pub const RESUME_SPIN: Duration = Duration::from_micros(50);
+
 /// Default most time spent polling after client input (`--busy-poll-us`).
 pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(50);
 
@@ -118,6 +124,18 @@ impl BusyPoll {
             None
         };
     }
+
+    /// The loop handled client input that left a target running (a
+    /// resume): spin as [`Self::after_events`] would, but for at most
+    /// [`RESUME_SPIN`]. The stop of a single step then arrives during the
+    /// spin, and its SIGCHLD is taken without the wake-up from a blocking
+    /// wait.
+    pub fn after_resume(&mut self, now: Instant) {
+        self.after_events(now, true);
+        if let Some(until) = self.until {
+            self.until = Some(until.min(now + RESUME_SPIN));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -148,6 +166,24 @@ mod tests {
         // Window over: block, and the next window is halved.
         assert_eq!(b.timeout(t + us(61)), None);
         assert_eq!(b.window(), us(25));
+    }
+
+    #[test]
+    fn a_resume_spins_briefly_whatever_the_window() {
+        let t = Instant::now();
+        let mut b = BusyPoll::new(Duration::from_secs(10));
+        b.timeout(t);
+        b.after_resume(t + us(1));
+        assert_eq!(b.timeout(t + us(2)), Some(Duration::ZERO));
+        assert_eq!(
+            b.timeout(t + us(1) + RESUME_SPIN - us(1)),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(b.timeout(t + us(1) + RESUME_SPIN + us(1)), None);
+        // Turned off, a resume does not spin either.
+        let mut off = BusyPoll::new(Duration::ZERO);
+        off.after_resume(t);
+        assert_eq!(off.timeout(t + us(1)), None);
     }
 
     #[test]

@@ -451,6 +451,9 @@ pub struct Server {
     hostio: crate::hostio::offload::Offload,
     /// The launched programs' output terminal (not in stdio mode).
     output: Option<native::SharedProgramOutput>,
+    /// The last turn that read a session's client input (the busy-poll
+    /// window also follows a resume: see [`Server::serve`]).
+    client_input_turn: u64,
 }
 
 /// A panic in the loop is the fatal tier too: while it unwinds, every
@@ -584,6 +587,7 @@ impl Server {
             turns: Default::default(),
             refused_backlog: Vec::new(),
             output,
+            client_input_turn: 0,
         };
         if stdio {
             nix::fcntl::fcntl(
@@ -704,7 +708,17 @@ impl Server {
             if self.output_held() {
                 self.pump_output();
             }
-            busy.after_events(Instant::now(), !self.any_running());
+            // Also, briefly, right after client input that left a target
+            // running (a resume): a single step, or a continue to a
+            // breakpoint a few instructions on, stops within microseconds,
+            // and the spin takes its SIGCHLD without the wake-up from a
+            // blocking wait (`rsp-bench --clients`). Events of a running
+            // target alone never start one.
+            if self.client_input_turn == self.turn && self.any_running() {
+                busy.after_resume(Instant::now());
+            } else {
+                busy.after_events(Instant::now(), !self.any_running());
+            }
             self.sync_mux();
             self.end_turn();
             if self.should_exit() {
@@ -1179,6 +1193,7 @@ impl Server {
         }
         if session_read {
             self.turns.session_read(token);
+            self.client_input_turn = self.turn;
         }
         if !self.clients.contains_key(&token) {
             return;
