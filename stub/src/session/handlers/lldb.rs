@@ -629,12 +629,20 @@ impl<R: SessionRole> Session<R> {
 }
 
 /// Bytes from the stack pointer up that `jThreadsInfo` sends with each CPU
-/// thread: the top of the stack, where lldb finds frame 0's return address
-/// and spilled arguments.
-const STACK_TOP_BYTES: u64 = 256;
+/// thread: the top of the stack, where lldb finds frame 0's spilled
+/// arguments and return address, and (in the usual short frame of a
+/// blocking call) the caller's frame link and locals. lldb's `thread list`
+/// reads no more than this of a thread blocked in `read` (a pointer
+/// argument into the caller's frame included; `rsp-bench --lldb-threads`
+/// with lldb's packet log: 96 bytes left one `x` read, 64 left one per
+/// thread). Every byte is two hex digits in a reply of 1000 threads that
+/// lldb parses at every stop: 256 bytes made that reply 690 KB and lldb's
+/// parse of it a quarter of a stop of all threads.
+const STACK_TOP_BYTES: u64 = 128;
 /// Frame-pointer links followed from `fp` (16 bytes each: saved `fp` and
-/// return address).
-const FP_FRAMES: usize = 16;
+/// return address); those outside the stack top are sent as their own
+/// pieces, for a backtrace's first frames.
+const FP_FRAMES: usize = 4;
 /// A saved frame pointer further than this above the current one ends the
 /// walk (not a frame of this stack).
 const MAX_FRAME: u64 = 1 << 20;
