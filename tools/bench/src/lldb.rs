@@ -275,7 +275,13 @@ fn one_count<'a>(
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : lldb against {s}, {n} threads …", round + 1);
             match session(s, gdbmux, prog, a, n) {
-                Ok(f) => v.push(f),
+                Ok(f) => {
+                    eprintln!(
+                        "  {s}: set-up {:.3}, list {:.3}, stop-all {:.3}, list after {:.3}",
+                        f[0], f[1], f[2], f[3]
+                    );
+                    v.push(f)
+                }
                 Err(e) => eprintln!("  {s}: {e:#}"),
             }
         }

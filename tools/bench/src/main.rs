@@ -908,7 +908,14 @@ fn clients_mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : gdb against {s} …", round + 1);
             match gdb_session(s, gdbmux, prog, a) {
-                Ok(f) => v.push(f),
+                Ok(f) => {
+                    // Each round's figures, to judge the medians' spread.
+                    eprintln!(
+                        "  {s}: set-up {:.3}, stepi {:.3}, hits {:.3}",
+                        f[0], f[1], f[2]
+                    );
+                    v.push(f)
+                }
                 Err(e) => eprintln!("  {s}: {e:#}"),
             }
         }
