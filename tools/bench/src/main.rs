@@ -833,7 +833,7 @@ fn measure_no_poll(gdbmux: &Path, prog: &Path, a: &Args) -> Result<NoPoll> {
 /// Stock gdb against one stub: seconds from `target remote` to the first
 /// breakpoint stop, for `stepi N`, and for M breakpoint hits (`ignore`
 /// makes gdb resume M times itself, one stop round trip each).
-fn gdb_session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<[f64; 3]> {
+fn gdb_session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<[f64; 4]> {
     let (mut child, port) = start(stub, binary_for(stub, gdbmux, a), &a.gdbmux_args, prog)?;
     let script = format!(
         "set confirm off\n\
@@ -854,6 +854,11 @@ fn gdb_session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<[f64;
          continue\n\
          python t3 = time.perf_counter(); print('HITS', t3 - t2)\n\
          python print('HITCOUNT', gdb.breakpoints()[0].hit_count - h0)\n\
+         delete\n\
+         python c0 = int(gdb.parse_and_eval('g_hits')); gdb.execute('break bench_func if g_hits == %d' % (c0 + {hits})); t3 = time.perf_counter()\n\
+         continue\n\
+         python t4 = time.perf_counter(); print('CONDHITS', t4 - t3)\n\
+         python print('CONDCOUNT', int(gdb.parse_and_eval('g_hits')) - c0)\n\
          kill\n",
         steps = a.client_steps,
         hits = a.client_hits,
@@ -894,7 +899,23 @@ fn gdb_session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<[f64;
             a.client_hits + 1
         );
     }
-    Ok([get("SETUP ")?, get("STEPI ")?, get("HITS ")?])
+    // The conditional breakpoint: the stub evaluates the condition
+    // (gdb's `condition-evaluation auto` sends it with `Z0` to a stub that
+    // offers `ConditionalBreakpoints`, as gdbserver and gdbmux do) and
+    // reports only the hit where it holds, `hits` calls on.
+    let cond = get("CONDCOUNT ")?;
+    if cond as usize != a.client_hits {
+        bail!(
+            "gdb on {stub}: the conditional breakpoint stopped after {cond} calls, expected {}",
+            a.client_hits
+        );
+    }
+    Ok([
+        get("SETUP ")?,
+        get("STEPI ")?,
+        get("HITS ")?,
+        get("CONDHITS ")?,
+    ])
 }
 
 /// `--clients`: gdb sessions against every stub, interleaved rounds,
@@ -903,7 +924,7 @@ fn clients_mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<
     // The stubs pass their environment to the fixture: skip its 256 MiB
     // fill, which would be most of the set-up time.
     std::env::set_var("RSP_BENCH_NOFILL", "1");
-    let mut runs: Vec<(&str, Vec<[f64; 3]>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
+    let mut runs: Vec<(&str, Vec<[f64; 4]>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
     for round in 0..a.rounds.max(1) {
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : gdb against {s} …", round + 1);
@@ -911,8 +932,8 @@ fn clients_mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<
                 Ok(f) => {
                     // Each round's figures, to judge the medians' spread.
                     eprintln!(
-                        "  {s}: set-up {:.3}, stepi {:.3}, hits {:.3}",
-                        f[0], f[1], f[2]
+                        "  {s}: set-up {:.3}, stepi {:.3}, hits {:.3}, conditional {:.3}",
+                        f[0], f[1], f[2], f[3]
                     );
                     v.push(f)
                 }
@@ -920,13 +941,13 @@ fn clients_mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<
             }
         }
     }
-    let med: Vec<(&str, [f64; 3])> = runs
+    let med: Vec<(&str, [f64; 4])> = runs
         .iter()
         .filter(|(_, v)| !v.is_empty())
         .map(|(s, v)| {
             (
                 *s,
-                [0, 1, 2].map(|i| median(v.iter().map(|f| f[i]).collect())),
+                [0, 1, 2, 3].map(|i| median(v.iter().map(|f| f[i]).collect())),
             )
         })
         .collect();
@@ -943,11 +964,15 @@ fn clients_mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<
         ("session set-up to the first breakpoint", "≤ 0.9"),
         ("stepi", "≤ 0.7"),
         ("breakpoint hits", "≤ 0.6"),
+        (
+            "calls to a breakpoint whose condition the stub evaluates",
+            "≤ 0.6",
+        ),
     ];
     for (i, (name, target)) in names.iter().enumerate() {
         let label = match i {
             1 => format!("{} {name}", a.client_steps),
-            2 => format!("{} {name}", a.client_hits),
+            2 | 3 => format!("{} {name}", a.client_hits),
             _ => name.to_string(),
         };
         let (cells, ratio) = figure_cells(&med, i);
