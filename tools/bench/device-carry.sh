@@ -13,6 +13,7 @@
 # (it needs no peer, gdb, lldb or clang there):
 #   $D/bin/rsp-bench --gpu-scale --gdbmux $D/bin/gdbmux \
 #     --gpu-prog $D/gpu_spin --gpu-hsaco $D/gpu_spin.hsaco --rounds 3
+# (with BASELINE, add `--baseline $D/base/gdbmux` for the GPU A/B).
 set -eu
 D=target/devcarry
 rm -rf "$D"
@@ -22,6 +23,15 @@ strip "$D/bin/gdbmux" "$D/bin/rsp-bench"
 if [ -n "${BASELINE:-}" ]; then
     cp "$BASELINE" "$D/bin/gdbmux-baseline"
     strip "$D/bin/gdbmux-baseline"
+    # gdbmux loads the simulated GPU library found next to it: the GPU
+    # A/B needs the baseline's own, so base/ holds both
+    # (`--gpu-scale --baseline $D/base/gdbmux`).
+    B=$(dirname "$BASELINE")
+    if [ -f "$B/libsimgpu_dbgapi.so" ]; then
+        mkdir -p "$D/base"
+        cp "$BASELINE" "$B/libsimgpu_dbgapi.so" "$D/base/"
+        strip "$D/base/gdbmux"
+    fi
 fi
 cp "$(command -v gdbserver)" "$(command -v strace)" "$D/bin/"
 # lldb-server from PyPI's lldb-for-pwndbg is a Python launcher around a
