@@ -830,12 +830,23 @@ impl Library {
     }
 
     pub fn next_pending_event(&mut self, p: u64) -> Result<(u64, i32), Status> {
-        let ps = self.targets(p)?;
-        for &p in &ps {
+        // One process (the usual call, once per event of a 10,000-wave
+        // stop): no list is allocated.
+        let all;
+        let one;
+        let ps: &[u64] = if p == 0 {
+            all = self.targets(p)?;
+            &all
+        } else {
+            self.proc(p)?;
+            one = [p];
+            &one
+        };
+        for &p in ps {
             self.release_held_ack(p)?;
             self.release_late_resume(p)?;
         }
-        for &p in &ps {
+        for &p in ps {
             self.poll(p)?;
             let proc = self.proc(p)?;
             if let Some(id) = proc.pending.pop_front() {
@@ -859,7 +870,7 @@ impl Library {
         }
         // End of the client's pass: held acknowledgements go out on its next
         // call (after it carried out its breakpoint requests).
-        for &p in &ps {
+        for &p in ps {
             let proc = self.proc(p)?;
             proc.drain_notifier = true;
             if let Some((_, _, ended)) = proc.late_resume.as_mut() {
@@ -924,15 +935,18 @@ impl Library {
     }
 
     pub fn event_processed(&mut self, ev: u64) -> Result<(), Status> {
-        let Some(e) = self.events.get(&ev).filter(|e| e.returned).cloned() else {
-            for proc in self.processes.values_mut() {
-                if let Some(run) = proc.storm.as_mut() {
-                    run.invalid_acks += 1;
+        // One lookup, and the record moved out rather than copied.
+        let e = match self.events.entry(ev) {
+            std::collections::hash_map::Entry::Occupied(o) if o.get().returned => o.remove(),
+            _ => {
+                for proc in self.processes.values_mut() {
+                    if let Some(run) = proc.storm.as_mut() {
+                        run.invalid_acks += 1;
+                    }
                 }
+                return Err(st::ERROR_INVALID_EVENT_ID);
             }
-            return Err(st::ERROR_INVALID_EVENT_ID);
         };
-        self.events.remove(&ev);
         let p = e.process;
         if e.storm {
             self.storm_processed(p, &e, ev);
