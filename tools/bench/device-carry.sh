@@ -31,6 +31,7 @@ if [ -n "${BASELINE:-}" ]; then
         mkdir -p "$D/base"
         cp "$BASELINE" "$B/libsimgpu_dbgapi.so" "$D/base/"
         strip "$D/base/gdbmux"
+        strip --strip-debug "$D/base/libsimgpu_dbgapi.so"
     fi
 fi
 cp "$(command -v gdbserver)" "$(command -v strace)" "$D/bin/"
@@ -47,6 +48,8 @@ done
 gcc -g -O0 -no-pie -o "$D/bench" tools/bench/fixtures/bench.c
 # The simulated GPU (found next to gdbmux) and the GPU scale fixture.
 cp target/release/libsimgpu_dbgapi.so target/release/libsimgpu_rt.so "$D/bin/"
+# Their debug info would take most of the carry's 64 MiB.
+strip --strip-debug "$D/bin/libsimgpu_dbgapi.so" "$D/bin/libsimgpu_rt.so"
 clang-19 -target amdgcn-amd-amdhsa -mcpu=gfx90a -O1 -g -nogpulib -cl-std=CL2.0 \
     -x cl -I samples/kernels tools/bench/fixtures/gpu_spin.cl -o "$D/gpu_spin.hsaco"
 gcc -g -O1 -no-pie -I samples/include tools/bench/fixtures/gpu_spin.c -o "$D/gpu_spin" \
