@@ -340,7 +340,7 @@ fn stop_event() -> impl Strategy<Value = StopEvent> {
 }
 
 fn options() -> impl Strategy<Value = StopReplyOptions> {
-    vec(any::<bool>(), 10).prop_map(|b| StopReplyOptions {
+    vec(any::<bool>(), 11).prop_map(|b| StopReplyOptions {
         multiprocess: b[0],
         native_signals: b[1],
         swbreak: b[2],
@@ -355,6 +355,7 @@ fn options() -> impl Strategy<Value = StopReplyOptions> {
         } else {
             stub::packet::stop_reply::StopInfos::Off
         },
+        omit_thread_pcs: b[10],
         // gdbserver's --disable-packet switches: off here.
         no_t: false,
         no_thread: false,

@@ -13,6 +13,7 @@
 # (it needs no peer, gdb, lldb or clang there):
 #   $D/bin/rsp-bench --gpu-scale --gdbmux $D/bin/gdbmux \
 #     --gpu-prog $D/gpu_spin --gpu-hsaco $D/gpu_spin.hsaco --rounds 3
+# (with BASELINE, add `--baseline $D/base/gdbmux` for the GPU A/B).
 set -eu
 D=target/devcarry
 rm -rf "$D"
@@ -22,6 +23,16 @@ strip "$D/bin/gdbmux" "$D/bin/rsp-bench"
 if [ -n "${BASELINE:-}" ]; then
     cp "$BASELINE" "$D/bin/gdbmux-baseline"
     strip "$D/bin/gdbmux-baseline"
+    # gdbmux loads the simulated GPU library found next to it: the GPU
+    # A/B needs the baseline's own, so base/ holds both
+    # (`--gpu-scale --baseline $D/base/gdbmux`).
+    B=$(dirname "$BASELINE")
+    if [ -f "$B/libsimgpu_dbgapi.so" ]; then
+        mkdir -p "$D/base"
+        cp "$BASELINE" "$B/libsimgpu_dbgapi.so" "$D/base/"
+        strip "$D/base/gdbmux"
+        strip --strip-debug "$D/base/libsimgpu_dbgapi.so"
+    fi
 fi
 cp "$(command -v gdbserver)" "$(command -v strace)" "$D/bin/"
 # lldb-server from PyPI's lldb-for-pwndbg is a Python launcher around a
@@ -37,6 +48,8 @@ done
 gcc -g -O0 -no-pie -o "$D/bench" tools/bench/fixtures/bench.c
 # The simulated GPU (found next to gdbmux) and the GPU scale fixture.
 cp target/release/libsimgpu_dbgapi.so target/release/libsimgpu_rt.so "$D/bin/"
+# Their debug info would take most of the carry's 64 MiB.
+strip --strip-debug "$D/bin/libsimgpu_dbgapi.so" "$D/bin/libsimgpu_rt.so"
 clang-19 -target amdgcn-amd-amdhsa -mcpu=gfx90a -O1 -g -nogpulib -cl-std=CL2.0 \
     -x cl -I samples/kernels tools/bench/fixtures/gpu_spin.cl -o "$D/gpu_spin.hsaco"
 gcc -g -O1 -no-pie -I samples/include tools/bench/fixtures/gpu_spin.c -o "$D/gpu_spin" \

@@ -49,7 +49,8 @@ pub struct GpuTarget {
     /// controller's stop timer).
     awaiting_stop: bool,
     /// While `awaiting_stop`: stop requests not completed yet, and the
-    /// first wave that stopped for them (the interrupt is reported on it).
+    /// stopped wave with the lowest thread id (the interrupt is reported
+    /// on it: see [`note_interrupt_wave`]).
     stops_awaited: usize,
     interrupt_tid: Option<Tid>,
 }
@@ -62,6 +63,17 @@ fn terr(e: super::controller::GpuFault) -> TargetError {
 /// for all-stop (no reason), and not a breakpoint stop whose breakpoint was
 /// removed before it could be reported (clients do not tolerate stale
 /// breakpoint reports: research/client-traces.md §13).
+/// A wave stopped for the interrupt: the interrupt is reported on the
+/// stopped wave listed first (the lowest thread id; the thread list is in
+/// thread-id order). lldb 23.1 selects the thread the stop names, and its
+/// `thread list` asks `ThreadList::GetSelectedThread` once per listed
+/// thread, a linear scan for the selected thread's id: named first, each
+/// scan stops at the first entry instead of visiting every wave listed
+/// before the first one to stop (anywhere in the list).
+fn note_interrupt_wave(slot: &mut Option<Tid>, tid: Tid) {
+    *slot = Some(slot.map_or(tid, |t| t.min(tid)));
+}
+
 fn reportable(s: &WaveStop, bps: &[u64]) -> bool {
     let reasons = s.reasons;
     let stale_bp = reasons == StopReasons::BREAKPOINT && s.pc.is_some_and(|pc| !bps.contains(&pc));
@@ -185,7 +197,7 @@ impl GpuTarget {
 
     /// The next stop or exit to report (`Target::process_events`).
     /// Every stop the interrupt asked for is in: the interrupt is
-    /// reported on the first wave it stopped (or the shadow thread).
+    /// reported on the stopped wave listed first (or the shadow thread).
     fn interrupt_complete(&mut self) -> StopEvent {
         self.awaiting_stop = false;
         self.running = false;
@@ -257,7 +269,7 @@ impl GpuTarget {
                 // the interrupt came after the stop timeout, waves running).
                 if stop.reasons.0 == 0 {
                     self.stops_awaited = self.stops_awaited.saturating_sub(1);
-                    self.interrupt_tid.get_or_insert(stop.tid);
+                    note_interrupt_wave(&mut self.interrupt_tid, stop.tid);
                 }
                 if self.stops_awaited == 0 {
                     g.disarm_stop_timer();

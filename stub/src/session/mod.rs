@@ -102,6 +102,9 @@ pub struct Features {
     /// `jstopinfo` in stop replies (lldb, a role that lists stop infos:
     /// [`SessionRole::lists_stop_infos`]).
     pub stop_infos: crate::packet::stop_reply::StopInfos,
+    /// Stop replies list threads without their pcs (lldb, GPU session:
+    /// `StopReplyOptions::omit_thread_pcs`).
+    pub omit_thread_pcs: bool,
     /// lldb `QEnableErrorStrings`
     pub error_strings: bool,
     /// `!` extended mode
@@ -132,6 +135,7 @@ impl Features {
             no_t: self.disabled.t,
             no_thread: self.disabled.tthread,
             stop_infos: self.stop_infos,
+            omit_thread_pcs: self.omit_thread_pcs,
         }
     }
 }

@@ -535,19 +535,44 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
     } else {
         a.gpu_waves.clone()
     };
-    let mut runs: Vec<Vec<GpuFigures>> = counts.iter().map(|_| Vec::new()).collect();
+    // `--baseline`: the earlier build runs in the same rounds, alternating
+    // with gdbmux (which goes first alternates too), so both see the
+    // machine in the same state.
+    let mut bins: Vec<(&str, &Path)> = vec![("gdbmux", gdbmux)];
+    if let Some(b) = &a.baseline {
+        bins.push(("gdbmux-baseline", b.as_path()));
+    }
+    let mut runs: Vec<Vec<Vec<GpuFigures>>> = bins
+        .iter()
+        .map(|_| counts.iter().map(|_| Vec::new()).collect())
+        .collect();
     for round in 0..a.rounds.max(1) {
         for (i, n) in counts.iter().enumerate() {
-            eprintln!("round {} : gdbmux, {n} GPU waves …", round + 1);
-            match measure(gdbmux, &fx, a, *n) {
-                Ok(f) => runs[i].push(f),
-                Err(e) => eprintln!("  {n} waves: {e:#}"),
+            for k in 0..bins.len() {
+                let b = (k + round) % bins.len();
+                let (name, bin) = bins[b];
+                eprintln!("round {} : {name}, {n} GPU waves …", round + 1);
+                match measure(bin, &fx, a, *n) {
+                    Ok(f) => runs[b][i].push(f),
+                    Err(e) => eprintln!("  {name}, {n} waves: {e:#}"),
+                }
             }
         }
     }
+    let reports: Vec<Vec<GpuFigures>> = runs.into_iter().map(medians).collect();
+    for ((name, _), rows) in bins.iter().zip(&reports) {
+        report(name, rows, a)?;
+    }
+    if let [new, base] = reports.as_slice() {
+        ab_table(new, base);
+    }
+    Ok(())
+}
+
+/// Each wave count's figures, the median over its rounds.
+fn medians(runs: Vec<Vec<GpuFigures>>) -> Vec<GpuFigures> {
     let med = |v: Vec<f64>| quantiles(v).0;
-    let rows: Vec<GpuFigures> = runs
-        .iter()
+    runs.iter()
         .filter(|v| !v.is_empty())
         .map(|v| GpuFigures {
             waves: v[0].waves,
@@ -586,9 +611,20 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
                 .unwrap_or("")
                 .to_string(),
         })
-        .collect();
+        .collect()
+}
+
+/// The figures of one binary: the table, the growth per wave, the scaling
+/// lines.
+fn report(name: &str, rows: &[GpuFigures], a: &Args) -> Result<()> {
+    println!();
+    let title = if name == "gdbmux" {
+        String::new()
+    } else {
+        format!(" ({name})")
+    };
     println!(
-        "GPU scale through gdbmux (simulated gfx90a), medians of {} rounds",
+        "GPU scale through gdbmux{title} (simulated gfx90a), medians of {} rounds",
         a.rounds.max(1)
     );
     println!("| figure | {} | target (10,000 waves) |", {
@@ -598,79 +634,8 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
             .join(" | ")
     });
     println!("|---|{}---|", "---|".repeat(rows.len()));
-    type Get = fn(&GpuFigures) -> f64;
-    let table: [(&str, Get, &str); 13] = [
-        (
-            "lldb 23.1 `thread list` of the stopped GPU process (ms)",
-            |f| f.lldb_list_ms,
-            "< 1000",
-        ),
-        (
-            "lldb 23.1 `SBProcess.Stop` of the running GPU process (ms)",
-            |f| f.lldb_stop_ms,
-            "-",
-        ),
-        (
-            "jThreadsInfo, registers expedited (ms)",
-            |f| f.jti_ms,
-            "< 50",
-        ),
-        (
-            "gdbmux loop thread CPU per jThreadsInfo (ms)",
-            |f| f.jti_cpu_ms,
-            "-",
-        ),
-        (
-            "stop-all of running waves, \\x03 to the stop reply (ms)",
-            |f| f.stop_running_ms,
-            "< 10",
-        ),
-        (
-            "gdbmux loop thread CPU in that stop-all (ms)",
-            |f| f.stop_running_cpu_ms,
-            "-",
-        ),
-        (
-            "resume + stop-all, \\x03 right after vCont;c (ms)",
-            |f| f.stop_all_ms,
-            "-",
-        ),
-        (
-            "wave list (qfThreadInfo…), running, median (µs)",
-            |f| f.list_running.0,
-            "-",
-        ),
-        (
-            "wave list, running, p99 (µs)",
-            |f| f.list_running.1,
-            "< 100",
-        ),
-        (
-            "gdbmux loop thread CPU per wave list, running (µs)",
-            |f| f.list_cpu_us.0,
-            "-",
-        ),
-        ("wave list, stopped, median (µs)", |f| f.list_stopped.0, "-"),
-        (
-            "wave list, stopped, p99 (µs)",
-            |f| f.list_stopped.1,
-            "< 100",
-        ),
-        (
-            "gdbmux loop thread CPU per wave list, stopped (µs)",
-            |f| f.list_cpu_us.1,
-            "-",
-        ),
-    ];
-    for (name, get, target) in &table {
-        println!(
-            "| {name} | {} | {target} |",
-            rows.iter()
-                .map(|r| format!("{:.1}", get(r)))
-                .collect::<Vec<_>>()
-                .join(" | ")
-        );
-    }
+    let table = &TABLE;
+    print_rows(rows, table);
     if let Some(r) = rows.last() {
         println!(
             "- jThreadsInfo reply for {} waves: {} bytes",
@@ -683,10 +648,10 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
             r.waves, r.lldb_list_packets
         );
     }
-    growth_table(&rows, &table);
+    growth_table(rows, table);
     if let (Some(lo), Some(hi)) = (rows.first(), rows.last()) {
         if hi.waves > lo.waves {
-            for (name, get, _) in &table {
+            for (name, get, _) in table {
                 super::scaling_line(
                     &format!("GPU {name}"),
                     "wave",
@@ -699,6 +664,108 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The table's rows: name, figure, target at 10,000 waves.
+const TABLE: [Row<'static>; 13] = [
+    (
+        "lldb 23.1 `thread list` of the stopped GPU process (ms)",
+        |f| f.lldb_list_ms,
+        "< 1000",
+    ),
+    (
+        "lldb 23.1 `SBProcess.Stop` of the running GPU process (ms)",
+        |f| f.lldb_stop_ms,
+        "-",
+    ),
+    (
+        "jThreadsInfo, registers expedited (ms)",
+        |f| f.jti_ms,
+        "< 50",
+    ),
+    (
+        "gdbmux loop thread CPU per jThreadsInfo (ms)",
+        |f| f.jti_cpu_ms,
+        "-",
+    ),
+    (
+        "stop-all of running waves, \\x03 to the stop reply (ms)",
+        |f| f.stop_running_ms,
+        "< 10",
+    ),
+    (
+        "gdbmux loop thread CPU in that stop-all (ms)",
+        |f| f.stop_running_cpu_ms,
+        "-",
+    ),
+    (
+        "resume + stop-all, \\x03 right after vCont;c (ms)",
+        |f| f.stop_all_ms,
+        "-",
+    ),
+    (
+        "wave list (qfThreadInfo…), running, median (µs)",
+        |f| f.list_running.0,
+        "-",
+    ),
+    (
+        "wave list, running, p99 (µs)",
+        |f| f.list_running.1,
+        "< 100",
+    ),
+    (
+        "gdbmux loop thread CPU per wave list, running (µs)",
+        |f| f.list_cpu_us.0,
+        "-",
+    ),
+    ("wave list, stopped, median (µs)", |f| f.list_stopped.0, "-"),
+    (
+        "wave list, stopped, p99 (µs)",
+        |f| f.list_stopped.1,
+        "< 100",
+    ),
+    (
+        "gdbmux loop thread CPU per wave list, stopped (µs)",
+        |f| f.list_cpu_us.1,
+        "-",
+    ),
+];
+
+fn print_rows(rows: &[GpuFigures], table: &[Row]) {
+    for (name, get, target) in table {
+        println!(
+            "| {name} | {} | {target} |",
+            rows.iter()
+                .map(|r| format!("{:.1}", get(r)))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
+}
+
+/// `--baseline`: each figure of the baseline and of gdbmux side by side
+/// (same rounds, alternating), with gdbmux ÷ baseline.
+fn ab_table(new: &[GpuFigures], base: &[GpuFigures]) {
+    println!();
+    println!("A/B, same rounds: baseline → gdbmux (gdbmux ÷ baseline)");
+    println!(
+        "| figure | {} |",
+        new.iter()
+            .map(|r| format!("{} waves", r.waves))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!("|---|{}", "---|".repeat(new.len()));
+    for (name, get, _) in &TABLE {
+        let cells: Vec<String> = new
+            .iter()
+            .map(|n| match base.iter().find(|b| b.waves == n.waves) {
+                Some(b) => format!("{:.1} → {:.1} (×{:.2})", get(b), get(n), get(n) / get(b)),
+                None => format!("- → {:.1}", get(n)),
+            })
+            .collect();
+        println!("| {name} | {} |", cells.join(" | "));
+    }
 }
 
 /// Per-wave cost growth between each pair of consecutive wave counts, for

@@ -167,9 +167,11 @@ struct Args {
     threads_prog: Option<PathBuf>,
     /// A second gdbmux binary (an earlier build) measured as the stub
     /// `gdbmux-baseline` in the same interleaved rounds (the raw figures,
-    /// `--clients` and `--lldb-threads`): an A/B of a change in one run, its
-    /// ratio to the peers printed beside gdbmux's (the raw table prints its
-    /// column; the peers' best excludes it).
+    /// `--clients`, `--lldb-threads` and `--gpu-scale`, which prints an A/B
+    /// table and loads the simulated GPU library next to each binary): an
+    /// A/B of a change in one run, its ratio to the peers printed beside
+    /// gdbmux's (the raw table prints its column; the peers' best excludes
+    /// it).
     #[arg(long)]
     baseline: Option<PathBuf>,
     /// Internal: run the do-nothing floor server on this port.

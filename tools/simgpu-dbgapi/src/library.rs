@@ -24,7 +24,6 @@ use gpu_target::dbgapi::abi::status as st;
 use gpu_target::dbgapi::abi::wave_state;
 use gpu_target::dbgapi::abi::Status;
 use gpu_target::idhash::IdMap;
-use gpu_target::idhash::IdSet;
 use gpu_target::model::DispatchId;
 use gpu_target::model::ResumeMode;
 use gpu_target::model::StopReasons;
@@ -139,6 +138,100 @@ struct StopFacts {
     exec: u64,
 }
 
+/// A wave's stop as the client sees it: a request not completed yet, a
+/// fetched WAVE_STOP (with its facts while they hold) and whether that
+/// event is still unprocessed. One entry per wave with any of these, none
+/// when all are clear: a stop-all of 10,000 waves made three sets each
+/// take an insert and a removal per wave.
+#[derive(Clone, Copy, Default)]
+struct WaveStop {
+    requested: bool,
+    /// `Some` once the client fetched the stop (the wave looks stopped
+    /// until resumed, see `visible_state`); the facts while they hold
+    /// (dropped by a register write).
+    fetched: Option<Option<StopFacts>>,
+    unprocessed: bool,
+}
+
+/// The per-wave stop states of a process (see [`WaveStop`]).
+#[derive(Default)]
+struct WaveStops(IdMap<WaveId, WaveStop>);
+
+impl WaveStops {
+    fn get(&self, w: &WaveId) -> WaveStop {
+        self.0.get(w).copied().unwrap_or_default()
+    }
+
+    /// Changes a wave's state; an all-clear state leaves no entry.
+    fn update(&mut self, w: WaveId, f: impl FnOnce(&mut WaveStop)) {
+        use std::collections::hash_map::Entry;
+        match self.0.entry(w) {
+            Entry::Occupied(mut o) => {
+                f(o.get_mut());
+                let s = o.get();
+                if !s.requested && s.fetched.is_none() && !s.unprocessed {
+                    o.remove();
+                }
+            }
+            Entry::Vacant(v) => {
+                let mut s = WaveStop::default();
+                f(&mut s);
+                if s.requested || s.fetched.is_some() || s.unprocessed {
+                    v.insert(s);
+                }
+            }
+        }
+    }
+
+    /// The fetched stop's facts (`Some(None)` when they no longer hold).
+    fn fetched(&self, w: &WaveId) -> Option<Option<StopFacts>> {
+        self.0.get(w).and_then(|s| s.fetched)
+    }
+
+    fn is_fetched(&self, w: &WaveId) -> bool {
+        self.fetched(w).is_some()
+    }
+
+    fn is_unprocessed(&self, w: &WaveId) -> bool {
+        self.get(w).unprocessed
+    }
+
+    fn set_requested(&mut self, w: WaveId, on: bool) {
+        self.update(w, |s| s.requested = on);
+    }
+
+    fn unfetch(&mut self, w: WaveId) {
+        self.update(w, |s| s.fetched = None);
+    }
+
+    fn processed(&mut self, w: WaveId) {
+        self.update(w, |s| s.unprocessed = false);
+    }
+
+    /// The client fetched the wave's WAVE_STOP: the request (if any) is
+    /// complete, the event unprocessed.
+    fn fetch(&mut self, w: WaveId, facts: Option<StopFacts>) {
+        self.update(w, |s| {
+            s.requested = false;
+            s.fetched = Some(facts);
+            s.unprocessed = true;
+        });
+    }
+
+    /// The stop's facts no longer hold (a register was written).
+    fn forget_facts(&mut self, w: WaveId) {
+        if let Some(s) = self.0.get_mut(&w) {
+            if let Some(f) = s.fetched.as_mut() {
+                *f = None;
+            }
+        }
+    }
+
+    fn forget(&mut self, w: &WaveId) {
+        self.0.remove(w);
+    }
+}
+
 #[derive(Clone, Debug)]
 struct EventRec {
     process: u64,
@@ -211,12 +304,8 @@ struct Process {
     agent: u64,
     queue: u64,
     pending: VecDeque<u64>,
-    /// Waves whose WAVE_STOP the client fetched (they look stopped until
-    /// resumed, see `visible_state`), with the facts of that stop while
-    /// they hold (dropped by a register write).
-    stop_fetched: IdMap<WaveId, Option<StopFacts>>,
-    stop_unprocessed: IdSet<WaveId>,
-    stop_requested: IdSet<WaveId>,
+    /// Per wave: stop requested, fetched (with its facts), unprocessed.
+    stops: WaveStops,
     /// The device's wave index as last used: per-wave calls find their
     /// wave in it without a lock while the waves do not change.
     wave_index: Option<Arc<WaveIndex>>,
@@ -433,9 +522,7 @@ impl Library {
                 agent,
                 queue,
                 pending: VecDeque::new(),
-                stop_fetched: IdMap::default(),
-                stop_unprocessed: IdSet::default(),
-                stop_requested: IdSet::default(),
+                stops: WaveStops::default(),
                 wave_index: None,
                 code_objects: Vec::new(),
                 announced: Vec::new(),
@@ -700,7 +787,7 @@ impl Library {
                 DeviceEvent::WaveCommandTerminated { wave } => {
                     let h = p << SHIFT | wave.0;
                     if let Ok(proc) = self.proc(p) {
-                        proc.stop_requested.remove(&wave);
+                        proc.stops.set_requested(wave, false);
                     }
                     self.push_event(p, event_kind::WAVE_COMMAND_TERMINATED, |e| e.wave = h);
                 }
@@ -775,13 +862,11 @@ impl Library {
                 if let Some(w) = run.waves.get_mut(&wave) {
                     w.stopped = false;
                 }
-                proc.stop_fetched.remove(&wave);
+                proc.stops.unfetch(wave);
             }
             StormKind::DispatchEnd { wave } => {
                 run.waves.remove(&wave);
-                proc.stop_fetched.remove(&wave);
-                proc.stop_unprocessed.remove(&wave);
-                proc.stop_requested.remove(&wave);
+                proc.stops.forget(&wave);
                 let h = p << SHIFT | wave.0;
                 self.push_event(p, event_kind::WAVE_COMMAND_TERMINATED, |e| {
                     e.wave = h;
@@ -830,12 +915,23 @@ impl Library {
     }
 
     pub fn next_pending_event(&mut self, p: u64) -> Result<(u64, i32), Status> {
-        let ps = self.targets(p)?;
-        for &p in &ps {
+        // One process (the usual call, once per event of a 10,000-wave
+        // stop): no list is allocated.
+        let all;
+        let one;
+        let ps: &[u64] = if p == 0 {
+            all = self.targets(p)?;
+            &all
+        } else {
+            self.proc(p)?;
+            one = [p];
+            &one
+        };
+        for &p in ps {
             self.release_held_ack(p)?;
             self.release_late_resume(p)?;
         }
-        for &p in &ps {
+        for &p in ps {
             self.poll(p)?;
             let proc = self.proc(p)?;
             if let Some(id) = proc.pending.pop_front() {
@@ -850,16 +946,14 @@ impl Library {
                 if kind == event_kind::WAVE_STOP {
                     let proc = self.proc(p)?;
                     let w = WaveId(wave & ((1 << SHIFT) - 1));
-                    proc.stop_fetched.insert(w, facts);
-                    proc.stop_unprocessed.insert(w);
-                    proc.stop_requested.remove(&w);
+                    proc.stops.fetch(w, facts);
                 }
                 return Ok((id, kind));
             }
         }
         // End of the client's pass: held acknowledgements go out on its next
         // call (after it carried out its breakpoint requests).
-        for &p in &ps {
+        for &p in ps {
             let proc = self.proc(p)?;
             proc.drain_notifier = true;
             if let Some((_, _, ended)) = proc.late_resume.as_mut() {
@@ -924,15 +1018,18 @@ impl Library {
     }
 
     pub fn event_processed(&mut self, ev: u64) -> Result<(), Status> {
-        let Some(e) = self.events.get(&ev).filter(|e| e.returned).cloned() else {
-            for proc in self.processes.values_mut() {
-                if let Some(run) = proc.storm.as_mut() {
-                    run.invalid_acks += 1;
+        // One lookup, and the record moved out rather than copied.
+        let e = match self.events.entry(ev) {
+            std::collections::hash_map::Entry::Occupied(o) if o.get().returned => o.remove(),
+            _ => {
+                for proc in self.processes.values_mut() {
+                    if let Some(run) = proc.storm.as_mut() {
+                        run.invalid_acks += 1;
+                    }
                 }
+                return Err(st::ERROR_INVALID_EVENT_ID);
             }
-            return Err(st::ERROR_INVALID_EVENT_ID);
         };
-        self.events.remove(&ev);
         let p = e.process;
         if e.storm {
             self.storm_processed(p, &e, ev);
@@ -940,8 +1037,7 @@ impl Library {
         match e.kind {
             event_kind::WAVE_STOP => {
                 if let Ok(proc) = self.proc(p) {
-                    proc.stop_unprocessed
-                        .remove(&WaveId(e.wave & ((1 << SHIFT) - 1)));
+                    proc.stops.processed(WaveId(e.wave & ((1 << SHIFT) - 1)));
                 }
             }
             event_kind::RUNTIME => {
@@ -1551,7 +1647,7 @@ impl Library {
     /// The state a client sees: STOP only once the WAVE_STOP was fetched.
     fn visible_state(proc: &Process, w: WaveId, dev: WaveState) -> i32 {
         match dev {
-            WaveState::Stopped if proc.stop_fetched.contains_key(&w) => wave_state::STOP,
+            WaveState::Stopped if proc.stops.is_fetched(&w) => wave_state::STOP,
             WaveState::SingleStep => wave_state::SINGLE_STEP,
             _ => wave_state::RUN,
         }
@@ -1568,7 +1664,7 @@ impl Library {
         // A stopped wave's stop facts, as its stop left them: its
         // simulator state is not touched again (a stop-all asks these of
         // every wave).
-        if let Some(Some(f)) = proc.stop_fetched.get(&w) {
+        if let Some(Some(f)) = proc.stops.fetched(&w) {
             match q {
                 q_::STATE => return Ok(Info::I32(wave_state::STOP)),
                 q_::STOP_REASON => return Ok(Info::U32(f.reason)),
@@ -1615,13 +1711,14 @@ impl Library {
         // device, whose stop request finds the wave once (a state query
         // first cost a second lookup and workgroup lock per wave of a
         // stop-all).
-        if proc.stop_fetched.contains_key(&w) || is_storm_id(w.0) {
+        let stop = proc.stops.get(&w);
+        if stop.fetched.is_some() || is_storm_id(w.0) {
             let i = Self::sim_wave(proc, w)?;
             if Self::visible_state(proc, w, i.state) == wave_state::STOP {
                 return Err(st::ERROR_WAVE_STOPPED);
             }
         }
-        if proc.stop_requested.contains(&w) {
+        if stop.requested {
             return Err(st::ERROR_WAVE_OUTSTANDING_STOP);
         }
         if is_storm_id(w.0) {
@@ -1632,16 +1729,16 @@ impl Library {
             // Accepted (if the wave exists), never completed: the device
             // is stalled.
             Self::sim_wave(proc, w)?;
-            proc.stop_requested.insert(w);
+            proc.stops.set_requested(w, true);
             return Ok(());
         }
-        proc.stop_requested.insert(w);
+        proc.stops.set_requested(w, true);
         let ix = proc.device.wave_index(&mut proc.wave_index);
         match proc.device.stop_wave_in(ix, w) {
             // Stopped already (its WAVE_STOP is pending): that event completes the request.
             Ok(()) | Err(DeviceError::WaveStopped(_)) => Ok(()),
             Err(e) => {
-                proc.stop_requested.remove(&w);
+                proc.stops.set_requested(w, false);
                 Err(dev_status(e))
             }
         }
@@ -1654,7 +1751,7 @@ impl Library {
         if Self::visible_state(proc, w, i.state) != wave_state::STOP {
             return Err(st::ERROR_WAVE_NOT_STOPPED);
         }
-        if proc.stop_unprocessed.contains(&w) {
+        if proc.stops.is_unprocessed(&w) {
             return Err(st::ERROR_WAVE_NOT_RESUMABLE);
         }
         if is_storm_id(w.0) {
@@ -1664,7 +1761,7 @@ impl Library {
             if let Some(sw) = proc.storm.as_mut().and_then(|r| r.waves.get_mut(&w)) {
                 sw.stopped = false;
             }
-            proc.stop_fetched.remove(&w);
+            proc.stops.unfetch(w);
             return Ok(());
         }
         if exceptions != 0 {
@@ -1681,7 +1778,7 @@ impl Library {
             proc.device
                 .abort_dispatch_of(w, reason)
                 .map_err(dev_status)?;
-            proc.stop_fetched.remove(&w);
+            proc.stops.unfetch(w);
             let (p, queue) = (proc.handle, proc.queue);
             self.push_event(p, event_kind::QUEUE_ERROR, |e| e.queue = queue);
             if let Ok(proc) = self.proc(p) {
@@ -1698,7 +1795,7 @@ impl Library {
         proc.device
             .resume_wave_in(ix, w, mode)
             .map_err(dev_status)?;
-        proc.stop_fetched.remove(&w);
+        proc.stops.unfetch(w);
         Ok(())
     }
 
@@ -1831,7 +1928,7 @@ impl Library {
         w: WaveId,
         reg: Reg,
     ) -> Result<Option<Vec<u8>>, Status> {
-        if is_storm_id(w.0) || !proc.stop_fetched.contains_key(&w) {
+        if is_storm_id(w.0) || !proc.stops.is_fetched(&w) {
             return Ok(None);
         }
         proc.device
@@ -1872,9 +1969,7 @@ impl Library {
         }
         // The stop's facts may no longer hold (a PC rewound past a
         // breakpoint, EXEC written): queries read the wave again.
-        if let Some(f) = proc.stop_fetched.get_mut(&w) {
-            *f = None;
-        }
+        proc.stops.forget_facts(w);
         proc.device
             .with_stopped_regs(w, |regs| reg.write(regs, off, data))
             .map_err(dev_status)?

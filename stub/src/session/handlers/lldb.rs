@@ -560,6 +560,7 @@ impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn handle_list_threads_in_stop_reply(&mut self) {
         self.features.list_threads = true;
         self.features.stop_infos = self.role.lists_stop_infos();
+        self.features.omit_thread_pcs = R::ROLE == crate::session::Role::Gpu;
         self.send(&reply::ok());
     }
 

@@ -151,10 +151,13 @@ impl<R: SessionRole> Session<R> {
         let lazy = !initial
             && self.features.list_threads
             && self.features.stop_infos == crate::packet::stop_reply::StopInfos::WithReason;
+        let omit_pcs = self.features.omit_thread_pcs
+            && threads.len() >= crate::packet::stop_reply::OMIT_PCS_MIN_THREADS;
         let mut snaps = Vec::with_capacity(threads.len());
         let mut others = BTreeMap::new();
         for th in &threads {
-            let pc = t.pc(*th).unwrap_or(0);
+            // No pc asked for where the reply leaves the pcs out.
+            let pc = if omit_pcs { 0 } else { t.pc(*th).unwrap_or(0) };
             snaps.push(ThreadSnapshot { tid: *th, pc });
             if *th != tid && !lazy && (self.features.list_threads || initial) {
                 let ex = expedite(t, *th);
