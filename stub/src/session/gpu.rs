@@ -212,7 +212,9 @@ impl Session<CpuRole> {
         true
     }
 
-    /// Whether a stop is owed to the client while its resume runs: its
+    /// Whether a stop is owed to the client while its resume runs: a
+    /// process end kept for it (an exit held until the other processes
+    /// stopped, whose stop was this internal one: `deferred_ends`), its
     /// interrupt (`CpuRole::interrupt_wanted`), a GPU stop being reported
     /// to gdb or an all-stop stop being made (each interrupted the process
     /// and waits for its stop), or, `--multi`, the stop of a vanished
@@ -220,7 +222,8 @@ impl Session<CpuRole> {
     /// on by itself after an internal stop only when none is owed
     /// (docs/architecture.md, "Interrupts and internal stops").
     fn owes_stop(&self) -> bool {
-        self.role.interrupt_wanted
+        !self.deferred_ends.is_empty()
+            || self.role.interrupt_wanted
             || self.role.gpu_report.is_some()
             || self.role.all_stop_report.is_some()
             || self.run == super::RunState::Orphaned
@@ -238,6 +241,13 @@ impl Session<CpuRole> {
             return false;
         }
         tracing::info!(target: "mux", session = self.id, pid, tid, internal = ?self.role.internal, "a stop is owed to the client: reported at the internal stop instead of running on");
+        if !self.deferred_ends.is_empty() {
+            // The end goes out as this resume's reply (as at a resume,
+            // `start_resume`); an interrupt still pending is satisfied by it.
+            let end = self.deferred_ends.remove(0);
+            self.on_stop(end);
+            return true;
+        }
         self.on_stop(StopEvent::Stopped {
             pid,
             tid,
