@@ -584,6 +584,7 @@ impl Session<CpuRole> {
                 if !gpu.borrow_mut().all_stop_mut().take_cpu_unresumed() {
                     let launcher = self.launcher_then_interrupt();
                     self.role.all_stop_report = Some((report, launcher));
+                    self.gpu_interrupt_while_held();
                     return;
                 }
                 // Not resumed (`gpu_prepare_resume`): its stop is the last
@@ -634,6 +635,8 @@ impl Session<CpuRole> {
         tracing::info!(target: "mux", wave = tid, "all-stop: stopping the CPU with the GPU");
         let launcher = self.launcher_then_interrupt();
         self.role.all_stop_report = Some((text, launcher));
+        // Held at the library's breakpoint, the CPU is stopped already.
+        self.gpu_interrupt_while_held();
     }
 
     /// The thread that launched the dispatch (found before the interrupt:
@@ -729,6 +732,8 @@ impl Session<CpuRole> {
         tracing::info!(target: "mux", wave = stop.tid, %kernel, "GPU stop reported to the CPU session");
         let launcher = self.launcher_then_interrupt();
         self.role.gpu_report = Some((text, launcher));
+        // Held at the library's breakpoint, the CPU is stopped already.
+        self.gpu_interrupt_while_held();
     }
 
     /// If a GPU stop is being reported, turn the CPU interrupt into that
