@@ -17,6 +17,9 @@
 //!    lldb: `T13`, SIGSTOP). Before the fix it was never answered: the
 //!    process was stopped already, so the interrupt did nothing, and the
 //!    client waited (this test failed at its first `wait_stop`).
+//!    The client continues while the thread is still held: it stays held
+//!    (the resume waits for the library), and a second interrupt is
+//!    answered at once, at the hook.
 //! 2. `monitor gpu` takes the library's resume in while the client is
 //!    stopped; the thread stays at the hook.
 //! 3. The client sends `vCont;c` and `\x03` in one write: the resume starts
@@ -75,6 +78,22 @@ fn interrupt_is_answered_at_internal_stops(client: Client) {
     let hook =
         load_base(pid, "libsimgpu_rt.so") + nm(&env.bin_dir.join("libsimgpu_rt.so"), HOOK, true);
     assert_eq!(pc(&mut c), hook, "{client:?}: stopped at the hook");
+
+    // The client continues while the thread is still held: the thread
+    // waits for the library (it does not run into the hook again), and a
+    // second interrupt is answered at once too, at the same place.
+    c.send_packet(b"vCont;c").expect("vCont;c while held");
+    server.wait_log("resume while held at the library's breakpoint", 30);
+    c.interrupt().expect("interrupt");
+    let (stop, _) = c.wait_stop("\\x03 after a resume while held").unwrap_or_else(|e| {
+        panic!(
+            "{client:?}: the interrupt after a resume while held was not answered: {e}\n--- gdbmux log ---\n{}",
+            server.log()
+        )
+    });
+    let s = signal_stop(stop, "interrupt after a resume while held");
+    assert_eq!(s.signo, sig, "{client:?}: the interrupt's stop: {s:?}");
+    assert_eq!(pc(&mut c), hook, "{client:?}: still held at the hook");
 
     // 2. The library's late resume is taken in while the client is stopped.
     let out = monitor(&mut c, "gpu");
