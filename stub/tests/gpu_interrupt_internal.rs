@@ -233,3 +233,58 @@ fn lldb_interrupt_is_answered_at_internal_stops() {
 fn lldb_all_stop_interrupt_is_answered_at_internal_stops() {
     interrupt_is_answered_at_internal_stops(Client::LldbAllStop);
 }
+
+/// A resume gdbmux makes by itself after an internal stop carries out the
+/// client's plan again, and must not deliver the plan's signal again:
+/// `tests/fixtures/signal_hook.c` is continued from `ready()` with SIGUSR1;
+/// in the same resume the runtime comes up and a code object loads and
+/// unloads (four hits of the hook). The handler runs once: the exit status
+/// is its count. Before the fix it ran once per internal resume (exit 5).
+#[test]
+fn a_signal_the_client_continues_with_is_delivered_once() {
+    let env = GpuEnv::get();
+    let dir = env.bin_dir.join("gpu_interrupt_internal");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let exe = dir.join("signal_hook");
+    let kernels = format!(
+        "-DKERNEL_DIR=\"{}\"",
+        env.root.join("samples/kernels").display()
+    );
+    env.build_host(
+        &env.root.join("stub/tests/fixtures/signal_hook.c"),
+        &exe,
+        &["-O1", &kernels],
+    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+    cmd.args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"])
+        .arg(&exe);
+    let server = Server::start(cmd);
+    let mut c = RspClient::connect(("127.0.0.1", server.port)).expect("connect");
+    c.handshake_gdb().expect("gdb handshake");
+    let stop = signal_stop(c.stop_reply("?").expect("?").0, "?");
+    let pid = stop
+        .thread
+        .and_then(|t| t.pid)
+        .and_then(IdPart::id)
+        .expect("multiprocess thread id");
+    let ready = load_base(pid, "signal_hook") + nm(&exe, "ready", false);
+    c.expect_ok(&format!("Z0,{ready:x},1")).expect("Z0 ready");
+    c.stop_reply("vCont;c").expect("to ready");
+    c.expect_ok(&format!("z0,{ready:x},1")).expect("z0 ready");
+    // SIGUSR1 is 30 (0x1e) in gdb's numbering.
+    let (stop, _) = c
+        .stop_reply(&format!("vCont;C1e:p{pid:x}.{pid:x};c"))
+        .expect("continue with SIGUSR1");
+    assert_eq!(
+        stop,
+        StopReply::Exited {
+            code: 1,
+            pid: Some(pid)
+        },
+        "the handler ran once (the exit status is its count)\n--- gdbmux log ---\n{}",
+        server.log()
+    );
+    // The runtime's hook was hit in that resume (its hits were handled
+    // out of the client's sight).
+    server.wait_log("reported host breakpoint hit", 30);
+}

@@ -27,6 +27,28 @@ use crate::target::ResumeAction;
 use crate::target::ResumePlan;
 use crate::target::Tid;
 
+/// The client's plan once carried out: the same actions without their
+/// signals, which the first resume delivered (the target keeps one for a
+/// thread that did not run, `deliver`). A re-resume after an internal stop
+/// delivered them again: a handler ran once per hit of the runtime's hook.
+pub(super) fn carried_out(plans: &BTreeMap<Pid, ResumePlan>) -> BTreeMap<Pid, ResumePlan> {
+    let plain = |a: ResumeAction| match a {
+        ResumeAction::Continue(_) => ResumeAction::Continue(None),
+        ResumeAction::Step(_) => ResumeAction::Step(None),
+        other => other,
+    };
+    plans
+        .iter()
+        .map(|(pid, p)| {
+            let plan = ResumePlan {
+                threads: p.threads.iter().map(|(t, a)| (*t, plain(*a))).collect(),
+                default: p.default.map(plain),
+            };
+            (*pid, plan)
+        })
+        .collect()
+}
+
 /// An internal breakpoint hit being handled out of the client's sight.
 #[derive(Debug, Clone)]
 pub(super) enum Internal {
@@ -512,13 +534,15 @@ impl Session<CpuRole> {
         if self.answer_owed_stop(pid, tid) {
             return;
         }
-        for (pid, plan) in self.role.last_plans.clone() {
-            if let Some(t) = self.procs.get_mut(&pid) {
-                if let Err(e) = t.resume(&plan) {
+        let plans = std::mem::take(&mut self.role.last_plans);
+        for (pid, plan) in &plans {
+            if let Some(t) = self.procs.get_mut(pid) {
+                if let Err(e) = t.resume(plan) {
                     tracing::warn!(target: "ptrace", pid, "re-resume after host breakpoint: {e}");
                 }
             }
         }
+        self.role.last_plans = carried_out(&plans);
     }
 
     /// The CPU role's part of GPU events (the notifier was readable, or an

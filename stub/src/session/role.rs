@@ -189,7 +189,9 @@ pub struct CpuRole {
     /// being made for a wave's stop, and the thread it is shown on.
     pub(super) all_stop_report: Option<(String, Option<crate::target::Pid>)>,
     /// The client's last resume, carried out again once an internal
-    /// breakpoint stop was handled (`gpu::resume_last_plans`).
+    /// breakpoint stop was handled (`gpu::resume_last_plans`); once it has
+    /// been carried out, without the signals it delivered
+    /// (`gpu::carried_out`).
     pub(super) last_plans: BTreeMap<Pid, ResumePlan>,
     /// A client interrupt is pending: set by the client's `\x03` while the
     /// target runs (`client_interrupted`), cleared only when a stop reaches
@@ -297,7 +299,13 @@ impl SessionRole for CpuRole {
 
     fn prepare_resume(s: &mut Session<Self>, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
         s.role.last_plans = plans.clone();
-        s.gpu_prepare_resume(plans)
+        let started = s.gpu_prepare_resume(plans);
+        if !started {
+            // The engine carries the plan out now: its signals are
+            // delivered once, never again by a re-resume.
+            s.role.last_plans = super::gpu::carried_out(plans);
+        }
+        started
     }
 
     fn report_gpu_stop(s: &mut Session<Self>) {
