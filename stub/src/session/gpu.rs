@@ -27,6 +27,28 @@ use crate::target::ResumeAction;
 use crate::target::ResumePlan;
 use crate::target::Tid;
 
+/// The client's plan once carried out: the same actions without their
+/// signals, which the first resume delivered (the target keeps one for a
+/// thread that did not run, `deliver`). A re-resume after an internal stop
+/// delivered them again: a handler ran once per hit of the runtime's hook.
+pub(super) fn carried_out(plans: &BTreeMap<Pid, ResumePlan>) -> BTreeMap<Pid, ResumePlan> {
+    let plain = |a: ResumeAction| match a {
+        ResumeAction::Continue(_) => ResumeAction::Continue(None),
+        ResumeAction::Step(_) => ResumeAction::Step(None),
+        other => other,
+    };
+    plans
+        .iter()
+        .map(|(pid, p)| {
+            let plan = ResumePlan {
+                threads: p.threads.iter().map(|(t, a)| (*t, plain(*a))).collect(),
+                default: p.default.map(plain),
+            };
+            (*pid, plan)
+        })
+        .collect()
+}
+
 /// An internal breakpoint hit being handled out of the client's sight.
 #[derive(Debug, Clone)]
 pub(super) enum Internal {
@@ -150,7 +172,7 @@ impl Session<CpuRole> {
                 if *p == pid && *t == tid {
                     self.set_internal(None);
                     self.reinsert_lifted(pid, addr);
-                    self.resume_last_plans();
+                    self.resume_last_plans(pid, tid);
                     return true;
                 }
             }
@@ -198,14 +220,110 @@ impl Session<CpuRole> {
                     addr: pc,
                     id,
                 }));
+                // The process is stopped: a stop owed to the client (its
+                // interrupt came before this hit was collected) is answered
+                // now, not after the library's resume, which may be late.
+                self.answer_owed_stop(*pid, *tid);
             }
-            Ok(_) => self.step_over_internal(*pid, *tid, pc),
+            Ok(_) => self.leave_internal(*pid, *tid, pc),
             Err(e) => {
                 tracing::warn!(target: "dbgapi", "report_breakpoint_hit: {e}");
-                self.step_over_internal(*pid, *tid, pc);
+                self.leave_internal(*pid, *tid, pc);
             }
         }
         true
+    }
+
+    /// Whether a stop is owed to the client while its resume runs: a
+    /// process end kept for it (an exit held until the other processes
+    /// stopped, whose stop was this internal one: `deferred_ends`), its
+    /// interrupt (`CpuRole::interrupt_wanted`), a GPU stop being reported
+    /// to gdb or an all-stop stop being made (each interrupted the process
+    /// and waits for its stop), or, `--multi`, the stop of a vanished
+    /// client's resume that the next client reads. gdbmux runs the process
+    /// on by itself after an internal stop only when none is owed
+    /// (docs/architecture.md, "Interrupts and internal stops").
+    fn owes_stop(&self) -> bool {
+        !self.deferred_ends.is_empty()
+            || self.role.interrupt_wanted
+            || self.role.gpu_report.is_some()
+            || self.role.all_stop_report.is_some()
+            || self.run == super::RunState::Orphaned
+    }
+
+    /// At an internal stop that gdbmux handled (the process is stopped,
+    /// thread `tid` at or past the library's breakpoint): a stop owed to the
+    /// client is reported now, as the interrupt's stop (gdb: `T02`, lldb:
+    /// `T13`; a GPU report or all-stop description replaces it as at any
+    /// interrupt stop), instead of running the process on and interrupting
+    /// it again (which a second internal stop, or a SIGSTOP taken for
+    /// another stop, could defeat). Returns `true` when it reported.
+    fn answer_owed_stop(&mut self, pid: Pid, tid: Tid) -> bool {
+        if !self.is_running() || !self.owes_stop() {
+            return false;
+        }
+        tracing::info!(target: "mux", session = self.id, pid, tid, internal = ?self.role.internal, "a stop is owed to the client: reported at the internal stop instead of running on");
+        if !self.deferred_ends.is_empty() {
+            // The end goes out as this resume's reply (as at a resume,
+            // `start_resume`); an interrupt still pending is satisfied by it.
+            let end = self.deferred_ends.remove(0);
+            self.on_stop(end);
+            return true;
+        }
+        self.on_stop(StopEvent::Stopped {
+            pid,
+            tid,
+            signal: libc::SIGSTOP,
+            kind: StopKind::Interrupt,
+        });
+        true
+    }
+
+    /// The library's hit at `addr` is handled (it said RESUME, or its
+    /// BREAKPOINT_RESUME came): answer an owed stop, or take thread `tid`
+    /// off the breakpoint as the client's plan moves it (a step runs with
+    /// the breakpoint lifted; anything else steps over it first, then the
+    /// client's plan is resumed).
+    fn leave_internal(&mut self, pid: Pid, tid: Tid, addr: u64) {
+        if self.answer_owed_stop(pid, tid) {
+            return;
+        }
+        let steps = self.role.last_plans.get(&pid).is_some_and(|p| {
+            matches!(
+                p.threads
+                    .iter()
+                    .find(|(t, _)| *t == tid)
+                    .map(|(_, a)| *a)
+                    .or(p.default),
+                Some(ResumeAction::Step(_) | ResumeAction::RangeStep { .. })
+            )
+        });
+        if steps {
+            if let Some(t) = self.procs.get_mut(&pid) {
+                match t.remove_internal_breakpoint(addr) {
+                    Ok(()) => {
+                        self.set_internal(Some(Internal::ClientStepping { pid, addr }));
+                        self.resume_last_plans(pid, tid);
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!(target: "dbgapi", "lifting host breakpoint for a client step: {e}")
+                    }
+                }
+            }
+        }
+        self.step_over_internal(pid, tid, addr);
+    }
+
+    /// The client interrupts while the process is held at the library's
+    /// breakpoint (waiting for BREAKPOINT_RESUME): the process is stopped,
+    /// so the interrupt is answered at once (`true`); the thread stays held
+    /// (`gpu_prepare_resume`, `gpu_on_news`).
+    pub(super) fn gpu_interrupt_while_held(&mut self) -> bool {
+        match self.role.internal {
+            Some(Internal::Held { pid, tid, .. }) => self.answer_owed_stop(pid, tid),
+            _ => false,
+        }
     }
 
     /// Before the client's resume: a thread stopped on an address where
@@ -240,6 +358,14 @@ impl Session<CpuRole> {
         if keep {
             // Reported at the wake-up all-stop asked for (`all_stop_cpu`).
             tracing::info!(target: "mux", session = self.id, "all-stop: the GPU stopped for an update: the CPU's continue ends at once");
+            return true;
+        }
+        if let Some(Internal::Held { tid, id, .. }) = self.role.internal {
+            // The client's stop came while a thread was held at the
+            // library's breakpoint (its interrupt): the thread stays held;
+            // the resume goes on once the library's BREAKPOINT_RESUME comes
+            // (`gpu_on_news`, with this plan).
+            tracing::info!(target: "dbgapi", session = self.id, id = id.0, tid, "resume while held at the library's breakpoint: it waits for BREAKPOINT_RESUME");
             return true;
         }
         if self.role.internal.is_some() {
@@ -395,27 +521,28 @@ impl Session<CpuRole> {
             Err(e) => {
                 tracing::warn!(target: "dbgapi", "step over host breakpoint: {e}");
                 let _ = t.insert_internal_breakpoint(addr);
-                self.resume_last_plans();
+                self.resume_last_plans(pid, tid);
             }
         }
     }
 
-    fn resume_last_plans(&mut self) {
-        let (plans, interrupt) = (self.role.last_plans.clone(), self.role.interrupt_wanted);
-        for (pid, plan) in plans {
-            if let Some(t) = self.procs.get_mut(&pid) {
-                if let Err(e) = t.resume(&plan) {
+    /// The internal stop of thread `tid` is behind us: resume the client's
+    /// last plan, unless a stop is owed to the client, which is reported
+    /// instead (`answer_owed_stop`; the process is stopped, which is all
+    /// an interrupt asks).
+    fn resume_last_plans(&mut self, pid: Pid, tid: Tid) {
+        if self.answer_owed_stop(pid, tid) {
+            return;
+        }
+        let plans = std::mem::take(&mut self.role.last_plans);
+        for (pid, plan) in &plans {
+            if let Some(t) = self.procs.get_mut(pid) {
+                if let Err(e) = t.resume(plan) {
                     tracing::warn!(target: "ptrace", pid, "re-resume after host breakpoint: {e}");
-                }
-                // The client's interrupt came while the hook stop was
-                // being handled (the target was not running then).
-                if interrupt {
-                    if let Err(e) = t.interrupt() {
-                        tracing::warn!(target: "ptrace", pid, "interrupt after host breakpoint: {e}");
-                    }
                 }
             }
         }
+        self.role.last_plans = carried_out(&plans);
     }
 
     /// The CPU role's part of GPU events (the notifier was readable, or an
@@ -443,7 +570,14 @@ impl Session<CpuRole> {
         if let Some(Internal::Held { pid, tid, addr, id }) = held {
             if news.resumed.contains(&id) {
                 self.set_internal(None);
-                self.step_over_internal(pid, tid, addr);
+                if self.is_running() {
+                    self.leave_internal(pid, tid, addr);
+                } else {
+                    // The client stopped (its interrupt) while the thread
+                    // was held: it stays at the breakpoint, which the
+                    // client's next resume steps off (`gpu_prepare_resume`).
+                    tracing::info!(target: "dbgapi", session = self.id, id = id.0, tid, "BREAKPOINT_RESUME while the client is stopped: its next resume steps off the breakpoint");
+                }
             }
         }
         self.gpu_apply_host_requests();
@@ -474,6 +608,7 @@ impl Session<CpuRole> {
                 if !gpu.borrow_mut().all_stop_mut().take_cpu_unresumed() {
                     let launcher = self.launcher_then_interrupt();
                     self.role.all_stop_report = Some((report, launcher));
+                    self.gpu_interrupt_while_held();
                     return;
                 }
                 // Not resumed (`gpu_prepare_resume`): its stop is the last
@@ -524,6 +659,8 @@ impl Session<CpuRole> {
         tracing::info!(target: "mux", wave = tid, "all-stop: stopping the CPU with the GPU");
         let launcher = self.launcher_then_interrupt();
         self.role.all_stop_report = Some((text, launcher));
+        // Held at the library's breakpoint, the CPU is stopped already.
+        self.gpu_interrupt_while_held();
     }
 
     /// The thread that launched the dispatch (found before the interrupt:
@@ -619,6 +756,8 @@ impl Session<CpuRole> {
         tracing::info!(target: "mux", wave = stop.tid, %kernel, "GPU stop reported to the CPU session");
         let launcher = self.launcher_then_interrupt();
         self.role.gpu_report = Some((text, launcher));
+        // Held at the library's breakpoint, the CPU is stopped already.
+        self.gpu_interrupt_while_held();
     }
 
     /// If a GPU stop is being reported, turn the CPU interrupt into that

@@ -867,6 +867,10 @@ impl<R: SessionRole> Session<R> {
         self.reset_connection();
         if self.is_running() {
             self.run = RunState::Orphaned;
+            // Held at an internal stop: stopped already, journaled now.
+            if R::stop_now_if_held(self) {
+                return;
+            }
             for (pid, t) in self.procs.iter_mut() {
                 if let Err(e) = t.interrupt() {
                     tracing::warn!(target: "ptrace", session = self.id, pid, "stopping after the client vanished: {e}");

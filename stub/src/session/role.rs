@@ -139,6 +139,14 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
         false
     }
 
+    /// The process is to stop now (the client's interrupt, or `--multi`:
+    /// its client vanished during a resume): `true` when the role had it
+    /// stopped already and reported that stop (the CPU role: a thread held
+    /// at the GPU library's breakpoint, `gpu::gpu_interrupt_while_held`).
+    fn stop_now_if_held(_s: &mut Session<Self>) -> bool {
+        false
+    }
+
     /// The stop about to be reported, as the role reports it (the CPU
     /// role: a GPU stop shown on the launching thread).
     fn decorate_stop(_s: &mut Session<Self>, stop: StopEvent) -> StopEvent {
@@ -181,12 +189,16 @@ pub struct CpuRole {
     /// being made for a wave's stop, and the thread it is shown on.
     pub(super) all_stop_report: Option<(String, Option<crate::target::Pid>)>,
     /// The client's last resume, carried out again once an internal
-    /// breakpoint stop was handled (`gpu::resume_last_plans`).
+    /// breakpoint stop was handled (`gpu::resume_last_plans`); once it has
+    /// been carried out, without the signals it delivered
+    /// (`gpu::carried_out`).
     pub(super) last_plans: BTreeMap<Pid, ResumePlan>,
-    /// The client interrupted while the target was running; cleared when a
-    /// stop reaches the client. An internal stop (the runtime's hook) that
-    /// gdbmux resumes by itself interrupts again (`gpu::resume_last_plans`):
-    /// an interrupt that arrived during it is not lost.
+    /// A client interrupt is pending: set by the client's `\x03` while the
+    /// target runs (`client_interrupted`), cleared only when a stop reaches
+    /// the client (`stop_reaches_client`); nothing else writes it. Every
+    /// resume gdbmux makes by itself after an internal stop asks it first
+    /// (`gpu::owes_stop`): while it is set, the internal stop ends the
+    /// client's resume as the interrupt's stop instead of running on.
     pub(super) interrupt_wanted: bool,
     /// The launched programs' output terminal (lldb: forwarded before a
     /// stop reply, `server::output`); `None` in stdio mode.
@@ -287,7 +299,13 @@ impl SessionRole for CpuRole {
 
     fn prepare_resume(s: &mut Session<Self>, plans: &BTreeMap<Pid, ResumePlan>) -> bool {
         s.role.last_plans = plans.clone();
-        s.gpu_prepare_resume(plans)
+        let started = s.gpu_prepare_resume(plans);
+        if !started {
+            // The engine carries the plan out now: its signals are
+            // delivered once, never again by a re-resume.
+            s.role.last_plans = super::gpu::carried_out(plans);
+        }
+        started
     }
 
     fn report_gpu_stop(s: &mut Session<Self>) {
@@ -300,6 +318,10 @@ impl SessionRole for CpuRole {
 
     fn release_held_end(s: &mut Session<Self>) -> bool {
         s.gpu_release_held_exit()
+    }
+
+    fn stop_now_if_held(s: &mut Session<Self>) -> bool {
+        s.gpu_interrupt_while_held()
     }
 
     fn gpu_news(s: &mut Session<Self>, news: &GpuNews) {

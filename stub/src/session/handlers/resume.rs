@@ -312,7 +312,7 @@ impl<R: SessionRole> Session<R> {
             return;
         }
         self.role.client_interrupted();
-        if R::release_held_end(self) {
+        if R::release_held_end(self) || R::stop_now_if_held(self) {
             return;
         }
         for t in self.procs.values_mut() {
