@@ -24,13 +24,6 @@ use crate::wire::Encoder;
 /// reply to overlap the reading with the client's receiving.
 pub const STREAM_PIECE: usize = 256 << 10;
 
-/// The first piece of a streamed reply, and each later one twice the one
-/// before up to [`STREAM_PIECE`] (32, 64, 128, 256, 256 … KiB): the client
-/// waits for the server's read and escape of the first piece before its
-/// first byte arrives, and nothing overlaps that wait; a 32 KiB first piece
-/// makes it an eighth of a 256 KiB one's.
-pub const FIRST_PIECE: usize = 32 << 10;
-
 /// A streamed `x` reply in progress: where the next piece starts, how much
 /// is left, and the checksum of the body so far.
 #[derive(Debug)]
@@ -40,9 +33,6 @@ pub(in crate::session) struct MemStream {
     sum: u8,
     /// The `$` and a first piece are out.
     started: bool,
-    /// The size of the next piece ([`FIRST_PIECE`] doubling up to
-    /// [`STREAM_PIECE`]).
-    piece: usize,
 }
 
 impl<R: SessionRole> Session<R> {
@@ -111,7 +101,6 @@ impl<R: SessionRole> Session<R> {
             left: len,
             sum: 0,
             started: false,
-            piece: FIRST_PIECE,
         };
         match self.memory_piece(&mut s) {
             Err(e) => self.send_target_error(&e),
@@ -133,8 +122,7 @@ impl<R: SessionRole> Session<R> {
     /// appended); a later piece that fails ends the body.
     fn memory_piece(&mut self, s: &mut MemStream) -> Result<bool, TargetError> {
         let first = !s.started;
-        let want = s.left.min(s.piece);
-        s.piece = (s.piece * 2).min(STREAM_PIECE);
+        let want = s.left.min(STREAM_PIECE);
         let mut buf = std::mem::take(&mut self.mem_scratch);
         if buf.len() < want {
             buf.resize(want, 0);
