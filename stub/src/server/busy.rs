@@ -82,6 +82,24 @@ impl BusyPoll {
         self.window
     }
 
+    /// Whether busy polling is on (`--busy-poll-us` above zero). Off, the
+    /// loop reads no clock for it: [`BusyPoll::timeout_now`] is `None`
+    /// and [`BusyPoll::after_events`] need not be called (it would change
+    /// nothing).
+    pub fn enabled(&self) -> bool {
+        !self.max.is_zero()
+    }
+
+    /// [`BusyPoll::timeout`] at the current time; `None` without reading
+    /// the clock when busy polling is off.
+    pub fn timeout_now(&mut self) -> Option<Duration> {
+        if self.enabled() {
+            self.timeout(Instant::now())
+        } else {
+            None
+        }
+    }
+
     /// The timeout for the next poll: zero while a spin runs, else block.
     /// Records when a blocking wait starts.
     pub fn timeout(&mut self, now: Instant) -> Option<Duration> {
@@ -153,6 +171,9 @@ mod tests {
         assert_eq!(b.timeout(t), None);
         b.after_events(t + us(1), true);
         assert_eq!(b.timeout(t + us(2)), None);
+        assert!(!b.enabled());
+        assert_eq!(b.timeout_now(), None);
+        assert!(BusyPoll::new(us(50)).enabled());
     }
 
     #[test]

@@ -32,10 +32,10 @@ pub mod busy;
 mod output;
 pub mod peer;
 mod relaunch;
+mod tokens;
 pub mod transport;
 pub mod turns;
 
-use std::collections::HashMap;
 use std::io;
 use std::io::ErrorKind;
 use std::os::fd::AsRawFd;
@@ -54,6 +54,7 @@ pub use transport::Listener;
 use std::path::PathBuf;
 
 use busy::BusyPoll;
+use tokens::IdMap;
 
 use crate::gpu::GpuController;
 use crate::gpu::GpuTarget;
@@ -425,7 +426,7 @@ pub struct Server {
     poll: Poll,
     listener: Option<Listener>,
     sigchld: native::SigchldFd,
-    clients: HashMap<Token, Client>,
+    clients: IdMap<Token, Client>,
     next_token: usize,
     cpu_session: Option<Token>,
     /// `--multi`: the CPU session whose client vanished, kept for the next
@@ -437,7 +438,7 @@ pub struct Server {
     /// Pid of `initial` (kept after a session adopted it).
     initial_pid: Option<Pid>,
     mux: MuxHandle,
-    session_tokens: HashMap<u64, Token>,
+    session_tokens: IdMap<u64, Token>,
     exit_requested: bool,
     read_buf: Vec<u8>,
     /// Loop turns so far (the refused connections' per-turn budgets).
@@ -570,11 +571,11 @@ impl Server {
             hostio,
             cfg,
             mux,
-            session_tokens: HashMap::new(),
+            session_tokens: IdMap::default(),
             poll,
             listener,
             sigchld,
-            clients: HashMap::new(),
+            clients: IdMap::default(),
             next_token: FIRST_CONN,
             cpu_session: None,
             orphan: None,
@@ -648,7 +649,7 @@ impl Server {
         let mut busy = BusyPoll::for_this_machine(self.cfg.busy_poll);
         loop {
             self.turn += 1;
-            let timeout = self.refused_timeout(busy.timeout(Instant::now()));
+            let timeout = self.refused_timeout(busy.timeout_now());
             match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => {
@@ -714,10 +715,13 @@ impl Server {
             // and the spin takes its SIGCHLD without the wake-up from a
             // blocking wait (`rsp-bench --clients`). Events of a running
             // target alone never start one.
-            if self.client_input_turn == self.turn && self.any_running() {
-                busy.after_resume(Instant::now());
-            } else {
-                busy.after_events(Instant::now(), !self.any_running());
+            // Both need busy polling on (`--busy-poll-us 0` reads no clock).
+            if busy.enabled() {
+                if self.client_input_turn == self.turn && self.any_running() {
+                    busy.after_resume(Instant::now());
+                } else {
+                    busy.after_events(Instant::now(), !self.any_running());
+                }
             }
             self.sync_mux();
             self.end_turn();
@@ -764,7 +768,6 @@ impl Server {
         if !self.refused_backlog.is_empty() {
             return Some(Duration::ZERO);
         }
-        let now = Instant::now();
         let Some(first) = self
             .clients
             .values()
@@ -777,7 +780,7 @@ impl Server {
             // No refused connection: the busy-poll window alone decides.
             return busy;
         };
-        let left = first.saturating_duration_since(now);
+        let left = first.saturating_duration_since(Instant::now());
         Some(busy.map_or(left, |b| b.min(left)))
     }
 
@@ -788,12 +791,16 @@ impl Server {
         for t in std::mem::take(&mut self.refused_backlog) {
             self.on_readable(t, false);
         }
-        let now = Instant::now();
+        // The clock is read only when a refused connection is open (a
+        // `qC` turn reads it not at all with busy polling off).
+        let mut now = None;
         let expired: Vec<Token> = self
             .clients
             .iter_mut()
             .filter_map(|(t, c)| match &mut c.kind {
-                ClientKind::Refused(r) if r.deadline().is_some() => r.on_tick(now).then_some(*t),
+                ClientKind::Refused(r) if r.deadline().is_some() => r
+                    .on_tick(*now.get_or_insert_with(Instant::now))
+                    .then_some(*t),
                 _ => None,
             })
             .collect();

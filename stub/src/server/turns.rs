@@ -21,12 +21,13 @@
 //! nothing for it.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::os::fd::RawFd;
 use std::rc::Rc;
 
 use mio::Token;
+
+use super::tokens::IdMap;
 
 /// What the loop did, counted (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -100,11 +101,11 @@ pub type SharedLoopStats = Rc<RefCell<LoopStats>>;
 pub(super) struct TurnCounter {
     stats: SharedLoopStats,
     /// This turn's refused reads: connection → (bytes, reads).
-    refused_now: HashMap<Token, (usize, usize)>,
+    refused_now: IdMap<Token, (usize, usize)>,
     /// The sessions that read input this turn, and how many reads.
-    session_read_now: HashMap<Token, u64>,
+    session_read_now: IdMap<Token, u64>,
     /// Consecutive turns each session ended with input unread.
-    waiting: HashMap<Token, u64>,
+    waiting: IdMap<Token, u64>,
 }
 
 impl TurnCounter {
@@ -155,8 +156,14 @@ impl TurnCounter {
         // turn allocates nothing.
         let read = &mut self.session_read_now;
         if refused_open == 0 {
-            self.waiting.clear();
-            read.clear();
+            // (`clear` on an empty map still rewrites its control bytes:
+            // a turn without refused connections touches nothing.)
+            if !self.waiting.is_empty() {
+                self.waiting.clear();
+            }
+            if !read.is_empty() {
+                read.clear();
+            }
             return;
         }
         st.contended_turns += 1;

@@ -170,7 +170,11 @@ fn escape_runs(payload: &[u8], out: &mut Vec<u8>) -> u8 {
     let mut lanes = [0u8; BLOCK];
     let mut escapes = 0usize;
     let mut room = payload.len() + payload.len() / 8 + 4 * BLOCK;
-    out.resize(start + room, 0);
+    // A payload too short for one block step (a `qC` reply, a stop) goes
+    // byte by byte below: no room to zero-fill for it.
+    if payload.len() >= 2 * BLOCK {
+        out.resize(start + room, 0);
+    }
     let mut w = start;
     let mut base = 0;
     // Every over-copy reads at most 2 * BLOCK bytes from `base`.

@@ -299,10 +299,10 @@ fn placed_latency(
 ///
 /// A fair client for large replies: the socket is read straight into one
 /// buffer (no copy from a scratch buffer), `$`/`#` are found with `memchr`,
-/// the search for `#` resumes where the last read ended, and the frame is
-/// decoded with `memchr2` into a reused output buffer. The buffer is reset
-/// whenever it has been consumed to its end (a client that waits for each
-/// reply always gets there), so no reply is ever moved.
+/// and each read's part of the frame is decoded at once into a reused
+/// output buffer ([`Rsp::recv_into`]). The read buffer is reset whenever
+/// it has been consumed to its end; at most the two bytes of an escape cut
+/// by a read, or a split `#cc`, are moved.
 struct Rsp {
     s: TcpStream,
     /// Received bytes are `buf[pos..filled]`.
@@ -312,8 +312,9 @@ struct Rsp {
     noack: bool,
 }
 
-/// Initial receive buffer (grows to hold the largest frame).
-const RECV_BUF: usize = 4 << 20;
+/// The receive buffer (frames are decoded as they arrive, so it never
+/// holds more than one read and a few bytes).
+const RECV_BUF: usize = 2 << 20;
 /// Read at least this much per `read` call: the client's 1 MiB reads, the
 /// same as the loopback limit's.
 const READ_CHUNK: usize = 1 << 20;
@@ -349,45 +350,62 @@ impl Rsp {
         Ok(out)
     }
 
-    /// Receive one packet, decoded into `out` (cleared first).
+    /// Receive one packet, decoded into `out` (cleared first). The body is
+    /// decoded as it arrives, after each read, as gdb's `read_frame`
+    /// (remote.c) takes each byte as it is read: the decoding of a large
+    /// reply overlaps the server's sending of the rest, instead of
+    /// following the last byte (until 2026-12-02 this client decoded the
+    /// whole frame after its `#`, a wait of about 0.4 ms per MiB here in
+    /// which no server could send anything). A `}` or `*` that ends a read
+    /// waits for the byte after it.
     fn recv_into(&mut self, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
-        // Offsets relative to `pos`: where the frame starts, and how far
-        // the search for its `#` got.
-        let mut scanned = 0;
+        let mut in_frame = false;
         loop {
-            let pending = &self.buf[self.pos..self.filled];
-            if let Some(start) = memchr::memchr(b'$', pending) {
-                let from = scanned.max(start + 1);
-                match memchr::memchr(b'#', &pending[from..]) {
-                    Some(h) if pending.len() >= from + h + 3 => {
-                        let end = from + h;
-                        decode_into(&pending[start + 1..end], out);
-                        self.pos += end + 3;
-                        if self.pos == self.filled {
-                            self.pos = 0;
-                            self.filled = 0;
-                        }
-                        if !self.noack {
-                            self.s.write_all(b"+")?;
-                        }
-                        return Ok(());
+            if !in_frame {
+                match memchr::memchr(b'$', &self.buf[self.pos..self.filled]) {
+                    Some(start) => {
+                        self.pos += start + 1;
+                        in_frame = true;
                     }
-                    Some(h) => scanned = from + h,
-                    None => scanned = pending.len(),
+                    None => self.pos = self.filled,
                 }
             }
-            if self.buf.len() - self.filled < READ_CHUNK {
-                // Move the partial frame to the front, or grow.
-                if self.pos > 0 {
-                    self.buf.copy_within(self.pos..self.filled, 0);
-                    self.filled -= self.pos;
-                    self.pos = 0;
+            if in_frame {
+                let pending = &self.buf[self.pos..self.filled];
+                // `#` never occurs in a body (it is escaped), nor after an
+                // escape or a run's `*`.
+                match memchr::memchr(b'#', pending) {
+                    Some(h) => {
+                        let used = decode_into(&pending[..h], out);
+                        self.pos += used;
+                        if used < h {
+                            bail!("a frame ends inside an escape or a run");
+                        }
+                        if self.filled - self.pos >= 3 {
+                            self.pos += 3;
+                            if self.pos == self.filled {
+                                self.pos = 0;
+                                self.filled = 0;
+                            }
+                            if !self.noack {
+                                self.s.write_all(b"+")?;
+                            }
+                            return Ok(());
+                        }
+                    }
+                    None => self.pos += decode_into(pending, out),
                 }
-                if self.buf.len() - self.filled < READ_CHUNK {
-                    let n = self.buf.len() * 2;
-                    self.buf.resize(n, 0);
-                }
+            }
+            // At most a `}`, a `*` or a part of `#cc` is left: move it to
+            // the front, and read.
+            if self.pos == self.filled {
+                self.pos = 0;
+                self.filled = 0;
+            } else if self.buf.len() - self.filled < READ_CHUNK {
+                self.buf.copy_within(self.pos..self.filled, 0);
+                self.filled -= self.pos;
+                self.pos = 0;
             }
             let n = self.s.read(&mut self.buf[self.filled..])?;
             if n == 0 {
@@ -441,8 +459,9 @@ fn marks(block: &[u8; 64]) -> u64 {
 /// the first one copied in one go. Binary memory has an escape every 64
 /// bytes or so: a search that restarts at each one (`memchr2`) decoded at
 /// about 1 GB/s here and capped the read figures; this runs about three
-/// times faster.
-fn decode_into(raw: &[u8], out: &mut Vec<u8>) {
+/// times faster. Returns how many bytes of `raw` it took: all but a `}`
+/// or `*` that ends it, whose second byte has not arrived yet.
+fn decode_into(raw: &[u8], out: &mut Vec<u8>) -> usize {
     out.reserve(raw.len());
     let mut i = 0;
     while i < raw.len() {
@@ -473,6 +492,7 @@ fn decode_into(raw: &[u8], out: &mut Vec<u8>) {
                 out.extend(std::iter::repeat_n(last, n.saturating_sub(29) as usize));
                 i += 2;
             }
+            [b'}'] | [b'*'] if !out.is_empty() || raw[i] == b'}' => return i,
             [b, ..] => {
                 out.push(*b);
                 i += 1;
@@ -480,6 +500,7 @@ fn decode_into(raw: &[u8], out: &mut Vec<u8>) {
             [] => {}
         }
     }
+    i
 }
 
 /// Hex text to bytes (pairs; a bad digit reads as 0).
@@ -526,6 +547,11 @@ struct Figures {
     mread_256_mibs: f64,
     /// Server CPU per MiB of the 256 MiB read (µs).
     mread_cpu_us_per_mib: f64,
+    /// Server CPU per MiB of the 16 MiB read in the same mode (µs).
+    mread_cpu16_us_per_mib: f64,
+    /// Syscalls per MiB of a 4 MiB read in the same mode (strace), total
+    /// and by name.
+    mread_syscalls: Option<Syscalls>,
     mread_how: String,
     /// The physical limits, measured in the same round: 16 MiB of the
     /// inferior's buffer through `process_vm_readv` alone (1 MiB a call),
@@ -679,6 +705,34 @@ type NoPoll = (f64, f64, Option<Syscalls>, Option<f64>);
 /// -p` attached for `n` round trips, then interrupted. `None` without
 /// strace. Returns the total and the per-syscall counts, per `qC`.
 fn syscalls_per_qc(c: &mut Rsp, pid: u32, n: usize) -> Result<Option<Syscalls>> {
+    strace_per(pid, n as f64, || {
+        for _ in 0..n {
+            c.ask("qC")?;
+        }
+        Ok(())
+    })
+}
+
+/// Syscalls per MiB of the server `pid` (all threads) while it serves a
+/// 4 MiB read of the fixture's buffer at `big` in `mode` and `chunk`-byte
+/// requests (under strace: the count, not the time, is the figure).
+fn syscalls_per_read(
+    c: &mut Rsp,
+    pid: u32,
+    mode: &str,
+    chunk: usize,
+    big: u64,
+) -> Result<Option<Syscalls>> {
+    const MIB: usize = 4;
+    strace_per(pid, MIB as f64, || {
+        read_rate(c, mode, chunk, big, MIB << 20).map(|_| ())
+    })
+}
+
+/// `strace -c -f -p pid` attached while `work` runs; the calls it counted
+/// divided by `per` (the total, and those of at least 0.05 by name).
+/// `None` without strace.
+fn strace_per(pid: u32, per: f64, work: impl FnOnce() -> Result<()>) -> Result<Option<Syscalls>> {
     use std::io::BufRead as _;
     let file = std::env::temp_dir().join(format!("gdbmux-bench-strace-{}", std::process::id()));
     let Ok(mut st) = Command::new("strace")
@@ -696,9 +750,7 @@ fn syscalls_per_qc(c: &mut Rsp, pid: u32, n: usize) -> Result<Option<Syscalls>> 
     while err.read_line(&mut line)? > 0 && !line.contains("attached") {
         line.clear();
     }
-    for _ in 0..n {
-        c.ask("qC")?;
-    }
+    let worked = work();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(st.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -717,11 +769,12 @@ fn syscalls_per_qc(c: &mut Rsp, pid: u32, n: usize) -> Result<Option<Syscalls>> 
             continue;
         };
         if *name == "total" {
-            total = calls / n as f64;
-        } else if calls / n as f64 >= 0.05 {
-            each.push(format!("{name} {:.1}", calls / n as f64));
+            total = calls / per;
+        } else if calls / per >= 0.05 {
+            each.push(format!("{name} {:.1}", calls / per));
         }
     }
+    worked?;
     Ok(Some((total, each.join(", "))))
 }
 
@@ -1177,14 +1230,16 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
     if x_ok {
         modes.push(("x", psize.saturating_sub(8).max(1)));
     }
-    let mut best = (0.0f64, "m", m_chunk);
+    let mut best = (0.0f64, "m", m_chunk, f64::NAN);
     for (mode, chunk) in modes {
+        let cpu0 = server_cpu_ns(server_pid);
         let mibs = read_rate(&mut c, mode, chunk, big, 16 << 20)?;
+        let cpu = server_cpu_ns(server_pid).saturating_sub(cpu0) as f64 / 1000.0 / 16.0;
         if mibs > best.0 {
-            best = (mibs, mode, chunk);
+            best = (mibs, mode, chunk, cpu);
         }
     }
-    let (mread_mibs, mode, chunk) = best;
+    let (mread_mibs, mode, chunk, mread_cpu16_us_per_mib) = best;
     let mread_how = format!("{mode} {chunk} B");
     let mread_1_mibs = read_rate(&mut c, mode, chunk, big, 1 << 20)?;
     let cpu0 = server_cpu_ns(server_pid);
@@ -1199,6 +1254,7 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
         server_cpu_ns(server_pid).saturating_sub(cpu0) as f64 / 1000.0 / 256.0
     };
     const TOTAL: usize = 16 << 20;
+    let mread_syscalls = syscalls_per_read(&mut c, server_pid, mode, chunk, big)?;
 
     // The physical limits of the same read, measured now (same load).
     let inferior = c.ask_s("qC")?;
@@ -1270,6 +1326,8 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
         mread_1_mibs,
         mread_256_mibs,
         mread_cpu_us_per_mib,
+        mread_cpu16_us_per_mib,
+        mread_syscalls,
         mread_how,
         vm_readv_mibs,
         loopback_mibs,
@@ -1328,6 +1386,8 @@ fn main() -> Result<()> {
     let mut runs: Vec<(&str, Vec<Figures>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
     let mut floor: Vec<(f64, f64)> = Vec::new();
     let mut no_poll: Vec<NoPoll> = Vec::new();
+    // The same for `--baseline` (the A/B of the figure busy polling hides).
+    let mut no_poll_base: Vec<NoPoll> = Vec::new();
     for round in 0..a.rounds.max(1) {
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : measuring {s} …", round + 1);
@@ -1341,6 +1401,16 @@ fn main() -> Result<()> {
             match measure_no_poll(&gdbmux, &prog, &a) {
                 Ok(r) => no_poll.push(r),
                 Err(e) => eprintln!("  gdbmux --busy-poll-us 0: {e:#}"),
+            }
+        }
+        if let Some(base) = &a.baseline {
+            eprintln!(
+                "round {} : measuring gdbmux-baseline --busy-poll-us 0 …",
+                round + 1
+            );
+            match measure_no_poll(base, &prog, &a) {
+                Ok(r) => no_poll_base.push(r),
+                Err(e) => eprintln!("  gdbmux-baseline --busy-poll-us 0: {e:#}"),
             }
         }
         if two_cpus() {
@@ -1375,6 +1445,8 @@ fn main() -> Result<()> {
                     mread_1_mibs: pick(|f| f.mread_1_mibs),
                     mread_256_mibs: pick(|f| f.mread_256_mibs),
                     mread_cpu_us_per_mib: pick(|f| f.mread_cpu_us_per_mib),
+                    mread_cpu16_us_per_mib: pick(|f| f.mread_cpu16_us_per_mib),
+                    mread_syscalls: v.iter().find_map(|f| f.mread_syscalls.clone()),
                     mread_how: how,
                     vm_readv_mibs: pick(|f| f.vm_readv_mibs),
                     loopback_mibs: pick(|f| f.loopback_mibs),
@@ -1506,6 +1578,15 @@ fn main() -> Result<()> {
                 "- (no latency saved in this run)".into()
             }
         );
+        if !no_poll_base.is_empty() {
+            let base_off = median(no_poll_base.iter().map(|r| r.1).collect());
+            println!(
+                "- busy-poll off, gdbmux-baseline: server CPU per qC {base_off:.1} µs = {} × the \
+                 best peer's; gdbmux ÷ gdbmux-baseline {:.2}",
+                best_peer_cpu.map_or("-".into(), |p| format!("{:.2}", base_off / p)),
+                cpu_off / base_off
+            );
+        }
         if let Some((total, each)) = no_poll.iter().find_map(|r| r.2.clone()) {
             println!("- syscalls per qC (strace -c -f), gdbmux busy-poll off: {total:.1} ({each})");
         }
@@ -1529,8 +1610,28 @@ fn main() -> Result<()> {
             ),
         }
     }
+    for (n, f) in &results {
+        if let Some((total, each)) = &f.mread_syscalls {
+            println!(
+                "- syscalls per MiB of a 4 MiB read ({}, strace -c -f), {n}: {total:.1} ({each})",
+                f.mread_how
+            );
+        }
+    }
     // Scaling: server-side time per MiB from its rate at each length.
     for (n, f) in &results {
+        let growth = f.mread_cpu_us_per_mib / f.mread_cpu16_us_per_mib;
+        println!(
+            "- scaling, {n}: server CPU per MiB read at 16 / 256 MiB: {:.0} / {:.0} µs; \
+             16 → 256 MiB ×{growth:.2}{}",
+            f.mread_cpu16_us_per_mib,
+            f.mread_cpu_us_per_mib,
+            if growth > 1.25 {
+                " SUPER-LINEAR"
+            } else {
+                " (linear)"
+            }
+        );
         let per = |mibs: f64| 1e6 / mibs;
         let (a1, a16, a256) = (
             per(f.mread_1_mibs),
@@ -1586,5 +1687,36 @@ mod tests {
         let mut out = Vec::new();
         decode_into(b"a*\"b", &mut out);
         assert_eq!(out, b"aaaaaab");
+    }
+
+    /// Decoded read by read (as `Rsp::recv_into` does): an escape or a run
+    /// cut by a read waits for its second byte, wherever the cut falls.
+    #[test]
+    fn decode_in_pieces_matches_decode_whole() {
+        let data: Vec<u8> = (0..3000usize).map(|i| (i * 7 + 0x11) as u8).collect();
+        let mut raw = Vec::new();
+        for &b in &data {
+            if matches!(b, b'#' | b'$' | b'}' | b'*') {
+                raw.extend([b'}', b ^ 0x20]);
+            } else {
+                raw.push(b);
+            }
+        }
+        raw.extend(b"z*\"");
+        let mut whole = Vec::new();
+        assert_eq!(decode_into(&raw, &mut whole), raw.len());
+        for piece in [1, 2, 63, 64, 65, 127, 500] {
+            let mut out = Vec::new();
+            let (mut pos, mut end) = (0, 0);
+            while end < raw.len() {
+                end = (end + piece).min(raw.len());
+                pos += decode_into(&raw[pos..end], &mut out);
+            }
+            assert_eq!(pos, raw.len(), "pieces of {piece}");
+            assert_eq!(out, whole, "pieces of {piece}");
+        }
+        let mut out = b"a".to_vec();
+        assert_eq!(decode_into(b"b}", &mut out), 1);
+        assert_eq!(decode_into(b"b*", &mut out), 1);
     }
 }
