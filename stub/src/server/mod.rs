@@ -666,6 +666,11 @@ impl Server {
                 std::thread::yield_now();
                 continue;
             }
+            // Whether a target ran before this turn's events: only a turn
+            // whose client input resumed a stopped target spins briefly
+            // after it (a packet answered while a target runs, such as a
+            // wave list of a running GPU, does not).
+            let ran_before = busy.enabled() && self.any_running();
             let mut output_ready = events.iter().any(|e| e.token() == PROGRAM_OUTPUT);
             for ev in events.iter() {
                 match ev.token() {
@@ -709,15 +714,15 @@ impl Server {
             if self.output_held() {
                 self.pump_output();
             }
-            // Also, briefly, right after client input that left a target
-            // running (a resume): a single step, or a continue to a
+            // Also, briefly, right after client input that set a stopped
+            // target running (a resume): a single step, or a continue to a
             // breakpoint a few instructions on, stops within microseconds,
             // and the spin takes its SIGCHLD without the wake-up from a
             // blocking wait (`rsp-bench --clients`). Events of a running
             // target alone never start one.
             // Both need busy polling on (`--busy-poll-us 0` reads no clock).
             if busy.enabled() {
-                if self.client_input_turn == self.turn && self.any_running() {
+                if self.client_input_turn == self.turn && !ran_before && self.any_running() {
                     busy.after_resume(Instant::now());
                 } else {
                     busy.after_events(Instant::now(), !self.any_running());
