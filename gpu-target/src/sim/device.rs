@@ -50,7 +50,6 @@ use super::icache::ICache;
 use super::memory::GlobalMemory;
 use super::memory::MemFault;
 use super::storm::StormEvent;
-use super::wave::execute;
 use super::wave::Ctx;
 use super::wave::Step;
 use super::wave::WaveRegs;
@@ -1410,22 +1409,27 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                 code: None,
             };
             let mut n = 0;
-            let mut page = shared.code.page(w.regs.pc);
-            while n < shared.cfg.quantum && wg.attention.load(Ordering::Relaxed) == 0 {
+            let code = &shared.code;
+            let quantum = shared.cfg.quantum;
+            let mut page = code.page(w.regs.pc);
+            while n < quantum && wg.attention.load(Ordering::Relaxed) == 0 {
                 n += 1;
                 let pc = w.regs.pc;
-                let generation = shared.code.generation();
-                let inst = match page.get(pc, generation) {
+                let inst = match page.get(pc, code.generation()) {
                     Some(i) => i,
                     None => {
-                        page = shared.code.page(pc);
+                        page = code.page(pc);
                         page.at(pc)
                     }
                 };
                 let out = match inst {
-                    Some(inst) => execute(&mut w.regs, &mut ctx, inst),
+                    Some(d) => d.run(&mut w.regs, &mut ctx),
                     None => Step::IllegalInstruction,
                 };
+                // The common case: on to the next instruction.
+                if out == Step::Continue && !w.single_step {
+                    continue;
+                }
                 let stop = |w: &mut SimWave, reasons: StopReasons, at: Option<u64>| {
                     if let Some(pc) = at {
                         w.regs.pc = pc;
