@@ -1468,7 +1468,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                     Step::Trap(_) | Step::MemoryViolation { .. } | Step::IllegalInstruction => {
                         let (reasons, at, fault_addr) = match out {
                             Step::Trap(id) => {
-                                let (r, after) = trap_reason(id);
+                                let (r, after) = trap_reason(id as u8);
                                 (r, if after { None } else { Some(pc) }, None)
                             }
                             Step::MemoryViolation { addr } => {

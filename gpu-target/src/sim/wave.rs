@@ -14,6 +14,7 @@ use super::decode::OpKernel;
 use super::decode::Sop1;
 use super::decode::Sop2;
 use super::decode::Sopc;
+use super::decode::Sopk;
 use super::decode::Sopp;
 use super::decode::VAlu;
 use super::decode::VCmp;
@@ -110,8 +111,11 @@ pub enum Step {
     Barrier,
     /// Executed `s_endpgm`.
     End,
-    /// Executed `s_trap` with this trap id; PC is past it.
-    Trap(u8),
+    /// Executed `s_trap` with this trap id (8 bits); PC is past it. (A
+    /// `u64`, as `MemoryViolation`'s address: with one payload type the
+    /// enum is a pair of scalars, returned in two registers, not through
+    /// memory, which the run loop reads back once per instruction.)
+    Trap(u64),
     /// A memory access failed; PC is at the faulting instruction.
     MemoryViolation {
         /// The first failing address.
@@ -250,6 +254,12 @@ impl WaveRegs {
         }
         if (128..=192).contains(&code) {
             return (code - 128) as u64;
+        }
+        match (code, width) {
+            (126, 2) => return self.exec,
+            (106, 2) => return self.vcc,
+            (255, _) => return lit.unwrap_or(0) as u64,
+            _ => {}
         }
         self.sget_other(code, width, lit)
     }
@@ -470,6 +480,20 @@ pub fn handler(inst: &Inst) -> Exec {
             h_sopp::<OP>
         }
     }
+    struct PickSop1;
+    impl OpKernel for PickSop1 {
+        type Out = Exec;
+        fn run<const OP: usize>(&mut self) -> Exec {
+            h_sop1::<OP>
+        }
+    }
+    struct PickSopk;
+    impl OpKernel for PickSopk {
+        type Out = Exec;
+        fn run<const OP: usize>(&mut self) -> Exec {
+            h_sopk::<OP>
+        }
+    }
     struct PickValu;
     impl OpKernel for PickValu {
         type Out = Exec;
@@ -479,9 +503,9 @@ pub fn handler(inst: &Inst) -> Exec {
     }
     match &inst.kind {
         Kind::Sop2 { op, .. } => op.dispatch(&mut PickSop2),
-        Kind::Sop1 { .. } => h_sop1,
+        Kind::Sop1 { op, .. } => op.dispatch(&mut PickSop1),
         Kind::Sopc { op, .. } => op.dispatch(&mut PickSopc),
-        Kind::Sopk { .. } => h_sopk,
+        Kind::Sopk { op, .. } => op.dispatch(&mut PickSopk),
         Kind::Sopp { op, .. } => op.dispatch(&mut PickSopp),
         Kind::Smem { .. } => h_smem,
         Kind::Valu {
@@ -494,6 +518,16 @@ pub fn handler(inst: &Inst) -> Exec {
         {
             a.dispatch(&mut PickValu)
         }
+        Kind::Valu {
+            op: VOp::Cmp(_),
+            op_sel: 0,
+            ..
+        } => h_vcmp,
+        Kind::Valu {
+            op: VOp::Alu(a),
+            op_sel: 0,
+            ..
+        } if a.props().flags & super::valu::flag::CROSS_LANE != 0 => h_cross_lane,
         Kind::Valu { .. } => h_valu,
         Kind::Vop3p(_) => h_vop3p,
         Kind::Mubuf { acc: true, .. } => h_mubuf_acc,
@@ -571,7 +605,7 @@ fn h_sopp<const OP: usize>(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> St
         }
         Flow::Trap => {
             r.pc = next;
-            return Step::Trap(simm16 as u8);
+            return Step::Trap(simm16 as u8 as u64);
         }
     };
     r.pc = if taken {
@@ -582,21 +616,93 @@ fn h_sopp<const OP: usize>(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> St
     Step::Continue
 }
 
-fn h_sop1(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
-    let Kind::Sop1 { op, sdst, src0 } = inst.kind else {
+/// SOP1 opcode `Sop1::ALL[OP]` (its row sets the PC: the branches and
+/// `s_setpc`/`s_swappc` among them).
+fn h_sop1<const OP: usize>(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Sop1 { sdst, src0, .. } = inst.kind else {
         return Step::IllegalInstruction;
+    };
+    let op = const { Sop1::ALL[OP] };
+    let sw = const {
+        let w = Sop1::ALL[OP].widths();
+        if w.len() > 1 {
+            w[1]
+        } else {
+            0
+        }
     };
     let next = r.pc.wrapping_add(inst.size as u64);
-    sop1(r, op, sdst as u16, src0, inst.literal, next)
+    let a = if sw > 0 {
+        r.sget(src0, sw, inst.literal)
+    } else {
+        0
+    };
+    r.pc = op.exec(r, sdst as u16, a, next);
+    Step::Continue
 }
 
-fn h_sopk(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
-    let Kind::Sopk { op, sdst, simm16 } = inst.kind else {
+/// SOPK opcode `Sopk::ALL[OP]`.
+fn h_sopk<const OP: usize>(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Sopk { sdst, simm16, .. } = inst.kind else {
         return Step::IllegalInstruction;
     };
+    let op = const { Sopk::ALL[OP] };
     op.exec(r, sdst as u16, simm16);
     r.pc = r.pc.wrapping_add(inst.size as u64);
     Step::Continue
+}
+
+/// `v_readlane_b32`, `v_writelane_b32`, `v_readfirstlane_b32` (the `-O0`
+/// SGPR spills): their row's arm of `valu::cross_lane`.
+fn h_cross_lane(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Valu {
+        op: VOp::Alu(op),
+        dst,
+        src,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        return h_valu(r, ctx, inst);
+    }
+    super::valu::cross_lane(*op, r, *dst, src, inst.literal);
+    r.pc = r.pc.wrapping_add(inst.size as u64);
+    Step::Continue
+}
+
+/// A VOPC compare (no `op_sel`): [`valu_cmp`], compiled for AVX2 as well.
+fn h_vcmp(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        return h_valu(r, ctx, inst);
+    }
+    struct Args<'a> {
+        r: &'a mut WaveRegs,
+        inst: &'a Inst,
+    }
+    impl simd::Kernel for Args<'_> {
+        type Out = Step;
+        #[inline(always)]
+        fn run(self) -> Step {
+            let Kind::Valu {
+                op: VOp::Cmp(c),
+                enc,
+                dst,
+                src,
+                abs,
+                neg,
+                ..
+            } = &self.inst.kind
+            else {
+                return Step::IllegalInstruction;
+            };
+            let e64 = *enc == VEnc::E64;
+            valu_cmp(self.r, *c, e64, *dst, src, *abs, *neg, self.inst.literal)
+        }
+    }
+    let s = simd::run(Args { r: &mut *r, inst });
+    advance(r, inst, s)
 }
 
 fn h_smem(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
@@ -780,14 +886,6 @@ fn valu_indexed(r: &mut WaveRegs, inst: &Inst) -> Step {
         }
     }
     valu(r, &inst)
-}
-
-#[inline(never)]
-fn sop1(r: &mut WaveRegs, op: Sop1, d: u16, src0: u16, lit: Option<u32>, next: u64) -> Step {
-    let sw = op.widths().get(1).copied().unwrap_or(0);
-    let a = if sw > 0 { r.sget(src0, sw, lit) } else { 0 };
-    r.pc = op.exec(r, d, a, next);
-    Step::Continue
 }
 
 pub(super) fn f32m(v: u64, i: usize, abs: u8, neg: u8) -> f32 {
@@ -2193,6 +2291,31 @@ fn xfer_lanes(
     mut access: impl FnMut(usize, usize, &mut [u8]) -> Result<(), u64>,
 ) -> Step {
     let bytes = x.bytes as usize;
+    if bytes.is_multiple_of(4) && x.d16 == 0 && !x.hi {
+        // Whole dwords: no extension, no half to merge or take.
+        let mut rest = lanes;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            for k in 0..bytes / 4 {
+                if x.load {
+                    let mut w = [0u8; 4];
+                    if let Err(addr) = access(lane, k, &mut w) {
+                        return Step::MemoryViolation { addr };
+                    }
+                    if let Some(row) = r.vgpr.get_mut(vdst as usize + k) {
+                        row[lane] = u32::from_le_bytes(w);
+                    }
+                } else {
+                    let v = r.vgpr.get(data as usize + k).map_or(0, |row| row[lane]);
+                    if let Err(addr) = access(lane, k, &mut v.to_le_bytes()) {
+                        return Step::MemoryViolation { addr };
+                    }
+                }
+            }
+        }
+        return Step::Continue;
+    }
     let shift = if x.hi { 16 } else { 0 };
     let mut rest = lanes;
     while rest != 0 {
