@@ -1397,6 +1397,10 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                 finished.push(w.id);
             }
         }
+        // The code page of the last wave run: the next wave, running the
+        // same code, usually starts on it (the loop checks it as it checks
+        // every instruction), so no cache lookup per wave.
+        let mut last_page = None;
         for w in inner.waves.iter_mut() {
             if w.run != Run::Running || w.at_barrier {
                 continue;
@@ -1411,7 +1415,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
             let mut n = 0;
             let code = &shared.code;
             let quantum = shared.cfg.quantum;
-            let mut page = code.page(w.regs.pc);
+            let mut page = last_page.take().unwrap_or_else(|| code.page(w.regs.pc));
             while n < quantum && wg.attention.load(Ordering::Relaxed) == 0 {
                 n += 1;
                 let pc = w.regs.pc;
@@ -1497,6 +1501,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
             }
             w.scratch = scratch;
             executed += n as u64;
+            last_page = Some(page);
         }
         if abort.is_some() {
             wg.aborted.store(true, Ordering::Relaxed);
