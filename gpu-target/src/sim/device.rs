@@ -50,7 +50,6 @@ use super::icache::ICache;
 use super::memory::GlobalMemory;
 use super::memory::MemFault;
 use super::storm::StormEvent;
-use super::wave::execute;
 use super::wave::Ctx;
 use super::wave::Step;
 use super::wave::WaveRegs;
@@ -1398,6 +1397,10 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                 finished.push(w.id);
             }
         }
+        // The code page of the last wave run: the next wave, running the
+        // same code, usually starts on it (the loop checks it as it checks
+        // every instruction), so no cache lookup per wave.
+        let mut last_page = None;
         for w in inner.waves.iter_mut() {
             if w.run != Run::Running || w.at_barrier {
                 continue;
@@ -1410,22 +1413,27 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                 code: None,
             };
             let mut n = 0;
-            let mut page = shared.code.page(w.regs.pc);
-            while n < shared.cfg.quantum && wg.attention.load(Ordering::Relaxed) == 0 {
+            let code = &shared.code;
+            let quantum = shared.cfg.quantum;
+            let mut page = last_page.take().unwrap_or_else(|| code.page(w.regs.pc));
+            while n < quantum && wg.attention.load(Ordering::Relaxed) == 0 {
                 n += 1;
                 let pc = w.regs.pc;
-                let generation = shared.code.generation();
-                let inst = match page.get(pc, generation) {
+                let inst = match page.get(pc, code.generation()) {
                     Some(i) => i,
                     None => {
-                        page = shared.code.page(pc);
+                        page = code.page(pc);
                         page.at(pc)
                     }
                 };
                 let out = match inst {
-                    Some(inst) => execute(&mut w.regs, &mut ctx, inst),
+                    Some(d) => d.run(&mut w.regs, &mut ctx),
                     None => Step::IllegalInstruction,
                 };
+                // The common case: on to the next instruction.
+                if out == Step::Continue && !w.single_step {
+                    continue;
+                }
                 let stop = |w: &mut SimWave, reasons: StopReasons, at: Option<u64>| {
                     if let Some(pc) = at {
                         w.regs.pc = pc;
@@ -1464,7 +1472,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
                     Step::Trap(_) | Step::MemoryViolation { .. } | Step::IllegalInstruction => {
                         let (reasons, at, fault_addr) = match out {
                             Step::Trap(id) => {
-                                let (r, after) = trap_reason(id);
+                                let (r, after) = trap_reason(id as u8);
                                 (r, if after { None } else { Some(pc) }, None)
                             }
                             Step::MemoryViolation { addr } => {
@@ -1493,6 +1501,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
             }
             w.scratch = scratch;
             executed += n as u64;
+            last_page = Some(page);
         }
         if abort.is_some() {
             wg.aborted.store(true, Ordering::Relaxed);

@@ -1,6 +1,7 @@
-//! The instruction cache: code pages decoded once into [`Inst`]s indexed by
-//! pc, so that executing an instruction costs no fetch, no decode, no
-//! allocation and no hash lookup while the wave stays on one page.
+//! The instruction cache: code pages decoded once into [`Inst`](super::decode::Inst)s indexed by
+//! pc, each with the handler that executes it ([`Decoded`]), so that
+//! executing an instruction costs no fetch, no decode, no allocation and no
+//! hash lookup while the wave stays on one page.
 //!
 //! Coherence: every write into memory that may hold code goes through
 //! [`ICache::invalidate`] (the device's `write_memory`, which the debugger
@@ -16,8 +17,8 @@ use std::sync::Arc;
 use std::sync::RwLock;
 
 use super::decode::decode;
-use super::decode::Inst;
 use super::memory::GlobalMemory;
+use super::wave::Decoded;
 
 /// Bytes per cached page.
 pub const PAGE: u64 = 4096;
@@ -38,7 +39,7 @@ pub struct DecodedPage {
     /// invalidation touches are removed, the others are re-stamped when
     /// next looked up).
     generation: AtomicU64,
-    slots: Box<[Option<Inst>]>,
+    slots: Box<[Option<Decoded>; SLOTS]>,
 }
 
 impl DecodedPage {
@@ -46,7 +47,7 @@ impl DecodedPage {
     /// still current (inner `None`: no valid instruction there); `None` when
     /// the page must be looked up again.
     #[inline]
-    pub fn get(&self, pc: u64, generation: u64) -> Option<Option<&Inst>> {
+    pub fn get(&self, pc: u64, generation: u64) -> Option<Option<&Decoded>> {
         let off = pc.wrapping_sub(self.base);
         if off >= PAGE || off & 3 != 0 || generation != self.generation.load(Ordering::Relaxed) {
             return None;
@@ -58,7 +59,7 @@ impl DecodedPage {
 impl DecodedPage {
     /// The instruction at `pc` of a page just returned by [`ICache::page`]
     /// (whatever the generation).
-    pub fn at(&self, pc: u64) -> Option<&Inst> {
+    pub fn at(&self, pc: u64) -> Option<&Decoded> {
         let off = pc.wrapping_sub(self.base);
         if off >= PAGE || off & 3 != 0 {
             return None;
@@ -109,9 +110,11 @@ impl ICache {
         let mut bytes = vec![0u8; (PAGE + MAX_INST) as usize];
         let n = self.mem.read_partial(base, &mut bytes);
         bytes.truncate(n);
-        let slots: Box<[Option<Inst>]> = (0..SLOTS)
-            .map(|k| bytes.get(k * 4..).and_then(decode))
-            .collect();
+        let slots: Box<[Option<Decoded>; SLOTS]> = (0..SLOTS)
+            .map(|k| bytes.get(k * 4..).and_then(decode).map(Decoded::new))
+            .collect::<Box<[_]>>()
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("SLOTS slots"));
         let p = Arc::new(DecodedPage {
             base,
             generation: AtomicU64::new(generation),
@@ -171,18 +174,22 @@ mod tests {
         let c = ICache::new(mem.clone());
         let p = c.page(0x10000 + PAGE - 4);
         let g = c.generation();
-        assert_eq!(p.get(0x10000 + PAGE - 4, g).unwrap().unwrap().size, 8);
-        assert_eq!(p.get(0x10000 + 2, g), None, "misaligned pc");
+        assert_eq!(p.get(0x10000 + PAGE - 4, g).unwrap().unwrap().inst.size, 8);
+        assert!(p.get(0x10000 + 2, g).is_none(), "misaligned pc");
         assert_eq!(p.get(0x10000 + PAGE, g).map(|_| ()), None, "next page");
         // Rewriting the literal, on the next page, re-decodes this page too.
         mem.write(0x10000 + PAGE, &S_ENDPGM).unwrap();
         c.invalidate(0x10000 + PAGE, 4);
         let g2 = c.generation();
         assert_ne!(g, g2);
-        assert_eq!(p.get(0x10000, g2), None, "stale after invalidation");
+        assert!(p.get(0x10000, g2).is_none(), "stale after invalidation");
         let p2 = c.page(0x10000);
         assert_eq!(
-            p2.get(0x10000 + PAGE - 4, g2).unwrap().unwrap().literal,
+            p2.get(0x10000 + PAGE - 4, g2)
+                .unwrap()
+                .unwrap()
+                .inst
+                .literal,
             Some(u32::from_le_bytes(S_ENDPGM))
         );
         // A page the write did not touch is still current after re-stamping.

@@ -61,6 +61,31 @@ pub trait GlobalMemory: Send + Sync {
         Ok(())
     }
 
+    /// The lanes of an atomic: for each address of `addrs`, in order, reads
+    /// the `size` bytes (4 or 8) there as `old`, writes `new(i, old)` back
+    /// (`i`: the address's index) and keeps `old` in `olds[i]`; stops at the
+    /// first address that fails and returns its index and address. A read
+    /// and a write each unless the memory does better (one lock for all of
+    /// them). The caller serialises atomics (the interpreter holds one lock
+    /// around this call).
+    fn update_lanes(
+        &self,
+        addrs: &[u64],
+        size: usize,
+        olds: &mut [u64],
+        new: &mut dyn FnMut(usize, u64) -> u64,
+    ) -> Result<(), (usize, u64)> {
+        for (i, (&addr, old)) in addrs.iter().zip(olds.iter_mut()).enumerate() {
+            let mut b = [0u8; 8];
+            self.read(addr, &mut b[..size]).map_err(|_| (i, addr))?;
+            *old = u64::from_le_bytes(b);
+            let v = new(i, *old);
+            self.write(addr, &v.to_le_bytes()[..size])
+                .map_err(|_| (i, addr))?;
+        }
+        Ok(())
+    }
+
     /// The lanes of a scatter: for each `(addr, at)` of `lanes`, in order,
     /// writes `data[at..at + size]` at `addr`; stops at the first that
     /// fails and returns its address.
@@ -323,6 +348,40 @@ impl GlobalMemory for BufferMemory {
                 .ok_or(addr)?;
             let dst = buf.get_mut(at..at + size).ok_or(addr)?;
             super::wave::copy_small(dst, src);
+        }
+        Ok(())
+    }
+
+    fn update_lanes(
+        &self,
+        addrs: &[u64],
+        size: usize,
+        olds: &mut [u64],
+        new: &mut dyn FnMut(usize, u64) -> u64,
+    ) -> Result<(), (usize, u64)> {
+        let first = addrs.first().copied().unwrap_or(0);
+        let mut regions = self.regions.write().map_err(|_| (0, first))?;
+        // The region of the previous lane, tried first (as `read_lanes`).
+        let mut last: Option<(u64, &mut Vec<u8>)> = None;
+        for (i, (&addr, old)) in addrs.iter().zip(olds.iter_mut()).enumerate() {
+            let (base, bytes) = match last.take() {
+                Some((base, bytes)) if addr >= base && addr - base < bytes.len() as u64 => {
+                    (base, bytes)
+                }
+                _ => {
+                    let (&base, bytes) = regions.range_mut(..=addr).next_back().ok_or((i, addr))?;
+                    (base, bytes)
+                }
+            };
+            let off = usize::try_from(addr - base).map_err(|_| (i, addr))?;
+            let m = bytes
+                .get_mut(off..off.checked_add(size).ok_or((i, addr))?)
+                .ok_or((i, addr))?;
+            let mut b = [0u8; 8];
+            b[..size].copy_from_slice(m);
+            *old = u64::from_le_bytes(b);
+            m.copy_from_slice(&new(i, *old).to_le_bytes()[..size]);
+            last = Some((base, bytes));
         }
         Ok(())
     }

@@ -12,6 +12,10 @@ use super::decode::Inst;
 use super::decode::Kind;
 use super::decode::OpKernel;
 use super::decode::Sop1;
+use super::decode::Sop2;
+use super::decode::Sopc;
+use super::decode::Sopk;
+use super::decode::Sopp;
 use super::decode::VAlu;
 use super::decode::VCmp;
 use super::decode::VEnc;
@@ -107,8 +111,11 @@ pub enum Step {
     Barrier,
     /// Executed `s_endpgm`.
     End,
-    /// Executed `s_trap` with this trap id; PC is past it.
-    Trap(u8),
+    /// Executed `s_trap` with this trap id (8 bits); PC is past it. (A
+    /// `u64`, as `MemoryViolation`'s address: with one payload type the
+    /// enum is a pair of scalars, returned in two registers, not through
+    /// memory, which the run loop reads back once per instruction.)
+    Trap(u64),
     /// A memory access failed; PC is at the faulting instruction.
     MemoryViolation {
         /// The first failing address.
@@ -247,6 +254,12 @@ impl WaveRegs {
         }
         if (128..=192).contains(&code) {
             return (code - 128) as u64;
+        }
+        match (code, width) {
+            (126, 2) => return self.exec,
+            (106, 2) => return self.vcc,
+            (255, _) => return lit.unwrap_or(0) as u64,
+            _ => {}
         }
         self.sget_other(code, width, lit)
     }
@@ -403,83 +416,404 @@ macro_rules! avx2_twin {
     };
 }
 
-/// Executes a decoded instruction (inlined into the device's run loop).
-#[inline]
+/// Executes a decoded instruction: runs the handler [`handler`] picks for
+/// it (the device's run loop keeps that handler with the cached
+/// instruction, [`Decoded`], and calls it without choosing again).
 pub fn execute(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
-    let lit = inst.literal;
-    let next = r.pc.wrapping_add(inst.size as u64);
-    let outcome = match &inst.kind {
-        Kind::Sop2 {
-            op,
-            sdst,
-            src0,
-            src1,
-        } => {
-            let w = op.widths();
-            let a = r.sget(*src0, w[1], lit);
-            let b = r.sget(*src1, w[2], lit);
-            let (v, scc) = op.exec(a, b, r.scc);
-            r.sset(*sdst as u16, w[0], v);
-            if let Some(s) = scc {
-                r.scc = s;
-            }
-            Step::Continue
-        }
-        Kind::Sop1 { op, sdst, src0 } => return sop1(r, *op, *sdst as u16, *src0, lit, next),
-        Kind::Sopc { op, src0, src1 } => {
-            let w = op.widths();
-            let a = r.sget(*src0, w[0], lit);
-            let b = if w[1] == 0 {
-                *src1 as u64
-            } else {
-                r.sget(*src1, w[1], lit)
-            };
-            r.scc = op.exec(r, a, b);
-            Step::Continue
-        }
-        Kind::Sopk { op, sdst, simm16 } => {
-            op.exec(r, *sdst as u16, *simm16);
-            Step::Continue
-        }
-        Kind::Sopp { op, simm16 } => {
-            let target = next.wrapping_add(((*simm16 as i16 as i64) * 4) as u64);
-            let taken = match op.flow(r, *simm16) {
-                Flow::Branch(taken) => taken,
-                Flow::Next => false,
-                Flow::End => return Step::End,
-                Flow::Barrier => {
-                    r.pc = next;
-                    return Step::Barrier;
-                }
-                Flow::Trap => {
-                    r.pc = next;
-                    return Step::Trap(*simm16 as u8);
-                }
-            };
-            r.pc = if taken { target } else { next };
-            return Step::Continue;
-        }
-        Kind::Smem { .. } => smem(r, ctx, inst),
-        Kind::Valu { .. } if r.mode & MODE_GPR_IDX_EN != 0 => valu_indexed(r, inst),
-        // VGPR indexing of the other VALU encodings is not modelled.
-        Kind::Vop3p(_) | Kind::Sdwa { .. } | Kind::Dpp { .. } if r.mode & MODE_GPR_IDX_EN != 0 => {
-            Step::IllegalInstruction
-        }
-        Kind::Valu { op_sel, .. } if *op_sel != 0 => valu_op_sel(r, inst),
-        Kind::Valu { .. } => valu(r, inst),
-        Kind::Vop3p(_) => vop3p(r, inst),
-        Kind::Mubuf { acc: true, .. } => mubuf_acc(r, ctx, inst),
-        Kind::Mubuf { .. } => mubuf(r, ctx, inst),
-        Kind::Sdwa { .. } => sdwa(r, inst),
-        Kind::Dpp { .. } => dpp(r, inst),
-        Kind::Ds { .. } => ds(r, ctx, inst),
-        Kind::Flat { acc: true, .. } => flat_acc(r, ctx, inst),
-        Kind::Flat { .. } => flat(r, ctx, inst),
-    };
-    if outcome == Step::Continue {
-        r.pc = next;
+    handler(inst)(r, ctx, inst)
+}
+
+/// A function that executes one kind of instruction (or one opcode): it
+/// runs the instruction on the wave and moves the PC past it when it
+/// continues ([`Step::Continue`]).
+pub type Exec = fn(&mut WaveRegs, &mut Ctx<'_>, &Inst) -> Step;
+
+/// An instruction decoded once, with the handler that executes it (chosen
+/// at decode time by [`handler`]): the run loop makes one indirect call per
+/// instruction, with no `match` on the format, and the most common
+/// opcodes (32-bit VALU rows, SOP2, SOPC, SOPP) have a handler of their
+/// own in which the opcode is a constant, so their row's widths, flags and
+/// expression are folded at compile time.
+#[derive(Clone, Debug)]
+pub struct Decoded {
+    /// The instruction.
+    pub inst: Inst,
+    /// Its handler.
+    pub exec: Exec,
+}
+
+impl Decoded {
+    /// `inst` with its handler.
+    pub fn new(inst: Inst) -> Self {
+        let exec = handler(&inst);
+        Self { inst, exec }
     }
-    outcome
+
+    /// Executes the instruction on a wave.
+    #[inline(always)]
+    pub fn run(&self, r: &mut WaveRegs, ctx: &mut Ctx<'_>) -> Step {
+        (self.exec)(r, ctx, &self.inst)
+    }
+}
+
+/// Picks the handler of an instruction (see [`Decoded`]).
+pub fn handler(inst: &Inst) -> Exec {
+    /// `dispatch` kernels that name the per-opcode handlers.
+    struct PickSop2;
+    impl OpKernel for PickSop2 {
+        type Out = Exec;
+        fn run<const OP: usize>(&mut self) -> Exec {
+            h_sop2::<OP>
+        }
+    }
+    struct PickSopc;
+    impl OpKernel for PickSopc {
+        type Out = Exec;
+        fn run<const OP: usize>(&mut self) -> Exec {
+            h_sopc::<OP>
+        }
+    }
+    struct PickSopp;
+    impl OpKernel for PickSopp {
+        type Out = Exec;
+        fn run<const OP: usize>(&mut self) -> Exec {
+            h_sopp::<OP>
+        }
+    }
+    struct PickSop1;
+    impl OpKernel for PickSop1 {
+        type Out = Exec;
+        fn run<const OP: usize>(&mut self) -> Exec {
+            h_sop1::<OP>
+        }
+    }
+    struct PickSopk;
+    impl OpKernel for PickSopk {
+        type Out = Exec;
+        fn run<const OP: usize>(&mut self) -> Exec {
+            h_sopk::<OP>
+        }
+    }
+    struct PickValu;
+    impl OpKernel for PickValu {
+        type Out = Exec;
+        fn run<const OP: usize>(&mut self) -> Exec {
+            h_valu_row::<OP>
+        }
+    }
+    match &inst.kind {
+        Kind::Sop2 { op, .. } => op.dispatch(&mut PickSop2),
+        Kind::Sop1 { op, .. } => op.dispatch(&mut PickSop1),
+        Kind::Sopc { op, .. } => op.dispatch(&mut PickSopc),
+        Kind::Sopk { op, .. } => op.dispatch(&mut PickSopk),
+        Kind::Sopp { op, .. } => op.dispatch(&mut PickSopp),
+        Kind::Smem { .. } => h_smem,
+        Kind::Valu {
+            op: VOp::Alu(a),
+            op_sel: 0,
+            ..
+        } if a.props().flags & super::valu::flag::CROSS_LANE == 0
+            && !a.props().widths.is_empty()
+            && *a != VAlu::Nop =>
+        {
+            a.dispatch(&mut PickValu)
+        }
+        Kind::Valu {
+            op: VOp::Cmp(_),
+            op_sel: 0,
+            ..
+        } => h_vcmp,
+        Kind::Valu {
+            op: VOp::Alu(a),
+            op_sel: 0,
+            ..
+        } if a.props().flags & super::valu::flag::CROSS_LANE != 0 => h_cross_lane,
+        Kind::Valu { .. } => h_valu,
+        Kind::Vop3p(_) => h_vop3p,
+        Kind::Mubuf { acc: true, .. } => h_mubuf_acc,
+        Kind::Mubuf { .. } => h_mubuf,
+        Kind::Sdwa { .. } => h_sdwa,
+        Kind::Dpp { .. } => h_dpp,
+        Kind::Ds { .. } => h_ds,
+        Kind::Flat { acc: true, .. } => h_flat_acc,
+        Kind::Flat { .. } => h_flat,
+    }
+}
+
+/// The PC past `inst` when `s` continues.
+#[inline(always)]
+fn advance(r: &mut WaveRegs, inst: &Inst, s: Step) -> Step {
+    if s == Step::Continue {
+        r.pc = r.pc.wrapping_add(inst.size as u64);
+    }
+    s
+}
+
+/// SOP2 opcode `Sop2::ALL[OP]`.
+fn h_sop2<const OP: usize>(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Sop2 {
+        sdst, src0, src1, ..
+    } = inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    let op = const { Sop2::ALL[OP] };
+    let w = const { Sop2::ALL[OP].widths() };
+    let a = r.sget(src0, w[1], inst.literal);
+    let b = r.sget(src1, w[2], inst.literal);
+    let (v, scc) = op.exec(a, b, r.scc);
+    r.sset(sdst as u16, w[0], v);
+    if let Some(s) = scc {
+        r.scc = s;
+    }
+    r.pc = r.pc.wrapping_add(inst.size as u64);
+    Step::Continue
+}
+
+/// SOPC opcode `Sopc::ALL[OP]`.
+fn h_sopc<const OP: usize>(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Sopc { src0, src1, .. } = inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let op = const { Sopc::ALL[OP] };
+    let w = const { Sopc::ALL[OP].widths() };
+    let a = r.sget(src0, w[0], inst.literal);
+    let b = if w[1] == 0 {
+        src1 as u64
+    } else {
+        r.sget(src1, w[1], inst.literal)
+    };
+    r.scc = op.exec(r, a, b);
+    r.pc = r.pc.wrapping_add(inst.size as u64);
+    Step::Continue
+}
+
+/// SOPP opcode `Sopp::ALL[OP]`.
+fn h_sopp<const OP: usize>(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Sopp { simm16, .. } = inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let op = const { Sopp::ALL[OP] };
+    let next = r.pc.wrapping_add(inst.size as u64);
+    let taken = match op.flow(r, simm16) {
+        Flow::Branch(taken) => taken,
+        Flow::Next => false,
+        Flow::End => return Step::End,
+        Flow::Barrier => {
+            r.pc = next;
+            return Step::Barrier;
+        }
+        Flow::Trap => {
+            r.pc = next;
+            return Step::Trap(simm16 as u8 as u64);
+        }
+    };
+    r.pc = if taken {
+        next.wrapping_add(((simm16 as i16 as i64) * 4) as u64)
+    } else {
+        next
+    };
+    Step::Continue
+}
+
+/// SOP1 opcode `Sop1::ALL[OP]` (its row sets the PC: the branches and
+/// `s_setpc`/`s_swappc` among them).
+fn h_sop1<const OP: usize>(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Sop1 { sdst, src0, .. } = inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let op = const { Sop1::ALL[OP] };
+    let sw = const {
+        let w = Sop1::ALL[OP].widths();
+        if w.len() > 1 {
+            w[1]
+        } else {
+            0
+        }
+    };
+    let next = r.pc.wrapping_add(inst.size as u64);
+    let a = if sw > 0 {
+        r.sget(src0, sw, inst.literal)
+    } else {
+        0
+    };
+    r.pc = op.exec(r, sdst as u16, a, next);
+    Step::Continue
+}
+
+/// SOPK opcode `Sopk::ALL[OP]`.
+fn h_sopk<const OP: usize>(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Sopk { sdst, simm16, .. } = inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let op = const { Sopk::ALL[OP] };
+    op.exec(r, sdst as u16, simm16);
+    r.pc = r.pc.wrapping_add(inst.size as u64);
+    Step::Continue
+}
+
+/// `v_readlane_b32`, `v_writelane_b32`, `v_readfirstlane_b32` (the `-O0`
+/// SGPR spills): their row's arm of `valu::cross_lane`.
+fn h_cross_lane(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Valu {
+        op: VOp::Alu(op),
+        dst,
+        src,
+        ..
+    } = &inst.kind
+    else {
+        return Step::IllegalInstruction;
+    };
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        return h_valu(r, ctx, inst);
+    }
+    super::valu::cross_lane(*op, r, *dst, src, inst.literal);
+    r.pc = r.pc.wrapping_add(inst.size as u64);
+    Step::Continue
+}
+
+/// A VOPC compare (no `op_sel`): [`valu_cmp`], compiled for AVX2 as well.
+fn h_vcmp(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        return h_valu(r, ctx, inst);
+    }
+    struct Args<'a> {
+        r: &'a mut WaveRegs,
+        inst: &'a Inst,
+    }
+    impl simd::Kernel for Args<'_> {
+        type Out = Step;
+        #[inline(always)]
+        fn run(self) -> Step {
+            let Kind::Valu {
+                op: VOp::Cmp(c),
+                enc,
+                dst,
+                src,
+                abs,
+                neg,
+                ..
+            } = &self.inst.kind
+            else {
+                return Step::IllegalInstruction;
+            };
+            let e64 = *enc == VEnc::E64;
+            valu_cmp(self.r, *c, e64, *dst, src, *abs, *neg, self.inst.literal)
+        }
+    }
+    let s = simd::run(Args { r: &mut *r, inst });
+    advance(r, inst, s)
+}
+
+fn h_smem(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let s = smem(r, ctx, inst);
+    advance(r, inst, s)
+}
+
+/// A VALU instruction other than the rows of [`h_valu_row`].
+fn h_valu(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let s = match &inst.kind {
+        Kind::Valu { .. } if r.mode & MODE_GPR_IDX_EN != 0 => valu_indexed(r, inst),
+        Kind::Valu { op_sel, .. } if *op_sel != 0 => valu_op_sel(r, inst),
+        _ => valu(r, inst),
+    };
+    advance(r, inst, s)
+}
+
+/// A VALU row other than a compare or a cross-lane move, opcode
+/// `VAlu::ALL[OP]` ([`valu_alu_body`] with the opcode a constant, so its
+/// widths and flags fold), compiled for AVX2 as well.
+fn h_valu_row<const OP: usize>(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        return h_valu(r, ctx, inst);
+    }
+    struct Args<'a, const OP: usize> {
+        r: &'a mut WaveRegs,
+        inst: &'a Inst,
+    }
+    impl<const OP: usize> simd::Kernel for Args<'_, OP> {
+        type Out = Step;
+        #[inline(always)]
+        fn run(self) -> Step {
+            let Kind::Valu {
+                enc,
+                dst,
+                sdst,
+                src,
+                abs,
+                neg,
+                clamp,
+                ..
+            } = &self.inst.kind
+            else {
+                return Step::IllegalInstruction;
+            };
+            let x = AluArgs {
+                op: const { VAlu::ALL[OP] },
+                e64: *enc == VEnc::E64,
+                dst: *dst,
+                sdst: *sdst,
+                src,
+                abs: *abs,
+                neg: *neg,
+                lit: self.inst.literal,
+                clamp: *clamp,
+            };
+            valu_alu_rows(self.r, x, ByConst::<OP>)
+        }
+    }
+    let s = simd::run(Args::<OP> { r: &mut *r, inst });
+    advance(r, inst, s)
+}
+
+fn h_vop3p(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        // VGPR indexing of the other VALU encodings is not modelled.
+        return Step::IllegalInstruction;
+    }
+    let s = vop3p(r, inst);
+    advance(r, inst, s)
+}
+
+fn h_sdwa(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        return Step::IllegalInstruction;
+    }
+    let s = sdwa(r, inst);
+    advance(r, inst, s)
+}
+
+fn h_dpp(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        return Step::IllegalInstruction;
+    }
+    let s = dpp(r, inst);
+    advance(r, inst, s)
+}
+
+fn h_mubuf(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let s = mubuf(r, ctx, inst);
+    advance(r, inst, s)
+}
+
+fn h_mubuf_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let s = mubuf_acc(r, ctx, inst);
+    advance(r, inst, s)
+}
+
+fn h_ds(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let s = ds(r, ctx, inst);
+    advance(r, inst, s)
+}
+
+fn h_flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let s = flat(r, ctx, inst);
+    advance(r, inst, s)
+}
+
+fn h_flat_acc(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let s = flat_acc(r, ctx, inst);
+    advance(r, inst, s)
 }
 
 /// SMEM: dwords from an SGPR-pair address, or through a buffer resource
@@ -552,14 +886,6 @@ fn valu_indexed(r: &mut WaveRegs, inst: &Inst) -> Step {
         }
     }
     valu(r, &inst)
-}
-
-#[inline(never)]
-fn sop1(r: &mut WaveRegs, op: Sop1, d: u16, src0: u16, lit: Option<u32>, next: u64) -> Step {
-    let sw = op.widths().get(1).copied().unwrap_or(0);
-    let a = if sw > 0 { r.sget(src0, sw, lit) } else { 0 };
-    r.pc = op.exec(r, d, a, next);
-    Step::Continue
 }
 
 pub(super) fn f32m(v: u64, i: usize, abs: u8, neg: u8) -> f32 {
@@ -1041,6 +1367,40 @@ avx2_twin! {
 
 #[inline(always)]
 fn valu_alu_body(r: &mut WaveRegs, x: AluArgs<'_>) -> Step {
+    let op = x.op;
+    valu_alu_rows(r, x, ByDispatch(op))
+}
+
+/// Runs the lane loop of a VALU row: through the opcode's `dispatch`
+/// ([`ByDispatch`]), or straight where the opcode is a constant
+/// ([`ByConst`]: a handler of its own, [`h_valu_row`]).
+trait RunLanes {
+    fn run<R: LaneRows>(self, k: &mut R);
+}
+
+/// The lane loop chosen by `VAlu::dispatch`.
+struct ByDispatch(VAlu);
+
+impl RunLanes for ByDispatch {
+    #[inline(always)]
+    fn run<R: LaneRows>(self, k: &mut R) {
+        self.0.dispatch(&mut Lanes(k))
+    }
+}
+
+/// The lane loop of `VAlu::ALL[OP]`.
+struct ByConst<const OP: usize>;
+
+impl<const OP: usize> RunLanes for ByConst<OP> {
+    #[inline(always)]
+    fn run<R: LaneRows>(self, k: &mut R) {
+        Lanes(k).run::<OP>()
+    }
+}
+
+/// [`valu_alu_body`] with the lane loop run by `lanes`.
+#[inline(always)]
+fn valu_alu_rows(r: &mut WaveRegs, x: AluArgs<'_>, lanes: impl RunLanes) -> Step {
     let AluArgs {
         op,
         e64,
@@ -1069,62 +1429,152 @@ fn valu_alu_body(r: &mut WaveRegs, x: AluArgs<'_>) -> Step {
         return Step::Continue;
     }
     if props.w32 {
-        return valu_alu32(r, x);
+        return valu_alu32(r, x, lanes);
     }
-    // Only the operands the opcode has (its widths, and the carry/mask
-    // input) are resolved and gathered; the others keep stale values no
-    // lane function reads.
+    // 64-bit operands: each is two VGPR rows read in place (low, and high
+    // or zeros for a 32-bit operand), a uniform operand splatted; only the
+    // operands the opcode has are resolved (the others are zeros).
     let nsrc = w.len() - 1;
     let mask_in = props.flags & super::valu::flag::MASK_IN != 0;
-    let s0 = r.vsrc(src[0], sw(0), lit);
-    let s1 = (nsrc >= 2).then(|| r.vsrc(src[1], sw(1), lit));
-    let s2 = if mask_in {
-        Some(VSrc::Uniform(if e64 {
+    let mask = if mask_in {
+        if e64 {
             r.sget(src[2], 2, None)
         } else {
             r.vcc
-        }))
+        }
     } else {
-        (nsrc >= 3).then(|| r.vsrc(src[2], sw(2), lit))
+        0
     };
-    let x = LaneIn {
-        abs,
-        neg,
-        lit,
-        e64,
-        vcc_in: r.vcc,
+    let (ua, ub, uc);
+    let a = rows64!(r, src[0], sw(0), lit, ua);
+    let b = if nsrc >= 2 {
+        rows64!(r, src[1], sw(1), lit, ub)
+    } else {
+        [&ZERO_ROW; 2]
     };
-    // The lane arrays live in a per-thread buffer: no 2.5 KiB to zero per
-    // instruction.
-    let carry = VALU_LANES.with_borrow_mut(|k| {
-        k.x = x;
-        gather(r, s0, &mut k.a);
-        if let Some(s1) = s1 {
-            gather(r, s1, &mut k.b);
+    let c = if nsrc >= 3 && !mask_in {
+        rows64!(r, src[2], sw(2), lit, uc)
+    } else {
+        [&ZERO_ROW; 2]
+    };
+    let d = if props.flags & super::valu::flag::READS_DST != 0 {
+        vgpr_rows(r, dst as usize, w[0])
+    } else {
+        [&ZERO_ROW; 2]
+    };
+    let mut k = Lanes64 {
+        x: LaneIn {
+            abs,
+            neg,
+            lit,
+            e64,
+            vcc_in: r.vcc,
+        },
+        a,
+        b,
+        c,
+        mask,
+        d,
+        out: [[0; LANES]; 2],
+        carry: 0,
+    };
+    lanes.run(&mut k);
+    if clamp {
+        for lane in 0..LANES {
+            let v = k.out[0][lane] as u64 | (k.out[1][lane] as u64) << 32;
+            let v = op.clamp_value(a[0][lane], b[0][lane], v);
+            k.out[0][lane] = v as u32;
+            k.out[1][lane] = (v >> 32) as u32;
         }
-        if let Some(s2) = s2 {
-            gather(r, s2, &mut k.c);
+    }
+    // v_swap_b32: the destination's old value goes to src0.
+    let swapped = (op == VAlu::SwapB32).then(|| *d[0]);
+    let (out, carry) = (k.out, k.carry);
+    for (h, row) in out.iter().enumerate().take(if w[0] == 2 { 2 } else { 1 }) {
+        if let Some(reg) = r.vgpr.get_mut(dst as usize + h) {
+            blend_row(reg, row, exec);
         }
-        if props.flags & super::valu::flag::READS_DST != 0 {
-            gather(r, VSrc::Vgpr(dst as usize, w[0]), &mut k.d);
+    }
+    if let Some(old) = swapped {
+        if let Some(reg) = r.vgpr.get_mut((src[0] as usize).wrapping_sub(256)) {
+            blend_row(reg, &old, exec);
         }
-        op.dispatch(&mut Lanes(k));
-        if clamp {
-            for lane in 0..LANES {
-                k.out[lane] = op.clamp_value(k.a[lane] as u32, k.b[lane] as u32, k.out[lane]);
-            }
-        }
-        scatter(r, dst as usize, w[0], exec, &k.out);
-        if op == VAlu::SwapB32 {
-            scatter(r, src[0] as usize - 256, 1, exec, &k.d);
-        }
-        k.carry
-    });
+    }
     if props.flags & super::valu::flag::CARRY_OUT != 0 {
         let d = if e64 { sdst as u16 } else { 106 };
         r.sset(d, 2, carry & exec);
     }
     Step::Continue
+}
+
+/// VGPR `reg` (and `reg + 1` when `width` is 2, else zeros) as the low and
+/// high rows of a 64-bit operand; zeros past the allocation.
+#[inline(always)]
+fn vgpr_rows(r: &WaveRegs, reg: usize, width: u8) -> [&[u32; LANES]; 2] {
+    [
+        r.vgpr.get(reg).unwrap_or(&ZERO_ROW),
+        if width == 2 {
+            r.vgpr.get(reg + 1).unwrap_or(&ZERO_ROW)
+        } else {
+            &ZERO_ROW
+        },
+    ]
+}
+
+/// A source operand of `width` dwords as two lane rows ([`vgpr_rows`]), or
+/// the scalar value `sget` reads splatted into `$splat` (a `let` the caller
+/// declares).
+macro_rules! rows64 {
+    ($r:expr, $code:expr, $width:expr, $lit:expr, $splat:ident) => {{
+        let code: u16 = $code;
+        if code >= 256 {
+            vgpr_rows($r, (code - 256) as usize, $width)
+        } else {
+            let v = $r.sget(code, $width, $lit);
+            $splat = [[v as u32; LANES], [(v >> 32) as u32; LANES]];
+            [&$splat[0], &$splat[1]]
+        }
+    }};
+}
+use rows64;
+
+/// One VALU instruction with 64-bit operands over 64 lanes
+/// ([`valu_alu_rows`]): every operand is a low and a high row read in
+/// place, the results go to a low and a high row.
+struct Lanes64<'a> {
+    x: LaneIn,
+    a: [&'a [u32; LANES]; 2],
+    b: [&'a [u32; LANES]; 2],
+    c: [&'a [u32; LANES]; 2],
+    /// The `MASK_IN` lane mask (VCC or an SGPR pair), the rows' `c`.
+    mask: u64,
+    /// The destination's old value (`READS_DST` rows).
+    d: [&'a [u32; LANES]; 2],
+    out: [[u32; LANES]; 2],
+    carry: u64,
+}
+
+impl LaneRows for Lanes64<'_> {
+    const W32: bool = false;
+    #[inline(always)]
+    fn lane_in(&self) -> LaneIn {
+        self.x
+    }
+    #[inline(always)]
+    fn operands(&self, lane: usize, mask_in: bool) -> [u64; 4] {
+        let v = |o: &[&[u32; LANES]; 2]| o[0][lane] as u64 | (o[1][lane] as u64) << 32;
+        let c = if mask_in { self.mask } else { v(&self.c) };
+        [v(&self.a), v(&self.b), c, v(&self.d)]
+    }
+    #[inline(always)]
+    fn put(&mut self, lane: usize, v: u64) {
+        self.out[0][lane] = v as u32;
+        self.out[1][lane] = (v >> 32) as u32;
+    }
+    #[inline(always)]
+    fn set_carry(&mut self, carry: u64) {
+        self.carry = carry;
+    }
 }
 
 /// Zeros, the row of an operand an opcode does not have.
@@ -1150,11 +1600,12 @@ use row32;
 /// lane loop reads the VGPR rows in place (uniform operands splatted), so
 /// there is no gathering into 64-bit lanes and the loop works on 8 lanes
 /// per AVX2 instruction; the result is blended into the destination row
-/// under EXEC.
+/// under EXEC. The lane loop is run by `lanes` (the opcode's `dispatch`, or its own
+/// loop where the opcode is a constant).
 ///
 /// [`ValuProps::w32`]: super::valu::ValuProps::w32
 #[inline(always)]
-fn valu_alu32(r: &mut WaveRegs, x: AluArgs<'_>) -> Step {
+fn valu_alu32(r: &mut WaveRegs, x: AluArgs<'_>, lanes: impl RunLanes) -> Step {
     use super::valu::flag;
     let op = x.op;
     let props = op.props();
@@ -1203,7 +1654,7 @@ fn valu_alu32(r: &mut WaveRegs, x: AluArgs<'_>) -> Step {
         out: [0; LANES],
         carry: 0,
     };
-    op.dispatch(&mut Lanes(&mut k));
+    lanes.run(&mut k);
     if x.clamp {
         for lane in 0..LANES {
             k.out[lane] = op.clamp_value(a[lane], b[lane], k.out[lane] as u64) as u32;
@@ -1387,43 +1838,6 @@ fn lane_masks(exec: u64) -> [u32; LANES] {
         chunk.copy_from_slice(&BYTE_MASKS[(exec >> (8 * k)) as usize & 0xff]);
     }
     m
-}
-
-/// Writes the EXEC lanes of `vals` to VGPR `reg` (and `reg + 1` when 64-bit).
-/// Branch-free (a blend with a lane mask), so the loops vectorise.
-#[inline]
-fn scatter(r: &mut WaveRegs, reg: usize, width: u8, exec: u64, vals: &[u64; LANES]) {
-    let full = exec == u64::MAX;
-    let m = if full {
-        [u32::MAX; LANES]
-    } else {
-        lane_masks(exec)
-    };
-    if let Some(lo) = r.vgpr.get_mut(reg) {
-        if full {
-            for (d, &v) in lo.iter_mut().zip(vals.iter()) {
-                *d = v as u32;
-            }
-        } else {
-            for ((d, &v), &m) in lo.iter_mut().zip(vals.iter()).zip(m.iter()) {
-                *d = (*d & !m) | (v as u32 & m);
-            }
-        }
-    }
-    if width != 2 {
-        return;
-    }
-    if let Some(hi) = r.vgpr.get_mut(reg + 1) {
-        if full {
-            for (d, &v) in hi.iter_mut().zip(vals.iter()) {
-                *d = (v >> 32) as u32;
-            }
-        } else {
-            for ((d, &v), &m) in hi.iter_mut().zip(vals.iter()).zip(m.iter()) {
-                *d = (*d & !m) | ((v >> 32) as u32 & m);
-            }
-        }
-    }
 }
 
 thread_local! {
@@ -1775,17 +2189,22 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         if let Err(addr) = read {
             return Step::MemoryViolation { addr };
         }
+        if dwords_xfer(r, x, *vdst, exec, first, buf) {
+            return Step::Continue;
+        }
         xfer_lanes(r, x, *vdst, *data, exec, |lane, k, w| {
             let o = slot(lane, k);
             copy_small(w, &buf[o..o + w.len()]);
             Ok(())
         })
     } else {
-        xfer_lanes(r, x, *vdst, *data, exec, |lane, k, w| {
-            let o = slot(lane, k);
-            copy_small(&mut buf[o..o + w.len()], w);
-            Ok(())
-        });
+        if !dwords_xfer(r, x, *data, exec, first, buf) {
+            xfer_lanes(r, x, *vdst, *data, exec, |lane, k, w| {
+                let o = slot(lane, k);
+                copy_small(&mut buf[o..o + w.len()], w);
+                Ok(())
+            });
+        }
         let written = match lanes_xfer(exec, first, last, bytes, &addrs) {
             LaneXfer::Block(a, len) => ctx.mem.write(a, &buf[..len]).map_err(|_| a),
             LaneXfer::Lanes(lanes, n) => ctx.mem.write_lanes(&lanes[..n], bytes, buf),
@@ -1795,6 +2214,63 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             Err(addr) => Step::MemoryViolation { addr },
         }
     }
+}
+
+/// [`xfer_lanes`] of a load or store of whole dwords (no sub-dword
+/// extension, no `_d16` half) between the VGPRs from `reg` and a
+/// lane-packed staging buffer (lane `l`'s dword `k` at
+/// `(l - first) * bytes + 4k`): row by row, and a straight copy when
+/// every lane moves one dword. Returns false, doing nothing, for the other
+/// accesses.
+#[inline]
+fn dwords_xfer(
+    r: &mut WaveRegs,
+    x: Xfer,
+    reg: u8,
+    exec: u64,
+    first: usize,
+    buf: &mut [u8],
+) -> bool {
+    let bytes = x.bytes as usize;
+    if !bytes.is_multiple_of(4) || x.d16 != 0 || x.hi {
+        return false;
+    }
+    for k in 0..bytes / 4 {
+        let at = |lane: usize| (lane - first) * bytes + 4 * k;
+        if x.load {
+            let Some(row) = r.vgpr.get_mut(reg as usize + k) else {
+                continue;
+            };
+            if exec == u64::MAX && bytes == 4 {
+                for (v, w) in row.iter_mut().zip(buf.chunks_exact(4)) {
+                    *v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                }
+                continue;
+            }
+            let mut rest = exec;
+            while rest != 0 {
+                let lane = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let w = &buf[at(lane)..at(lane) + 4];
+                row[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            }
+        } else {
+            let row = r.vgpr.get(reg as usize + k).unwrap_or(&ZERO_ROW);
+            if exec == u64::MAX && bytes == 4 {
+                for (&v, w) in row.iter().zip(buf.chunks_exact_mut(4)) {
+                    w.copy_from_slice(&v.to_le_bytes());
+                }
+                continue;
+            }
+            let mut rest = exec;
+            while rest != 0 {
+                let lane = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                buf[at(lane)..at(lane) + 4].copy_from_slice(&row[lane].to_le_bytes());
+            }
+        }
+    }
+    true
 }
 
 /// The generic lane loop of every load and store (DS, FLAT/GLOBAL/SCRATCH,
@@ -1815,6 +2291,31 @@ fn xfer_lanes(
     mut access: impl FnMut(usize, usize, &mut [u8]) -> Result<(), u64>,
 ) -> Step {
     let bytes = x.bytes as usize;
+    if bytes.is_multiple_of(4) && x.d16 == 0 && !x.hi {
+        // Whole dwords: no extension, no half to merge or take.
+        let mut rest = lanes;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            for k in 0..bytes / 4 {
+                if x.load {
+                    let mut w = [0u8; 4];
+                    if let Err(addr) = access(lane, k, &mut w) {
+                        return Step::MemoryViolation { addr };
+                    }
+                    if let Some(row) = r.vgpr.get_mut(vdst as usize + k) {
+                        row[lane] = u32::from_le_bytes(w);
+                    }
+                } else {
+                    let v = r.vgpr.get(data as usize + k).map_or(0, |row| row[lane]);
+                    if let Err(addr) = access(lane, k, &mut v.to_le_bytes()) {
+                        return Step::MemoryViolation { addr };
+                    }
+                }
+            }
+        }
+        return Step::Continue;
+    }
     let shift = if x.hi { 16 } else { 0 };
     let mut rest = lanes;
     while rest != 0 {
@@ -1871,26 +2372,39 @@ fn atomic_lanes(
             lo
         }
     };
-    for (lane, &addr) in addrs.iter().enumerate() {
-        if exec >> lane & 1 == 0 {
-            continue;
-        }
-        let mut b = [0u8; 8];
-        if ctx.mem.read(addr, &mut b[..4 * w]).is_err() {
-            return Step::MemoryViolation { addr };
-        }
-        let old = u64::from_le_bytes(b);
-        let d = get(r, data as usize, lane);
-        let cmp = get(r, data as usize + w, lane);
-        let new = atomics::apply(&FLAT_ATOMICS, i, old, d, cmp, 32 * w as u32);
-        if ctx.mem.write(addr, &new.to_le_bytes()[..4 * w]).is_err() {
-            return Step::MemoryViolation { addr };
-        }
-        if glc {
-            r.vset(vdst as usize, w as u8, lane, old);
+    // The EXEC lanes in order, their addresses, and the old values.
+    let mut lanes = [0u8; LANES];
+    let mut at = [0u64; LANES];
+    let mut n = 0;
+    let mut rest = exec;
+    while rest != 0 {
+        let lane = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        lanes[n] = lane as u8;
+        at[n] = addrs[lane];
+        n += 1;
+    }
+    let mut olds = [0u64; LANES];
+    let regs = &*r;
+    let done = ctx
+        .mem
+        .update_lanes(&at[..n], 4 * w, &mut olds[..n], &mut |k, old| {
+            let lane = lanes[k] as usize;
+            let d = get(regs, data as usize, lane);
+            let cmp = get(regs, data as usize + w, lane);
+            atomics::apply(&FLAT_ATOMICS, i, old, d, cmp, 32 * w as u32)
+        });
+    // The lanes before a failing one completed (their old values returned).
+    let (complete, step) = match done {
+        Ok(()) => (n, Step::Continue),
+        Err((k, addr)) => (k, Step::MemoryViolation { addr }),
+    };
+    if glc {
+        for k in 0..complete {
+            r.vset(vdst as usize, w as u8, lanes[k] as usize, olds[k]);
         }
     }
-    Step::Continue
+    step
 }
 
 avx2_twin! {
@@ -2226,15 +2740,27 @@ fn mubuf_body(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
             let end = first.checked_add((dwords * 4 * LANES) as u64);
             if end.is_some_and(|e| e <= len) {
                 let first = first as usize;
+                let m = lane_masks(exec);
                 for k in 0..dwords {
                     let at = first + k * 4 * LANES;
                     let block = &mut ctx.scratch[at..at + 4 * LANES];
                     let Some(reg) = r.vgpr.get_mut(*vdata as usize + k) else {
                         continue;
                     };
-                    // Straight between the row and the block, blended
-                    // with the EXEC lanes' masks.
-                    let m = lane_masks(exec);
+                    // Straight between the row and the block (a copy under
+                    // a full EXEC), else blended with the EXEC lanes' masks.
+                    if exec == u64::MAX {
+                        if load {
+                            for (d, w) in reg.iter_mut().zip(block.chunks_exact(4)) {
+                                *d = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                            }
+                        } else {
+                            for (&v, w) in reg.iter().zip(block.chunks_exact_mut(4)) {
+                                w.copy_from_slice(&v.to_le_bytes());
+                            }
+                        }
+                        continue;
+                    }
                     if load {
                         for ((d, w), &m) in reg.iter_mut().zip(block.chunks_exact(4)).zip(&m) {
                             let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
