@@ -148,3 +148,37 @@ fn nonstop_stop_request_while_held_is_honoured() {
         server.log()
     );
 }
+
+#[test]
+fn gdb_non_stop_runs_through_loads_to_the_exit() {
+    let exe = reload_loop();
+    let server = server(&exe, false);
+    let mut gdb = Command::new("gdb");
+    gdb.args(["-batch", "-nx", "-ex", "set non-stop on"])
+        .args(["-ex", &format!("target remote 127.0.0.1:{}", server.port)])
+        .args(["-ex", "continue"])
+        .arg(&exe);
+    let out = run_with_timeout(&mut gdb, 120);
+    let log = server.log();
+    assert!(
+        out.contains("exited normally"),
+        "gdb continued to the exit:\n{out}\n--- gdbmux log ---\n{log}"
+    );
+    // The one stop gdb reports is the connection's ("Program stopped.").
+    assert_eq!(
+        out.matches("stopped").count(),
+        1,
+        "no stop on the way:\n{out}\n--- gdbmux log ---\n{log}"
+    );
+    for spurious in ["SIGTRAP", "received signal", "Breakpoint"] {
+        assert!(
+            !out.contains(spurious),
+            "no stop on the way ({spurious}):\n{out}\n--- gdbmux log ---\n{log}"
+        );
+    }
+    // Three loads and three unloads, at least: each a hook hit handled
+    // out of gdb's sight.
+    server.wait_log("reported host breakpoint hit", 30);
+    let hits = server.log().matches("reported host breakpoint hit").count();
+    assert!(hits >= 6, "hook hits: {hits}\n{log}");
+}
