@@ -16,6 +16,8 @@
 //!   `monitor gpu`, takes it in), so the client's `vCont;t` certainly comes
 //!   while gdbmux holds the thread at the hook: the thread is reported
 //!   stopped (`T00`, as any stop the client asked for) at once; the
+//!   client's continue while the library still holds it waits for the
+//!   library, and a second `vCont;t` is answered at once too; the
 //!   library's resume taken in meanwhile leaves it stopped; the client's
 //!   continue steps it off the hook and runs it to the exit.
 //! - `gdb_non_stop_runs_through_loads_to_the_exit`: stock gdb 13 with `set
@@ -130,6 +132,32 @@ fn nonstop_stop_request_while_held_is_honoured() {
         .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
         .unwrap_or_else(|| panic!("p10: {r}"));
     assert_eq!(rip, hook, "stopped at the hook");
+    // The client continues while the library still holds the thread: it
+    // waits for the library (it does not run into the hook again), and a
+    // second stop request is answered at once, at the same place.
+    assert_eq!(c.request_str("vCont;c").expect("vCont;c"), "OK");
+    server.wait_log(
+        "non-stop: resume while held at the library's breakpoint",
+        30,
+    );
+    assert_eq!(
+        c.request_str(&format!("vCont;t:p{pid:x}.{pid:x}"))
+            .expect("vCont;t"),
+        "OK"
+    );
+    let n = notification(&mut c, &server, "vCont;t after a resume while held");
+    assert!(
+        n.starts_with("Stop:T00") && n.contains(&format!("thread:p{pid:x}.{pid:x};")),
+        "the stop asked for: {n}\n--- gdbmux log ---\n{}",
+        server.log()
+    );
+    assert_eq!(c.request_str("vStopped").expect("vStopped"), "OK");
+    let r = c.request_str("p10").expect("p10");
+    assert_eq!(
+        protocol_tests::reply::decode_hex(r.as_bytes()),
+        Some(rip.to_le_bytes().to_vec()),
+        "still at the hook"
+    );
     // The library's late resume, taken in while the client has the thread
     // stopped: it stays stopped.
     let out = monitor(&mut c, "gpu");
