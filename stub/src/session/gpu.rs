@@ -908,12 +908,15 @@ impl Session<CpuRole> {
                     self.ns_run_on(pid, tid, then);
                     return true;
                 }
-                // Something else happened during the step: reported.
+                // Something else happened during the step (the client's
+                // `vCont;t` came first): reported.
+                self.ns_park_if_on(pid, tid, addr);
                 return false;
             }
             Some(NsInternal::ClientStepping { addr }) => {
                 self.role.ns_internal.remove(&(pid, tid));
                 self.reinsert_lifted(pid, addr);
+                self.ns_park_if_on(pid, tid, addr);
                 return false;
             }
             Some(NsInternal::Held { .. } | NsInternal::Parked { .. }) => {
@@ -1026,6 +1029,22 @@ impl Session<CpuRole> {
                 self.ns_step_off(pid, tid, addr, action);
                 true
             }
+        }
+    }
+
+    /// A thread reported stopped before its step off the library's
+    /// breakpoint at `addr` ran (still at `addr`): its next resume steps
+    /// off first, rather than hitting the breakpoint again.
+    fn ns_park_if_on(&mut self, pid: Pid, tid: Tid, addr: u64) {
+        let at = self
+            .procs
+            .get_mut(&pid)
+            .and_then(|t| t.pc(tid).ok())
+            .is_some_and(|pc| pc == addr);
+        if at {
+            self.role
+                .ns_internal
+                .insert((pid, tid), NsInternal::Parked { addr });
         }
     }
 
