@@ -20,6 +20,9 @@
 //!   library, and a second `vCont;t` is answered at once too; the
 //!   library's resume taken in meanwhile leaves it stopped; the client's
 //!   continue steps it off the hook and runs it to the exit.
+//! - `vanished_nonstop_client_leaves_the_hold_to_all_stop`: the non-stop
+//!   client vanishes while the thread is held; the next, all-stop, client's
+//!   continue waits for the library's resume, then runs to the exit.
 //! - `gdb_non_stop_runs_through_loads_to_the_exit`: stock gdb 13 with `set
 //!   non-stop on` continues through the loads and unloads to the exit and
 //!   prints no stop on the way.
@@ -209,4 +212,45 @@ fn gdb_non_stop_runs_through_loads_to_the_exit() {
     server.wait_log("reported host breakpoint hit", 30);
     let hits = server.log().matches("reported host breakpoint hit").count();
     assert!(hits >= 6, "hook hits: {hits}\n{log}");
+}
+
+/// A non-stop client vanishes while gdbmux holds its thread at the hook:
+/// the next (all-stop) client's continue still waits for the library's
+/// BREAKPOINT_RESUME (before, all-stop knew nothing of the hold and ran the
+/// thread on while the library held it), and the program then runs to
+/// its exit.
+#[test]
+fn vanished_nonstop_client_leaves_the_hold_to_all_stop() {
+    let exe = reload_loop();
+    let server = server(&exe, true);
+    let (mut c, pid) = nonstop_client(&server);
+    assert_eq!(c.request_str("vCont;c").expect("vCont;c"), "OK");
+    server.wait_log("held until the library's BREAKPOINT_RESUME", 60);
+    drop(c);
+    server.wait_log("CPU client gone", 30);
+    let mut next = RspClient::connect(("127.0.0.1", server.port)).expect("connect");
+    next.handshake_gdb().expect("gdb handshake");
+    next.stop_reply("?").expect("?");
+    next.send_packet(b"vCont;c").expect("vCont;c");
+    server.wait_log("resume while held at the library's breakpoint", 30);
+    // The interrupt is answered at once (held); `monitor gpu` takes the
+    // library's late resume in; the continue then runs to the exit.
+    next.interrupt().expect("interrupt");
+    let (stop, _) = next
+        .wait_stop("\\x03 while held")
+        .unwrap_or_else(|e| panic!("no stop: {e}\n--- gdbmux log ---\n{}", server.log()));
+    assert_eq!(signal_stop(stop, "interrupt").signo, 2);
+    let out = monitor(&mut next, "gpu");
+    assert!(out.contains("GPU state"), "monitor gpu: {out}");
+    server.wait_log("BREAKPOINT_RESUME while the client is stopped", 30);
+    let (stop, _) = next.stop_reply("vCont;c").expect("to the exit");
+    assert_eq!(
+        stop,
+        protocol_tests::reply::StopReply::Exited {
+            code: 0,
+            pid: Some(pid)
+        },
+        "--- gdbmux log ---\n{}",
+        server.log()
+    );
 }

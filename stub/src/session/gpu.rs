@@ -1048,6 +1048,29 @@ impl Session<CpuRole> {
         }
     }
 
+    /// Non-stop mode ends with threads at the library's breakpoint: a
+    /// lifted breakpoint is put back (a thread still on it hits it again:
+    /// a second report to the library, never a hit it misses); a thread
+    /// the library still holds is all-stop's held thread (`Internal::
+    /// Held`: a resume waits for BREAKPOINT_RESUME); a parked one is
+    /// stepped off by all-stop's next resume (`gpu_prepare_resume`, when it
+    /// is the journaled thread).
+    pub(super) fn gpu_nonstop_ends(&mut self) {
+        let entries = std::mem::take(&mut self.role.ns_internal);
+        for ((pid, tid), e) in entries {
+            match e {
+                NsInternal::SteppingOver { addr, .. } | NsInternal::ClientStepping { addr } => {
+                    self.reinsert_lifted(pid, addr)
+                }
+                NsInternal::Held { addr, id, .. } if self.role.internal.is_none() => {
+                    tracing::info!(target: "dbgapi", session = self.id, id = id.0, tid, "non-stop ends while the library holds a thread: all-stop holds it");
+                    self.set_internal(Some(Internal::Held { pid, tid, addr, id }));
+                }
+                NsInternal::Held { .. } | NsInternal::Parked { .. } => {}
+            }
+        }
+    }
+
     /// The session's bookkeeping of a client resume the role carries out.
     fn ns_client_resumed(&mut self, pid: Pid, tid: Tid, action: ResumeAction) {
         self.nonstop.stop_wanted.remove(&(pid, tid));

@@ -146,6 +146,9 @@ impl<R: SessionRole> Session<R> {
             }
         }
         if !on {
+            if self.nonstop.on {
+                R::nonstop_ends(self);
+            }
             self.nonstop = NonStop::default();
         }
         self.nonstop.on = on;
@@ -520,6 +523,7 @@ impl<R: SessionRole> Session<R> {
         if !self.nonstop.on {
             return false;
         }
+        R::nonstop_ends(self);
         self.nonstop = NonStop::default();
         let mut running = false;
         for (pid, t) in self.procs.iter_mut() {

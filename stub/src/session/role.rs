@@ -147,6 +147,10 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
     /// (stopped already, they would never be reported).
     fn nonstop_stops_asked(_s: &mut Session<Self>) {}
 
+    /// Non-stop mode ends (`QNonStop:0`, or the client vanished): the CPU
+    /// role hands its per-thread internal stops to all-stop's handling.
+    fn nonstop_ends(_s: &mut Session<Self>) {}
+
     /// Before the client's resume (`plans`): `true` when the role started
     /// the resume itself (the CPU role keeps `plans` to carry them out
     /// again after an internal stop, and steps over its internal
@@ -350,6 +354,10 @@ impl SessionRole for CpuRole {
 
     fn nonstop_stops_asked(s: &mut Session<Self>) {
         s.gpu_nonstop_stops_asked();
+    }
+
+    fn nonstop_ends(s: &mut Session<Self>) {
+        s.gpu_nonstop_ends();
     }
 
     fn report_gpu_stop(s: &mut Session<Self>) {
