@@ -389,7 +389,11 @@ impl LinuxProcess {
                     return Some(self.process_gone(st));
                 }
                 tracing::debug!(target: "native", "thread {tid} exited");
+                let interrupted = self.threads[i].interrupt;
                 self.threads.remove(i);
+                if interrupted {
+                    self.reaim_interrupt(tid);
+                }
                 None
             }
             WaitStatus::Stopped(sig) => {
@@ -937,6 +941,9 @@ impl LinuxProcess {
             .idx(former)
             .map(|j| self.threads[j].sigstop_expected)
             .unwrap_or(false);
+        // An all-stop interrupt aimed at a thread the exec ended (the
+        // leader, when another thread execs) died with it.
+        let interrupted = self.threads.iter().any(|t| t.interrupt);
         // The other threads are gone; reap what the kernel reports of them.
         for t in &self.threads {
             if t.tid != leader {
@@ -948,6 +955,9 @@ impl LinuxProcess {
         {
             let t = &mut self.threads[i];
             t.sigstop_expected = sigstop_expected;
+            // The SIGSTOP the survivor still gets (its own, which the
+            // exec kept) is the interrupt's.
+            t.interrupt = interrupted && sigstop_expected;
             t.running = false;
             t.regs.invalidate();
             // The kernel flushed the ptrace debug registers.
@@ -968,7 +978,27 @@ impl LinuxProcess {
         } else {
             self.quiet(i);
         }
+        if interrupted && !sigstop_expected {
+            self.reaim_interrupt(former);
+        }
         None
+    }
+
+    /// The thread an all-stop interrupt was aimed at (`gone`) ended before
+    /// its SIGSTOP stopped it: it exited, or another thread's exec ended
+    /// it. The interrupt is aimed again at a running thread, or the process
+    /// would run on and the client wait for its stop forever. A process
+    /// that is stopping already (a stop is pending) needs nothing: that
+    /// stop satisfies the interrupt. Non-stop stop requests name their
+    /// threads: a thread that is gone is not stopped in its place.
+    fn reaim_interrupt(&mut self, gone: RawTid) {
+        if self.nonstop || self.state != State::Running {
+            return;
+        }
+        tracing::debug!(target: "native", "interrupted thread {gone} ended before its stop: interrupting again");
+        if let Err(e) = crate::target::Target::interrupt(self) {
+            tracing::warn!(target: "native", "re-aimed interrupt: {e}");
+        }
     }
 
     /// Stop every thread synchronously (for detach while running).

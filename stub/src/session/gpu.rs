@@ -67,6 +67,40 @@ pub(super) enum Internal {
     ClientStepping { pid: Pid, addr: u64 },
 }
 
+/// Non-stop: one thread's hit of the GPU library's breakpoint, handled out
+/// of the client's sight while the other threads keep their state
+/// (docs/architecture.md, "Interrupts and internal stops").
+#[derive(Debug, Clone, Copy)]
+pub(super) enum NsInternal {
+    /// The library said HALT: the thread waits for BREAKPOINT_RESUME of
+    /// `id` at `addr`. `then`: the client's action to carry out after it;
+    /// `None` once the client was told the thread stopped (its `vCont;t`),
+    /// until it resumes the thread.
+    Held {
+        addr: u64,
+        id: BreakpointId,
+        then: Option<ResumeAction>,
+    },
+    /// Reported stopped to the client (its `vCont;t`) at `addr`, where the
+    /// library is done with it: the client's resume steps it off first.
+    Parked { addr: u64 },
+    /// Single-stepping off the breakpoint at `addr`, lifted; then `then`.
+    SteppingOver { addr: u64, then: ResumeAction },
+    /// The client's own step runs with the breakpoint at `addr` lifted;
+    /// put back at the step's stop, which the client sees.
+    ClientStepping { addr: u64 },
+}
+
+/// An action as carried out again by gdbmux: without the signal that the
+/// client's resume delivered already.
+fn without_signal(a: ResumeAction) -> ResumeAction {
+    match a {
+        ResumeAction::Continue(_) => ResumeAction::Continue(None),
+        ResumeAction::Step(_) => ResumeAction::Step(None),
+        other => other,
+    }
+}
+
 impl<R: SessionRole> Session<R> {
     /// Carry out queued host-breakpoint requests of the library.
     pub(super) fn gpu_apply_host_requests(&mut self) {
@@ -550,6 +584,7 @@ impl Session<CpuRole> {
     /// breakpoint released, the library's host-breakpoint requests, a wave
     /// stop reported to gdb.
     pub(super) fn gpu_on_news(&mut self, news: &GpuNews) {
+        self.gpu_nonstop_news(news);
         if news.runtime_loaded && self.is_running() {
             // Stock lldb 23.1 aborts (LLVM ERROR: disassembly not yet
             // supported for subtarget) when it displays a GPU stop
@@ -848,6 +883,310 @@ impl Session<CpuRole> {
             Ok(j) => self.send(&j),
             Err(e) => self.send_error(e.code(), &e.to_string()),
         }
+    }
+}
+
+/// Non-stop mode: the GPU library's breakpoint is handled per thread
+/// (the others keep running), with the same rule as all-stop: the client
+/// never sees it, and a stop the client asked for (`vCont;t`) is reported
+/// at it instead of running the thread on.
+impl Session<CpuRole> {
+    /// A stop or end collected in non-stop mode: `true` when it is an
+    /// internal one, handled here.
+    pub(super) fn gpu_nonstop_intercept(&mut self, stop: &StopEvent) -> bool {
+        let StopEvent::Stopped { pid, tid, kind, .. } = stop else {
+            let gone = stop.pid();
+            self.role.ns_internal.retain(|(p, _), _| *p != gone);
+            return false;
+        };
+        let (pid, tid) = (*pid, *tid);
+        match self.role.ns_internal.get(&(pid, tid)).copied() {
+            Some(NsInternal::SteppingOver { addr, then }) => {
+                self.role.ns_internal.remove(&(pid, tid));
+                self.reinsert_lifted(pid, addr);
+                if *kind == StopKind::Step {
+                    self.ns_run_on(pid, tid, then);
+                    return true;
+                }
+                // Something else happened during the step (the client's
+                // `vCont;t` came first): reported.
+                self.ns_park_if_on(pid, tid, addr);
+                return false;
+            }
+            Some(NsInternal::ClientStepping { addr }) => {
+                self.role.ns_internal.remove(&(pid, tid));
+                self.reinsert_lifted(pid, addr);
+                self.ns_park_if_on(pid, tid, addr);
+                return false;
+            }
+            Some(NsInternal::Held { .. } | NsInternal::Parked { .. }) => {
+                tracing::warn!(target: "dbgapi", session = self.id, pid, tid, "non-stop: a stop of a thread held at the library's breakpoint");
+                self.role.ns_internal.remove(&(pid, tid));
+            }
+            None => {}
+        }
+        if *kind != StopKind::SwBreak {
+            return false;
+        }
+        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
+            return false;
+        };
+        let Some(t) = self.procs.get_mut(&pid) else {
+            return false;
+        };
+        let Ok(pc) = t.pc(tid) else { return false };
+        let Some(id) = gpu.borrow().host_breakpoint(pc) else {
+            return false;
+        };
+        let client_too = t.is_client_breakpoint(pc);
+        let action = gpu.borrow_mut().report_host_hit(id, tid);
+        self.gpu_apply_host_requests();
+        let news = self.pump_gpu();
+        self.gpu_on_news(&news);
+        if client_too {
+            // The client's own breakpoint: it sees the stop.
+            return false;
+        }
+        let then = self
+            .nonstop
+            .actions
+            .get(&(pid, tid))
+            .copied()
+            .map_or(ResumeAction::Continue(None), without_signal);
+        match action {
+            Ok(BreakpointAction::Halt) if !news.resumed.contains(&id) => {
+                tracing::info!(target: "dbgapi", session = self.id, id = id.0, tid, "host breakpoint hit held until the library's BREAKPOINT_RESUME (non-stop)");
+                self.role.ns_internal.insert(
+                    (pid, tid),
+                    NsInternal::Held {
+                        addr: pc,
+                        id,
+                        then: Some(then),
+                    },
+                );
+                self.gpu_nonstop_stops_asked();
+            }
+            Ok(_) => self.ns_leave(pid, tid, pc, then),
+            Err(e) => {
+                tracing::warn!(target: "dbgapi", "report_breakpoint_hit: {e}");
+                self.ns_leave(pid, tid, pc, then);
+            }
+        }
+        true
+    }
+
+    /// The client asked threads to stop: those held at the library's
+    /// breakpoint are stopped already and reported at once (`T00`); they
+    /// stay held.
+    pub(super) fn gpu_nonstop_stops_asked(&mut self) {
+        let asked: Vec<(Pid, Tid)> = self
+            .role
+            .ns_internal
+            .iter_mut()
+            .filter(|(k, _)| self.nonstop.stop_wanted.contains(k))
+            .filter_map(|(k, v)| match v {
+                NsInternal::Held { then, .. } if then.is_some() => {
+                    *then = None;
+                    Some(*k)
+                }
+                _ => None,
+            })
+            .collect();
+        for (pid, tid) in asked {
+            tracing::info!(target: "dbgapi", session = self.id, pid, tid, "non-stop: the client's stop request answered at the library's breakpoint (the thread stays held)");
+            self.ns_report_stopped(pid, tid);
+        }
+    }
+
+    /// The client resumes thread `tid`, stopped for the target: `true` when
+    /// it is one of the library's breakpoint (held: it goes on after the
+    /// library's resume; parked: it steps off first).
+    pub(super) fn gpu_nonstop_takes_resume(
+        &mut self,
+        pid: Pid,
+        tid: Tid,
+        action: ResumeAction,
+    ) -> bool {
+        let Some(entry) = self.role.ns_internal.get_mut(&(pid, tid)) else {
+            return false;
+        };
+        match entry {
+            // Running as far as the client knows: not the client's to
+            // resume (a `vCont;c` without thread names it too).
+            NsInternal::Held { then: Some(_), .. }
+            | NsInternal::SteppingOver { .. }
+            | NsInternal::ClientStepping { .. } => true,
+            NsInternal::Held { then, id, .. } => {
+                tracing::info!(target: "dbgapi", session = self.id, id = id.0, tid, "non-stop: resume while held at the library's breakpoint: it waits for BREAKPOINT_RESUME");
+                *then = Some(action);
+                self.ns_client_resumed(pid, tid, action);
+                true
+            }
+            NsInternal::Parked { addr } => {
+                let addr = *addr;
+                self.role.ns_internal.remove(&(pid, tid));
+                self.ns_client_resumed(pid, tid, action);
+                self.ns_step_off(pid, tid, addr, action);
+                true
+            }
+        }
+    }
+
+    /// A thread reported stopped before its step off the library's
+    /// breakpoint at `addr` ran (still at `addr`): its next resume steps
+    /// off first, rather than hitting the breakpoint again.
+    fn ns_park_if_on(&mut self, pid: Pid, tid: Tid, addr: u64) {
+        let at = self
+            .procs
+            .get_mut(&pid)
+            .and_then(|t| t.pc(tid).ok())
+            .is_some_and(|pc| pc == addr);
+        if at {
+            self.role
+                .ns_internal
+                .insert((pid, tid), NsInternal::Parked { addr });
+        }
+    }
+
+    /// Non-stop mode ends with threads at the library's breakpoint: a
+    /// lifted breakpoint is put back (a thread still on it hits it again:
+    /// a second report to the library, never a hit it misses); a thread
+    /// the library still holds is all-stop's held thread (`Internal::
+    /// Held`: a resume waits for BREAKPOINT_RESUME); a parked one is
+    /// stepped off by all-stop's next resume (`gpu_prepare_resume`, when it
+    /// is the journaled thread).
+    pub(super) fn gpu_nonstop_ends(&mut self) {
+        let entries = std::mem::take(&mut self.role.ns_internal);
+        for ((pid, tid), e) in entries {
+            match e {
+                NsInternal::SteppingOver { addr, .. } | NsInternal::ClientStepping { addr } => {
+                    self.reinsert_lifted(pid, addr)
+                }
+                NsInternal::Held { addr, id, .. } if self.role.internal.is_none() => {
+                    tracing::info!(target: "dbgapi", session = self.id, id = id.0, tid, "non-stop ends while the library holds a thread: all-stop holds it");
+                    self.set_internal(Some(Internal::Held { pid, tid, addr, id }));
+                }
+                NsInternal::Held { .. } | NsInternal::Parked { .. } => {}
+            }
+        }
+    }
+
+    /// The session's bookkeeping of a client resume the role carries out.
+    fn ns_client_resumed(&mut self, pid: Pid, tid: Tid, action: ResumeAction) {
+        self.nonstop.stop_wanted.remove(&(pid, tid));
+        self.nonstop.actions.insert((pid, tid), action);
+        self.nonstop.last.remove(&(pid, tid));
+    }
+
+    /// Non-stop GPU news: held threads whose BREAKPOINT_RESUME came go on
+    /// (or, reported stopped to the client, stay at the breakpoint).
+    fn gpu_nonstop_news(&mut self, news: &GpuNews) {
+        if !self.nonstop.on || news.resumed.is_empty() {
+            return;
+        }
+        let done: Vec<((Pid, Tid), u64, Option<ResumeAction>)> = self
+            .role
+            .ns_internal
+            .iter()
+            .filter_map(|(k, v)| match v {
+                NsInternal::Held { addr, id, then } if news.resumed.contains(id) => {
+                    Some((*k, *addr, *then))
+                }
+                _ => None,
+            })
+            .collect();
+        for ((pid, tid), addr, then) in done {
+            self.role.ns_internal.remove(&(pid, tid));
+            match then {
+                Some(then) => self.ns_leave(pid, tid, addr, then),
+                None => {
+                    tracing::info!(target: "dbgapi", session = self.id, tid, "BREAKPOINT_RESUME while the client has the thread stopped: its next resume steps off the breakpoint");
+                    self.role
+                        .ns_internal
+                        .insert((pid, tid), NsInternal::Parked { addr });
+                }
+            }
+        }
+    }
+
+    /// The library is done with thread `tid` at its breakpoint `addr`: a
+    /// stop the client asked for is reported here (the thread parked at
+    /// the breakpoint); otherwise it is taken off the breakpoint as `then`
+    /// moves it.
+    fn ns_leave(&mut self, pid: Pid, tid: Tid, addr: u64, then: ResumeAction) {
+        if self.nonstop.stop_wanted.contains(&(pid, tid)) {
+            self.role
+                .ns_internal
+                .insert((pid, tid), NsInternal::Parked { addr });
+            self.ns_report_stopped(pid, tid);
+            return;
+        }
+        self.ns_step_off(pid, tid, addr, then);
+    }
+
+    /// Take thread `tid` off the library's breakpoint at `addr`: a client
+    /// step runs with the breakpoint lifted; anything else steps over it
+    /// first. The other threads keep running meanwhile: one that reaches
+    /// `addr` while it is lifted passes it unseen (gdbserver stops them
+    /// all for a step-over; docs/architecture.md says where this matters).
+    fn ns_step_off(&mut self, pid: Pid, tid: Tid, addr: u64, then: ResumeAction) {
+        let Some(t) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        if let Err(e) = t.remove_internal_breakpoint(addr) {
+            tracing::warn!(target: "dbgapi", "lifting host breakpoint: {e}");
+        }
+        let steps = matches!(then, ResumeAction::Step(_) | ResumeAction::RangeStep { .. });
+        let (first, next) = if steps {
+            (then, NsInternal::ClientStepping { addr })
+        } else {
+            (
+                ResumeAction::Step(None),
+                NsInternal::SteppingOver { addr, then },
+            )
+        };
+        let plan = ResumePlan {
+            threads: vec![(tid, first)],
+            default: None,
+        };
+        match t.resume(&plan) {
+            Ok(()) => {
+                self.role.ns_internal.insert((pid, tid), next);
+            }
+            Err(e) => {
+                tracing::warn!(target: "dbgapi", "non-stop: step off host breakpoint: {e}");
+                let _ = t.insert_internal_breakpoint(addr);
+            }
+        }
+    }
+
+    /// Thread `tid` is past the library's breakpoint: it runs on with the
+    /// client's action, or is reported stopped if the client asked.
+    fn ns_run_on(&mut self, pid: Pid, tid: Tid, then: ResumeAction) {
+        if self.nonstop.stop_wanted.contains(&(pid, tid)) {
+            self.ns_report_stopped(pid, tid);
+            return;
+        }
+        let plan = ResumePlan {
+            threads: vec![(tid, then)],
+            default: None,
+        };
+        if let Some(t) = self.procs.get_mut(&pid) {
+            if let Err(e) = t.resume(&plan) {
+                tracing::warn!(target: "ptrace", pid, tid, "non-stop: run on after host breakpoint: {e}");
+            }
+        }
+    }
+
+    /// The stop the client asked for (`vCont;t`), as the target reports
+    /// one: signal 0.
+    fn ns_report_stopped(&mut self, pid: Pid, tid: Tid) {
+        self.nonstop_event(StopEvent::Stopped {
+            pid,
+            tid,
+            signal: 0,
+            kind: StopKind::Signal,
+        });
     }
 }
 

@@ -106,7 +106,15 @@ pub(super) struct NonStop {
     pub(super) on: bool,
     queue: StopQueue,
     /// The last stop of each stopped thread (for `?`).
-    last: BTreeMap<(Pid, Tid), StopEvent>,
+    pub(super) last: BTreeMap<(Pid, Tid), StopEvent>,
+    /// The action the client last resumed each thread with (what an
+    /// internal stop of the thread runs it on with: `gpu::ns_*`).
+    pub(super) actions: BTreeMap<(Pid, Tid), ResumeAction>,
+    /// Threads the client asked to stop (`vCont;t`) whose stop it has not
+    /// been sent yet: an internal stop of such a thread is reported as
+    /// that stop instead of running on (docs/architecture.md,
+    /// "Interrupts and internal stops").
+    pub(super) stop_wanted: std::collections::BTreeSet<(Pid, Tid)>,
 }
 
 impl<R: SessionRole> Session<R> {
@@ -138,6 +146,9 @@ impl<R: SessionRole> Session<R> {
             }
         }
         if !on {
+            if self.nonstop.on {
+                R::nonstop_ends(self);
+            }
             self.nonstop = NonStop::default();
         }
         self.nonstop.on = on;
@@ -354,6 +365,9 @@ impl<R: SessionRole> Session<R> {
                 VContScope::Thread(pid, tid) => vec![(pid, tid)],
             };
             for k in matches {
+                if action == ResumeAction::Stop {
+                    self.nonstop.stop_wanted.insert(k);
+                }
                 // A thread whose stop the client has not pulled yet (it
                 // is in the queue) stays stopped: the client does not
                 // know it stopped, and resuming it would lose that stop.
@@ -371,6 +385,22 @@ impl<R: SessionRole> Session<R> {
                 chosen.entry(k).or_insert(action);
             }
         }
+        // Threads resumed by the client; a thread the role handles itself
+        // (stopped at an internal breakpoint: `SessionRole::
+        // nonstop_takes_resume`) is resumed by the role.
+        chosen.retain(|&(pid, tid), action| {
+            if *action == ResumeAction::Stop
+                || self.procs.get(&pid).is_none_or(|t| t.thread_running(tid))
+            {
+                return true;
+            }
+            if R::nonstop_takes_resume(self, pid, tid, *action) {
+                return false;
+            }
+            self.nonstop.stop_wanted.remove(&(pid, tid));
+            self.nonstop.actions.insert((pid, tid), *action);
+            true
+        });
         self.xfer_cache.clear();
         for (pid, t) in self.procs.iter_mut() {
             let mut plan = ResumePlan {
@@ -400,6 +430,7 @@ impl<R: SessionRole> Session<R> {
                 }
             }
         }
+        R::nonstop_stops_asked(self);
         self.send(&reply::ok());
         // Stops already queued by the targets (a thread that had one
         // pending) are picked up at once.
@@ -417,6 +448,11 @@ impl<R: SessionRole> Session<R> {
                     Ok(Some(stop)) => {
                         got_event = true;
                         let ended = !matches!(stop, StopEvent::Stopped { .. });
+                        // An internal stop (the GPU library's breakpoint)
+                        // is handled out of the client's sight.
+                        if R::intercept_nonstop_stop(self, &stop) {
+                            continue;
+                        }
                         self.nonstop_event(stop);
                         if ended {
                             break;
@@ -439,16 +475,19 @@ impl<R: SessionRole> Session<R> {
 
     /// One stop or exit: bookkeeping as in all-stop, then queue it and
     /// notify the client when nothing else is outstanding.
-    fn nonstop_event(&mut self, stop: StopEvent) {
+    pub(super) fn nonstop_event(&mut self, stop: StopEvent) {
         self.process_bookkeeping(&stop);
         let key = match &stop {
             StopEvent::Stopped { pid, tid, .. } => {
+                self.nonstop.stop_wanted.remove(&(*pid, *tid));
                 self.nonstop.last.insert((*pid, *tid), stop.clone());
                 (*pid, Some(*tid))
             }
             other => {
                 let pid = other.pid();
                 self.nonstop.last.retain(|(p, _), _| *p != pid);
+                self.nonstop.actions.retain(|(p, _), _| *p != pid);
+                self.nonstop.stop_wanted.retain(|(p, _)| *p != pid);
                 self.nonstop.queue.forget_threads_of(pid);
                 self.cpu_process_ended(other);
                 (pid, None)
@@ -484,6 +523,7 @@ impl<R: SessionRole> Session<R> {
         if !self.nonstop.on {
             return false;
         }
+        R::nonstop_ends(self);
         self.nonstop = NonStop::default();
         let mut running = false;
         for (pid, t) in self.procs.iter_mut() {

@@ -123,6 +123,34 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
         false
     }
 
+    /// Non-stop: a stop or end collected from a target: `true` when the
+    /// role handled it out of the client's sight (the CPU role: the GPU
+    /// library's own breakpoint, `gpu::gpu_nonstop_intercept`).
+    fn intercept_nonstop_stop(_s: &mut Session<Self>, _stop: &StopEvent) -> bool {
+        false
+    }
+
+    /// Non-stop: the client resumes thread `tid`, stopped for the target
+    /// (`action` is not `Stop`): `true` when the role carries the resume
+    /// out itself (the CPU role: a thread at the GPU library's breakpoint).
+    fn nonstop_takes_resume(
+        _s: &mut Session<Self>,
+        _pid: Pid,
+        _tid: crate::target::Tid,
+        _action: crate::target::ResumeAction,
+    ) -> bool {
+        false
+    }
+
+    /// Non-stop: the client asked threads to stop (`vCont;t`); the CPU
+    /// role reports those it holds at the GPU library's breakpoint at once
+    /// (stopped already, they would never be reported).
+    fn nonstop_stops_asked(_s: &mut Session<Self>) {}
+
+    /// Non-stop mode ends (`QNonStop:0`, or the client vanished): the CPU
+    /// role hands its per-thread internal stops to all-stop's handling.
+    fn nonstop_ends(_s: &mut Session<Self>) {}
+
     /// Before the client's resume (`plans`): `true` when the role started
     /// the resume itself (the CPU role keeps `plans` to carry them out
     /// again after an internal stop, and steps over its internal
@@ -200,6 +228,9 @@ pub struct CpuRole {
     /// (`gpu::owes_stop`): while it is set, the internal stop ends the
     /// client's resume as the interrupt's stop instead of running on.
     pub(super) interrupt_wanted: bool,
+    /// Non-stop: the threads being handled at (or stepped off) the GPU
+    /// library's breakpoint, each on its own (`gpu::NsInternal`).
+    pub(super) ns_internal: BTreeMap<(Pid, crate::target::Tid), super::gpu::NsInternal>,
     /// The launched programs' output terminal (lldb: forwarded before a
     /// stop reply, `server::output`); `None` in stdio mode.
     pub(super) program_output: Option<crate::native::SharedProgramOutput>,
@@ -306,6 +337,27 @@ impl SessionRole for CpuRole {
             s.role.last_plans = super::gpu::carried_out(plans);
         }
         started
+    }
+
+    fn intercept_nonstop_stop(s: &mut Session<Self>, stop: &StopEvent) -> bool {
+        s.gpu_nonstop_intercept(stop)
+    }
+
+    fn nonstop_takes_resume(
+        s: &mut Session<Self>,
+        pid: Pid,
+        tid: crate::target::Tid,
+        action: crate::target::ResumeAction,
+    ) -> bool {
+        s.gpu_nonstop_takes_resume(pid, tid, action)
+    }
+
+    fn nonstop_stops_asked(s: &mut Session<Self>) {
+        s.gpu_nonstop_stops_asked();
+    }
+
+    fn nonstop_ends(s: &mut Session<Self>) {
+        s.gpu_nonstop_ends();
     }
 
     fn report_gpu_stop(s: &mut Session<Self>) {

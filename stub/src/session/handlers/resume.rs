@@ -320,6 +320,7 @@ impl<R: SessionRole> Session<R> {
                 tracing::warn!(target: "ptrace", "interrupt failed: {e}");
             }
         }
+        tracing::debug!(target: "ptrace", session = self.id, "interrupt: the processes were asked to stop");
         // A stop the interrupt already queued is picked up at once, as after
         // a resume (`start_resume`). A GPU target with no wave to stop
         // reports the interrupt so, with no fd that would wake the loop
