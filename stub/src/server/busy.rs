@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 /// `epoll_wait` costs about a microsecond here).
 const MIN_WINDOW: Duration = Duration::from_micros(2);
 
-/// The most a spin lasts after client input that left a target running
+/// The most a spin lasts after client input that set a stopped target running
 /// (a resume, see [`BusyPoll::after_resume`]), whatever the window: a
 /// single step or a continue to a breakpoint a few instructions on stops
 /// within this, and a program that runs on needs the CPU.
@@ -143,7 +143,7 @@ impl BusyPoll {
         };
     }
 
-    /// The loop handled client input that left a target running (a
+    /// The loop handled client input that set a stopped target running (a
     /// resume): spin as [`Self::after_events`] would, but for at most
     /// [`RESUME_SPIN`]. The stop of a single step then arrives during the
     /// spin, and its SIGCHLD is taken without the wake-up from a blocking
