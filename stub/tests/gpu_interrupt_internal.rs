@@ -66,15 +66,7 @@ fn interrupt_is_answered_at_internal_stops(client: Client) {
     // 1. The interrupt arrives while gdbmux holds the process at the hook.
     c.send_packet(b"vCont;c").expect("vCont;c");
     server.wait_log("held until the library's BREAKPOINT_RESUME", 60);
-    c.interrupt().expect("interrupt");
-    let (stop, _) = c.wait_stop("\\x03 while held at the hook").unwrap_or_else(|e| {
-        panic!(
-            "{client:?}: the interrupt while the process is held at the library's breakpoint was not answered: {e}\n--- gdbmux log ---\n{}",
-            server.log()
-        )
-    });
-    let s = signal_stop(stop, "interrupt while held");
-    assert_eq!(s.signo, sig, "{client:?}: the interrupt's stop: {s:?}");
+    interrupt_answered(&mut c, &server, client, sig, "interrupt while held");
     let hook =
         load_base(pid, "libsimgpu_rt.so") + nm(&env.bin_dir.join("libsimgpu_rt.so"), HOOK, true);
     assert_eq!(pc(&mut c), hook, "{client:?}: stopped at the hook");
@@ -84,15 +76,13 @@ fn interrupt_is_answered_at_internal_stops(client: Client) {
     // second interrupt is answered at once too, at the same place.
     c.send_packet(b"vCont;c").expect("vCont;c while held");
     server.wait_log("resume while held at the library's breakpoint", 30);
-    c.interrupt().expect("interrupt");
-    let (stop, _) = c.wait_stop("\\x03 after a resume while held").unwrap_or_else(|e| {
-        panic!(
-            "{client:?}: the interrupt after a resume while held was not answered: {e}\n--- gdbmux log ---\n{}",
-            server.log()
-        )
-    });
-    let s = signal_stop(stop, "interrupt after a resume while held");
-    assert_eq!(s.signo, sig, "{client:?}: the interrupt's stop: {s:?}");
+    interrupt_answered(
+        &mut c,
+        &server,
+        client,
+        sig,
+        "interrupt after a resume while held",
+    );
     assert_eq!(pc(&mut c), hook, "{client:?}: still held at the hook");
 
     // 2. The library's late resume is taken in while the client is stopped.
@@ -137,6 +127,20 @@ fn interrupt_is_answered_at_internal_stops(client: Client) {
 
 /// The stopped thread's pc: register 0x10 is rip in gdb's x86-64
 /// numbering and in lldb-server's, which gdbmux gives lldb.
+/// Sends `\x03` and requires its stop, with signal `sig`, in time (the
+/// gdbmux log is shown when it does not come).
+fn interrupt_answered(c: &mut RspClient, server: &Server, client: Client, sig: u8, what: &str) {
+    c.interrupt().expect("interrupt");
+    let (stop, _) = c.wait_stop(what).unwrap_or_else(|e| {
+        panic!(
+            "{client:?}: {what}: not answered: {e}\n--- gdbmux log ---\n{}",
+            server.log()
+        )
+    });
+    let s = signal_stop(stop, what);
+    assert_eq!(s.signo, sig, "{client:?}: the interrupt's stop: {s:?}");
+}
+
 fn pc(c: &mut RspClient) -> u64 {
     let r = c.request(b"p10").expect("p10");
     let bytes = protocol_tests::reply::decode_hex(&r)

@@ -105,6 +105,25 @@ fn nonstop_client_sees_no_hook_stop() {
     server.wait_log("reported host breakpoint hit", 30);
 }
 
+/// gdb's `interrupt` in non-stop mode (`vCont;t` for the process's
+/// thread): requires its `T00` notification for that thread, acknowledges
+/// it with `vStopped`, and returns the notification.
+fn stop_request_answered(c: &mut RspClient, server: &Server, pid: u64, what: &str) -> String {
+    assert_eq!(
+        c.request_str(&format!("vCont;t:p{pid:x}.{pid:x}"))
+            .expect("vCont;t"),
+        "OK"
+    );
+    let n = notification(c, server, what);
+    assert!(
+        n.starts_with("Stop:T00") && n.contains(&format!("thread:p{pid:x}.{pid:x};")),
+        "the stop asked for: {n}\n--- gdbmux log ---\n{}",
+        server.log()
+    );
+    assert_eq!(c.request_str("vStopped").expect("vStopped"), "OK");
+    n
+}
+
 #[test]
 fn nonstop_stop_request_while_held_is_honoured() {
     let env = GpuEnv::get();
@@ -114,19 +133,8 @@ fn nonstop_stop_request_while_held_is_honoured() {
     assert_eq!(c.request_str("vCont;c").expect("vCont;c"), "OK");
     server.wait_log("held until the library's BREAKPOINT_RESUME", 60);
     // gdb's `interrupt`: the thread is stopped by gdbmux already.
-    assert_eq!(
-        c.request_str(&format!("vCont;t:p{pid:x}.{pid:x}"))
-            .expect("vCont;t"),
-        "OK"
-    );
-    let n = notification(&mut c, &server, "vCont;t while held at the hook");
-    assert!(
-        n.starts_with("Stop:T00") && n.contains(&format!("thread:p{pid:x}.{pid:x};")),
-        "the stop asked for: {n}\n--- gdbmux log ---\n{}",
-        server.log()
-    );
+    let n = stop_request_answered(&mut c, &server, pid, "vCont;t while held at the hook");
     assert!(!n.contains("swbreak"), "{n}");
-    assert_eq!(c.request_str("vStopped").expect("vStopped"), "OK");
     let hook =
         load_base(pid, "libsimgpu_rt.so") + nm(&env.bin_dir.join("libsimgpu_rt.so"), HOOK, true);
     let r = c.request_str("p10").expect("p10");
@@ -143,18 +151,7 @@ fn nonstop_stop_request_while_held_is_honoured() {
         "non-stop: resume while held at the library's breakpoint",
         30,
     );
-    assert_eq!(
-        c.request_str(&format!("vCont;t:p{pid:x}.{pid:x}"))
-            .expect("vCont;t"),
-        "OK"
-    );
-    let n = notification(&mut c, &server, "vCont;t after a resume while held");
-    assert!(
-        n.starts_with("Stop:T00") && n.contains(&format!("thread:p{pid:x}.{pid:x};")),
-        "the stop asked for: {n}\n--- gdbmux log ---\n{}",
-        server.log()
-    );
-    assert_eq!(c.request_str("vStopped").expect("vStopped"), "OK");
+    stop_request_answered(&mut c, &server, pid, "vCont;t after a resume while held");
     let r = c.request_str("p10").expect("p10");
     assert_eq!(
         protocol_tests::reply::decode_hex(r.as_bytes()),

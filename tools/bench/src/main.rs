@@ -1664,20 +1664,27 @@ fn main() -> Result<()> {
 mod tests {
     use super::decode_into;
 
-    /// Escapes decode wherever they fall against the 64-byte blocks (an
-    /// escape every 64 bytes or so), appended after what `out` held; a run
-    /// repeats the byte before it.
-    #[test]
-    fn decode_matches_a_byte_by_byte_decoder() {
-        let data: Vec<u8> = (0..5000usize).map(|i| (i * 7 + 0x11) as u8).collect();
+    /// `data` with the RSP binary escapes (`}` then the byte xor 0x20 for
+    /// `#`, `$`, `}` and `*`).
+    fn escaped(data: &[u8]) -> Vec<u8> {
         let mut raw = Vec::new();
-        for &b in &data {
+        for &b in data {
             if matches!(b, b'#' | b'$' | b'}' | b'*') {
                 raw.extend([b'}', b ^ 0x20]);
             } else {
                 raw.push(b);
             }
         }
+        raw
+    }
+
+    /// Escapes decode wherever they fall against the 64-byte blocks (an
+    /// escape every 64 bytes or so), appended after what `out` held; a run
+    /// repeats the byte before it.
+    #[test]
+    fn decode_matches_a_byte_by_byte_decoder() {
+        let data: Vec<u8> = (0..5000usize).map(|i| (i * 7 + 0x11) as u8).collect();
+        let raw = escaped(&data);
         for cut in [0, 1, 63, 64, 65, 200] {
             let mut out = data[..cut].to_vec();
             decode_into(&raw, &mut out);
@@ -1694,14 +1701,7 @@ mod tests {
     #[test]
     fn decode_in_pieces_matches_decode_whole() {
         let data: Vec<u8> = (0..3000usize).map(|i| (i * 7 + 0x11) as u8).collect();
-        let mut raw = Vec::new();
-        for &b in &data {
-            if matches!(b, b'#' | b'$' | b'}' | b'*') {
-                raw.extend([b'}', b ^ 0x20]);
-            } else {
-                raw.push(b);
-            }
-        }
+        let mut raw = escaped(&data);
         raw.extend(b"z*\"");
         let mut whole = Vec::new();
         assert_eq!(decode_into(&raw, &mut whole), raw.len());
