@@ -28,6 +28,7 @@ use clap::Parser;
 use protocol_tests::client::RspClient;
 use protocol_tests::reply::StopReply;
 
+mod evidence;
 mod gpu;
 
 #[derive(Debug, Parser)]
@@ -469,14 +470,11 @@ fn verdict(cli: &Cli, (fd0, rss0): (i64, i64), (fd1, rss1): (i64, i64), errors: 
 
 /// `--gpu PROGRAM`: GPU sessions (see `gpu`), then the same leak check.
 fn run_gpu(cli: &Cli, bin: &PathBuf, program: &std::path::Path, seed: u64) -> Result<()> {
-    let (server, addr) = start_gdbmux(
-        bin,
-        &[
-            std::ffi::OsStr::new("127.0.0.1:0"),
-            std::ffi::OsStr::new("--"),
-            program.as_os_str(),
-        ],
-    )?;
+    let mut evidence = evidence::Evidence::new();
+    let mut args = evidence.gdbmux_args();
+    args.extend(["127.0.0.1:0".into(), "--".into(), program.into()]);
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let (server, addr) = start_gdbmux(bin, &args)?;
     let pid = server.0.id();
     println!(
         "soak --gpu: gdbmux pid {pid} on {addr} serving {}, {} s, seed {seed}",
@@ -499,6 +497,7 @@ fn run_gpu(cli: &Cli, bin: &PathBuf, program: &std::path::Path, seed: u64) -> Re
         if let Err(e) = one(&mut rng, &mut stats) {
             errors += 1;
             eprintln!("soak --gpu: warm-up session failed: {e:#}");
+            evidence.failed(pid);
         }
     }
     let sample = || -> Result<(i64, i64)> {
@@ -506,7 +505,15 @@ fn run_gpu(cli: &Cli, bin: &PathBuf, program: &std::path::Path, seed: u64) -> Re
         gpu::settle(&mut c)?;
         Ok((fd_count(pid)?, rss_kib(pid)?))
     };
-    let first = sample()?;
+    let first = match sample() {
+        Ok(v) => v,
+        Err(e) => {
+            evidence.failed(pid);
+            drop(server);
+            evidence.print();
+            return Err(e.context("sampling after the warm-up"));
+        }
+    };
     let start = Instant::now();
     let deadline = start + Duration::from_secs(cli.secs);
     let mut last_report = start;
@@ -514,6 +521,7 @@ fn run_gpu(cli: &Cli, bin: &PathBuf, program: &std::path::Path, seed: u64) -> Re
         if let Err(e) = one(&mut rng, &mut stats) {
             errors += 1;
             eprintln!("soak --gpu: session {} failed: {e:#}", stats.sessions);
+            evidence.failed(pid);
             if errors > 10 {
                 break;
             }
@@ -530,7 +538,15 @@ fn run_gpu(cli: &Cli, bin: &PathBuf, program: &std::path::Path, seed: u64) -> Re
             );
         }
     }
-    let last = sample()?;
+    let last = match sample() {
+        Ok(v) => v,
+        Err(e) => {
+            evidence.failed(pid);
+            drop(server);
+            evidence.print();
+            return Err(e.context("sampling at the end"));
+        }
+    };
     println!("sessions:   {}", stats.sessions);
     println!("packets:    {}", stats.packets);
     println!("GPU breakpoint stops: {}", stats.breakpoint_stops);
@@ -541,5 +557,9 @@ fn run_gpu(cli: &Cli, bin: &PathBuf, program: &std::path::Path, seed: u64) -> Re
     );
     let r = verdict(cli, first, last, errors);
     drop(server);
+    if r.is_err() {
+        evidence.print();
+    }
+    evidence.discard();
     r
 }
