@@ -486,6 +486,21 @@ pub trait Target {
     fn remove_internal_breakpoint(&mut self, _addr: u64) -> TargetResult<()> {
         Err(TargetError::Unsupported("internal breakpoints"))
     }
+    /// Non-stop mode: move thread `tid`, stopped at the stub's own
+    /// breakpoint `addr` and seen running by the client, past it as `then`
+    /// moves it, with every other running thread stopped for the single
+    /// step, as gdbserver's `start_step_over` does, so that none runs
+    /// through `addr` while its original byte is back. `Ok(false)`: this
+    /// target does not (all-stop mode, where the other threads are stopped
+    /// already); the caller lifts the breakpoint and steps the thread.
+    fn pass_internal_breakpoint(
+        &mut self,
+        _tid: Tid,
+        _addr: u64,
+        _then: ResumeAction,
+    ) -> TargetResult<bool> {
+        Ok(false)
+    }
     /// Whether the stub holds an internal breakpoint at `addr` (a
     /// `SwBreak` stop there is the stub's own, maybe the client's too).
     fn is_internal_breakpoint(&self, _addr: u64) -> bool {

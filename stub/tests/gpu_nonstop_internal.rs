@@ -251,3 +251,57 @@ fn vanished_nonstop_client_leaves_the_hold_to_all_stop() {
         server.log()
     );
 }
+
+/// `tests/fixtures/hookcalls.c`: two threads call the runtime's loader hook
+/// (the library's host breakpoint) `CALLS` times each. In non-stop mode
+/// gdbmux steps a thread off the hook with the other threads stopped, as
+/// gdbserver steps over a breakpoint, so every call reaches the library:
+/// `monitor gpu` counts at least 2 × `CALLS` host breakpoint hits when main
+/// reaches `done()` (a thread that waited at the hook during another's
+/// step hits it again: a second hit of one call). Before, the other
+/// threads ran on while the hook's original byte was back, and calls
+/// passed it unseen (hundreds of the 1000 in a debug build).
+#[test]
+fn nonstop_step_off_the_hook_stops_the_other_threads() {
+    const CALLS: u64 = 500;
+    let env = GpuEnv::get();
+    let dir = env.bin_dir.join("gpu_nonstop_internal");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let exe = dir.join("hookcalls");
+    env.build_host(
+        &env.root.join("stub/tests/fixtures/hookcalls.c"),
+        &exe,
+        &["-O1", "-pthread"],
+    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdbmux"));
+    cmd.args(["--log-channels", "mux,dbgapi", "127.0.0.1:0", "--"])
+        .arg(&exe)
+        .arg(CALLS.to_string());
+    let server = Server::start(cmd);
+    let (mut c, pid) = nonstop_client(&server);
+    let done = load_base(pid, "hookcalls") + nm(&exe, "done", false);
+    c.expect_ok(&format!("Z0,{done:x},1")).expect("Z0 done");
+    assert_eq!(c.request_str("vCont;c").expect("vCont;c"), "OK");
+    let n = notification(&mut c, &server, "to done()");
+    assert!(
+        n.starts_with("Stop:T05") && n.contains("swbreak"),
+        "the stop at done(): {n}\n--- gdbmux log ---\n{}",
+        server.log()
+    );
+    assert_eq!(c.request_str("vStopped").expect("vStopped"), "OK");
+    let info = monitor(&mut c, "gpu");
+    let hits: u64 = info
+        .lines()
+        .find_map(|l| l.split("host breakpoint hits: ").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no host breakpoint hits in:\n{info}"));
+    assert!(
+        hits >= 2 * CALLS,
+        "{hits} host breakpoint hits for {} calls of the hook\n{info}",
+        2 * CALLS
+    );
+    c.expect_ok(&format!("z0,{done:x},1")).expect("z0 done");
+    assert_eq!(c.request_str("vCont;c").expect("vCont;c"), "OK");
+    let n = notification(&mut c, &server, "to the exit");
+    assert_eq!(n, format!("Stop:W00;process:{pid:x}"));
+}

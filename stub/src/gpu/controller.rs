@@ -172,6 +172,9 @@ pub struct GpuEventCounts {
     pub runtime: u64,
     /// BREAKPOINT_RESUME.
     pub breakpoint_resumes: u64,
+    /// Hits of the library's host breakpoints (the runtime's loader hook)
+    /// reported to it: not events, the calls that may lead to them.
+    pub host_hits: u64,
     /// QUEUE_ERROR.
     pub queue_errors: u64,
     /// Queued stops replaced by a newer stop of the same wave.
@@ -640,6 +643,7 @@ impl GpuController {
 
     /// A host thread hit the library's breakpoint.
     pub fn report_host_hit(&mut self, id: BreakpointId, tid: Tid) -> GpuResult<BreakpointAction> {
+        self.counts.host_hits += 1;
         let r = self.backend()?.report_breakpoint_hit(id, tid).map_err(gerr);
         tracing::debug!(target: "dbgapi", id = id.0, ?r, "reported host breakpoint hit");
         r

@@ -797,9 +797,10 @@ impl Mux {
         }
         let _ = writeln!(
             s,
-            "runtime lifetimes: {}; events handled: {}",
+            "runtime lifetimes: {}; events handled: {}; host breakpoint hits: {}",
             g.lifetime(),
-            g.events_total()
+            g.events_total(),
+            g.event_counts().host_hits
         );
         let c = g.event_counts();
         let _ = writeln!(

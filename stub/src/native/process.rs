@@ -1751,6 +1751,15 @@ impl Target for LinuxProcess {
         Ok(())
     }
 
+    fn pass_internal_breakpoint(
+        &mut self,
+        tid: Tid,
+        addr: u64,
+        then: ResumeAction,
+    ) -> TargetResult<bool> {
+        self.ns_pass_internal_breakpoint(tid, addr, then)
+    }
+
     /// Whether the stub holds an internal breakpoint at `addr`.
     fn is_internal_breakpoint(&self, addr: u64) -> bool {
         self.bps.get(addr).is_some_and(|b| b.internal > 0)

@@ -1124,15 +1124,27 @@ impl Session<CpuRole> {
         self.ns_step_off(pid, tid, addr, then);
     }
 
-    /// Take thread `tid` off the library's breakpoint at `addr`: a client
-    /// step runs with the breakpoint lifted; anything else steps over it
-    /// first. The other threads keep running meanwhile: one that reaches
-    /// `addr` while it is lifted passes it unseen (gdbserver stops them
-    /// all for a step-over; docs/architecture.md says where this matters).
+    /// Take thread `tid` off the library's breakpoint at `addr` as `then`
+    /// moves it. The target does it with the other threads stopped for the
+    /// single step (`Target::pass_internal_breakpoint`, as gdbserver's
+    /// step-over), so none passes `addr` unseen meanwhile. A target that
+    /// cannot: a client step runs with the breakpoint lifted; anything
+    /// else steps over it first.
     fn ns_step_off(&mut self, pid: Pid, tid: Tid, addr: u64, then: ResumeAction) {
         let Some(t) = self.procs.get_mut(&pid) else {
             return;
         };
+        match t.pass_internal_breakpoint(tid, addr, then) {
+            Ok(true) => {
+                self.role.ns_internal.remove(&(pid, tid));
+                return;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(target: "dbgapi", pid, tid, "non-stop: pass host breakpoint: {e}");
+                return;
+            }
+        }
         if let Err(e) = t.remove_internal_breakpoint(addr) {
             tracing::warn!(target: "dbgapi", "lifting host breakpoint: {e}");
         }

@@ -167,9 +167,9 @@ pub fn session(c: &mut RspClient, rng: &mut Rng, stats: &mut GpuStats) -> Result
     }
     stats.packets += 1;
     c.send_packet(b"vCont;c")?;
-    let (_, text) = stop_text(c, "vCont;c to the GPU breakpoint")?;
+    let (stop, text) = stop_text(c, "vCont;c to the GPU breakpoint")?;
     if !text.contains("GPU wave") {
-        bail!("the stop is not the GPU breakpoint's: {text:?}");
+        bail!("the stop is not the GPU breakpoint's: {stop:?}, console {text:?}");
     }
     stats.breakpoint_stops += 1;
     let waves = monitor(c, stats, "gpu waves")?;
@@ -202,9 +202,9 @@ pub fn session(c: &mut RspClient, rng: &mut Rng, stats: &mut GpuStats) -> Result
         }
         stats.packets += 1;
         c.send_packet(b"vCont;c")?;
-        let (_, text) = stop_text(c, "vCont;c for the step")?;
+        let (stop, text) = stop_text(c, "vCont;c for the step")?;
         if !text.contains("single step") {
-            bail!("the stop is not the step's: {text:?}");
+            bail!("the stop is not the step's: {stop:?}, console {text:?}");
         }
         stats.steps += 1;
     }

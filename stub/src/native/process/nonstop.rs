@@ -267,6 +267,41 @@ impl LinuxProcess {
         Ok(())
     }
 
+    /// Move thread `tid`, stopped at the internal breakpoint `addr` (the
+    /// GPU library's hook, its hit handled out of the client's sight), past
+    /// it as `then` moves it: the other running threads are stopped first
+    /// and held until the single step is done, the machinery of a
+    /// condition's step-over (`pass_breakpoint`), so none of them passes
+    /// `addr` unseen while its original byte is back. During another
+    /// step-over the thread waits at `addr` with the held threads and,
+    /// released with them, hits it again: a second hit of the same call,
+    /// which the library takes as any hit (it finds nothing new).
+    pub(super) fn ns_pass_internal_breakpoint(
+        &mut self,
+        tid: Tid,
+        addr: u64,
+        then: ResumeAction,
+    ) -> TargetResult<bool> {
+        if !self.nonstop {
+            return Ok(false);
+        }
+        if self.state == State::Gone {
+            return Err(TargetError::Gone(self.pid as Tid));
+        }
+        let Some(i) = self.idx(tid as ptrace::RawTid) else {
+            return Err(TargetError::NoSuchThread(tid));
+        };
+        if self.threads[i].running {
+            return Err(TargetError::Running);
+        }
+        self.threads[i].action = then;
+        if self.hold.is_none() {
+            self.pass_breakpoint(i, addr);
+        }
+        self.ns_refresh_state();
+        Ok(true)
+    }
+
     /// New debug registers reach running threads: each gets a SIGSTOP of
     /// ours and takes them when it restarts (see the module comment).
     pub(super) fn ns_refresh_debug_registers(&mut self) {
