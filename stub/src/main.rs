@@ -331,7 +331,8 @@ fn run(cli: Cli) -> Result<(), String> {
         .advertise(cli.advertise.clone())
         .max_connections(cli.max_connections)
         .max_pending_output(cli.max_pending_output)
-        .busy_poll(std::time::Duration::from_micros(cli.busy_poll_us));
+        .busy_poll(std::time::Duration::from_micros(cli.busy_poll_us))
+        .lldb_interrupt_echo(cli.lldb_interrupt_echo);
     if !cli.no_gpu {
         b = b
             .gpu(cli.dbgapi.clone())

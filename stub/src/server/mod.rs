@@ -324,6 +324,14 @@ impl ServerBuilder {
         self
     }
 
+    /// `--lldb-interrupt-echo`: send the stop reply to an lldb client's
+    /// interrupt twice, as debugserver does (lldb waits up to 100 ms for
+    /// the second one, `GDBRemoteClientBase::ShouldStop`).
+    pub fn lldb_interrupt_echo(mut self, on: bool) -> Self {
+        self.cfg.launch.lldb_interrupt_echo = on;
+        self
+    }
+
     /// gdbserver's `--wrapper WRAPPER --`.
     pub fn wrapper(mut self, wrapper: Option<String>) -> Self {
         self.cfg.launch.wrapper = wrapper;

@@ -325,6 +325,16 @@ pub struct Session<R: SessionRole = CpuRole> {
     g_thread: Option<(Pid, Tid)>,
     c_thread: Option<(Pid, Tid)>,
     thread_cursor: bool,
+    /// An lldb client interrupted this resume and `--lldb-interrupt-echo`
+    /// is on: its stop reply goes out twice. lldb, after an interrupt it
+    /// sent (`GDBRemoteClientBase::ShouldStop`, whenever an async packet or
+    /// a halt interrupted a run), waits up to 100 ms for a second stop
+    /// reply, which debugserver sends, before it goes on; lldb-server
+    /// sends one, so every interrupt from lldb costs it those 100 ms.
+    /// Only lldb reads the second one: a client that does not (the test
+    /// clients that speak lldb's dialect) would take it for the reply to
+    /// its next packet, so the echo is opt-in.
+    interrupt_echo_due: bool,
     journal: Journal,
     run: RunState,
     /// All-stop: exits of other processes collected in the wake-up that
@@ -430,6 +440,7 @@ impl<R: SessionRole> Session<R> {
             g_thread: None,
             c_thread: None,
             thread_cursor: false,
+            interrupt_echo_due: false,
             journal: Journal::default(),
             run: RunState::Stopped,
             deferred_ends: Vec::new(),

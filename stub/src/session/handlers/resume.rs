@@ -258,6 +258,7 @@ impl<R: SessionRole> Session<R> {
 
     pub(in crate::session) fn start_resume(&mut self, plans: BTreeMap<Pid, ResumePlan>) {
         self.xfer_cache.clear();
+        self.interrupt_echo_due = false;
         // An exit kept from the last stop's wake-up is this resume's
         // reply; nothing runs (gdbserver reports a pending status without
         // resuming).
@@ -312,6 +313,9 @@ impl<R: SessionRole> Session<R> {
             return;
         }
         self.role.client_interrupted();
+        self.interrupt_echo_due = self.launch.lldb_interrupt_echo
+            && self.features.dialect == crate::session::Dialect::Lldb
+            && !self.nonstop.on;
         if R::release_held_end(self) || R::stop_now_if_held(self) {
             return;
         }

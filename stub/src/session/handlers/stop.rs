@@ -75,6 +75,10 @@ impl<R: SessionRole> Session<R> {
         if ended {
             self.cpu_process_ended(&stop);
         }
+        // lldb reads a second reply only after a `T`/`S` (an exit ends
+        // its wait for the stop at once).
+        let echo = std::mem::take(&mut self.interrupt_echo_due)
+            && matches!(stop, StopEvent::Stopped { .. });
         self.record_stop(stop);
         if self.is_running() {
             let orphaned = self.run == crate::session::RunState::Orphaned;
@@ -96,6 +100,10 @@ impl<R: SessionRole> Session<R> {
             let opts = self.features.stop_options();
             if let Some(r) = self.journal.reply(&opts) {
                 self.send(&r);
+                if echo {
+                    // `--lldb-interrupt-echo` (`interrupt_echo_due`).
+                    self.send(&r);
+                }
             }
         }
     }
