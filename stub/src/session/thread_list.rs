@@ -346,7 +346,9 @@ mod tests {
     /// list is the same bytes.
     #[test]
     fn lists_follow_the_waves_in_every_dialect() {
-        let cases: [(Dialect, bool, fn(usize) -> bool); 4] = [
+        // (dialect, multiprocess, which ids carry the pid)
+        type Case = (Dialect, bool, fn(usize) -> bool);
+        let cases: [Case; 4] = [
             (Dialect::Lldb, true, |n| n == 0),
             (Dialect::Gdb, true, |_| true),
             (Dialect::Lldb, false, |_| false),
