@@ -650,6 +650,18 @@ impl<R: SessionRole> Session<R> {
         }
     }
 
+    /// Queue a packet this session's encoder framed earlier (`$…#cc`, as
+    /// [`Session::send`] would queue it): a kept reply goes out with one
+    /// copy, no escaping or checksum pass (`thread_list.rs`).
+    pub(in crate::session) fn send_framed(&mut self, framed: &[u8]) {
+        tracing::trace!(target: "packets", session = self.id, "--> {}", String::from_utf8_lossy(framed.get(1..framed.len().min(513)).unwrap_or_default()));
+        let start = self.out.len();
+        self.out.extend_from_slice(framed);
+        if !self.framer.no_ack() {
+            self.resend.sent(self.out.get(start..).unwrap_or_default());
+        }
+    }
+
     /// Frame and queue the reply `build` writes into a reused buffer (no
     /// allocation per reply once the buffer has grown).
     pub(in crate::session) fn send_built(&mut self, build: impl FnOnce(&mut Vec<u8>)) {
