@@ -509,6 +509,11 @@ pub fn handler(inst: &Inst) -> Exec {
         Kind::Sopp { op, .. } => op.dispatch(&mut PickSopp),
         Kind::Smem { .. } => h_smem,
         Kind::Valu {
+            op: VOp::Alu(VAlu::MovB32),
+            op_sel: 0,
+            ..
+        } => h_mov_b32,
+        Kind::Valu {
             op: VOp::Alu(a),
             op_sel: 0,
             ..
@@ -527,8 +532,14 @@ pub fn handler(inst: &Inst) -> Exec {
             op: VOp::Alu(a),
             op_sel: 0,
             ..
-        } if a.props().flags & super::valu::flag::CROSS_LANE != 0 => h_cross_lane,
+        } if a.props().flags & super::valu::flag::CROSS_LANE != 0 => match a {
+            VAlu::ReadlaneB32 => h_cross_lane::<READLANE>,
+            VAlu::WritelaneB32 => h_cross_lane::<WRITELANE>,
+            _ => h_cross_lane::<READFIRSTLANE>,
+        },
         Kind::Valu { .. } => h_valu,
+        Kind::Vop3p(p) if p.op == Vop3pOp::AccvgprReadB32 => h_accvgpr_read,
+        Kind::Vop3p(p) if p.op == Vop3pOp::AccvgprWriteB32 => h_accvgpr_write,
         Kind::Vop3p(_) => h_vop3p,
         Kind::Mubuf { acc: true, .. } => h_mubuf_acc,
         Kind::Mubuf { .. } => h_mubuf,
@@ -652,22 +663,156 @@ fn h_sopk<const OP: usize>(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> St
     Step::Continue
 }
 
+/// `v_mov_b32` (the commonest VALU opcode at `-O0`): the source row, or
+/// the uniform value splatted, blended into the destination under EXEC,
+/// without staging a result row (its row's value is `a32`: the VOP3
+/// abs/neg/clamp bits do not act on it).
+fn h_mov_b32(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        return h_valu(r, ctx, inst);
+    }
+    simd::run(RowMove::<MOV_B32> { r, inst })
+}
+
+#[inline(always)]
+fn mov_b32(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Valu { dst, src, .. } = &inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let d = *dst as usize;
+    let s = src[0];
+    if s >= 256 {
+        let s = s as usize - 256;
+        if s != d && d < r.vgpr.len() {
+            if s >= r.vgpr.len() {
+                blend_row(&mut r.vgpr[d], &ZERO_ROW, exec);
+            } else if s < d {
+                let (lo, hi) = r.vgpr.split_at_mut(d);
+                blend_row(&mut hi[0], &lo[s], exec);
+            } else {
+                let (lo, hi) = r.vgpr.split_at_mut(s);
+                blend_row(&mut lo[d], &hi[0], exec);
+            }
+        }
+    } else {
+        let v = r.sget(s, 1, inst.literal) as u32;
+        if let Some(row) = r.vgpr.get_mut(d) {
+            blend_row(row, &[v; LANES], exec);
+        }
+    }
+    r.pc = r.pc.wrapping_add(inst.size as u64);
+    Step::Continue
+}
+
+/// The bodies of the row-move handlers as a [`simd::Kernel`]: compiled
+/// for AVX2 as well, so that their row moves are 32-byte loads and stores
+/// instead of `memcpy` calls. `K`: [`MOV_B32`], [`ACCVGPR_READ`] or
+/// [`ACCVGPR_WRITE`].
+struct RowMove<'a, const K: u8> {
+    r: &'a mut WaveRegs,
+    inst: &'a Inst,
+}
+
+const MOV_B32: u8 = 0;
+const ACCVGPR_READ: u8 = 1;
+const ACCVGPR_WRITE: u8 = 2;
+
+impl<const K: u8> simd::Kernel for RowMove<'_, K> {
+    type Out = Step;
+    #[inline(always)]
+    fn run(self) -> Step {
+        match K {
+            MOV_B32 => mov_b32(self.r, self.inst),
+            ACCVGPR_READ => accvgpr_read(self.r, self.inst),
+            _ => accvgpr_write(self.r, self.inst),
+        }
+    }
+}
+
+/// The cross-lane moves of [`h_cross_lane`].
+const READFIRSTLANE: u8 = 0;
+const READLANE: u8 = 1;
+const WRITELANE: u8 = 2;
+
 /// `v_readlane_b32`, `v_writelane_b32`, `v_readfirstlane_b32` (the `-O0`
-/// SGPR spills): their row's arm of `valu::cross_lane`.
-fn h_cross_lane(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
-    let Kind::Valu {
-        op: VOp::Alu(op),
-        dst,
-        src,
-        ..
-    } = &inst.kind
-    else {
+/// SGPR spills; `OP` one of [`READLANE`], [`WRITELANE`], [`READFIRSTLANE`]):
+/// their row's arm of `valu::cross_lane`, the opcode a constant.
+fn h_cross_lane<const OP: u8>(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Valu { dst, src, .. } = &inst.kind else {
         return Step::IllegalInstruction;
     };
     if r.mode & MODE_GPR_IDX_EN != 0 {
         return h_valu(r, ctx, inst);
     }
-    super::valu::cross_lane(*op, r, *dst, src, inst.literal);
+    let op = const {
+        match OP {
+            READLANE => VAlu::ReadlaneB32,
+            WRITELANE => VAlu::WritelaneB32,
+            _ => VAlu::ReadfirstlaneB32,
+        }
+    };
+    super::valu::cross_lane(op, r, *dst, src, inst.literal);
+    r.pc = r.pc.wrapping_add(inst.size as u64);
+    Step::Continue
+}
+
+/// `v_accvgpr_read_b32` (the `-O0` code's moves out of its AGPR spill
+/// slots): the AGPR row blended into the VGPR under EXEC.
+fn h_accvgpr_read(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        // VGPR indexing of the other VALU encodings is not modelled.
+        return Step::IllegalInstruction;
+    }
+    simd::run(RowMove::<ACCVGPR_READ> { r, inst })
+}
+
+#[inline(always)]
+fn accvgpr_read(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Vop3p(p) = &inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let a = (p.src[0] as usize).saturating_sub(256);
+    let WaveRegs { vgpr, agpr, .. } = &mut *r;
+    if let Some(d) = vgpr.get_mut(p.dst as usize) {
+        blend_row(d, agpr.get(a).unwrap_or(&ZERO_ROW), exec);
+    }
+    r.pc = r.pc.wrapping_add(inst.size as u64);
+    Step::Continue
+}
+
+/// `v_accvgpr_write_b32`: a VGPR row, or a uniform value, blended into the
+/// AGPR under EXEC (the AGPRs grow on first write).
+fn h_accvgpr_write(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        return Step::IllegalInstruction;
+    }
+    simd::run(RowMove::<ACCVGPR_WRITE> { r, inst })
+}
+
+#[inline(always)]
+fn accvgpr_write(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Vop3p(p) = &inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let dst = p.dst as usize;
+    if r.agpr.len() <= dst {
+        r.agpr.resize(dst + 1, [0; LANES]);
+    }
+    let src = p.src[0];
+    if src >= 256 {
+        let WaveRegs { vgpr, agpr, .. } = &mut *r;
+        blend_row(
+            &mut agpr[dst],
+            vgpr.get(src as usize - 256).unwrap_or(&ZERO_ROW),
+            exec,
+        );
+    } else {
+        let v = [r.sget(src, 1, inst.literal) as u32; LANES];
+        blend_row(&mut r.agpr[dst], &v, exec);
+    }
     r.pc = r.pc.wrapping_add(inst.size as u64);
     Step::Continue
 }
@@ -1799,7 +1944,7 @@ fn gather(r: &WaveRegs, s: VSrc, out: &mut [u64; LANES]) {
 }
 
 /// Copies the EXEC lanes of `src` into `dst` (branch-free, vectorises).
-#[inline]
+#[inline(always)]
 fn blend_row(dst: &mut [u32; LANES], src: &[u32; LANES], exec: u64) {
     if exec == u64::MAX {
         *dst = *src;
@@ -1809,6 +1954,12 @@ fn blend_row(dst: &mut [u32; LANES], src: &[u32; LANES], exec: u64) {
     for ((d, &s), &m) in dst.iter_mut().zip(src.iter()).zip(m.iter()) {
         *d = (*d & !m) | (s & m);
     }
+}
+
+/// One all-ones or all-zeros `u64` per lane of `exec`.
+#[inline(always)]
+fn lane_masks64(exec: u64) -> [u64; LANES] {
+    std::array::from_fn(|lane| 0u64.wrapping_sub(exec >> lane & 1))
 }
 
 /// Lane masks of the 8 bits of a byte: `BYTE_MASKS[b][i]` is all ones when
@@ -2613,6 +2764,9 @@ fn flat_apertures(
     let Some(x) = op.xfer() else {
         return Step::IllegalInstruction;
     };
+    if let Some(step) = private_dwords(r, ctx.scratch, x, vdst, data, addrs) {
+        return step;
+    }
     let (lds, scratch, global) = (&mut *ctx.lds, &mut *ctx.scratch, ctx.mem);
     xfer_lanes(r, x, vdst, data, r.exec, |lane, k, buf| {
         let a = addrs[lane] + 4 * k as u64;
@@ -2630,6 +2784,115 @@ fn flat_apertures(
             };
         memops::mem_xfer(mem, at, buf, x.load, a)
     })
+}
+
+/// The fast path of [`flat_apertures`]: a load or store of whole dwords
+/// whose EXEC lanes all address the wave's private memory at dword-aligned
+/// offsets, every dword inside it (the `-O0` stack through FLAT and
+/// `scratch_*`). Dword `k` of lane `l` at private offset `off` sits at
+/// byte `(off / 4 + k) * 256 + 4 * l` of the swizzled scratch block
+/// ([`swizzle_private`]), so the access moves straight between the VGPR
+/// rows and the block (a row copy when every lane is active at the same
+/// offset). `None`, having done nothing, for any other access (sub-dword,
+/// `_d16`, another aperture or global memory, unaligned, out of range):
+/// the generic lane loop then does it, faults included.
+fn private_dwords(
+    r: &mut WaveRegs,
+    scratch: &mut [u8],
+    x: Xfer,
+    vdst: u8,
+    data: u8,
+    addrs: &[u64; LANES],
+) -> Option<Step> {
+    let bytes = x.bytes as usize;
+    let exec = r.exec;
+    if !bytes.is_multiple_of(4) || x.d16 != 0 || x.hi || exec == 0 {
+        return None;
+    }
+    let dwords = bytes / 4;
+    // Whether every EXEC lane has the first one's address (the stack
+    // through `scratch_*` and SGPR-based FLAT: branch-free, vectorises).
+    let a0 = addrs[exec.trailing_zeros() as usize];
+    let m = lane_masks64(exec);
+    let differ = addrs
+        .iter()
+        .zip(&m)
+        .fold(0, |d, (&a, &m)| d | ((a ^ a0) & m));
+    let uniform = differ == 0;
+    // The lane's last dword must lie inside the block.
+    let fits =
+        |row: usize, lane: usize| ((row + dwords - 1) * LANES + lane + 1) * 4 <= scratch.len();
+    let in_private = |off: u64| off < APERTURE_SIZE && off.is_multiple_of(4);
+    let off0 = a0.wrapping_sub(PRIVATE_APERTURE);
+    let row0 = (off0 / 4) as usize;
+    // Each EXEC lane's first element (dword index into the block).
+    let mut first = [0usize; LANES];
+    if uniform {
+        if !in_private(off0) || !fits(row0, 63 - exec.leading_zeros() as usize) {
+            return None;
+        }
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            first[lane] = row0 * LANES + lane;
+        }
+    } else {
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let off = addrs[lane].wrapping_sub(PRIVATE_APERTURE);
+            let row = (off / 4) as usize;
+            if !in_private(off) || !fits(row, lane) {
+                return None;
+            }
+            first[lane] = row * LANES + lane;
+        }
+    }
+    for k in 0..dwords {
+        let reg = if x.load { vdst } else { data } as usize + k;
+        if uniform && exec == u64::MAX {
+            // Every lane at one offset: dword `k` is one 256-byte block.
+            let at = (row0 + k) * LANES * 4;
+            let block = &mut scratch[at..at + LANES * 4];
+            if x.load {
+                if let Some(row) = r.vgpr.get_mut(reg) {
+                    for (v, w) in row.iter_mut().zip(block.chunks_exact(4)) {
+                        *v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    }
+                }
+            } else {
+                let row = r.vgpr.get(reg).unwrap_or(&ZERO_ROW);
+                for (&v, w) in row.iter().zip(block.chunks_exact_mut(4)) {
+                    w.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            continue;
+        }
+        let mut rest = exec;
+        if x.load {
+            let Some(row) = r.vgpr.get_mut(reg) else {
+                continue;
+            };
+            while rest != 0 {
+                let lane = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let at = (first[lane] + k * LANES) * 4;
+                let w = &scratch[at..at + 4];
+                row[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            }
+        } else {
+            let row = r.vgpr.get(reg).unwrap_or(&ZERO_ROW);
+            while rest != 0 {
+                let lane = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let at = (first[lane] + k * LANES) * 4;
+                scratch[at..at + 4].copy_from_slice(&row[lane].to_le_bytes());
+            }
+        }
+    }
+    Some(Step::Continue)
 }
 
 /// `scratch_*` (FLAT scratch): each lane's address is an offset into its own
@@ -2653,11 +2916,16 @@ fn scratch(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         return Step::IllegalInstruction;
     };
     let base = saddr.map(|s| r.sget(s as u16, 1, None) as u32);
-    let va = r.vgpr.get(*addr as usize).copied().unwrap_or([0; LANES]);
     let mut addrs = [0u64; LANES];
-    for (lane, a) in addrs.iter_mut().enumerate() {
-        let off = base.unwrap_or(va[lane]).wrapping_add(*offset as u32);
-        *a = PRIVATE_APERTURE + off as u64;
+    match base {
+        // SGPR (or `off`) address: one offset for every lane.
+        Some(b) => addrs = [PRIVATE_APERTURE + b.wrapping_add(*offset as u32) as u64; LANES],
+        None => {
+            let va = r.vgpr.get(*addr as usize).unwrap_or(&ZERO_ROW);
+            for (a, &v) in addrs.iter_mut().zip(va) {
+                *a = PRIVATE_APERTURE + v.wrapping_add(*offset as u32) as u64;
+            }
+        }
     }
     flat_apertures(r, ctx, op, *vdst, *data, &addrs)
 }
@@ -2666,12 +2934,21 @@ fn scratch(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
 /// loads and stores) one 4-byte move instead of a `memcpy` call.
 #[inline(always)]
 pub(super) fn copy_small(dst: &mut [u8], src: &[u8]) {
-    match (
+    if let (Ok(d), Ok(s)) = (
         <&mut [u8; 4]>::try_from(&mut *dst),
         <&[u8; 4]>::try_from(src),
     ) {
-        (Ok(d), Ok(s)) => *d = *s,
-        _ => dst.copy_from_slice(src),
+        *d = *s;
+        return;
+    }
+    match (dst, src) {
+        // Byte and short accesses: moves too, not `memcpy` calls.
+        ([d0], [s0]) => *d0 = *s0,
+        ([d0, d1], [s0, s1]) => {
+            *d0 = *s0;
+            *d1 = *s1;
+        }
+        (d, s) => d.copy_from_slice(s),
     }
 }
 
@@ -3615,6 +3892,111 @@ mod tests {
             }
         );
         assert_eq!(r.pc, 0x2000);
+    }
+
+    /// FLAT loads and stores of whole dwords into the private aperture (the
+    /// row fast path, `private_dwords`): per-lane and uniform offsets, a
+    /// partial EXEC, an unaligned lane (the generic lane loop), and a lane
+    /// whose last dword is past the segment (a memory violation at that
+    /// dword's aperture address, as the generic loop reports it).
+    #[test]
+    fn flat_private_dwords_follow_the_swizzled_layout() {
+        let mem = BufferMemory::new();
+        let mut r = WaveRegs::new(16);
+        let exec = 0xf0f0_5a5a_0ff0_c3c3u64;
+        r.exec = exec;
+        let per_lane = |lane: usize| (lane % 4) as u64 * 16 + 4;
+        for lane in 0..LANES {
+            let a = PRIVATE_APERTURE + per_lane(lane);
+            r.vgpr[0][lane] = a as u32;
+            r.vgpr[1][lane] = (a >> 32) as u32;
+            for k in 0..3 {
+                r.vgpr[2 + k][lane] = 0x1000_0000 * (k as u32 + 1) + lane as u32;
+            }
+            r.vgpr[6][lane] = 0xdead_0000 + lane as u32;
+            r.vgpr[10][lane] = 0x7700_0000 + lane as u32;
+        }
+        let program: [[u8; 8]; 2] = [
+            [0x00, 0x00, 0x78, 0xdc, 0x00, 0x02, 0x00, 0x00], // flat_store_dwordx3 v[0:1], v[2:4]
+            [0x00, 0x00, 0x58, 0xdc, 0x00, 0x00, 0x00, 0x06], // flat_load_dwordx3 v[6:8], v[0:1]
+        ];
+        let mut code = program.concat();
+        code.extend([0x00, 0x00, 0x81, 0xbf]); // s_endpgm
+        mem.map(0x1000, code);
+        r.pc = 0x1000;
+        let mut lds = vec![0u8; 64];
+        let mut private = vec![0u8; 64 * LANES]; // 64 bytes per lane
+        let mut ctx = Ctx {
+            mem: &mem,
+            lds: &mut lds,
+            scratch: &mut private,
+            code: None,
+        };
+        while step(&mut r, &mut ctx) == Step::Continue {}
+        let word = |s: &[u8], lane: usize, off: u64| {
+            let at = swizzle_private(lane, off) as usize;
+            u32::from_le_bytes(s[at..at + 4].try_into().unwrap())
+        };
+        for lane in 0..LANES {
+            let active = exec >> lane & 1 != 0;
+            for k in 0..3 {
+                let stored = word(ctx.scratch, lane, per_lane(lane) + 4 * k as u64);
+                let want = if active { r.vgpr[2 + k][lane] } else { 0 };
+                assert_eq!(stored, want, "lane {lane} dword {k} in memory");
+                if active {
+                    assert_eq!(r.vgpr[6 + k][lane], stored, "lane {lane} dword {k} loaded");
+                }
+            }
+            if !active {
+                assert_eq!(
+                    r.vgpr[6][lane],
+                    0xdead_0000 + lane as u32,
+                    "inactive lane kept"
+                );
+            }
+        }
+        // Every lane at one offset under a full EXEC (a row copy), then an
+        // unaligned lane (the generic loop), each a store and a load back.
+        r.exec = u64::MAX;
+        for (lane, unaligned) in [(None, 32u64), (Some(5usize), 2)] {
+            for l in 0..LANES {
+                let off = if Some(l) == lane { unaligned } else { 32 };
+                let a = PRIVATE_APERTURE + off;
+                r.vgpr[0][l] = a as u32;
+                r.vgpr[1][l] = (a >> 32) as u32;
+            }
+            let program: [[u8; 8]; 2] = [
+                [0x08, 0x00, 0x70, 0xdc, 0x00, 0x0a, 0x00, 0x00], // flat_store_dword v[0:1], v10 offset:8
+                [0x08, 0x00, 0x50, 0xdc, 0x00, 0x00, 0x00, 0x0b], // flat_load_dword v11, v[0:1] offset:8
+            ];
+            let mut code = program.concat();
+            code.extend([0x00, 0x00, 0x81, 0xbf]);
+            mem.map(0x2000, code);
+            r.pc = 0x2000;
+            while step(&mut r, &mut ctx) == Step::Continue {}
+            for l in 0..LANES {
+                assert_eq!(r.vgpr[11][l], 0x7700_0000 + l as u32, "lane {l} round trip");
+                if Some(l) != lane {
+                    assert_eq!(word(ctx.scratch, l, 40), 0x7700_0000 + l as u32);
+                }
+            }
+        }
+        // Lane 9's third dword lies past its 64 bytes.
+        for l in 0..LANES {
+            let off = if l == 9 { 56 } else { 0 };
+            let a = PRIVATE_APERTURE + off;
+            r.vgpr[0][l] = a as u32;
+            r.vgpr[1][l] = (a >> 32) as u32;
+        }
+        mem.map(0x3000, program[1].to_vec());
+        r.pc = 0x3000;
+        assert_eq!(
+            step(&mut r, &mut ctx),
+            Step::MemoryViolation {
+                addr: PRIVATE_APERTURE + 64
+            }
+        );
+        assert_eq!(r.pc, 0x3000);
     }
 
     #[test]
