@@ -255,6 +255,12 @@ impl WaveRegs {
         if (128..=192).contains(&code) {
             return (code - 128) as u64;
         }
+        if (193..=208).contains(&code) {
+            // -1..-16 (`s_or_saveexec_b64 s[16:17], -1`, the `-O0` code's
+            // whole-wave switches), as `inline_const` has them.
+            let v = (-((code - 192) as i64)) as u64;
+            return if width == 2 { v } else { v & 0xffff_ffff };
+        }
         match (code, width) {
             (126, 2) => return self.exec,
             (106, 2) => return self.vcc,
@@ -554,7 +560,8 @@ pub fn handler(inst: &Inst) -> Exec {
 /// The PC past `inst` when `s` continues.
 #[inline(always)]
 fn advance(r: &mut WaveRegs, inst: &Inst, s: Step) -> Step {
-    if s == Step::Continue {
+    // (`matches!`: the derived `==` compares the payload word as well.)
+    if matches!(s, Step::Continue) {
         r.pc = r.pc.wrapping_add(inst.size as u64);
     }
     s
