@@ -2250,13 +2250,17 @@ fn ds_cross_lane(r: &mut WaveRegs, kind: DsKind, vdst: u8, addr: u8, data0: u8, 
 /// How to move the `bytes`-byte slots of lanes `first..=last` of a
 /// lane-packed buffer (slot `lane - first`): one access when every lane is
 /// active and the addresses form one block (the fast path), else one per
-/// active lane, all handed to the memory at once.
+/// active lane, all handed to the memory at once: their `(address, slot
+/// offset)` pairs are written to `lanes` (the caller's, so that no 1 KiB
+/// array is returned by value).
+#[inline(always)]
 fn lanes_xfer(
     exec: u64,
     first: usize,
     last: usize,
     bytes: usize,
     addrs: &[u64; LANES],
+    lanes: &mut [(u64, usize); LANES],
 ) -> LaneXfer {
     let contiguous = (exec >> first).count_ones() as usize == last - first + 1
         && (first..=last)
@@ -2264,30 +2268,36 @@ fn lanes_xfer(
     if contiguous {
         return LaneXfer::Block(addrs[first], (last - first + 1) * bytes);
     }
-    let mut lanes = [(0u64, 0usize); LANES];
     let mut n = 0;
-    for (i, &a) in addrs[first..=last].iter().enumerate() {
-        if exec >> (first + i) & 1 != 0 {
-            lanes[n] = (a, i * bytes);
-            n += 1;
-        }
+    let mut rest = exec;
+    while rest != 0 {
+        let lane = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        lanes[n] = (addrs[lane], (lane - first) * bytes);
+        n += 1;
     }
-    LaneXfer::Lanes(lanes, n)
+    LaneXfer::Lanes(n)
 }
 
 /// How [`lanes_xfer`] moves the staging buffer.
-#[allow(clippy::large_enum_variant)] // on the stack: boxing would allocate per access
 enum LaneXfer {
     /// One access: the address and the length.
     Block(u64, usize),
-    /// The first `n` `(address, slot offset)` pairs, one per active lane
-    /// ([`GlobalMemory::read_lanes`], [`GlobalMemory::write_lanes`]).
-    Lanes([(u64, usize); LANES], usize),
+    /// The first `n` `(address, slot offset)` pairs of the caller's array,
+    /// one per active lane ([`GlobalMemory::read_lanes`],
+    /// [`GlobalMemory::write_lanes`]).
+    Lanes(usize),
+}
+
+avx2_twin! {
+    /// FLAT/GLOBAL/SCRATCH: [`flat_body`], compiled for AVX2 as well (the
+    /// per-lane address loops vectorise).
+    fn flat<'a, 'c>(r: &'a mut WaveRegs, ctx: &'a mut Ctx<'c>, inst: &'a Inst) -> Step = flat_body
 }
 
 #[allow(clippy::needless_range_loop)] // lanes index several arrays at once
-#[inline(never)]
-fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+#[inline(always)]
+fn flat_body(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Flat {
         seg,
         op,
@@ -2307,23 +2317,38 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         return scratch(r, ctx, inst);
     }
     let base = saddr.map(|s| r.sget(s as u16, 2, None));
+    let off = *offset as i64 as u64;
     let mut addrs = [0u64; LANES];
-    for (lane, a) in addrs.iter_mut().enumerate() {
-        let v = match base {
-            Some(b) => {
-                b.wrapping_add(r.vgpr.get(*addr as usize).map(|x| x[lane]).unwrap_or(0) as u64)
+    // The address rows read once (zeros past the allocation): loops
+    // without branches, which vectorise.
+    let lo = r.vgpr.get(*addr as usize).unwrap_or(&ZERO_ROW);
+    match base {
+        Some(b) => {
+            for (a, &v) in addrs.iter_mut().zip(lo) {
+                *a = b.wrapping_add(v as u64).wrapping_add(off);
             }
-            None => r.vget(VSrc::Vgpr(*addr as usize, 2), lane),
-        };
-        *a = v.wrapping_add(*offset as i64 as u64);
+        }
+        None => {
+            let hi = r.vgpr.get(*addr as usize + 1).unwrap_or(&ZERO_ROW);
+            for ((a, &l), &h) in addrs.iter_mut().zip(lo).zip(hi) {
+                *a = (l as u64 | (h as u64) << 32).wrapping_add(off);
+            }
+        }
     }
     let bytes = op.bytes() as usize;
+    // In the shared or the private aperture (4 GiB each from its base).
     let in_aperture = |a: u64| {
-        (SHARED_APERTURE..SHARED_APERTURE + APERTURE_SIZE).contains(&a)
-            || (PRIVATE_APERTURE..PRIVATE_APERTURE + APERTURE_SIZE).contains(&a)
+        (a.wrapping_sub(SHARED_APERTURE) < APERTURE_SIZE)
+            | (a.wrapping_sub(PRIVATE_APERTURE) < APERTURE_SIZE)
     };
-    if *seg == FlatSeg::Flat && (0..LANES).any(|l| exec >> l & 1 != 0 && in_aperture(addrs[l])) {
-        return flat_apertures(r, ctx, op, *vdst, *data, &addrs);
+    if *seg == FlatSeg::Flat {
+        let mut any = false;
+        for (lane, &a) in addrs.iter().enumerate() {
+            any |= (exec >> lane & 1 != 0) & in_aperture(a);
+        }
+        if any {
+            return flat_apertures(r, ctx, op, *vdst, *data, &addrs);
+        }
     }
     let first = if exec == 0 {
         return Step::Continue;
@@ -2338,11 +2363,12 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     // memory by `lanes_xfer` (one access when the lanes are contiguous).
     let mut stack = [0u8; LANES * 16];
     let buf = &mut stack[..(last - first + 1) * bytes];
+    let mut lanes = [(0u64, 0usize); LANES];
     let slot = |lane: usize, k: usize| (lane - first) * bytes + 4 * k;
     if x.load {
-        let read = match lanes_xfer(exec, first, last, bytes, &addrs) {
+        let read = match lanes_xfer(exec, first, last, bytes, &addrs, &mut lanes) {
             LaneXfer::Block(a, len) => ctx.mem.read(a, &mut buf[..len]).map_err(|_| a),
-            LaneXfer::Lanes(lanes, n) => ctx.mem.read_lanes(&lanes[..n], bytes, buf),
+            LaneXfer::Lanes(n) => ctx.mem.read_lanes(&lanes[..n], bytes, buf),
         };
         if let Err(addr) = read {
             return Step::MemoryViolation { addr };
@@ -2363,9 +2389,9 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                 Ok(())
             });
         }
-        let written = match lanes_xfer(exec, first, last, bytes, &addrs) {
+        let written = match lanes_xfer(exec, first, last, bytes, &addrs, &mut lanes) {
             LaneXfer::Block(a, len) => ctx.mem.write(a, &buf[..len]).map_err(|_| a),
-            LaneXfer::Lanes(lanes, n) => ctx.mem.write_lanes(&lanes[..n], bytes, buf),
+            LaneXfer::Lanes(n) => ctx.mem.write_lanes(&lanes[..n], bytes, buf),
         };
         match written {
             Ok(()) => Step::Continue,
