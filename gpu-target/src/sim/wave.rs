@@ -3043,10 +3043,30 @@ fn mubuf_body(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         // Whole dwords at dword offsets (spills, private arrays): dword `k`
         // of a lane sits at wave_base + swizzle(lane_off + 4k).
         let dwords = bytes / 4;
-        if !*offen && offset.is_multiple_of(4) {
-            // Every lane at the same lane offset (spills): dword `k` of the
-            // wave is one 256-byte block, lane `l` at 4 * l.
-            let first = wave_base.wrapping_add(swizzle_private(0, *offset as u64));
+        // The lane offset when every EXEC lane has the same one: the
+        // spills (no `offen`), and `offen` accesses whose VGPR holds one
+        // value in every EXEC lane (a private array indexed by a uniform
+        // value, checked branch-free).
+        let uniform_off = if !*offen {
+            Some(*offset as u64)
+        } else {
+            match r.vgpr.get(*vaddr as usize) {
+                None => Some(*offset as u64),
+                Some(v) => {
+                    let v0 = v[exec.trailing_zeros() as usize & (LANES - 1)];
+                    let m = lane_masks(exec);
+                    let differ = v
+                        .iter()
+                        .zip(&m)
+                        .fold(0u32, |d, (&x, &m)| d | ((x ^ v0) & m));
+                    (differ == 0).then_some(*offset as u64 + v0 as u64)
+                }
+            }
+        };
+        if let Some(lane_off) = uniform_off.filter(|o| o.is_multiple_of(4)) {
+            // Every lane at the same lane offset: dword `k` of the wave is
+            // one 256-byte block, lane `l` at 4 * l.
+            let first = wave_base.wrapping_add(swizzle_private(0, lane_off));
             let end = first.checked_add((dwords * 4 * LANES) as u64);
             if end.is_some_and(|e| e <= len) {
                 let first = first as usize;
@@ -4030,6 +4050,80 @@ mod tests {
             }
         );
         assert_eq!(r.pc, 0x3000);
+    }
+
+    /// MUBUF scratch `offen` accesses: a VGPR offset that is one value in
+    /// every EXEC lane (the row path; inactive lanes hold other values),
+    /// per-lane offsets, and a uniform offset past the segment (a memory
+    /// violation at the first EXEC lane's dword, as the per-lane path
+    /// reports it).
+    #[test]
+    fn mubuf_offen_uniform_and_per_lane_offsets() {
+        let mem = BufferMemory::new();
+        let mut r = WaveRegs::new(8);
+        let exec = 0x0ff0_ffff_0000_fff1u64;
+        r.exec = exec;
+        r.sgpr[3] = RSRC3_ADD_TID_ENABLE;
+        r.sgpr[4] = 16; // soffset
+        for lane in 0..LANES {
+            let active = exec >> lane & 1 != 0;
+            r.vgpr[0][lane] = if active { 24 } else { 1000 + lane as u32 };
+            r.vgpr[1][lane] = 0xabc0_0000 + lane as u32;
+            r.vgpr[2][lane] = 0x5555_0000 + lane as u32;
+            r.vgpr[5][lane] = if lane % 2 == 0 { 24 } else { 4 };
+        }
+        let program: [[u8; 8]; 3] = [
+            // buffer_store_dword v1, v0, s[0:3], s4 offen offset:8
+            [0x08, 0x10, 0x70, 0xe0, 0x00, 0x01, 0x00, 0x04],
+            // buffer_load_dword v2, v0, s[0:3], s4 offen offset:8
+            [0x08, 0x10, 0x50, 0xe0, 0x00, 0x02, 0x00, 0x04],
+            // buffer_load_dword v3, v5, s[0:3], s4 offen offset:8
+            [0x08, 0x10, 0x50, 0xe0, 0x05, 0x03, 0x00, 0x04],
+        ];
+        let mut code = program.concat();
+        code.extend([0x00, 0x00, 0x81, 0xbf]); // s_endpgm
+        mem.map(0x1000, code);
+        r.pc = 0x1000;
+        let mut lds = vec![0u8; 64];
+        let mut private = vec![0u8; 64 * LANES]; // 64 bytes per lane
+        let mut ctx = Ctx {
+            mem: &mem,
+            lds: &mut lds,
+            scratch: &mut private,
+            code: None,
+        };
+        while step(&mut r, &mut ctx) == Step::Continue {}
+        let word = |s: &[u8], lane: usize, off: u64| {
+            let at = 16 + swizzle_private(lane, off) as usize;
+            u32::from_le_bytes(s[at..at + 4].try_into().unwrap())
+        };
+        for lane in 0..LANES {
+            if exec >> lane & 1 == 0 {
+                assert_eq!(word(ctx.scratch, lane, 32), 0, "lane {lane} not stored");
+                assert_eq!(
+                    r.vgpr[2][lane],
+                    0x5555_0000 + lane as u32,
+                    "lane {lane} kept"
+                );
+                continue;
+            }
+            let v = 0xabc0_0000 + lane as u32;
+            assert_eq!(word(ctx.scratch, lane, 32), v, "lane {lane} stored");
+            assert_eq!(r.vgpr[2][lane], v, "lane {lane} loaded");
+            let per_lane = if lane % 2 == 0 { v } else { 0 };
+            assert_eq!(r.vgpr[3][lane], per_lane, "lane {lane} per-lane offset");
+        }
+        for lane in 0..LANES {
+            r.vgpr[0][lane] = 60; // lane offset 68: row 17, past 16 rows
+        }
+        r.pc = 0x1008;
+        assert_eq!(
+            step(&mut r, &mut ctx),
+            Step::MemoryViolation {
+                addr: PRIVATE_APERTURE + 16 + 17 * 256
+            }
+        );
+        assert_eq!(r.pc, 0x1008);
     }
 
     #[test]
