@@ -1401,6 +1401,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
         // same code, usually starts on it (the loop checks it as it checks
         // every instruction), so no cache lookup per wave.
         let mut last_page = None;
+        let mut last_other: Option<Arc<super::icache::DecodedPage>> = None;
         for w in inner.waves.iter_mut() {
             if w.run != Run::Running || w.at_barrier {
                 continue;
@@ -1416,13 +1417,21 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
             let code = &shared.code;
             let quantum = shared.cfg.quantum;
             let mut page = last_page.take().unwrap_or_else(|| code.page(w.regs.pc));
+            // The page the wave was on before `page` (calls and returns
+            // between a kernel and its functions go back and forth), tried
+            // before the cache's map.
+            let mut other = last_other.take();
             while n < quantum && wg.attention.load(Ordering::Relaxed) == 0 {
                 n += 1;
                 let pc = w.regs.pc;
                 let inst = match page.get(pc, code.generation()) {
                     Some(i) => i,
                     None => {
-                        page = code.page(pc);
+                        let next = match other.take() {
+                            Some(p) if p.get(pc, code.generation()).is_some() => p,
+                            _ => code.page(pc),
+                        };
+                        other = Some(std::mem::replace(&mut page, next));
                         page.at(pc)
                     }
                 };
@@ -1502,6 +1511,7 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
             w.scratch = scratch;
             executed += n as u64;
             last_page = Some(page);
+            last_other = other;
         }
         if abort.is_some() {
             wg.aborted.store(true, Ordering::Relaxed);

@@ -389,14 +389,25 @@ impl GlobalMemory for BufferMemory {
     fn write_lanes(&self, lanes: &[(u64, usize)], size: usize, data: &[u8]) -> Result<(), u64> {
         let first = lanes.first().map_or(0, |l| l.0);
         let mut regions = self.regions.write().map_err(|_| first)?;
+        // The region of the previous lane, tried first (as `read_lanes`).
+        let mut last: Option<(u64, &mut Vec<u8>)> = None;
         for &(addr, at) in lanes {
-            let (&base, bytes) = regions.range_mut(..=addr).next_back().ok_or(addr)?;
+            let (base, bytes) = match last.take() {
+                Some((base, bytes)) if addr >= base && addr - base < bytes.len() as u64 => {
+                    (base, bytes)
+                }
+                _ => {
+                    let (&base, bytes) = regions.range_mut(..=addr).next_back().ok_or(addr)?;
+                    (base, bytes)
+                }
+            };
             let off = usize::try_from(addr - base).map_err(|_| addr)?;
             let dst = bytes
                 .get_mut(off..off.checked_add(size).ok_or(addr)?)
                 .ok_or(addr)?;
             let src = data.get(at..at + size).ok_or(addr)?;
             super::wave::copy_small(dst, src);
+            last = Some((base, bytes));
         }
         Ok(())
     }
@@ -475,5 +486,30 @@ mod tests {
             assert_eq!(b, [1, 0, 0, 0, 2, 0, 0, 0]);
             assert_eq!(m.write_lanes(&[(0x10, 0)], 4, &[0; 4]), Err(0x10));
         }
+    }
+
+    /// `BufferMemory::write_lanes` reuses the previous lane's region: lanes
+    /// alternating between two regions, and a lane just past the region of
+    /// the lane before it (a fault there, the lanes before it written).
+    #[test]
+    fn buffer_write_lanes_across_regions() {
+        let bm = BufferMemory::new();
+        bm.map(0x1000, vec![0; 64]);
+        bm.map(0x2000, vec![0; 64]);
+        let data: Vec<u8> = (1..=16).collect();
+        let lanes = [(0x1000, 0), (0x2004, 4), (0x1008, 8), (0x2000, 12)];
+        bm.write_lanes(&lanes, 4, &data).unwrap();
+        for &(addr, at) in &lanes {
+            let mut b = [0u8; 4];
+            bm.read(addr, &mut b).unwrap();
+            assert_eq!(b[..], data[at..at + 4], "lane at {addr:#x}");
+        }
+        assert_eq!(
+            bm.write_lanes(&[(0x103c, 0), (0x1040, 4)], 4, &[9; 8]),
+            Err(0x1040)
+        );
+        let mut b = [0u8; 4];
+        bm.read(0x103c, &mut b).unwrap();
+        assert_eq!(b, [9; 4]);
     }
 }

@@ -52,7 +52,9 @@ pub mod flag {
 
 /// The cross-lane VALU moves (rows flagged `CROSS_LANE`), one arm each:
 /// what the instruction does to the wave. A new cross-lane move is its row
-/// plus its arm here.
+/// plus its arm here. (Inlined: the handlers call it with the opcode a
+/// constant, so only the opcode's arm is left.)
+#[inline(always)]
 pub(super) fn cross_lane(
     op: VAlu,
     r: &mut super::wave::WaveRegs,

@@ -255,6 +255,12 @@ impl WaveRegs {
         if (128..=192).contains(&code) {
             return (code - 128) as u64;
         }
+        if (193..=208).contains(&code) {
+            // -1..-16 (`s_or_saveexec_b64 s[16:17], -1`, the `-O0` code's
+            // whole-wave switches), as `inline_const` has them.
+            let v = (-((code - 192) as i64)) as u64;
+            return if width == 2 { v } else { v & 0xffff_ffff };
+        }
         match (code, width) {
             (126, 2) => return self.exec,
             (106, 2) => return self.vcc,
@@ -509,6 +515,11 @@ pub fn handler(inst: &Inst) -> Exec {
         Kind::Sopp { op, .. } => op.dispatch(&mut PickSopp),
         Kind::Smem { .. } => h_smem,
         Kind::Valu {
+            op: VOp::Alu(VAlu::MovB32),
+            op_sel: 0,
+            ..
+        } => h_mov_b32,
+        Kind::Valu {
             op: VOp::Alu(a),
             op_sel: 0,
             ..
@@ -527,8 +538,14 @@ pub fn handler(inst: &Inst) -> Exec {
             op: VOp::Alu(a),
             op_sel: 0,
             ..
-        } if a.props().flags & super::valu::flag::CROSS_LANE != 0 => h_cross_lane,
+        } if a.props().flags & super::valu::flag::CROSS_LANE != 0 => match a {
+            VAlu::ReadlaneB32 => h_cross_lane::<READLANE>,
+            VAlu::WritelaneB32 => h_cross_lane::<WRITELANE>,
+            _ => h_cross_lane::<READFIRSTLANE>,
+        },
         Kind::Valu { .. } => h_valu,
+        Kind::Vop3p(p) if p.op == Vop3pOp::AccvgprReadB32 => h_accvgpr_read,
+        Kind::Vop3p(p) if p.op == Vop3pOp::AccvgprWriteB32 => h_accvgpr_write,
         Kind::Vop3p(_) => h_vop3p,
         Kind::Mubuf { acc: true, .. } => h_mubuf_acc,
         Kind::Mubuf { .. } => h_mubuf,
@@ -543,7 +560,8 @@ pub fn handler(inst: &Inst) -> Exec {
 /// The PC past `inst` when `s` continues.
 #[inline(always)]
 fn advance(r: &mut WaveRegs, inst: &Inst, s: Step) -> Step {
-    if s == Step::Continue {
+    // (`matches!`: the derived `==` compares the payload word as well.)
+    if matches!(s, Step::Continue) {
         r.pc = r.pc.wrapping_add(inst.size as u64);
     }
     s
@@ -652,22 +670,156 @@ fn h_sopk<const OP: usize>(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> St
     Step::Continue
 }
 
+/// `v_mov_b32` (the commonest VALU opcode at `-O0`): the source row, or
+/// the uniform value splatted, blended into the destination under EXEC,
+/// without staging a result row (its row's value is `a32`: the VOP3
+/// abs/neg/clamp bits do not act on it).
+fn h_mov_b32(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        return h_valu(r, ctx, inst);
+    }
+    simd::run(RowMove::<MOV_B32> { r, inst })
+}
+
+#[inline(always)]
+fn mov_b32(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Valu { dst, src, .. } = &inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let d = *dst as usize;
+    let s = src[0];
+    if s >= 256 {
+        let s = s as usize - 256;
+        if s != d && d < r.vgpr.len() {
+            if s >= r.vgpr.len() {
+                blend_row(&mut r.vgpr[d], &ZERO_ROW, exec);
+            } else if s < d {
+                let (lo, hi) = r.vgpr.split_at_mut(d);
+                blend_row(&mut hi[0], &lo[s], exec);
+            } else {
+                let (lo, hi) = r.vgpr.split_at_mut(s);
+                blend_row(&mut lo[d], &hi[0], exec);
+            }
+        }
+    } else {
+        let v = r.sget(s, 1, inst.literal) as u32;
+        if let Some(row) = r.vgpr.get_mut(d) {
+            blend_row(row, &[v; LANES], exec);
+        }
+    }
+    r.pc = r.pc.wrapping_add(inst.size as u64);
+    Step::Continue
+}
+
+/// The bodies of the row-move handlers as a [`simd::Kernel`]: compiled
+/// for AVX2 as well, so that their row moves are 32-byte loads and stores
+/// instead of `memcpy` calls. `K`: [`MOV_B32`], [`ACCVGPR_READ`] or
+/// [`ACCVGPR_WRITE`].
+struct RowMove<'a, const K: u8> {
+    r: &'a mut WaveRegs,
+    inst: &'a Inst,
+}
+
+const MOV_B32: u8 = 0;
+const ACCVGPR_READ: u8 = 1;
+const ACCVGPR_WRITE: u8 = 2;
+
+impl<const K: u8> simd::Kernel for RowMove<'_, K> {
+    type Out = Step;
+    #[inline(always)]
+    fn run(self) -> Step {
+        match K {
+            MOV_B32 => mov_b32(self.r, self.inst),
+            ACCVGPR_READ => accvgpr_read(self.r, self.inst),
+            _ => accvgpr_write(self.r, self.inst),
+        }
+    }
+}
+
+/// The cross-lane moves of [`h_cross_lane`].
+const READFIRSTLANE: u8 = 0;
+const READLANE: u8 = 1;
+const WRITELANE: u8 = 2;
+
 /// `v_readlane_b32`, `v_writelane_b32`, `v_readfirstlane_b32` (the `-O0`
-/// SGPR spills): their row's arm of `valu::cross_lane`.
-fn h_cross_lane(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
-    let Kind::Valu {
-        op: VOp::Alu(op),
-        dst,
-        src,
-        ..
-    } = &inst.kind
-    else {
+/// SGPR spills; `OP` one of [`READLANE`], [`WRITELANE`], [`READFIRSTLANE`]):
+/// their row's arm of `valu::cross_lane`, the opcode a constant.
+fn h_cross_lane<const OP: u8>(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+    let Kind::Valu { dst, src, .. } = &inst.kind else {
         return Step::IllegalInstruction;
     };
     if r.mode & MODE_GPR_IDX_EN != 0 {
         return h_valu(r, ctx, inst);
     }
-    super::valu::cross_lane(*op, r, *dst, src, inst.literal);
+    let op = const {
+        match OP {
+            READLANE => VAlu::ReadlaneB32,
+            WRITELANE => VAlu::WritelaneB32,
+            _ => VAlu::ReadfirstlaneB32,
+        }
+    };
+    super::valu::cross_lane(op, r, *dst, src, inst.literal);
+    r.pc = r.pc.wrapping_add(inst.size as u64);
+    Step::Continue
+}
+
+/// `v_accvgpr_read_b32` (the `-O0` code's moves out of its AGPR spill
+/// slots): the AGPR row blended into the VGPR under EXEC.
+fn h_accvgpr_read(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        // VGPR indexing of the other VALU encodings is not modelled.
+        return Step::IllegalInstruction;
+    }
+    simd::run(RowMove::<ACCVGPR_READ> { r, inst })
+}
+
+#[inline(always)]
+fn accvgpr_read(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Vop3p(p) = &inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let a = (p.src[0] as usize).saturating_sub(256);
+    let WaveRegs { vgpr, agpr, .. } = &mut *r;
+    if let Some(d) = vgpr.get_mut(p.dst as usize) {
+        blend_row(d, agpr.get(a).unwrap_or(&ZERO_ROW), exec);
+    }
+    r.pc = r.pc.wrapping_add(inst.size as u64);
+    Step::Continue
+}
+
+/// `v_accvgpr_write_b32`: a VGPR row, or a uniform value, blended into the
+/// AGPR under EXEC (the AGPRs grow on first write).
+fn h_accvgpr_write(r: &mut WaveRegs, _: &mut Ctx<'_>, inst: &Inst) -> Step {
+    if r.mode & MODE_GPR_IDX_EN != 0 {
+        return Step::IllegalInstruction;
+    }
+    simd::run(RowMove::<ACCVGPR_WRITE> { r, inst })
+}
+
+#[inline(always)]
+fn accvgpr_write(r: &mut WaveRegs, inst: &Inst) -> Step {
+    let Kind::Vop3p(p) = &inst.kind else {
+        return Step::IllegalInstruction;
+    };
+    let exec = r.exec;
+    let dst = p.dst as usize;
+    if r.agpr.len() <= dst {
+        r.agpr.resize(dst + 1, [0; LANES]);
+    }
+    let src = p.src[0];
+    if src >= 256 {
+        let WaveRegs { vgpr, agpr, .. } = &mut *r;
+        blend_row(
+            &mut agpr[dst],
+            vgpr.get(src as usize - 256).unwrap_or(&ZERO_ROW),
+            exec,
+        );
+    } else {
+        let v = [r.sget(src, 1, inst.literal) as u32; LANES];
+        blend_row(&mut r.agpr[dst], &v, exec);
+    }
     r.pc = r.pc.wrapping_add(inst.size as u64);
     Step::Continue
 }
@@ -1799,7 +1951,7 @@ fn gather(r: &WaveRegs, s: VSrc, out: &mut [u64; LANES]) {
 }
 
 /// Copies the EXEC lanes of `src` into `dst` (branch-free, vectorises).
-#[inline]
+#[inline(always)]
 fn blend_row(dst: &mut [u32; LANES], src: &[u32; LANES], exec: u64) {
     if exec == u64::MAX {
         *dst = *src;
@@ -1809,6 +1961,12 @@ fn blend_row(dst: &mut [u32; LANES], src: &[u32; LANES], exec: u64) {
     for ((d, &s), &m) in dst.iter_mut().zip(src.iter()).zip(m.iter()) {
         *d = (*d & !m) | (s & m);
     }
+}
+
+/// One all-ones or all-zeros `u64` per lane of `exec`.
+#[inline(always)]
+fn lane_masks64(exec: u64) -> [u64; LANES] {
+    std::array::from_fn(|lane| 0u64.wrapping_sub(exec >> lane & 1))
 }
 
 /// Lane masks of the 8 bits of a byte: `BYTE_MASKS[b][i]` is all ones when
@@ -2092,13 +2250,17 @@ fn ds_cross_lane(r: &mut WaveRegs, kind: DsKind, vdst: u8, addr: u8, data0: u8, 
 /// How to move the `bytes`-byte slots of lanes `first..=last` of a
 /// lane-packed buffer (slot `lane - first`): one access when every lane is
 /// active and the addresses form one block (the fast path), else one per
-/// active lane, all handed to the memory at once.
+/// active lane, all handed to the memory at once: their `(address, slot
+/// offset)` pairs are written to `lanes` (the caller's, so that no 1 KiB
+/// array is returned by value).
+#[inline(always)]
 fn lanes_xfer(
     exec: u64,
     first: usize,
     last: usize,
     bytes: usize,
     addrs: &[u64; LANES],
+    lanes: &mut [(u64, usize); LANES],
 ) -> LaneXfer {
     let contiguous = (exec >> first).count_ones() as usize == last - first + 1
         && (first..=last)
@@ -2106,30 +2268,36 @@ fn lanes_xfer(
     if contiguous {
         return LaneXfer::Block(addrs[first], (last - first + 1) * bytes);
     }
-    let mut lanes = [(0u64, 0usize); LANES];
     let mut n = 0;
-    for (i, &a) in addrs[first..=last].iter().enumerate() {
-        if exec >> (first + i) & 1 != 0 {
-            lanes[n] = (a, i * bytes);
-            n += 1;
-        }
+    let mut rest = exec;
+    while rest != 0 {
+        let lane = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        lanes[n] = (addrs[lane], (lane - first) * bytes);
+        n += 1;
     }
-    LaneXfer::Lanes(lanes, n)
+    LaneXfer::Lanes(n)
 }
 
 /// How [`lanes_xfer`] moves the staging buffer.
-#[allow(clippy::large_enum_variant)] // on the stack: boxing would allocate per access
 enum LaneXfer {
     /// One access: the address and the length.
     Block(u64, usize),
-    /// The first `n` `(address, slot offset)` pairs, one per active lane
-    /// ([`GlobalMemory::read_lanes`], [`GlobalMemory::write_lanes`]).
-    Lanes([(u64, usize); LANES], usize),
+    /// The first `n` `(address, slot offset)` pairs of the caller's array,
+    /// one per active lane ([`GlobalMemory::read_lanes`],
+    /// [`GlobalMemory::write_lanes`]).
+    Lanes(usize),
+}
+
+avx2_twin! {
+    /// FLAT/GLOBAL/SCRATCH: [`flat_body`], compiled for AVX2 as well (the
+    /// per-lane address loops vectorise).
+    fn flat<'a, 'c>(r: &'a mut WaveRegs, ctx: &'a mut Ctx<'c>, inst: &'a Inst) -> Step = flat_body
 }
 
 #[allow(clippy::needless_range_loop)] // lanes index several arrays at once
-#[inline(never)]
-fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
+#[inline(always)]
+fn flat_body(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Kind::Flat {
         seg,
         op,
@@ -2149,23 +2317,38 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         return scratch(r, ctx, inst);
     }
     let base = saddr.map(|s| r.sget(s as u16, 2, None));
+    let off = *offset as i64 as u64;
     let mut addrs = [0u64; LANES];
-    for (lane, a) in addrs.iter_mut().enumerate() {
-        let v = match base {
-            Some(b) => {
-                b.wrapping_add(r.vgpr.get(*addr as usize).map(|x| x[lane]).unwrap_or(0) as u64)
+    // The address rows read once (zeros past the allocation): loops
+    // without branches, which vectorise.
+    let lo = r.vgpr.get(*addr as usize).unwrap_or(&ZERO_ROW);
+    match base {
+        Some(b) => {
+            for (a, &v) in addrs.iter_mut().zip(lo) {
+                *a = b.wrapping_add(v as u64).wrapping_add(off);
             }
-            None => r.vget(VSrc::Vgpr(*addr as usize, 2), lane),
-        };
-        *a = v.wrapping_add(*offset as i64 as u64);
+        }
+        None => {
+            let hi = r.vgpr.get(*addr as usize + 1).unwrap_or(&ZERO_ROW);
+            for ((a, &l), &h) in addrs.iter_mut().zip(lo).zip(hi) {
+                *a = (l as u64 | (h as u64) << 32).wrapping_add(off);
+            }
+        }
     }
     let bytes = op.bytes() as usize;
+    // In the shared or the private aperture (4 GiB each from its base).
     let in_aperture = |a: u64| {
-        (SHARED_APERTURE..SHARED_APERTURE + APERTURE_SIZE).contains(&a)
-            || (PRIVATE_APERTURE..PRIVATE_APERTURE + APERTURE_SIZE).contains(&a)
+        (a.wrapping_sub(SHARED_APERTURE) < APERTURE_SIZE)
+            | (a.wrapping_sub(PRIVATE_APERTURE) < APERTURE_SIZE)
     };
-    if *seg == FlatSeg::Flat && (0..LANES).any(|l| exec >> l & 1 != 0 && in_aperture(addrs[l])) {
-        return flat_apertures(r, ctx, op, *vdst, *data, &addrs);
+    if *seg == FlatSeg::Flat {
+        let mut any = false;
+        for (lane, &a) in addrs.iter().enumerate() {
+            any |= (exec >> lane & 1 != 0) & in_aperture(a);
+        }
+        if any {
+            return flat_apertures(r, ctx, op, *vdst, *data, &addrs);
+        }
     }
     let first = if exec == 0 {
         return Step::Continue;
@@ -2180,11 +2363,12 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     // memory by `lanes_xfer` (one access when the lanes are contiguous).
     let mut stack = [0u8; LANES * 16];
     let buf = &mut stack[..(last - first + 1) * bytes];
+    let mut lanes = [(0u64, 0usize); LANES];
     let slot = |lane: usize, k: usize| (lane - first) * bytes + 4 * k;
     if x.load {
-        let read = match lanes_xfer(exec, first, last, bytes, &addrs) {
+        let read = match lanes_xfer(exec, first, last, bytes, &addrs, &mut lanes) {
             LaneXfer::Block(a, len) => ctx.mem.read(a, &mut buf[..len]).map_err(|_| a),
-            LaneXfer::Lanes(lanes, n) => ctx.mem.read_lanes(&lanes[..n], bytes, buf),
+            LaneXfer::Lanes(n) => ctx.mem.read_lanes(&lanes[..n], bytes, buf),
         };
         if let Err(addr) = read {
             return Step::MemoryViolation { addr };
@@ -2205,9 +2389,9 @@ fn flat(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
                 Ok(())
             });
         }
-        let written = match lanes_xfer(exec, first, last, bytes, &addrs) {
+        let written = match lanes_xfer(exec, first, last, bytes, &addrs, &mut lanes) {
             LaneXfer::Block(a, len) => ctx.mem.write(a, &buf[..len]).map_err(|_| a),
-            LaneXfer::Lanes(lanes, n) => ctx.mem.write_lanes(&lanes[..n], bytes, buf),
+            LaneXfer::Lanes(n) => ctx.mem.write_lanes(&lanes[..n], bytes, buf),
         };
         match written {
             Ok(()) => Step::Continue,
@@ -2613,6 +2797,9 @@ fn flat_apertures(
     let Some(x) = op.xfer() else {
         return Step::IllegalInstruction;
     };
+    if let Some(step) = private_dwords(r, ctx.scratch, x, vdst, data, addrs) {
+        return step;
+    }
     let (lds, scratch, global) = (&mut *ctx.lds, &mut *ctx.scratch, ctx.mem);
     xfer_lanes(r, x, vdst, data, r.exec, |lane, k, buf| {
         let a = addrs[lane] + 4 * k as u64;
@@ -2630,6 +2817,115 @@ fn flat_apertures(
             };
         memops::mem_xfer(mem, at, buf, x.load, a)
     })
+}
+
+/// The fast path of [`flat_apertures`]: a load or store of whole dwords
+/// whose EXEC lanes all address the wave's private memory at dword-aligned
+/// offsets, every dword inside it (the `-O0` stack through FLAT and
+/// `scratch_*`). Dword `k` of lane `l` at private offset `off` sits at
+/// byte `(off / 4 + k) * 256 + 4 * l` of the swizzled scratch block
+/// ([`swizzle_private`]), so the access moves straight between the VGPR
+/// rows and the block (a row copy when every lane is active at the same
+/// offset). `None`, having done nothing, for any other access (sub-dword,
+/// `_d16`, another aperture or global memory, unaligned, out of range):
+/// the generic lane loop then does it, faults included.
+fn private_dwords(
+    r: &mut WaveRegs,
+    scratch: &mut [u8],
+    x: Xfer,
+    vdst: u8,
+    data: u8,
+    addrs: &[u64; LANES],
+) -> Option<Step> {
+    let bytes = x.bytes as usize;
+    let exec = r.exec;
+    if !bytes.is_multiple_of(4) || x.d16 != 0 || x.hi || exec == 0 {
+        return None;
+    }
+    let dwords = bytes / 4;
+    // Whether every EXEC lane has the first one's address (the stack
+    // through `scratch_*` and SGPR-based FLAT: branch-free, vectorises).
+    let a0 = addrs[exec.trailing_zeros() as usize];
+    let m = lane_masks64(exec);
+    let differ = addrs
+        .iter()
+        .zip(&m)
+        .fold(0, |d, (&a, &m)| d | ((a ^ a0) & m));
+    let uniform = differ == 0;
+    // The lane's last dword must lie inside the block.
+    let fits =
+        |row: usize, lane: usize| ((row + dwords - 1) * LANES + lane + 1) * 4 <= scratch.len();
+    let in_private = |off: u64| off < APERTURE_SIZE && off.is_multiple_of(4);
+    let off0 = a0.wrapping_sub(PRIVATE_APERTURE);
+    let row0 = (off0 / 4) as usize;
+    // Each EXEC lane's first element (dword index into the block).
+    let mut first = [0usize; LANES];
+    if uniform {
+        if !in_private(off0) || !fits(row0, 63 - exec.leading_zeros() as usize) {
+            return None;
+        }
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            first[lane] = row0 * LANES + lane;
+        }
+    } else {
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let off = addrs[lane].wrapping_sub(PRIVATE_APERTURE);
+            let row = (off / 4) as usize;
+            if !in_private(off) || !fits(row, lane) {
+                return None;
+            }
+            first[lane] = row * LANES + lane;
+        }
+    }
+    for k in 0..dwords {
+        let reg = if x.load { vdst } else { data } as usize + k;
+        if uniform && exec == u64::MAX {
+            // Every lane at one offset: dword `k` is one 256-byte block.
+            let at = (row0 + k) * LANES * 4;
+            let block = &mut scratch[at..at + LANES * 4];
+            if x.load {
+                if let Some(row) = r.vgpr.get_mut(reg) {
+                    for (v, w) in row.iter_mut().zip(block.chunks_exact(4)) {
+                        *v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    }
+                }
+            } else {
+                let row = r.vgpr.get(reg).unwrap_or(&ZERO_ROW);
+                for (&v, w) in row.iter().zip(block.chunks_exact_mut(4)) {
+                    w.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            continue;
+        }
+        let mut rest = exec;
+        if x.load {
+            let Some(row) = r.vgpr.get_mut(reg) else {
+                continue;
+            };
+            while rest != 0 {
+                let lane = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let at = (first[lane] + k * LANES) * 4;
+                let w = &scratch[at..at + 4];
+                row[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            }
+        } else {
+            let row = r.vgpr.get(reg).unwrap_or(&ZERO_ROW);
+            while rest != 0 {
+                let lane = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let at = (first[lane] + k * LANES) * 4;
+                scratch[at..at + 4].copy_from_slice(&row[lane].to_le_bytes());
+            }
+        }
+    }
+    Some(Step::Continue)
 }
 
 /// `scratch_*` (FLAT scratch): each lane's address is an offset into its own
@@ -2653,11 +2949,16 @@ fn scratch(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         return Step::IllegalInstruction;
     };
     let base = saddr.map(|s| r.sget(s as u16, 1, None) as u32);
-    let va = r.vgpr.get(*addr as usize).copied().unwrap_or([0; LANES]);
     let mut addrs = [0u64; LANES];
-    for (lane, a) in addrs.iter_mut().enumerate() {
-        let off = base.unwrap_or(va[lane]).wrapping_add(*offset as u32);
-        *a = PRIVATE_APERTURE + off as u64;
+    match base {
+        // SGPR (or `off`) address: one offset for every lane.
+        Some(b) => addrs = [PRIVATE_APERTURE + b.wrapping_add(*offset as u32) as u64; LANES],
+        None => {
+            let va = r.vgpr.get(*addr as usize).unwrap_or(&ZERO_ROW);
+            for (a, &v) in addrs.iter_mut().zip(va) {
+                *a = PRIVATE_APERTURE + v.wrapping_add(*offset as u32) as u64;
+            }
+        }
     }
     flat_apertures(r, ctx, op, *vdst, *data, &addrs)
 }
@@ -2666,12 +2967,21 @@ fn scratch(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
 /// loads and stores) one 4-byte move instead of a `memcpy` call.
 #[inline(always)]
 pub(super) fn copy_small(dst: &mut [u8], src: &[u8]) {
-    match (
+    if let (Ok(d), Ok(s)) = (
         <&mut [u8; 4]>::try_from(&mut *dst),
         <&[u8; 4]>::try_from(src),
     ) {
-        (Ok(d), Ok(s)) => *d = *s,
-        _ => dst.copy_from_slice(src),
+        *d = *s;
+        return;
+    }
+    match (dst, src) {
+        // Byte and short accesses: moves too, not `memcpy` calls.
+        ([d0], [s0]) => *d0 = *s0,
+        ([d0, d1], [s0, s1]) => {
+            *d0 = *s0;
+            *d1 = *s1;
+        }
+        (d, s) => d.copy_from_slice(s),
     }
 }
 
@@ -2733,10 +3043,30 @@ fn mubuf_body(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
         // Whole dwords at dword offsets (spills, private arrays): dword `k`
         // of a lane sits at wave_base + swizzle(lane_off + 4k).
         let dwords = bytes / 4;
-        if !*offen && offset.is_multiple_of(4) {
-            // Every lane at the same lane offset (spills): dword `k` of the
-            // wave is one 256-byte block, lane `l` at 4 * l.
-            let first = wave_base.wrapping_add(swizzle_private(0, *offset as u64));
+        // The lane offset when every EXEC lane has the same one: the
+        // spills (no `offen`), and `offen` accesses whose VGPR holds one
+        // value in every EXEC lane (a private array indexed by a uniform
+        // value, checked branch-free).
+        let uniform_off = if !*offen {
+            Some(*offset as u64)
+        } else {
+            match r.vgpr.get(*vaddr as usize) {
+                None => Some(*offset as u64),
+                Some(v) => {
+                    let v0 = v[exec.trailing_zeros() as usize & (LANES - 1)];
+                    let m = lane_masks(exec);
+                    let differ = v
+                        .iter()
+                        .zip(&m)
+                        .fold(0u32, |d, (&x, &m)| d | ((x ^ v0) & m));
+                    (differ == 0).then_some(*offset as u64 + v0 as u64)
+                }
+            }
+        };
+        if let Some(lane_off) = uniform_off.filter(|o| o.is_multiple_of(4)) {
+            // Every lane at the same lane offset: dword `k` of the wave is
+            // one 256-byte block, lane `l` at 4 * l.
+            let first = wave_base.wrapping_add(swizzle_private(0, lane_off));
             let end = first.checked_add((dwords * 4 * LANES) as u64);
             if end.is_some_and(|e| e <= len) {
                 let first = first as usize;
@@ -3615,6 +3945,185 @@ mod tests {
             }
         );
         assert_eq!(r.pc, 0x2000);
+    }
+
+    /// FLAT loads and stores of whole dwords into the private aperture (the
+    /// row fast path, `private_dwords`): per-lane and uniform offsets, a
+    /// partial EXEC, an unaligned lane (the generic lane loop), and a lane
+    /// whose last dword is past the segment (a memory violation at that
+    /// dword's aperture address, as the generic loop reports it).
+    #[test]
+    fn flat_private_dwords_follow_the_swizzled_layout() {
+        let mem = BufferMemory::new();
+        let mut r = WaveRegs::new(16);
+        let exec = 0xf0f0_5a5a_0ff0_c3c3u64;
+        r.exec = exec;
+        let per_lane = |lane: usize| (lane % 4) as u64 * 16 + 4;
+        for lane in 0..LANES {
+            let a = PRIVATE_APERTURE + per_lane(lane);
+            r.vgpr[0][lane] = a as u32;
+            r.vgpr[1][lane] = (a >> 32) as u32;
+            for k in 0..3 {
+                r.vgpr[2 + k][lane] = 0x1000_0000 * (k as u32 + 1) + lane as u32;
+            }
+            r.vgpr[6][lane] = 0xdead_0000 + lane as u32;
+            r.vgpr[10][lane] = 0x7700_0000 + lane as u32;
+        }
+        let program: [[u8; 8]; 2] = [
+            [0x00, 0x00, 0x78, 0xdc, 0x00, 0x02, 0x00, 0x00], // flat_store_dwordx3 v[0:1], v[2:4]
+            [0x00, 0x00, 0x58, 0xdc, 0x00, 0x00, 0x00, 0x06], // flat_load_dwordx3 v[6:8], v[0:1]
+        ];
+        let mut code = program.concat();
+        code.extend([0x00, 0x00, 0x81, 0xbf]); // s_endpgm
+        mem.map(0x1000, code);
+        r.pc = 0x1000;
+        let mut lds = vec![0u8; 64];
+        let mut private = vec![0u8; 64 * LANES]; // 64 bytes per lane
+        let mut ctx = Ctx {
+            mem: &mem,
+            lds: &mut lds,
+            scratch: &mut private,
+            code: None,
+        };
+        while step(&mut r, &mut ctx) == Step::Continue {}
+        let word = |s: &[u8], lane: usize, off: u64| {
+            let at = swizzle_private(lane, off) as usize;
+            u32::from_le_bytes(s[at..at + 4].try_into().unwrap())
+        };
+        for lane in 0..LANES {
+            let active = exec >> lane & 1 != 0;
+            for k in 0..3 {
+                let stored = word(ctx.scratch, lane, per_lane(lane) + 4 * k as u64);
+                let want = if active { r.vgpr[2 + k][lane] } else { 0 };
+                assert_eq!(stored, want, "lane {lane} dword {k} in memory");
+                if active {
+                    assert_eq!(r.vgpr[6 + k][lane], stored, "lane {lane} dword {k} loaded");
+                }
+            }
+            if !active {
+                assert_eq!(
+                    r.vgpr[6][lane],
+                    0xdead_0000 + lane as u32,
+                    "inactive lane kept"
+                );
+            }
+        }
+        // Every lane at one offset under a full EXEC (a row copy), then an
+        // unaligned lane (the generic loop), each a store and a load back.
+        r.exec = u64::MAX;
+        for (lane, unaligned) in [(None, 32u64), (Some(5usize), 2)] {
+            for l in 0..LANES {
+                let off = if Some(l) == lane { unaligned } else { 32 };
+                let a = PRIVATE_APERTURE + off;
+                r.vgpr[0][l] = a as u32;
+                r.vgpr[1][l] = (a >> 32) as u32;
+            }
+            let program: [[u8; 8]; 2] = [
+                [0x08, 0x00, 0x70, 0xdc, 0x00, 0x0a, 0x00, 0x00], // flat_store_dword v[0:1], v10 offset:8
+                [0x08, 0x00, 0x50, 0xdc, 0x00, 0x00, 0x00, 0x0b], // flat_load_dword v11, v[0:1] offset:8
+            ];
+            let mut code = program.concat();
+            code.extend([0x00, 0x00, 0x81, 0xbf]);
+            mem.map(0x2000, code);
+            r.pc = 0x2000;
+            while step(&mut r, &mut ctx) == Step::Continue {}
+            for l in 0..LANES {
+                assert_eq!(r.vgpr[11][l], 0x7700_0000 + l as u32, "lane {l} round trip");
+                if Some(l) != lane {
+                    assert_eq!(word(ctx.scratch, l, 40), 0x7700_0000 + l as u32);
+                }
+            }
+        }
+        // Lane 9's third dword lies past its 64 bytes.
+        for l in 0..LANES {
+            let off = if l == 9 { 56 } else { 0 };
+            let a = PRIVATE_APERTURE + off;
+            r.vgpr[0][l] = a as u32;
+            r.vgpr[1][l] = (a >> 32) as u32;
+        }
+        mem.map(0x3000, program[1].to_vec());
+        r.pc = 0x3000;
+        assert_eq!(
+            step(&mut r, &mut ctx),
+            Step::MemoryViolation {
+                addr: PRIVATE_APERTURE + 64
+            }
+        );
+        assert_eq!(r.pc, 0x3000);
+    }
+
+    /// MUBUF scratch `offen` accesses: a VGPR offset that is one value in
+    /// every EXEC lane (the row path; inactive lanes hold other values),
+    /// per-lane offsets, and a uniform offset past the segment (a memory
+    /// violation at the first EXEC lane's dword, as the per-lane path
+    /// reports it).
+    #[test]
+    fn mubuf_offen_uniform_and_per_lane_offsets() {
+        let mem = BufferMemory::new();
+        let mut r = WaveRegs::new(8);
+        let exec = 0x0ff0_ffff_0000_fff1u64;
+        r.exec = exec;
+        r.sgpr[3] = RSRC3_ADD_TID_ENABLE;
+        r.sgpr[4] = 16; // soffset
+        for lane in 0..LANES {
+            let active = exec >> lane & 1 != 0;
+            r.vgpr[0][lane] = if active { 24 } else { 1000 + lane as u32 };
+            r.vgpr[1][lane] = 0xabc0_0000 + lane as u32;
+            r.vgpr[2][lane] = 0x5555_0000 + lane as u32;
+            r.vgpr[5][lane] = if lane % 2 == 0 { 24 } else { 4 };
+        }
+        let program: [[u8; 8]; 3] = [
+            // buffer_store_dword v1, v0, s[0:3], s4 offen offset:8
+            [0x08, 0x10, 0x70, 0xe0, 0x00, 0x01, 0x00, 0x04],
+            // buffer_load_dword v2, v0, s[0:3], s4 offen offset:8
+            [0x08, 0x10, 0x50, 0xe0, 0x00, 0x02, 0x00, 0x04],
+            // buffer_load_dword v3, v5, s[0:3], s4 offen offset:8
+            [0x08, 0x10, 0x50, 0xe0, 0x05, 0x03, 0x00, 0x04],
+        ];
+        let mut code = program.concat();
+        code.extend([0x00, 0x00, 0x81, 0xbf]); // s_endpgm
+        mem.map(0x1000, code);
+        r.pc = 0x1000;
+        let mut lds = vec![0u8; 64];
+        let mut private = vec![0u8; 64 * LANES]; // 64 bytes per lane
+        let mut ctx = Ctx {
+            mem: &mem,
+            lds: &mut lds,
+            scratch: &mut private,
+            code: None,
+        };
+        while step(&mut r, &mut ctx) == Step::Continue {}
+        let word = |s: &[u8], lane: usize, off: u64| {
+            let at = 16 + swizzle_private(lane, off) as usize;
+            u32::from_le_bytes(s[at..at + 4].try_into().unwrap())
+        };
+        for lane in 0..LANES {
+            if exec >> lane & 1 == 0 {
+                assert_eq!(word(ctx.scratch, lane, 32), 0, "lane {lane} not stored");
+                assert_eq!(
+                    r.vgpr[2][lane],
+                    0x5555_0000 + lane as u32,
+                    "lane {lane} kept"
+                );
+                continue;
+            }
+            let v = 0xabc0_0000 + lane as u32;
+            assert_eq!(word(ctx.scratch, lane, 32), v, "lane {lane} stored");
+            assert_eq!(r.vgpr[2][lane], v, "lane {lane} loaded");
+            let per_lane = if lane % 2 == 0 { v } else { 0 };
+            assert_eq!(r.vgpr[3][lane], per_lane, "lane {lane} per-lane offset");
+        }
+        for lane in 0..LANES {
+            r.vgpr[0][lane] = 60; // lane offset 68: row 17, past 16 rows
+        }
+        r.pc = 0x1008;
+        assert_eq!(
+            step(&mut r, &mut ctx),
+            Step::MemoryViolation {
+                addr: PRIVATE_APERTURE + 16 + 17 * 256
+            }
+        );
+        assert_eq!(r.pc, 0x1008);
     }
 
     #[test]
