@@ -1,6 +1,6 @@
 //! What a failed GPU soak leaves behind to be read: gdbmux's own log (the
-//! `mux` and `dbgapi` channels, written to a file for the whole run) cut
-//! around the first failure, and a snapshot of every process and thread
+//! `packets`, `mux` and `dbgapi` channels, written to a file for the whole
+//! run, kept when the run fails) with the first failed session's part, and a snapshot of every process and thread
 //! involved taken the moment the first session failed (state, kernel wait
 //! channel, current system call), with the GPU library's rendezvous
 //! sockets (`@simgpu-dbgapi.PID` in `/proc/net/unix`).
@@ -12,15 +12,19 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::path::PathBuf;
 
-/// The log lines printed before the first failure (and after it).
-const LINES_BEFORE: usize = 400;
+/// The most log lines printed of the failed session (its first and last
+/// lines, what lies between them elided), and after its failure.
+const SESSION_LINES: usize = 1500;
 const LINES_AFTER: usize = 100;
 
-/// gdbmux's log file and where the first failure fell in it.
+/// gdbmux's log file and where the first failed session fell in it.
 pub struct Evidence {
     log: PathBuf,
-    /// Log length when the first session failed, and the snapshot then.
-    first: Option<(u64, String)>,
+    /// Log length when the session now running began.
+    session_start: u64,
+    /// For the first failed session: the log length when it began and when
+    /// it failed, and the snapshot then.
+    first: Option<(u64, u64, String)>,
 }
 
 impl Evidence {
@@ -28,7 +32,20 @@ impl Evidence {
     pub fn new() -> Self {
         let log = std::env::temp_dir().join(format!("soak-gpu-{}.log", std::process::id()));
         let _ = std::fs::remove_file(&log);
-        Evidence { log, first: None }
+        Evidence {
+            log,
+            session_start: 0,
+            first: None,
+        }
+    }
+
+    fn log_len(&self) -> u64 {
+        std::fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// A session begins: its part of the log starts here.
+    pub fn session_begins(&mut self) {
+        self.session_start = self.log_len();
     }
 
     /// gdbmux's arguments that write the log.
@@ -37,47 +54,56 @@ impl Evidence {
             "--log-file".into(),
             self.log.clone().into(),
             "--log-channels".into(),
-            "mux,dbgapi".into(),
+            "packets,mux,dbgapi".into(),
         ]
     }
 
     /// Notes a failed session: the first one's moment is kept.
     pub fn failed(&mut self, gdbmux: u32) {
         if self.first.is_none() {
-            let len = std::fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0);
-            self.first = Some((len, snapshot(gdbmux)));
+            self.first = Some((self.session_start, self.log_len(), snapshot(gdbmux)));
         }
     }
 
-    /// Prints the snapshot and the log around the first failure.
+    /// Prints the snapshot and the log of the first failed session (and a
+    /// little after it); the whole log is kept (a passing run keeps none).
     pub fn print(&self) {
-        let Some((at, snap)) = &self.first else {
+        let Some((from, at, snap)) = &self.first else {
             return;
         };
         println!("---- processes when the first session failed ----\n{snap}");
         let text = std::fs::read(&self.log).unwrap_or_default();
         let at = (*at as usize).min(text.len());
-        let (before, after) = text.split_at(at);
-        let before = String::from_utf8_lossy(before);
-        let after = String::from_utf8_lossy(after);
-        let head: Vec<&str> = before.lines().collect();
-        let from = head.len().saturating_sub(LINES_BEFORE);
+        let from = (*from as usize).min(at);
+        let session = String::from_utf8_lossy(&text[from..at]);
+        let lines: Vec<&str> = session.lines().collect();
         println!(
-            "---- gdbmux log ({}), the {} lines before the first failure ----",
+            "---- gdbmux log ({}, kept), the failed session: {} lines ----",
             self.log.display(),
-            head.len() - from
+            lines.len()
         );
-        for l in &head[from..] {
-            println!("{l}");
+        if lines.len() <= SESSION_LINES {
+            lines.iter().for_each(|l| println!("{l}"));
+        } else {
+            let head = SESSION_LINES / 3;
+            let tail = SESSION_LINES - head;
+            lines[..head].iter().for_each(|l| println!("{l}"));
+            println!("[… {} lines …]", lines.len() - SESSION_LINES);
+            lines[lines.len() - tail..]
+                .iter()
+                .for_each(|l| println!("{l}"));
         }
-        println!("---- the first failure; after it ----");
-        for l in after.lines().take(LINES_AFTER) {
+        println!("---- the failure; after it ----");
+        for l in String::from_utf8_lossy(&text[at..])
+            .lines()
+            .take(LINES_AFTER)
+        {
             println!("{l}");
         }
         println!("---- end of gdbmux log excerpt ----");
     }
 
-    /// Removes the log (a passing run keeps nothing).
+    /// Removes the log of a run that passed.
     pub fn discard(&self) {
         let _ = std::fs::remove_file(&self.log);
     }

@@ -100,7 +100,8 @@ fn simgpu_launch_addr(c: &mut RspClient, stats: &mut GpuStats) -> Result<u64> {
         stats.packets += 1;
         c.send_packet(b"vCont;c")?;
         c.interrupt()?;
-        c.wait_stop("vCont;c + interrupt (runtime not mapped yet)")?;
+        c.wait_stop("vCont;c + interrupt (runtime not mapped yet)")
+            .context("vCont;c + interrupt (runtime not mapped yet)")?;
     };
     let (base, path) = maps
         .lines()
@@ -130,17 +131,17 @@ fn simgpu_launch_addr(c: &mut RspClient, stats: &mut GpuStats) -> Result<u64> {
 
 /// Waits for a stop, collecting console output; returns the text.
 fn stop_text(c: &mut RspClient, what: &str) -> Result<(StopReply, String)> {
-    let (stop, out) = c.wait_stop(what)?;
+    let (stop, out) = c.wait_stop(what).with_context(|| what.to_string())?;
     Ok((stop, String::from_utf8_lossy(&out).into_owned()))
 }
 
 /// One GPU session (see the module comment).
 pub fn session(c: &mut RspClient, rng: &mut Rng, stats: &mut GpuStats) -> Result<()> {
     stats.sessions += 1;
-    c.handshake_gdb()?;
+    c.handshake_gdb().context("handshake")?;
     stats.packets += 3;
     stats.packets += 1;
-    let (stop, _) = c.stop_reply("?")?;
+    let (stop, _) = c.stop_reply("?").context("?")?;
     if matches!(
         stop,
         StopReply::Exited { .. } | StopReply::Terminated { .. }
@@ -153,14 +154,18 @@ pub fn session(c: &mut RspClient, rng: &mut Rng, stats: &mut GpuStats) -> Result
     // after the launch).
     let launch = simgpu_launch_addr(c, stats)?;
     stats.packets += 1;
-    c.expect_ok(&format!("Z0,{launch:x},1"))?;
+    c.expect_ok(&format!("Z0,{launch:x},1"))
+        .context("Z0 simgpu_launch")?;
     stats.packets += 1;
-    let (stop, _) = c.stop_reply("vCont;c")?;
+    let (stop, _) = c
+        .stop_reply("vCont;c")
+        .context("vCont;c to simgpu_launch")?;
     if !matches!(stop, StopReply::Signal(_)) {
         bail!("no stop at simgpu_launch: {stop:?}");
     }
     stats.packets += 1;
-    c.expect_ok(&format!("z0,{launch:x},1"))?;
+    c.expect_ok(&format!("z0,{launch:x},1"))
+        .context("z0 simgpu_launch")?;
     let out = monitor(c, stats, "gpu break vector_add")?;
     if !out.contains("GPU breakpoint at") {
         bail!("gpu break: {out}");
@@ -188,7 +193,7 @@ pub fn session(c: &mut RspClient, rng: &mut Rng, stats: &mut GpuStats) -> Result
         "qXfer:threads:read::0,fff",
     ] {
         stats.packets += 1;
-        c.request(p.as_bytes())?;
+        c.request(p.as_bytes()).with_context(|| p.to_string())?;
     }
     let out = monitor(c, stats, &format!("gpu delete {pc:#x}"))?;
     if !out.contains("deleted") {

@@ -489,12 +489,14 @@ fn run_gpu(cli: &Cli, bin: &PathBuf, program: &std::path::Path, seed: u64) -> Re
         c.set_timeout(Duration::from_secs(30));
         Ok(c)
     };
-    let one = |rng: &mut Rng, stats: &mut gpu::GpuStats| -> Result<()> {
-        let mut c = connect()?;
-        gpu::session(&mut c, rng, stats)
-    };
+    let one =
+        |rng: &mut Rng, stats: &mut gpu::GpuStats, ev: &mut evidence::Evidence| -> Result<()> {
+            ev.session_begins();
+            let mut c = connect()?;
+            gpu::session(&mut c, rng, stats)
+        };
     for _ in 0..3 {
-        if let Err(e) = one(&mut rng, &mut stats) {
+        if let Err(e) = one(&mut rng, &mut stats, &mut evidence) {
             errors += 1;
             eprintln!("soak --gpu: warm-up session failed: {e:#}");
             evidence.failed(pid);
@@ -518,7 +520,7 @@ fn run_gpu(cli: &Cli, bin: &PathBuf, program: &std::path::Path, seed: u64) -> Re
     let deadline = start + Duration::from_secs(cli.secs);
     let mut last_report = start;
     while Instant::now() < deadline {
-        if let Err(e) = one(&mut rng, &mut stats) {
+        if let Err(e) = one(&mut rng, &mut stats, &mut evidence) {
             errors += 1;
             eprintln!("soak --gpu: session {} failed: {e:#}", stats.sessions);
             evidence.failed(pid);
@@ -559,7 +561,8 @@ fn run_gpu(cli: &Cli, bin: &PathBuf, program: &std::path::Path, seed: u64) -> Re
     drop(server);
     if r.is_err() {
         evidence.print();
+    } else {
+        evidence.discard();
     }
-    evidence.discard();
     r
 }
