@@ -714,6 +714,13 @@ impl GpuController {
             let (id, event) = ev;
             news.events += 1;
             self.counts.total += 1;
+            // The library asks for host breakpoints at runtime and
+            // code-object events, never at a wave's: a stop-all's 10,000
+            // WAVE_STOPs do not look at the request queue (a lock each).
+            let wave_event = matches!(
+                event,
+                GpuEvent::WaveStop { .. } | GpuEvent::WaveCommandTerminated { .. }
+            );
             self.handle_event(event, &mut news);
             // Fix (muxtests): the library's host-breakpoint requests are
             // queued and carried out by the session after this returns. Acking
@@ -721,7 +728,7 @@ impl GpuController {
             // runtime run into its hook before the breakpoint was planted
             // (gdb flow: code-object updates lost in ~half the runs). Hold the
             // ack, wake the loop, and ack at the start of the next round.
-            if self.self_wake.is_some() && self.host_requests_pending() {
+            if !wave_event && self.self_wake.is_some() && self.host_requests_pending() {
                 self.deferred_acks.push(id);
                 self.wake_self();
                 break;

@@ -200,6 +200,16 @@ impl WaveStops {
         self.update(w, |s| s.requested = on);
     }
 
+    /// Marks a stop requested (one map operation, where a look-up first
+    /// and an update after were two per wave of a stop-all); the state
+    /// before, for the caller to check and undo.
+    fn request(&mut self, w: WaveId) -> WaveStop {
+        let s = self.0.entry(w).or_default();
+        let before = *s;
+        s.requested = true;
+        before
+    }
+
     fn unfetch(&mut self, w: WaveId) {
         self.update(w, |s| s.fetched = None);
     }
@@ -1710,12 +1720,21 @@ impl Library {
         // client (`visible_state`): any other wave goes straight to the
         // device, whose stop request finds the wave once (a state query
         // first cost a second lookup and workgroup lock per wave of a
-        // stop-all).
-        let stop = proc.stops.get(&w);
+        // stop-all). The request is marked first and undone where refused.
+        let stop = proc.stops.request(w);
+        let refuse = |proc: &mut Process, e: Status| {
+            if !stop.requested {
+                proc.stops.set_requested(w, false);
+            }
+            Err(e)
+        };
         if stop.fetched.is_some() || is_storm_id(w.0) {
-            let i = Self::sim_wave(proc, w)?;
+            let i = match Self::sim_wave(proc, w) {
+                Ok(i) => i,
+                Err(e) => return refuse(proc, e),
+            };
             if Self::visible_state(proc, w, i.state) == wave_state::STOP {
-                return Err(st::ERROR_WAVE_STOPPED);
+                return refuse(proc, st::ERROR_WAVE_STOPPED);
             }
         }
         if stop.requested {
@@ -1723,24 +1742,21 @@ impl Library {
         }
         if is_storm_id(w.0) {
             // Storm waves stop when their producer says so.
-            return Err(st::ERROR_NOT_IMPLEMENTED);
+            return refuse(proc, st::ERROR_NOT_IMPLEMENTED);
         }
         if proc.faults.stall {
             // Accepted (if the wave exists), never completed: the device
             // is stalled.
-            Self::sim_wave(proc, w)?;
-            proc.stops.set_requested(w, true);
+            if let Err(e) = Self::sim_wave(proc, w) {
+                return refuse(proc, e);
+            }
             return Ok(());
         }
-        proc.stops.set_requested(w, true);
         let ix = proc.device.wave_index(&mut proc.wave_index);
         match proc.device.stop_wave_in(ix, w) {
             // Stopped already (its WAVE_STOP is pending): that event completes the request.
             Ok(()) | Err(DeviceError::WaveStopped(_)) => Ok(()),
-            Err(e) => {
-                proc.stops.set_requested(w, false);
-                Err(dev_status(e))
-            }
+            Err(e) => refuse(proc, dev_status(e)),
         }
     }
 
