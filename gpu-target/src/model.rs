@@ -516,7 +516,10 @@ pub trait GpuBackend {
     /// its info is asked for when a client wants it. The default asks
     /// [`Self::stopped_wave_info`].
     fn stopped_wave_reason(&mut self, wave: WaveId) -> Result<StopReasons, GpuError> {
-        Ok(self.stopped_wave_info(wave)?.stop_reason.unwrap_or_default())
+        Ok(self
+            .stopped_wave_info(wave)?
+            .stop_reason
+            .unwrap_or_default())
     }
     /// The PC of a stopped wave (one `PC` query for amd-dbgapi); the
     /// default asks [`Self::stopped_wave_info`].

@@ -912,30 +912,27 @@ impl GpuController {
     }
 
     /// A stopped wave's whole info, completed from the library the first
-    /// time it is asked for after the stop (`None`: the wave is not known
-    /// to be stopped).
-    fn kept_stop_info(&mut self, wave: WaveId) -> Option<GpuResult<&WaveInfo>> {
-        let (reasons, pc) = match self.stop_infos.get(&wave)? {
-            KeptStop::Info(_) => (None, None),
-            KeptStop::Reason { reasons, pc } => (Some(*reasons), *pc),
+    /// time it is asked for after the stop: `None` when the wave is not
+    /// known to be stopped or its info is complete already.
+    fn complete_stop_info(&mut self, wave: WaveId) -> Option<GpuResult<()>> {
+        let Some(&KeptStop::Reason { reasons, pc }) = self.stop_infos.get(&wave) else {
+            return None;
         };
-        if let Some(reasons) = reasons {
-            let mut info = match self.backend().and_then(|b| b.stopped_wave_info(wave).map_err(gerr)) {
-                Ok(i) => i,
-                Err(e) => return Some(Err(e)),
-            };
-            // As the stop left them: the reason, and a pc rewound onto a
-            // breakpoint (also written to the wave, so the library agrees).
-            info.stop_reason = Some(reasons);
-            if pc.is_some() {
-                info.pc = pc;
-            }
-            self.stop_infos.insert(wave, KeptStop::Info(info));
+        let mut info = match self
+            .backend()
+            .and_then(|b| b.stopped_wave_info(wave).map_err(gerr))
+        {
+            Ok(i) => i,
+            Err(e) => return Some(Err(e)),
+        };
+        // As the stop left them: the reason, and a pc rewound onto a
+        // breakpoint (also written to the wave, so the library agrees).
+        info.stop_reason = Some(reasons);
+        if pc.is_some() {
+            info.pc = pc;
         }
-        match self.stop_infos.get(&wave) {
-            Some(KeptStop::Info(i)) => Some(Ok(i)),
-            _ => None,
-        }
+        self.stop_infos.insert(wave, KeptStop::Info(info));
+        Some(Ok(()))
     }
 
     fn refresh_arch(&mut self) {
@@ -1213,8 +1210,17 @@ impl GpuController {
 
     /// Info about one wave (a stopped wave's as its stop left it).
     pub fn wave_info(&mut self, wave: WaveId) -> GpuResult<WaveInfo> {
-        if let Some(i) = self.kept_stop_info(wave) {
-            return i.cloned();
+        match self.stop_infos.get(&wave) {
+            Some(KeptStop::Info(i)) => return Ok(i.clone()),
+            Some(KeptStop::Reason { .. }) => {
+                if let Some(r) = self.complete_stop_info(wave) {
+                    r?;
+                }
+                if let Some(KeptStop::Info(i)) = self.stop_infos.get(&wave) {
+                    return Ok(i.clone());
+                }
+            }
+            None => {}
         }
         self.backend()?.wave_info(wave).map_err(gerr)
     }
@@ -1225,9 +1231,11 @@ impl GpuController {
         match self.stop_infos.get(&wave) {
             Some(KeptStop::Info(i)) => Ok(i.pc),
             Some(KeptStop::Reason { pc: Some(pc), .. }) => Ok(Some(*pc)),
-            Some(KeptStop::Reason { pc: None, .. }) => {
-                self.backend()?.stopped_wave_pc(wave).map(Some).map_err(gerr)
-            }
+            Some(KeptStop::Reason { pc: None, .. }) => self
+                .backend()?
+                .stopped_wave_pc(wave)
+                .map(Some)
+                .map_err(gerr),
             None => Ok(self.wave_info(wave)?.pc),
         }
     }
@@ -1240,8 +1248,17 @@ impl GpuController {
         if !pc && r.name != "exec" {
             return None;
         }
-        let info = self.kept_stop_info(wave)?.ok()?;
-        let v = if pc { info.pc? } else { info.exec? };
+        let v = match self.stop_infos.get(&wave)? {
+            KeptStop::Info(i) => (if pc { i.pc } else { i.exec })?,
+            KeptStop::Reason { pc: Some(at), .. } if pc => *at,
+            KeptStop::Reason { .. } => {
+                self.complete_stop_info(wave)?.ok()?;
+                match self.stop_infos.get(&wave)? {
+                    KeptStop::Info(i) => (if pc { i.pc } else { i.exec })?,
+                    KeptStop::Reason { .. } => return None,
+                }
+            }
+        };
         (bits == 64).then(|| v.to_le_bytes().to_vec())
     }
 
