@@ -184,6 +184,11 @@ struct WaveStops {
 }
 
 impl WaveStops {
+    /// Whether `w`'s state is in the map (it stays there until it clears).
+    fn in_map(&self, w: &WaveId) -> bool {
+        !self.sparse.is_empty() && self.sparse.contains_key(w)
+    }
+
     /// The dense slot of `w`, if the window holds it.
     fn slot(&self, w: &WaveId) -> Option<usize> {
         let i = w.0.checked_sub(self.base)?;
@@ -206,14 +211,13 @@ impl WaveStops {
 
     /// Changes a wave's state; an all-clear state leaves no map entry.
     fn update<R>(&mut self, w: WaveId, f: impl FnOnce(&mut WaveStop) -> R) -> R {
-        if self.dense_live == 0 && self.sparse.get(&w).is_none() && !is_storm_id(w.0) {
+        if self.dense_live == 0 && !self.in_map(&w) && !is_storm_id(w.0) {
             // Nothing in the window: move it to start at this wave.
             self.base = w.0;
             self.dense.clear();
         }
         let i = w.0.wrapping_sub(self.base);
-        if w.0 >= self.base && i < DENSE_STOPS && !is_storm_id(w.0) && self.sparse.get(&w).is_none()
-        {
+        if w.0 >= self.base && i < DENSE_STOPS && !is_storm_id(w.0) && !self.in_map(&w) {
             let i = i as usize;
             if i >= self.dense.len() {
                 self.dense.resize(i + 1, WaveStop::default());
