@@ -510,6 +510,24 @@ pub trait GpuBackend {
     fn stopped_wave_info(&mut self, wave: WaveId) -> Result<WaveInfo, GpuError> {
         self.wave_info(wave)
     }
+    /// The stop reason of a wave whose WAVE_STOP event is being handled
+    /// (one `STOP_REASON` query for amd-dbgapi): a stop-all of 10,000
+    /// waves needs only this of each wave to report the stop; the rest of
+    /// its info is asked for when a client wants it. The default asks
+    /// [`Self::stopped_wave_info`].
+    fn stopped_wave_reason(&mut self, wave: WaveId) -> Result<StopReasons, GpuError> {
+        Ok(self
+            .stopped_wave_info(wave)?
+            .stop_reason
+            .unwrap_or_default())
+    }
+    /// The PC of a stopped wave (one `PC` query for amd-dbgapi); the
+    /// default asks [`Self::stopped_wave_info`].
+    fn stopped_wave_pc(&mut self, wave: WaveId) -> Result<u64, GpuError> {
+        self.stopped_wave_info(wave)?
+            .pc
+            .ok_or(GpuError::WaveNotStopped(wave))
+    }
     /// One dispatch.
     fn dispatch_info(&mut self, dispatch: DispatchId) -> Result<DispatchInfo, GpuError>;
     /// Loaded code objects.

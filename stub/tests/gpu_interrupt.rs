@@ -6,6 +6,11 @@
 //! the wave is stopped (its pc reads). Before, the wave stopped for the
 //! interrupt was resumed at once and the interrupt reported after the
 //! timeout, with the wave running.
+//!
+//! gdbmux asks the library only for a WAVE_STOP's reason when the stop was
+//! requested, and for the stopped wave's pc and exec when a client wants
+//! them: the pc and exec the stop reply expedites, `p` reads and
+//! `jThreadsInfo` lists are the same values.
 
 mod gpu_support;
 
@@ -91,28 +96,57 @@ fn gpu_interrupt_stops_the_running_wave_without_the_timeout() {
         server.log()
     );
     // Stopped: its pc reads (a running wave's registers do not).
-    let pc_reg = pc_regnum(&mut gpu);
-    let pc = gpu
-        .request(format!("p{pc_reg:x};thread:{wave_tid:x};").as_bytes())
-        .expect("p pc");
-    assert!(
-        pc.len() == 16 && pc.iter().all(u8::is_ascii_hexdigit),
-        "pc of the stopped wave: {}",
-        String::from_utf8_lossy(&pc)
-    );
+    let pc_reg = regnum(&mut gpu, "generic:pc;");
+    let exec_reg = regnum(&mut gpu, "name:exec;");
+    let read = |gpu: &mut protocol_tests::client::RspClient, n: u32| {
+        let v = gpu
+            .request(format!("p{n:x};thread:{wave_tid:x};").as_bytes())
+            .expect("p");
+        assert!(
+            v.len() == 16 && v.iter().all(u8::is_ascii_hexdigit),
+            "register {n} of the stopped wave: {}",
+            String::from_utf8_lossy(&v)
+        );
+        String::from_utf8(v).expect("hex")
+    };
+    let pc = read(&mut gpu, pc_reg);
+    let exec = read(&mut gpu, exec_reg);
+    assert_ne!(pc, "0000000000000000", "the stopped wave's pc");
+    // The stop reply's expedited pc and thread-pcs, and `jThreadsInfo`,
+    // agree with the reads (the pc and exec asked for after the stop).
+    if let Some(v) = s.registers.get(&pc_reg) {
+        assert_eq!(v, &pc, "expedited pc");
+    }
+    if let Some(at) = s.threads.iter().position(|t| t.tid == IdPart::Id(wave_tid)) {
+        if let Some(v) = s.thread_pcs.get(at) {
+            assert_eq!(v.to_le_bytes().map(|b| format!("{b:02x}")).concat(), pc);
+        }
+    }
+    let infos = protocol_tests::reply::parse_threads_info(
+        &gpu.request(b"jThreadsInfo").expect("jThreadsInfo"),
+    )
+    .expect("jThreadsInfo parses");
+    let wave = infos
+        .iter()
+        .find(|t| t.tid == wave_tid)
+        .expect("the wave in jThreadsInfo");
+    assert_eq!(wave.registers.get(&pc_reg), Some(&pc), "{:?}", wave.raw);
+    assert_eq!(wave.registers.get(&exec_reg), Some(&exec), "{:?}", wave.raw);
+    assert_eq!(read(&mut gpu, pc_reg), pc, "the pc read again");
 }
 
-/// The GPU pc's register number, from `qRegisterInfo`.
-fn pc_regnum(gpu: &mut protocol_tests::client::RspClient) -> u32 {
+/// The number of the GPU register whose `qRegisterInfo` has `key` (e.g.
+/// `generic:pc;`).
+fn regnum(gpu: &mut protocol_tests::client::RspClient, key: &str) -> u32 {
     for n in 0..4096u32 {
         let r = gpu
             .request(format!("qRegisterInfo{n:x}").as_bytes())
             .expect("qRegisterInfo");
         let text = String::from_utf8_lossy(&r).into_owned();
-        if text.contains("generic:pc;") {
+        if text.contains(key) {
             return n;
         }
-        assert!(!text.starts_with('E'), "no pc in the register table");
+        assert!(!text.starts_with('E'), "no {key} in the register table");
     }
-    panic!("no pc in the register table")
+    panic!("no {key} in the register table")
 }

@@ -500,6 +500,20 @@ impl GpuBackend for DbgApiBackend {
         self.wave_info_in(w, WaveState::Stopped)
     }
 
+    fn stopped_wave_reason(&mut self, w: WaveId) -> Result<StopReasons, GpuError> {
+        let r = self
+            .process
+            .wave_info(w.0, info::wave::STOP_REASON, 4)
+            .map_err(|e| wave_err(w, e))?;
+        Ok(StopReasons(r as u32))
+    }
+
+    fn stopped_wave_pc(&mut self, w: WaveId) -> Result<u64, GpuError> {
+        self.process
+            .wave_info(w.0, info::wave::PC, 8)
+            .map_err(|e| wave_err(w, e))
+    }
+
     fn dispatch_info(&mut self, d: DispatchId) -> Result<DispatchInfo, GpuError> {
         use info::dispatch as q;
         let p = &self.process;

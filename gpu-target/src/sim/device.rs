@@ -422,6 +422,13 @@ fn release<'a>(
 /// they may exceed the hand-off's capacity (one outstanding stop per wave
 /// bounds them), since the thread carrying them out may be the consumer,
 /// which would wait for itself.
+/// [`push_unbounded`] of one event.
+fn push_one(shared: &Shared, ev: DeviceEvent) {
+    if shared.events.push_unbounded(ev) == Ok(Wake::Yes) {
+        notify_hook(shared);
+    }
+}
+
 fn push_unbounded(shared: &Shared, evs: Vec<DeviceEvent>) {
     let mut wake = false;
     for ev in evs {
@@ -992,17 +999,22 @@ impl Device {
                     w.run = Run::Stopped;
                     w.single_step = false;
                     w.stop_reason = StopReasons::NONE;
-                    events.push(DeviceEvent::WaveStop {
+                    Ok(DeviceEvent::WaveStop {
                         wave: id,
                         reasons: StopReasons::NONE,
                         pc: w.regs.pc,
                         exec: w.regs.exec,
-                    });
-                    Ok(())
+                    })
                 }
             };
             release(&self.shared, wg, inner, events);
-            return r;
+            // Queued once `release` published the stopped wave (as every
+            // stop event is), on its own: `events` stays empty in a
+            // stop-all, which therefore allocates nothing per wave (a `Vec`
+            // of one event was a malloc and a free per wave stopped).
+            let ev = r?;
+            push_one(&self.shared, ev);
+            return Ok(());
         }
         match wg.snaps[i].state.load(Ordering::Acquire) {
             STATE_STOPPED => return Err(DeviceError::WaveStopped(id)),

@@ -221,7 +221,9 @@ impl StopQueue {
 
     /// Drops the wave's stop; `true` when there was one.
     fn remove(&mut self, wave: WaveId) -> bool {
-        if !self.queued.remove(&wave) {
+        // The resume of 10,000 waves after a stop-all whose stops were all
+        // reported probes nothing.
+        if self.q.is_empty() || !self.queued.remove(&wave) {
             return false;
         }
         self.q.retain(|x| x.wave != wave);
@@ -317,15 +319,42 @@ pub struct GpuController {
     /// the pc already rewound), until the wave is resumed, a register of it
     /// is written or it goes: a stopped wave's info does not change
     /// meanwhile, and a stop of 10,000 waves asks for each wave's pc, exec
-    /// and name again (the stop record, `jThreadsInfo`). At most one entry
-    /// per live wave (dead waves' go with the wave list, as `wave_regs`').
-    stop_infos: gpu_target::idhash::IdMap<WaveId, WaveInfo>,
+    /// and name again (the stop record, `jThreadsInfo`). At the stop only
+    /// the reason is asked for (and the pc of a stop that is more than a
+    /// requested one): the rest on first need ([`KeptStop`]). At most one
+    /// entry per live wave (dead waves' go with the wave list, as
+    /// `wave_regs`').
+    stop_infos: gpu_target::idhash::IdMap<WaveId, KeptStop>,
     stop_timer: Option<StopTimer>,
     stop_timeout: std::time::Duration,
     stop_timed_out: bool,
     /// The last RUNTIME event's state (and the library's reason for a
     /// restricted one).
     runtime: Option<(RuntimeState, Option<String>)>,
+}
+
+/// What the controller keeps of a stopped wave (`stop_infos`).
+///
+/// A stop-all of 10,000 waves reports the interrupt once every wave's stop
+/// is in; for that it needs each wave's stop reason, nothing else (the
+/// interrupt's stop reply of 1024 waves or more lists no pcs). Asking the
+/// library for the pc and exec of every wave at its WAVE_STOP as well was
+/// two of the seven library calls per wave of a stop-all; they are asked
+/// for when a client wants them (`jThreadsInfo`, a register read), once,
+/// and kept from then on as before. amd-dbgapi answers a stopped wave's
+/// pc and exec until it is resumed, so asking later gives the same answer.
+#[derive(Debug, Clone)]
+enum KeptStop {
+    /// The stop's reason and, for a stop other than a requested one, its pc
+    /// (rewound onto a breakpoint); the rest is asked for on first need.
+    Reason {
+        /// Why it stopped.
+        reasons: StopReasons,
+        /// Its pc, where it was asked for at the stop.
+        pc: Option<u64>,
+    },
+    /// The wave's whole info at the stop.
+    Info(WaveInfo),
 }
 
 /// The GPU session's exit held for the lldb helper.
@@ -691,6 +720,13 @@ impl GpuController {
             let (id, event) = ev;
             news.events += 1;
             self.counts.total += 1;
+            // The library asks for host breakpoints at runtime and
+            // code-object events, never at a wave's: a stop-all's 10,000
+            // WAVE_STOPs do not look at the request queue (a lock each).
+            let wave_event = matches!(
+                event,
+                GpuEvent::WaveStop { .. } | GpuEvent::WaveCommandTerminated { .. }
+            );
             self.handle_event(event, &mut news);
             // Fix (muxtests): the library's host-breakpoint requests are
             // queued and carried out by the session after this returns. Acking
@@ -698,7 +734,7 @@ impl GpuController {
             // runtime run into its hook before the breakpoint was planted
             // (gdb flow: code-object updates lost in ~half the runs). Hold the
             // ack, wake the loop, and ack at the start of the next round.
-            if self.self_wake.is_some() && self.host_requests_pending() {
+            if !wave_event && self.self_wake.is_some() && self.host_requests_pending() {
                 self.deferred_acks.push(id);
                 self.wake_self();
                 break;
@@ -770,7 +806,10 @@ impl GpuController {
             }
             GpuEvent::WaveStop { wave } => {
                 if self.finish_step_over(wave) == Some(true)
-                    && self.wave_info(wave).ok().and_then(|i| i.stop_reason)
+                    && self
+                        .backend()
+                        .and_then(|b| b.stopped_wave_reason(wave).map_err(gerr))
+                        .ok()
                         == Some(StopReasons::SINGLE_STEP)
                 {
                     // Past the breakpoint and asked to run on: no stop to
@@ -783,13 +822,13 @@ impl GpuController {
                 }
                 let tid = self.tid_of(wave);
                 match self.capture_stop(wave) {
-                    Ok(info) => {
+                    Ok((reasons, pc)) => {
                         news.wave_stops.push(wave);
                         let stop = WaveStop {
                             wave,
                             tid,
-                            reasons: info.stop_reason.unwrap_or_default(),
-                            pc: info.pc,
+                            reasons,
+                            pc,
                         };
                         if self.stops.push(stop) {
                             self.counts.stops_replaced += 1;
@@ -837,18 +876,26 @@ impl GpuController {
         }
     }
 
-    /// Wave info at a stop, with the PC rewound onto a breakpoint
-    /// instruction (the hardware reports it past the `s_trap`).
-    fn capture_stop(&mut self, wave: WaveId) -> GpuResult<WaveInfo> {
-        let mut info = self.backend()?.stopped_wave_info(wave).map_err(gerr)?;
+    /// A wave's stop: its reason and, for a stop other than a requested
+    /// one (a requested stop has no reason), its pc, rewound onto a
+    /// breakpoint instruction (the hardware reports it past the `s_trap`).
+    /// The rest of the wave's info is asked for on first need
+    /// ([`KeptStop`]).
+    fn capture_stop(&mut self, wave: WaveId) -> GpuResult<(StopReasons, Option<u64>)> {
+        let b = self.backend()?;
+        let reasons = b.stopped_wave_reason(wave).map_err(gerr)?;
+        let mut pc = None;
+        if reasons.0 != 0 {
+            pc = Some(b.stopped_wave_pc(wave).map_err(gerr)?);
+        }
         let adjust = self
             .arch
             .as_ref()
             .map(|a| a.breakpoint_pc_adjust)
             .unwrap_or(0);
-        if let (Some(r), Some(pc)) = (info.stop_reason, info.pc) {
-            if r.contains(StopReasons::BREAKPOINT) && adjust > 0 {
-                let newpc = pc.wrapping_sub(adjust);
+        if let Some(at) = pc {
+            if reasons.contains(StopReasons::BREAKPOINT) && adjust > 0 {
+                let newpc = at.wrapping_sub(adjust);
                 let idx = self
                     .regs
                     .iter()
@@ -856,7 +903,7 @@ impl GpuController {
                     .map(|r| r.regnum as usize);
                 match idx {
                     Some(idx) => match self.write_register(wave, idx, &newpc.to_le_bytes()) {
-                        Ok(()) => info.pc = Some(newpc),
+                        Ok(()) => pc = Some(newpc),
                         Err(e) => {
                             tracing::warn!(target: "dbgapi", wave = wave.0, "rewinding pc: {e}")
                         }
@@ -865,10 +912,33 @@ impl GpuController {
                 }
             }
         }
-        if info.state == WaveState::Stopped {
-            self.stop_infos.insert(wave, info.clone());
+        self.stop_infos
+            .insert(wave, KeptStop::Reason { reasons, pc });
+        Ok((reasons, pc))
+    }
+
+    /// A stopped wave's whole info, completed from the library the first
+    /// time it is asked for after the stop: `None` when the wave is not
+    /// known to be stopped or its info is complete already.
+    fn complete_stop_info(&mut self, wave: WaveId) -> Option<GpuResult<()>> {
+        let Some(&KeptStop::Reason { reasons, pc }) = self.stop_infos.get(&wave) else {
+            return None;
+        };
+        let mut info = match self
+            .backend()
+            .and_then(|b| b.stopped_wave_info(wave).map_err(gerr))
+        {
+            Ok(i) => i,
+            Err(e) => return Some(Err(e)),
+        };
+        // As the stop left them: the reason, and a pc rewound onto a
+        // breakpoint (also written to the wave, so the library agrees).
+        info.stop_reason = Some(reasons);
+        if pc.is_some() {
+            info.pc = pc;
         }
-        Ok(info)
+        self.stop_infos.insert(wave, KeptStop::Info(info));
+        Some(Ok(()))
     }
 
     fn refresh_arch(&mut self) {
@@ -1146,25 +1216,56 @@ impl GpuController {
 
     /// Info about one wave (a stopped wave's as its stop left it).
     pub fn wave_info(&mut self, wave: WaveId) -> GpuResult<WaveInfo> {
-        if let Some(i) = self.stop_infos.get(&wave) {
-            return Ok(i.clone());
+        match self.stop_infos.get(&wave) {
+            Some(KeptStop::Info(i)) => return Ok(i.clone()),
+            Some(KeptStop::Reason { .. }) => {
+                if let Some(r) = self.complete_stop_info(wave) {
+                    r?;
+                }
+                if let Some(KeptStop::Info(i)) = self.stop_infos.get(&wave) {
+                    return Ok(i.clone());
+                }
+            }
+            None => {}
         }
         self.backend()?.wave_info(wave).map_err(gerr)
     }
 
+    /// A wave's pc (`None` for a running wave): a stopped wave's from its
+    /// stop, without completing the rest of its info.
+    fn wave_pc(&mut self, wave: WaveId) -> GpuResult<Option<u64>> {
+        match self.stop_infos.get(&wave) {
+            Some(KeptStop::Info(i)) => Ok(i.pc),
+            Some(KeptStop::Reason { pc: Some(pc), .. }) => Ok(Some(*pc)),
+            Some(KeptStop::Reason { pc: None, .. }) => self
+                .backend()?
+                .stopped_wave_pc(wave)
+                .map(Some)
+                .map_err(gerr),
+            None => Ok(self.wave_info(wave)?.pc),
+        }
+    }
+
     /// Register `index` of a stopped wave from its stop's info: pc and
     /// exec, the registers every stop record and `jThreadsInfo` expedite.
-    fn stopped_register(&self, wave: WaveId, index: usize) -> Option<Vec<u8>> {
-        let info = self.stop_infos.get(&wave)?;
+    fn stopped_register(&mut self, wave: WaveId, index: usize) -> Option<Vec<u8>> {
         let r = self.register_row(index)?;
-        let v = if r.generic == Some("pc") {
-            info.pc?
-        } else if r.name == "exec" {
-            info.exec?
-        } else {
+        let (pc, bits) = (r.generic == Some("pc"), r.bitsize);
+        if !pc && r.name != "exec" {
             return None;
+        }
+        let v = match self.stop_infos.get(&wave)? {
+            KeptStop::Info(i) => (if pc { i.pc } else { i.exec })?,
+            KeptStop::Reason { pc: Some(at), .. } if pc => *at,
+            KeptStop::Reason { .. } => {
+                self.complete_stop_info(wave)?.ok()?;
+                match self.stop_infos.get(&wave)? {
+                    KeptStop::Info(i) => (if pc { i.pc } else { i.exec })?,
+                    KeptStop::Reason { .. } => return None,
+                }
+            }
         };
-        (r.bitsize == 64).then(|| v.to_le_bytes().to_vec())
+        (bits == 64).then(|| v.to_le_bytes().to_vec())
     }
 
     /// The table's row of register number `index`.
@@ -1497,7 +1598,7 @@ impl GpuController {
     /// running wave can pass the address without stopping (the same window
     /// gdb has on a CPU without displaced stepping).
     pub fn resume_wave_over(&mut self, wave: WaveId, step: bool) -> GpuResult<()> {
-        let pc = self.wave_info(wave)?.pc;
+        let pc = self.wave_pc(wave)?;
         let Some((addr, orig)) =
             pc.and_then(|pc| self.gpu_bps.get(pc).map(|o| (pc, o.orig.clone())))
         else {
@@ -1544,10 +1645,11 @@ impl GpuController {
     /// Resume every stopped wave, stepping each off its breakpoint first.
     pub fn resume_all(&mut self) {
         for (w, _) in self.waves() {
-            let stopped = self
-                .wave_info(w)
-                .map(|i| i.state == WaveState::Stopped)
-                .unwrap_or(false);
+            let stopped = self.stop_infos.contains_key(&w)
+                || self
+                    .wave_info(w)
+                    .map(|i| i.state == WaveState::Stopped)
+                    .unwrap_or(false);
             if stopped {
                 if let Err(e) = self.resume_wave_over(w, false) {
                     tracing::debug!(target: "dbgapi", wave = w.0, "resume: {e}");

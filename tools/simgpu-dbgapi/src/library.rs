@@ -153,39 +153,105 @@ struct WaveStop {
     unprocessed: bool,
 }
 
+impl WaveStop {
+    fn is_clear(&self) -> bool {
+        !self.requested && self.fetched.is_none() && !self.unprocessed
+    }
+}
+
+/// Most wave ids [`WaveStops`] covers with its dense table (40 bytes each:
+/// 2.6 MB at most); waves outside it go to the map.
+const DENSE_STOPS: u64 = 1 << 16;
+
 /// The per-wave stop states of a process (see [`WaveStop`]).
+///
+/// A stop-all of 10,000 waves touches every wave's state four times (the
+/// request, the fetched event, its acknowledgement, the resume): in a hash
+/// map each was a probe of a 10,000-entry table, most of the library's
+/// time in a stop-all. The device numbers a launch's waves consecutively,
+/// so the states live in a table indexed by the wave id's distance from a
+/// base (`dense`, up to [`DENSE_STOPS`] ids), and only waves outside that
+/// window in the map. The window moves to the next wave that needs a state
+/// once no wave in it has one (`dense_live`), so later launches, whose ids
+/// are higher, use it too.
 #[derive(Default)]
-struct WaveStops(IdMap<WaveId, WaveStop>);
+struct WaveStops {
+    base: u64,
+    dense: Vec<WaveStop>,
+    /// States in `dense` that are not all clear.
+    dense_live: usize,
+    sparse: IdMap<WaveId, WaveStop>,
+}
 
 impl WaveStops {
-    fn get(&self, w: &WaveId) -> WaveStop {
-        self.0.get(w).copied().unwrap_or_default()
+    /// Whether `w`'s state is in the map (it stays there until it clears).
+    fn in_map(&self, w: &WaveId) -> bool {
+        !self.sparse.is_empty() && self.sparse.contains_key(w)
     }
 
-    /// Changes a wave's state; an all-clear state leaves no entry.
-    fn update(&mut self, w: WaveId, f: impl FnOnce(&mut WaveStop)) {
+    /// The dense slot of `w`, if the window holds it.
+    fn slot(&self, w: &WaveId) -> Option<usize> {
+        let i = w.0.checked_sub(self.base)?;
+        (i < self.dense.len() as u64).then_some(i as usize)
+    }
+
+    fn get(&self, w: &WaveId) -> WaveStop {
+        // A wave with a state in the map keeps it there until it clears,
+        // even once the window covers its id.
+        if !self.sparse.is_empty() {
+            if let Some(s) = self.sparse.get(w) {
+                return *s;
+            }
+        }
+        match self.slot(w) {
+            Some(i) => self.dense[i],
+            None => WaveStop::default(),
+        }
+    }
+
+    /// Changes a wave's state; an all-clear state leaves no map entry.
+    fn update<R>(&mut self, w: WaveId, f: impl FnOnce(&mut WaveStop) -> R) -> R {
+        if self.dense_live == 0 && !self.in_map(&w) && !is_storm_id(w.0) {
+            // Nothing in the window: move it to start at this wave.
+            self.base = w.0;
+            self.dense.clear();
+        }
+        let i = w.0.wrapping_sub(self.base);
+        if w.0 >= self.base && i < DENSE_STOPS && !is_storm_id(w.0) && !self.in_map(&w) {
+            let i = i as usize;
+            if i >= self.dense.len() {
+                self.dense.resize(i + 1, WaveStop::default());
+            }
+            let s = &mut self.dense[i];
+            let was = !s.is_clear();
+            let r = f(s);
+            let now = !s.is_clear();
+            self.dense_live = self.dense_live + usize::from(now) - usize::from(was);
+            return r;
+        }
         use std::collections::hash_map::Entry;
-        match self.0.entry(w) {
+        match self.sparse.entry(w) {
             Entry::Occupied(mut o) => {
-                f(o.get_mut());
-                let s = o.get();
-                if !s.requested && s.fetched.is_none() && !s.unprocessed {
+                let r = f(o.get_mut());
+                if o.get().is_clear() {
                     o.remove();
                 }
+                r
             }
             Entry::Vacant(v) => {
                 let mut s = WaveStop::default();
-                f(&mut s);
-                if s.requested || s.fetched.is_some() || s.unprocessed {
+                let r = f(&mut s);
+                if !s.is_clear() {
                     v.insert(s);
                 }
+                r
             }
         }
     }
 
     /// The fetched stop's facts (`Some(None)` when they no longer hold).
     fn fetched(&self, w: &WaveId) -> Option<Option<StopFacts>> {
-        self.0.get(w).and_then(|s| s.fetched)
+        self.get(w).fetched
     }
 
     fn is_fetched(&self, w: &WaveId) -> bool {
@@ -198,6 +264,17 @@ impl WaveStops {
 
     fn set_requested(&mut self, w: WaveId, on: bool) {
         self.update(w, |s| s.requested = on);
+    }
+
+    /// Marks a stop requested (one look-up, where a look-up first and an
+    /// update after were two per wave of a stop-all); the state before,
+    /// for the caller to check and undo.
+    fn request(&mut self, w: WaveId) -> WaveStop {
+        self.update(w, |s| {
+            let before = *s;
+            s.requested = true;
+            before
+        })
     }
 
     fn unfetch(&mut self, w: WaveId) {
@@ -220,15 +297,20 @@ impl WaveStops {
 
     /// The stop's facts no longer hold (a register was written).
     fn forget_facts(&mut self, w: WaveId) {
-        if let Some(s) = self.0.get_mut(&w) {
-            if let Some(f) = s.fetched.as_mut() {
-                *f = None;
-            }
+        if self.get(&w).fetched.is_some() {
+            self.update(w, |s| {
+                if let Some(f) = s.fetched.as_mut() {
+                    *f = None;
+                }
+            });
         }
     }
 
     fn forget(&mut self, w: &WaveId) {
-        self.0.remove(w);
+        if self.get(w).is_clear() {
+            return;
+        }
+        self.update(*w, |s| *s = WaveStop::default());
     }
 }
 
@@ -1710,12 +1792,21 @@ impl Library {
         // client (`visible_state`): any other wave goes straight to the
         // device, whose stop request finds the wave once (a state query
         // first cost a second lookup and workgroup lock per wave of a
-        // stop-all).
-        let stop = proc.stops.get(&w);
+        // stop-all). The request is marked first and undone where refused.
+        let stop = proc.stops.request(w);
+        let refuse = |proc: &mut Process, e: Status| {
+            if !stop.requested {
+                proc.stops.set_requested(w, false);
+            }
+            Err(e)
+        };
         if stop.fetched.is_some() || is_storm_id(w.0) {
-            let i = Self::sim_wave(proc, w)?;
+            let i = match Self::sim_wave(proc, w) {
+                Ok(i) => i,
+                Err(e) => return refuse(proc, e),
+            };
             if Self::visible_state(proc, w, i.state) == wave_state::STOP {
-                return Err(st::ERROR_WAVE_STOPPED);
+                return refuse(proc, st::ERROR_WAVE_STOPPED);
             }
         }
         if stop.requested {
@@ -1723,24 +1814,21 @@ impl Library {
         }
         if is_storm_id(w.0) {
             // Storm waves stop when their producer says so.
-            return Err(st::ERROR_NOT_IMPLEMENTED);
+            return refuse(proc, st::ERROR_NOT_IMPLEMENTED);
         }
         if proc.faults.stall {
             // Accepted (if the wave exists), never completed: the device
             // is stalled.
-            Self::sim_wave(proc, w)?;
-            proc.stops.set_requested(w, true);
+            if let Err(e) = Self::sim_wave(proc, w) {
+                return refuse(proc, e);
+            }
             return Ok(());
         }
-        proc.stops.set_requested(w, true);
         let ix = proc.device.wave_index(&mut proc.wave_index);
         match proc.device.stop_wave_in(ix, w) {
             // Stopped already (its WAVE_STOP is pending): that event completes the request.
             Ok(()) | Err(DeviceError::WaveStopped(_)) => Ok(()),
-            Err(e) => {
-                proc.stops.set_requested(w, false);
-                Err(dev_status(e))
-            }
+            Err(e) => refuse(proc, dev_status(e)),
         }
     }
 
@@ -2189,5 +2277,53 @@ mod tests {
             lib.read_c_string(0, 0x3000, 4096),
             Err(st::ERROR_MEMORY_ACCESS)
         );
+    }
+
+    #[test]
+    fn wave_stops_window_moves_and_keeps_every_state() {
+        let facts = StopFacts {
+            reason: 0,
+            pc: 0x1000,
+            exec: u64::MAX,
+        };
+        let mut t = WaveStops::default();
+        // A stop-all of waves 100..110: each requested, fetched, processed.
+        for w in 100..110 {
+            assert!(!t.request(WaveId(w)).requested);
+            assert!(t.request(WaveId(w)).requested, "an outstanding request");
+        }
+        assert_eq!((t.base, t.dense_live, t.sparse.len()), (100, 10, 0));
+        // Below the window: the map.
+        t.set_requested(WaveId(50), true);
+        assert_eq!(t.sparse.len(), 1);
+        for w in 100..110 {
+            t.fetch(WaveId(w), Some(facts));
+            t.processed(WaveId(w));
+        }
+        assert_eq!(t.fetched(&WaveId(105)), Some(Some(facts)));
+        t.forget_facts(WaveId(105));
+        assert_eq!(t.fetched(&WaveId(105)), Some(None));
+        assert!(t.is_fetched(&WaveId(109)) && !t.is_unprocessed(&WaveId(109)));
+        for w in 100..110 {
+            t.unfetch(WaveId(w));
+        }
+        assert_eq!(t.dense_live, 0);
+        // Nothing left in the window: it moves to the next wave with a
+        // state, here a later launch's; wave 50 keeps its state in the map,
+        // also once the window covers its id.
+        t.set_requested(WaveId(70_000), true);
+        assert_eq!(t.base, 70_000);
+        t.set_requested(WaveId(70_000), false);
+        t.set_requested(WaveId(40), true);
+        assert_eq!(t.base, 40);
+        assert!(t.get(&WaveId(50)).requested && t.get(&WaveId(40)).requested);
+        t.forget(&WaveId(50));
+        t.forget(&WaveId(40));
+        assert!(t.sparse.is_empty() && t.dense_live == 0);
+        assert!(t.get(&WaveId(50)).is_clear() && t.get(&WaveId(40)).is_clear());
+        // Outside the window's reach: the map.
+        t.set_requested(WaveId(40), true);
+        t.set_requested(WaveId(40 + DENSE_STOPS), true);
+        assert_eq!((t.dense_live, t.sparse.len()), (1, 1));
     }
 }
