@@ -797,11 +797,11 @@ impl Mux {
         }
         let _ = writeln!(
             s,
-            "runtime lifetimes: {}; events handled: {}; host breakpoint hits: {}",
+            "runtime lifetimes: {}; events handled: {}",
             g.lifetime(),
-            g.events_total(),
-            g.event_counts().host_hits
+            g.events_total()
         );
+        let _ = writeln!(s, "host breakpoint hits: {}", g.event_counts().host_hits);
         let c = g.event_counts();
         let _ = writeln!(
             s,
