@@ -52,7 +52,7 @@ impl SwBreakpoints {
     /// breakpoint stays in the table; [`Self::relay`] patches it again).
     pub fn lift(&self, mem: &mut Memory, addr: u64) -> Result<(), Errno> {
         match self.map.get(addr) {
-            Some(bp) if !self.suspended => mem.write(addr, &bp.orig).map(drop),
+            Some(bp) if !self.suspended => restore(mem, addr, bp),
             _ => Ok(()),
         }
     }
@@ -71,7 +71,7 @@ impl SwBreakpoints {
     pub fn remove(&mut self, mem: &mut Memory, addr: u64, owner: Owner) -> Result<(), Errno> {
         if let Some(bp) = self.map.release(addr, owner) {
             if !self.suspended {
-                mem.write(addr, &bp.orig)?;
+                restore(mem, addr, &bp)?;
             }
             tracing::debug!(target: "native", "breakpoint removed at {addr:#x}");
         }
@@ -104,7 +104,7 @@ impl SwBreakpoints {
             return;
         }
         for (a, bp) in self.map.iter() {
-            if let Err(e) = mem.write(a, &bp.orig) {
+            if let Err(e) = restore(mem, a, bp) {
                 tracing::warn!(target: "native", "cannot lift breakpoint at {a:#x}: {e}");
             }
         }
@@ -131,7 +131,7 @@ impl SwBreakpoints {
             return;
         }
         for (a, bp) in self.map.iter() {
-            if let Err(e) = mem.write(a, &bp.orig) {
+            if let Err(e) = restore(mem, a, bp) {
                 tracing::warn!(target: "native", "cannot restore {a:#x} in child: {e}");
             }
         }
@@ -148,5 +148,28 @@ impl SwBreakpoints {
     pub fn clear(&mut self) {
         self.map.clear();
         self.suspended = false;
+    }
+}
+
+/// Write `bp`'s saved bytes back at `addr`, only if its trap is still
+/// there. A trap that is gone was overwritten by the program, or its page
+/// was mapped again (the dynamic loader maps a library's whole span from
+/// file offset 0 first and then each segment over it at its own offset: a
+/// breakpoint planted in between saved bytes of the wrong file offset and
+/// is lost with the first mapping). Writing the saved bytes then would
+/// corrupt the code that is really there, so they are not written, as
+/// gdb's `memory_validate_breakpoint` does.
+fn restore(mem: &mut Memory, addr: u64, bp: &SwBreakpoint) -> Result<(), Errno> {
+    let mut now = [0u8; 16];
+    let now = &mut now[..bp.trap.len().min(16)];
+    match mem.read_into(addr, now) {
+        Ok(n) if n == now.len() && *now == bp.trap[..now.len()] => {
+            mem.write(addr, &bp.orig).map(drop)
+        }
+        Ok(_) => {
+            tracing::warn!(target: "native", "breakpoint at {addr:#x} is no longer in memory (the code there was written or mapped again): its saved bytes are not written back");
+            Ok(())
+        }
+        Err(e) => Err(e),
     }
 }

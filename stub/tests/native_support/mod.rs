@@ -46,6 +46,7 @@ const FIXTURES: &[&str] = &[
     "execer",
     "held_signal",
     "removed_breakpoint",
+    "overwritten_breakpoint",
 ];
 
 /// Path of a fixture binary, built once per test binary with gcc.

@@ -89,11 +89,22 @@ fn simgpu_launch_addr(c: &mut RspClient, stats: &mut GpuStats) -> Result<u64> {
     // before the dynamic loader mapped the runtime: let it run a little.
     // Each continue + interrupt may let it run only microseconds on a
     // loaded machine (20 tries were too few with four soaks and busy loops
-    // on 2 CPUs), hence the generous bound.
+    // on 2 CPUs), hence the generous bound. The runtime's code is in
+    // place once its executable segment is mapped: the loader maps the
+    // library's whole span from file offset 0 first, then each segment
+    // over it at its own offset, and a breakpoint planted in between is
+    // lost with the first mapping (the text segment's offset and address
+    // differ by a page), so the program never stopped at `simgpu_launch`
+    // (the CI flake of 2026-12: the first session timed out).
     let mut tries = 0;
     let maps = loop {
         let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
-        if maps.contains("libsimgpu_rt.so") || tries == 2000 {
+        let text_mapped = maps.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(1).is_some_and(|p| p.contains('x'))
+                && f.get(5).is_some_and(|p| p.ends_with("libsimgpu_rt.so"))
+        });
+        if text_mapped || tries == 2000 {
             break maps;
         }
         tries += 1;
