@@ -1336,6 +1336,15 @@ fn measure_on(port: u16, prog: &Path, a: &Args, server_pid: u32) -> Result<Figur
     })
 }
 
+/// The run's fixture directory, removed when the run ends.
+struct OutDir(PathBuf);
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn main() -> Result<()> {
     let a = Args::parse();
     START_AFFINITY.get_or_init(start_affinity);
@@ -1343,7 +1352,10 @@ fn main() -> Result<()> {
         return echo_server(port);
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let out = std::env::temp_dir().join("gdbmux-bench");
+    // The fixtures are built per run: two benches at once (two engineers'
+    // A/Bs on one machine) no longer overwrite each other's programs.
+    let out_dir = OutDir(std::env::temp_dir().join(format!("gdbmux-bench-{}", std::process::id())));
+    let out = out_dir.0.clone();
     std::fs::create_dir_all(&out)?;
     let gdbmux = a
         .gdbmux
