@@ -305,3 +305,42 @@ fn nonstop_step_off_the_hook_stops_the_other_threads() {
     let n = notification(&mut c, &server, "to the exit");
     assert_eq!(n, format!("Stop:W00;process:{pid:x}"));
 }
+
+/// The other way: a client finds its process with a thread all-stop holds
+/// at the hook (the previous, non-stop, client vanished while the library
+/// held it) and switches to non-stop (`QNonStop:1`). The hold becomes the
+/// thread's own: the client's continue of it waits for the library's
+/// resume (`monitor gpu` takes the quiet one in), then steps it off the
+/// hook and on to the exit. Before, non-stop mode did not know of the hold:
+/// the continue ran the thread into the hook again.
+#[test]
+fn nonstop_begun_while_all_stop_holds_a_thread_takes_the_hold() {
+    let exe = reload_loop();
+    let server = server(&exe, true);
+    let (mut c, pid) = nonstop_client(&server);
+    assert_eq!(c.request_str("vCont;c").expect("vCont;c"), "OK");
+    server.wait_log("held until the library's BREAKPOINT_RESUME", 60);
+    drop(c);
+    server.wait_log("non-stop ends while the library holds a thread", 30);
+    server.wait_log("CPU client gone", 30);
+    let (mut next, pid2) = nonstop_client(&server);
+    assert_eq!(pid2, pid);
+    assert_eq!(c_str(&mut next, "vCont;c"), "OK");
+    server.wait_log(
+        "non-stop: resume while held at the library's breakpoint",
+        30,
+    );
+    let out = monitor(&mut next, "gpu");
+    assert!(out.contains("GPU state"), "monitor gpu: {out}");
+    let n = notification(&mut next, &server, "to the exit");
+    assert_eq!(
+        n,
+        format!("Stop:W00;process:{pid:x}"),
+        "the only stop is the exit\n--- gdbmux log ---\n{}",
+        server.log()
+    );
+}
+
+fn c_str(c: &mut RspClient, p: &str) -> String {
+    c.request_str(p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}

@@ -1055,6 +1055,27 @@ impl Session<CpuRole> {
     /// Held`: a resume waits for BREAKPOINT_RESUME); a parked one is
     /// stepped off by all-stop's next resume (`gpu_prepare_resume`, when it
     /// is the journaled thread).
+    /// Non-stop mode begins (`QNonStop:1`) while all-stop holds a thread
+    /// at the library's breakpoint (the client stopped the process
+    /// meanwhile, or connected to it so): the hold becomes the thread's own,
+    /// as a thread reported stopped at the hook (`NsInternal::Held` with no
+    /// action), so the client's resume of it waits for the library's
+    /// BREAKPOINT_RESUME instead of running into the hook again.
+    pub(super) fn gpu_nonstop_begins(&mut self) {
+        if let Some(Internal::Held { pid, tid, addr, id }) = self.role.internal.clone() {
+            tracing::info!(target: "dbgapi", session = self.id, id = id.0, tid, "non-stop begins while the library holds a thread: the hold is the thread's own");
+            self.set_internal(None);
+            self.role.ns_internal.insert(
+                (pid, tid),
+                NsInternal::Held {
+                    addr,
+                    id,
+                    then: None,
+                },
+            );
+        }
+    }
+
     pub(super) fn gpu_nonstop_ends(&mut self) {
         let entries = std::mem::take(&mut self.role.ns_internal);
         for ((pid, tid), e) in entries {

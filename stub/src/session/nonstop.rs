@@ -144,6 +144,7 @@ impl<R: SessionRole> Session<R> {
             if let Some(ev @ StopEvent::Stopped { pid, tid, .. }) = self.journal.event() {
                 self.nonstop.last.insert((*pid, *tid), ev.clone());
             }
+            R::nonstop_begins(self);
         }
         if !on {
             if self.nonstop.on {

@@ -151,6 +151,11 @@ pub trait SessionRole: std::fmt::Debug + Default + sealed::Sealed + 'static {
     /// role hands its per-thread internal stops to all-stop's handling.
     fn nonstop_ends(_s: &mut Session<Self>) {}
 
+    /// Non-stop mode begins (`QNonStop:1`, every thread stopped): the CPU
+    /// role makes all-stop's hold at the GPU library's breakpoint the held
+    /// thread's own.
+    fn nonstop_begins(_s: &mut Session<Self>) {}
+
     /// Before the client's resume (`plans`): `true` when the role started
     /// the resume itself (the CPU role keeps `plans` to carry them out
     /// again after an internal stop, and steps over its internal
@@ -358,6 +363,10 @@ impl SessionRole for CpuRole {
 
     fn nonstop_ends(s: &mut Session<Self>) {
         s.gpu_nonstop_ends();
+    }
+
+    fn nonstop_begins(s: &mut Session<Self>) {
+        s.gpu_nonstop_begins();
     }
 
     fn report_gpu_stop(s: &mut Session<Self>) {
