@@ -211,6 +211,18 @@ fn gdb_non_stop_runs_through_loads_to_the_exit() {
     assert!(hits >= 6, "hook hits: {hits}\n{log}");
 }
 
+/// A non-stop client continues `reload_loop` (the library's resume late
+/// and quiet) and vanishes while gdbmux holds its thread at the hook;
+/// returns the pid once gdbmux has seen it go.
+fn hold_left_by_a_vanished_nonstop_client(server: &Server) -> u64 {
+    let (mut c, pid) = nonstop_client(server);
+    assert_eq!(c.request_str("vCont;c").expect("vCont;c"), "OK");
+    server.wait_log("held until the library's BREAKPOINT_RESUME", 60);
+    drop(c);
+    server.wait_log("CPU client gone", 30);
+    pid
+}
+
 /// A non-stop client vanishes while gdbmux holds its thread at the hook:
 /// the next (all-stop) client's continue still waits for the library's
 /// BREAKPOINT_RESUME (before, all-stop knew nothing of the hold and ran the
@@ -220,11 +232,7 @@ fn gdb_non_stop_runs_through_loads_to_the_exit() {
 fn vanished_nonstop_client_leaves_the_hold_to_all_stop() {
     let exe = reload_loop();
     let server = server(&exe, true);
-    let (mut c, pid) = nonstop_client(&server);
-    assert_eq!(c.request_str("vCont;c").expect("vCont;c"), "OK");
-    server.wait_log("held until the library's BREAKPOINT_RESUME", 60);
-    drop(c);
-    server.wait_log("CPU client gone", 30);
+    let pid = hold_left_by_a_vanished_nonstop_client(&server);
     let mut next = RspClient::connect(("127.0.0.1", server.port)).expect("connect");
     next.handshake_gdb().expect("gdb handshake");
     next.stop_reply("?").expect("?");
@@ -317,15 +325,11 @@ fn nonstop_step_off_the_hook_stops_the_other_threads() {
 fn nonstop_begun_while_all_stop_holds_a_thread_takes_the_hold() {
     let exe = reload_loop();
     let server = server(&exe, true);
-    let (mut c, pid) = nonstop_client(&server);
-    assert_eq!(c.request_str("vCont;c").expect("vCont;c"), "OK");
-    server.wait_log("held until the library's BREAKPOINT_RESUME", 60);
-    drop(c);
+    let pid = hold_left_by_a_vanished_nonstop_client(&server);
     server.wait_log("non-stop ends while the library holds a thread", 30);
-    server.wait_log("CPU client gone", 30);
     let (mut next, pid2) = nonstop_client(&server);
     assert_eq!(pid2, pid);
-    assert_eq!(c_str(&mut next, "vCont;c"), "OK");
+    assert_eq!(next.request_str("vCont;c").expect("vCont;c"), "OK");
     server.wait_log(
         "non-stop: resume while held at the library's breakpoint",
         30,
@@ -339,8 +343,4 @@ fn nonstop_begun_while_all_stop_holds_a_thread_takes_the_hold() {
         "the only stop is the exit\n--- gdbmux log ---\n{}",
         server.log()
     );
-}
-
-fn c_str(c: &mut RspClient, p: &str) -> String {
-    c.request_str(p).unwrap_or_else(|e| panic!("{p}: {e}"))
 }

@@ -11,40 +11,8 @@
 
 mod compare_support;
 
-use std::io::BufRead;
-use std::io::BufReader;
 use std::path::Path;
 use std::path::PathBuf;
-use std::process::Child;
-use std::process::Command;
-use std::process::Stdio;
-
-/// The program, killed at the end.
-struct Victim(Child);
-
-impl Drop for Victim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `sleepers` (main and two threads blocked in `pause`) once it says
-/// "ready".
-fn sleepers(dir: &Path) -> Victim {
-    let mut c = Command::new(dir.join("sleepers"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(c.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    Victim(c)
-}
 
 /// Run in lldb: two rounds of continue, wait for the running event,
 /// `SBProcess.Stop` (lldb sends `\x03`), wait for the stopped event.
@@ -76,7 +44,7 @@ dbg.SetAsync(False)
 /// lldb's output and, per `\x03` it sent, the stop replies it read before
 /// its next request.
 fn session(dir: &Path, echo: bool) -> (String, Vec<usize>) {
-    let v = sleepers(dir);
+    let v = compare_support::sleepers(dir);
     let pid = v.0.id().to_string();
     let mut args = vec!["--attach", "127.0.0.1:0", pid.as_str()];
     if echo {

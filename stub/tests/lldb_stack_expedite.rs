@@ -13,45 +13,13 @@
 
 mod compare_support;
 
-use std::io::BufRead;
-use std::io::BufReader;
 use std::path::Path;
 use std::path::PathBuf;
-use std::process::Child;
-use std::process::Command;
-use std::process::Stdio;
-
-/// The program, killed at the end.
-struct Victim(Child);
-
-impl Drop for Victim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `sleepers` (main and two threads blocked in `pause`) once it says
-/// "ready".
-fn sleepers(dir: &Path) -> Victim {
-    let mut c = Command::new(dir.join("sleepers"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(c.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    Victim(c)
-}
 
 /// One lldb session: attach, `thread list`, detach. The `thread #` lines
 /// (tids masked) and the packets lldb sent after the last `jThreadsInfo`.
 fn session(server: &str, dir: &Path, log: &Path) -> (Vec<String>, Vec<String>) {
-    let v = sleepers(dir);
+    let v = compare_support::sleepers(dir);
     let pid = v.0.id().to_string();
     let (mut child, port) = match server {
         "gdbmux" => compare_support::start_gdbmux(dir, &["--attach", "127.0.0.1:0", &pid]),

@@ -134,3 +134,31 @@ pub fn start_gdbmux(dir: &Path, args: &[&str]) -> (Child, u16) {
         .expect("gdbmux did not report its port");
     (child, port)
 }
+
+/// A program the test started, killed at the end.
+pub struct Victim(pub Child);
+
+impl Drop for Victim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `dir/sleepers` (main and two threads blocked in `pause`) once it says
+/// "ready" (its threads exist).
+pub fn sleepers(dir: &Path) -> Victim {
+    use std::io::BufRead;
+    let mut c = Command::new(dir.join("sleepers"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start sleepers");
+    let mut line = String::new();
+    std::io::BufReader::new(c.stdout.take().expect("sleepers' stdout"))
+        .read_line(&mut line)
+        .expect("read sleepers' ready line");
+    assert_eq!(line.trim(), "ready");
+    Victim(c)
+}
