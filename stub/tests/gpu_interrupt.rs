@@ -26,11 +26,7 @@ fn gpu_interrupt_stops_the_running_wave_without_the_timeout() {
     let (server, exe) = env.hang_server("hostile-interrupt", &[]);
     let (mut cpu, _) = lldb_client(server.port);
     let stop = signal_stop(cpu.stop_reply("?").expect("?").0, "?");
-    let pid = stop
-        .thread
-        .and_then(|t| t.pid)
-        .and_then(IdPart::id)
-        .expect("multiprocess thread id");
+    let pid = stop_pid(&stop);
     // Run to main (the runtime library is mapped), then to the runtime's
     // hook: the runtime is up and the hook hit carries the offer.
     let main = load_base(pid, "hostile") + nm(&exe, "main", false);

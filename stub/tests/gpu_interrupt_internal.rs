@@ -44,7 +44,6 @@ use std::process::Command;
 use gpu_support::*;
 use protocol_tests::client::RspClient;
 use protocol_tests::framing;
-use protocol_tests::reply::IdPart;
 use protocol_tests::reply::StopReply;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -185,11 +184,7 @@ fn to_main(server: &Server, exe: &std::path::Path, client: Client) -> (RspClient
         assert!(out.contains("all-stop"), "monitor gpu all-stop: {out}");
     }
     let stop = signal_stop(c.stop_reply("?").expect("?").0, "?");
-    let pid = stop
-        .thread
-        .and_then(|t| t.pid)
-        .and_then(IdPart::id)
-        .expect("multiprocess thread id");
+    let pid = stop_pid(&stop);
     let main = load_base(pid, "reload_loop") + nm(exe, "main", false);
     c.expect_ok(&format!("Z0,{main:x},1")).expect("Z0 main");
     c.stop_reply("vCont;c").expect("to main");
@@ -266,11 +261,7 @@ fn a_signal_the_client_continues_with_is_delivered_once() {
     let mut c = RspClient::connect(("127.0.0.1", server.port)).expect("connect");
     c.handshake_gdb().expect("gdb handshake");
     let stop = signal_stop(c.stop_reply("?").expect("?").0, "?");
-    let pid = stop
-        .thread
-        .and_then(|t| t.pid)
-        .and_then(IdPart::id)
-        .expect("multiprocess thread id");
+    let pid = stop_pid(&stop);
     let ready = load_base(pid, "signal_hook") + nm(&exe, "ready", false);
     c.expect_ok(&format!("Z0,{ready:x},1")).expect("Z0 ready");
     c.stop_reply("vCont;c").expect("to ready");

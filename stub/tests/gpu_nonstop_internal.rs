@@ -33,7 +33,6 @@ use std::process::Command;
 
 use gpu_support::*;
 use protocol_tests::client::RspClient;
-use protocol_tests::reply::IdPart;
 
 /// `samples/reload_loop.c`, built once for the tests of this file.
 fn reload_loop() -> std::path::PathBuf {
@@ -68,11 +67,7 @@ fn nonstop_client(server: &Server) -> (RspClient, u64) {
         protocol_tests::reply::StopReply::parse(first.as_bytes()).expect("stop reply"),
         "?",
     );
-    let pid = stop
-        .thread
-        .and_then(|t| t.pid)
-        .and_then(IdPart::id)
-        .expect("multiprocess thread id");
+    let pid = stop_pid(&stop);
     (c, pid)
 }
 

@@ -22,7 +22,6 @@ use std::time::Instant;
 
 use gpu_support::*;
 use protocol_tests::client::RspClient;
-use protocol_tests::reply::IdPart;
 
 const WAVES: usize = 8;
 
@@ -128,11 +127,7 @@ fn waves_appear_stop_and_disappear(dialect: Dialect) {
     // to wave_list_ready: the runtime is up, nothing launched yet.
     let (mut cpu, _) = lldb_client(server.port);
     let stop = signal_stop(cpu.stop_reply("?").expect("?").0, "?");
-    let pid = stop
-        .thread
-        .and_then(|t| t.pid)
-        .and_then(IdPart::id)
-        .expect("multiprocess thread id");
+    let pid = stop_pid(&stop);
     let base = load_base(pid, "wave_list_host");
     let ready = base + nm(&exe, "wave_list_ready", false);
     let done = base + nm(&exe, "wave_list_done", false);

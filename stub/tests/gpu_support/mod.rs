@@ -618,6 +618,15 @@ pub fn signal_stop(stop: StopReply, what: &str) -> StopSignal {
     }
 }
 
+/// The process id of a multiprocess stop reply's thread (panics on a
+/// reply without one).
+pub fn stop_pid(stop: &StopSignal) -> u64 {
+    stop.thread
+        .and_then(|t| t.pid)
+        .and_then(protocol_tests::reply::IdPart::id)
+        .expect("multiprocess thread id")
+}
+
 /// `monitor CMD` through qRcmd: the console text (O packets) up to `OK`.
 pub fn monitor(c: &mut RspClient, cmd: &str) -> String {
     c.send_packet(format!("qRcmd,{}", encode_hex(cmd.as_bytes())).as_bytes())
