@@ -501,13 +501,27 @@ fn normalise(out: &str) -> Vec<String> {
                 w.push_str(tok);
             }
         }
-        // Pids of any width after "process " (low pids have 3 digits).
-        while let Some(i) = w.find("process ").map(|i| i + "process ".len()) {
-            let n = w[i..].bytes().take_while(u8::is_ascii_digit).count();
-            if n == 0 {
-                break;
+        // Pids of any width after "process " and in "Thread PID.TID" (low
+        // pids have 3 digits: after the pid counter wraps).
+        for prefix in ["process ", "Thread "] {
+            let mut from = 0;
+            while let Some(i) = w[from..].find(prefix).map(|i| from + i + prefix.len()) {
+                let mut end = i;
+                loop {
+                    let n = w[end..].bytes().take_while(u8::is_ascii_digit).count();
+                    if n == 0 {
+                        break;
+                    }
+                    w.replace_range(end..end + n, "PID");
+                    end += "PID".len();
+                    if w[end..].starts_with('.') {
+                        end += 1;
+                    } else {
+                        break;
+                    }
+                }
+                from = end;
             }
-            w.replace_range(i..i + n, "PID");
         }
         // The connection column of `info inferiors` names the server.
         if let Some(i) = w.find("(remote |") {
