@@ -559,9 +559,9 @@ pub fn has_avx() -> bool {
 }
 
 /// XML types the i386 features reference (`vec128`, `i386_eflags`,
-/// `i386_mxcsr`). gdb looks types up per feature, so the session should
-/// emit this block inside every `<feature>` that uses them (core and
-/// sse) — repeating it is harmless.
+/// `i386_mxcsr`, `v2ui128`). gdb looks types up per feature, so target.xml
+/// puts into each `<feature>` the ones its registers use, with their parts
+/// (`session::handlers::xfer::target_xml`).
 pub const XML_TYPES: &str = concat!(
     r#"<vector id="v8bf16" type="bfloat16" count="8"/>"#,
     r#"<vector id="v8h" type="ieee_half" count="8"/>"#,
