@@ -70,6 +70,7 @@ pub fn target_xml(arch: &ArchInfo, regs: &[RegisterInfo]) -> String {
                     .map(|r| r.reg_type.as_str());
                 for d in types_needed(defs, used) {
                     x.push_str(d);
+                    x.push('\n');
                 }
             }
             None => x.push_str(&arch.xml_types),
