@@ -326,15 +326,22 @@ impl Workgroup {
             snap.stop_reason.store(w.stop_reason.0, Ordering::Relaxed);
             snap.pc.store(w.regs.pc, Ordering::Relaxed);
             snap.exec.store(w.regs.exec, Ordering::Relaxed);
-            snap.state.store(
-                match (w.run, w.single_step) {
-                    (Run::Running, false) => STATE_RUNNING,
-                    (Run::Running, true) => STATE_SINGLE_STEP,
-                    (Run::Stopped, _) => STATE_STOPPED,
-                    (Run::Done, _) => STATE_DONE,
-                },
-                Ordering::Release,
-            );
+            snap.state.store(wave_state(w), Ordering::Release);
+        }
+    }
+
+    /// Publishes wave `i` alone (called with `inner` locked), for a caller
+    /// that changed only that wave since it took the lock: every unlock
+    /// goes through [`release`], which published the others as they still
+    /// are. A stop request of 10,000 waves then reads one wave's state per
+    /// stop instead of its whole workgroup's (each wave's state sits in its
+    /// own cache lines, last written by a device thread on another CPU).
+    fn publish_one(&self, inner: &WgInner, i: usize) {
+        if let (Some(w), Some(snap)) = (inner.waves.get(i), self.snaps.get(i)) {
+            snap.stop_reason.store(w.stop_reason.0, Ordering::Relaxed);
+            snap.pc.store(w.regs.pc, Ordering::Relaxed);
+            snap.exec.store(w.regs.exec, Ordering::Relaxed);
+            snap.state.store(wave_state(w), Ordering::Release);
         }
     }
 
@@ -389,6 +396,16 @@ impl Workgroup {
     }
 }
 
+/// A wave's published state.
+fn wave_state(w: &SimWave) -> u8 {
+    match (w.run, w.single_step) {
+        (Run::Running, false) => STATE_RUNNING,
+        (Run::Running, true) => STATE_SINGLE_STEP,
+        (Run::Stopped, _) => STATE_STOPPED,
+        (Run::Done, _) => STATE_DONE,
+    }
+}
+
 /// Unlocks a workgroup: the stop requests still pending are carried out
 /// and the wave states published first. A request made while the lock was
 /// held is never left behind: its maker stores it, then tries the lock; an
@@ -398,12 +415,29 @@ impl Workgroup {
 fn release<'a>(
     shared: &Shared,
     wg: &'a Workgroup,
+    inner: MutexGuard<'a, WgInner>,
+    events: Vec<DeviceEvent>,
+) {
+    release_changed(shared, wg, inner, events, None)
+}
+
+/// [`release`] for a caller that changed wave `only` alone since it took
+/// the lock (`events` empty: no stop request was carried out meanwhile):
+/// unless a stop request is carried out now, only that wave is published.
+fn release_changed<'a>(
+    shared: &Shared,
+    wg: &'a Workgroup,
     mut inner: MutexGuard<'a, WgInner>,
     mut events: Vec<DeviceEvent>,
+    only: Option<usize>,
 ) {
+    let mut only = only.filter(|_| events.is_empty());
     loop {
         wg.apply_stop_requests(&mut inner, &mut events);
-        wg.publish(&inner);
+        match only.take() {
+            Some(i) if events.is_empty() => wg.publish_one(&inner, i),
+            _ => wg.publish(&inner),
+        }
         drop(inner);
         push_unbounded(shared, std::mem::take(&mut events));
         fence(Ordering::SeqCst);
@@ -1007,7 +1041,7 @@ impl Device {
                     })
                 }
             };
-            release(&self.shared, wg, inner, events);
+            release_changed(&self.shared, wg, inner, events, Some(i));
             // Queued once `release` published the stopped wave (as every
             // stop event is), on its own: `events` stays empty in a
             // stop-all, which therefore allocates nothing per wave (a `Vec`
@@ -1048,7 +1082,8 @@ impl Device {
         let wg = ix.find(id).ok_or(DeviceError::InvalidWave(id))?;
         let mut events = Vec::new();
         let mut inner = wg.lock_for_debugger(&mut events);
-        let r = match wg.index_of(id) {
+        let at = wg.index_of(id);
+        let r = match at {
             Some(i) if inner.waves[i].run == Run::Stopped => {
                 let w = &mut inner.waves[i];
                 w.run = Run::Running;
@@ -1061,7 +1096,7 @@ impl Device {
             Some(i) if inner.waves[i].run != Run::Done => Err(DeviceError::WaveNotStopped(id)),
             _ => Err(DeviceError::InvalidWave(id)),
         };
-        release(&self.shared, wg, inner, events);
+        release_changed(&self.shared, wg, inner, events, at);
         if r? {
             lock(&self.shared.sched).run_queue.push_back(wg.clone());
             self.shared.work_cv.notify_one();

@@ -353,9 +353,15 @@ enum KeptStop {
         /// Its pc, where it was asked for at the stop.
         pc: Option<u64>,
     },
-    /// The wave's whole info at the stop.
-    Info(WaveInfo),
+    /// The wave's whole info at the stop, boxed: the map's entries stay
+    /// 32 bytes instead of about 140, so the 10,000 entries of a stop-all
+    /// take a fourth of the cache lines (an insert at each WAVE_STOP and
+    /// a removal at each resume touch a random one each).
+    Info(Box<WaveInfo>),
 }
+
+// A map entry (key and value) of `stop_infos` fits half a cache line.
+const _: () = assert!(std::mem::size_of::<(WaveId, KeptStop)>() <= 32);
 
 /// The GPU session's exit held for the lldb helper.
 #[derive(Debug, Default)]
@@ -937,7 +943,7 @@ impl GpuController {
         if pc.is_some() {
             info.pc = pc;
         }
-        self.stop_infos.insert(wave, KeptStop::Info(info));
+        self.stop_infos.insert(wave, KeptStop::Info(Box::new(info)));
         Some(Ok(()))
     }
 
@@ -1217,13 +1223,13 @@ impl GpuController {
     /// Info about one wave (a stopped wave's as its stop left it).
     pub fn wave_info(&mut self, wave: WaveId) -> GpuResult<WaveInfo> {
         match self.stop_infos.get(&wave) {
-            Some(KeptStop::Info(i)) => return Ok(i.clone()),
+            Some(KeptStop::Info(i)) => return Ok(WaveInfo::clone(i)),
             Some(KeptStop::Reason { .. }) => {
                 if let Some(r) = self.complete_stop_info(wave) {
                     r?;
                 }
                 if let Some(KeptStop::Info(i)) = self.stop_infos.get(&wave) {
-                    return Ok(i.clone());
+                    return Ok(WaveInfo::clone(i));
                 }
             }
             None => {}

@@ -729,8 +729,14 @@ impl Server {
             // blocking wait (`rsp-bench --clients`). Events of a running
             // target alone never start one.
             // Both need busy polling on (`--busy-poll-us 0` reads no clock).
+            // And after a reply whose follow-up packet the protocol makes
+            // the client send at once (a thread list's `qsThreadInfo`),
+            // also while a target runs: its wake-up was most of a running
+            // GPU's wave-list round trip, and the spin is as short.
             if busy.enabled() {
-                if self.client_input_turn == self.turn && !ran_before && self.any_running() {
+                let input = self.client_input_turn == self.turn;
+                let follow_up = self.take_follow_ups() && input;
+                if input && (follow_up || !ran_before && self.any_running()) {
                     busy.after_resume(Instant::now());
                 } else {
                     busy.after_events(Instant::now(), !self.any_running());
@@ -852,6 +858,18 @@ impl Server {
     }
 
     /// Whether some session waits for a running target's stop.
+    /// Whether a session's reply this turn makes its client send the next
+    /// packet at once ([`Session::take_follow_up_due`]); clears the marks.
+    fn take_follow_ups(&mut self) -> bool {
+        let mut any = false;
+        for c in self.clients.values_mut() {
+            if let ClientKind::Session(s) = &mut c.kind {
+                any |= s.take_follow_up_due();
+            }
+        }
+        any
+    }
+
     fn any_running(&self) -> bool {
         self.clients.values().any(|c| match &c.kind {
             ClientKind::Session(s) => s.is_running(),

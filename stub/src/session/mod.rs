@@ -239,6 +239,11 @@ impl AnySession {
         either!(self, s => s.is_running())
     }
 
+    /// See [`Session::take_follow_up_due`].
+    pub fn take_follow_up_due(&mut self) -> bool {
+        either!(self, s => s.take_follow_up_due())
+    }
+
     /// See [`Session::on_vfile_done`].
     pub fn on_vfile_done(&mut self, seq: u64, reply: &[u8]) -> SessionControl {
         either!(self, s => {

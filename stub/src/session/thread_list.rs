@@ -58,6 +58,9 @@ pub(super) struct ThreadListCache {
     /// `None` while not framed since `reply` was made.
     framed: Vec<u8>,
     framed_rle: Option<bool>,
+    /// A list (`m…`) went out since the server last asked: the client's
+    /// `qsThreadInfo` is due at once ([`Session::take_follow_up_due`]).
+    follow_up_due: bool,
 }
 
 impl ThreadListCache {
@@ -136,7 +139,16 @@ impl<R: SessionRole> Session<R> {
         let framed = std::mem::take(&mut self.thread_list.framed);
         self.send_framed(&framed);
         self.thread_list.framed = framed;
+        self.thread_list.follow_up_due = self.thread_list.reply.first() == Some(&b'm');
         Ok(())
+    }
+
+    /// Whether a reply since the last call obliges the client to send its
+    /// next packet at once: a `qfThreadInfo` list (`m…`) is followed by
+    /// `qsThreadInfo` (the protocol's list ends only with `l`). The server
+    /// then spins briefly for it even while a target runs (`busy`).
+    pub fn take_follow_up_due(&mut self) -> bool {
+        std::mem::take(&mut self.thread_list.follow_up_due)
     }
 }
 
@@ -398,6 +410,26 @@ mod tests {
 
     /// lldb with two processes: every id carries its pid (a bare id would
     /// be taken as the current process's).
+    /// A list (`m…`) marks its `qsThreadInfo` as due, once; an empty
+    /// list (`l`) ends the exchange and marks nothing.
+    #[test]
+    fn a_list_marks_its_follow_up_due() {
+        let (mut s, slots) = session(Dialect::Lldb, true, &[7]);
+        s.out.clear();
+        s.on_input(b"$qfThreadInfo#bb");
+        assert!(s.out.ends_with(b"$l#6c"));
+        assert!(!s.take_follow_up_due());
+        *slots[0].borrow_mut() = Rc::from(vec![2, 3]);
+        s.out.clear();
+        s.on_input(b"$qfThreadInfo#bb");
+        assert!(s.out.windows(2).any(|w| w == b"$m"));
+        assert!(s.take_follow_up_due());
+        assert!(!s.take_follow_up_due());
+        // The kept reply, sent again, marks it again.
+        s.on_input(b"$qfThreadInfo#bb");
+        assert!(s.take_follow_up_due());
+    }
+
     #[test]
     fn lldb_with_two_processes_gets_every_pid() {
         let (mut s, slots) = session(Dialect::Lldb, true, &[5, 6]);

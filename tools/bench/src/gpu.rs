@@ -56,8 +56,6 @@ const LLDB_QSUPPORTED: &str = "qSupported:xmlRegisters=i386,arm,mips,arc;multipr
 const LIST_SAMPLES: usize = 200;
 /// `jThreadsInfo` samples (the median is printed).
 const JTI_SAMPLES: usize = 5;
-/// Resume + interrupt cycles for the stop-all of running waves.
-const STOP_CYCLES: usize = 3;
 /// How long a resume of every wave is given before the interrupt (the
 /// resume has no reply to wait for; a benchmark figure, not a test).
 const RESUME_SETTLE: Duration = Duration::from_millis(300);
@@ -379,7 +377,7 @@ pub fn measure(gdbmux: &Path, fx: &GpuFixture, a: &Args, waves: usize) -> Result
         "1".to_string(),
     ];
     let (mut child, port) = start_args("gdbmux", gdbmux, &a.gdbmux_args, &fx.prog, &args, &[])?;
-    let r = measure_on(port, fx, waves, child.id());
+    let r = measure_on(port, fx, waves, child.id(), a.gpu_stop_cycles.max(1));
     let _ = child.kill();
     let _ = child.wait();
     let mut r = r?;
@@ -406,7 +404,13 @@ fn thread_cpu_ns(pid: u32, tid: u32) -> Result<u64> {
         .with_context(|| format!("{path}: {text}"))
 }
 
-fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuFigures> {
+fn measure_on(
+    port: u16,
+    fx: &GpuFixture,
+    waves: usize,
+    pid: u32,
+    stop_cycles: usize,
+) -> Result<GpuFigures> {
     let mut cpu = Rsp::connect(port)?;
     cpu.handshake_lldb()?;
     let ready = nm(&fx.prog, "bench_gpu_ready")?;
@@ -485,10 +489,10 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuF
 
     // Stop-all of waves that run: resume every stopped wave, give the
     // resume time to be served (nothing on the wire says when it was), then
-    // interrupt. Three cycles, the median.
+    // interrupt. `--gpu-stop-cycles` cycles (3), the median.
     let mut stops = Vec::new();
     let mut stop_cpu = Vec::new();
-    for _ in 0..STOP_CYCLES {
+    for _ in 0..stop_cycles {
         g.send(b"vCont;c")?;
         std::thread::sleep(RESUME_SETTLE);
         let c = thread_cpu_ns(pid, pid)?;

@@ -157,6 +157,11 @@ struct Args {
     /// GPU scale: a prebuilt `fixtures/gpu_spin.cl` code object.
     #[arg(long)]
     gpu_hsaco: Option<PathBuf>,
+    /// GPU scale: resume + interrupt cycles for the stop-all of running
+    /// waves, per round (the median is printed; more cycles give a profiler
+    /// more of the stop-all to sample).
+    #[arg(long, default_value_t = 3)]
+    gpu_stop_cycles: usize,
     /// lldb mode: stock lldb 23.1 against each stub with programs of these
     /// many threads (comma list, e.g. 100,1000: `thread list`, stop of all
     /// threads, and how each grows with the thread count).
