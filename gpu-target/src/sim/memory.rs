@@ -16,6 +16,8 @@ use nix::sys::uio::process_vm_writev;
 use nix::sys::uio::RemoteIoVec;
 use nix::unistd::Pid;
 
+use super::wave::LANES;
+
 /// Base of the flat-address aperture of the LDS (gfx9, as the Linux kernel
 /// driver sets it up: `1 << 48`); `src_shared_base` is its high half.
 pub const SHARED_APERTURE: u64 = 1 << 48;
@@ -59,6 +61,59 @@ pub trait GlobalMemory: Send + Sync {
             self.read(addr, dst).map_err(|_| addr)?;
         }
         Ok(())
+    }
+
+    /// The dword loads of a wave (`global_load_dword` and its FLAT form):
+    /// for each lane of `exec`, in lane order, the 4 bytes at `addrs[lane]`
+    /// into `row[lane]` (the other lanes are left alone); stops at the first
+    /// lane that fails and returns its address (`row` may then hold some
+    /// lanes). Through [`read_lanes`](Self::read_lanes) and a staging buffer
+    /// unless the memory does better ([`BufferMemory`]: straight into the
+    /// row under one lock).
+    fn read_dwords(
+        &self,
+        addrs: &[u64; LANES],
+        exec: u64,
+        row: &mut [u32; LANES],
+    ) -> Result<(), u64> {
+        let mut lanes = [(0u64, 0usize); LANES];
+        let mut n = 0;
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            lanes[n] = (addrs[lane], 4 * lane);
+            n += 1;
+        }
+        let mut buf = [0u8; 4 * LANES];
+        self.read_lanes(&lanes[..n], 4, &mut buf)?;
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let w = &buf[4 * lane..4 * lane + 4];
+            row[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        }
+        Ok(())
+    }
+
+    /// The dword stores of a wave: for each lane of `exec`, in lane order,
+    /// `row[lane]` to the 4 bytes at `addrs[lane]`; stops at the first lane
+    /// that fails and returns its address (the lanes before it are
+    /// written, as [`write_lanes`](Self::write_lanes) leaves them).
+    fn write_dwords(&self, addrs: &[u64; LANES], exec: u64, row: &[u32; LANES]) -> Result<(), u64> {
+        let mut lanes = [(0u64, 0usize); LANES];
+        let mut buf = [0u8; 4 * LANES];
+        let mut n = 0;
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            lanes[n] = (addrs[lane], 4 * lane);
+            buf[4 * lane..4 * lane + 4].copy_from_slice(&row[lane].to_le_bytes());
+            n += 1;
+        }
+        self.write_lanes(&lanes[..n], 4, &buf)
     }
 
     /// The lanes of an atomic: for each address of `addrs`, in order, reads
@@ -348,6 +403,65 @@ impl GlobalMemory for BufferMemory {
                 .ok_or(addr)?;
             let dst = buf.get_mut(at..at + size).ok_or(addr)?;
             super::wave::copy_small(dst, src);
+        }
+        Ok(())
+    }
+
+    fn read_dwords(
+        &self,
+        addrs: &[u64; LANES],
+        exec: u64,
+        row: &mut [u32; LANES],
+    ) -> Result<(), u64> {
+        let first = addrs[(exec.trailing_zeros() as usize) & (LANES - 1)];
+        let regions = self.regions.read().map_err(|_| first)?;
+        // The region of the previous lane, tried first (as `read_lanes`);
+        // the end of the region is kept less 4, so one compare checks a
+        // whole dword.
+        let mut last: Option<(u64, u64, &[u8])> = None;
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let addr = addrs[lane];
+            let (base, bytes) = match last {
+                Some((base, span, bytes)) if addr.wrapping_sub(base) <= span => (base, bytes),
+                _ => {
+                    let (&base, bytes) = regions.range(..=addr).next_back().ok_or(addr)?;
+                    let span = (bytes.len() as u64).checked_sub(4).ok_or(addr)?;
+                    last = Some((base, span, bytes.as_slice()));
+                    (base, bytes.as_slice())
+                }
+            };
+            let off = usize::try_from(addr - base).map_err(|_| addr)?;
+            let w = bytes.get(off..off.wrapping_add(4)).ok_or(addr)?;
+            row[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        }
+        Ok(())
+    }
+
+    fn write_dwords(&self, addrs: &[u64; LANES], exec: u64, row: &[u32; LANES]) -> Result<(), u64> {
+        let first = addrs[(exec.trailing_zeros() as usize) & (LANES - 1)];
+        let mut regions = self.regions.write().map_err(|_| first)?;
+        // The region of the previous lane, tried first (as `read_dwords`).
+        let mut last: Option<(u64, u64, &mut Vec<u8>)> = None;
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let addr = addrs[lane];
+            let (base, span, bytes) = match last.take() {
+                Some((base, span, bytes)) if addr.wrapping_sub(base) <= span => (base, span, bytes),
+                _ => {
+                    let (&base, bytes) = regions.range_mut(..=addr).next_back().ok_or(addr)?;
+                    let span = (bytes.len() as u64).checked_sub(4).ok_or(addr)?;
+                    (base, span, bytes)
+                }
+            };
+            let off = usize::try_from(addr - base).map_err(|_| addr)?;
+            let w = bytes.get_mut(off..off.wrapping_add(4)).ok_or(addr)?;
+            w.copy_from_slice(&row[lane].to_le_bytes());
+            last = Some((base, span, bytes));
         }
         Ok(())
     }

@@ -2262,10 +2262,7 @@ fn lanes_xfer(
     addrs: &[u64; LANES],
     lanes: &mut [(u64, usize); LANES],
 ) -> LaneXfer {
-    let contiguous = (exec >> first).count_ones() as usize == last - first + 1
-        && (first..=last)
-            .all(|l| addrs[l] == addrs[first].wrapping_add(((l - first) * bytes) as u64));
-    if contiguous {
+    if lanes_contiguous(exec, first, last, bytes, addrs) {
         return LaneXfer::Block(addrs[first], (last - first + 1) * bytes);
     }
     let mut n = 0;
@@ -2277,6 +2274,21 @@ fn lanes_xfer(
         n += 1;
     }
     LaneXfer::Lanes(n)
+}
+
+/// Whether the lanes `first..=last` are all in `exec` and address one
+/// block, `bytes` apart.
+#[inline(always)]
+fn lanes_contiguous(
+    exec: u64,
+    first: usize,
+    last: usize,
+    bytes: usize,
+    addrs: &[u64; LANES],
+) -> bool {
+    (exec >> first).count_ones() as usize == last - first + 1
+        && (first..=last)
+            .all(|l| addrs[l] == addrs[first].wrapping_add(((l - first) * bytes) as u64))
 }
 
 /// How [`lanes_xfer`] moves the staging buffer.
@@ -2359,6 +2371,27 @@ fn flat_body(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Some(x) = op.xfer() else {
         return atomic_lanes(r, ctx, *op, *vdst, *data, *glc, &addrs);
     };
+    // A dword per lane at addresses that are not one block (gathers and
+    // scatters): straight between the VGPR row and the memory
+    // (`GlobalMemory::read_dwords`/`write_dwords`), no staging buffer.
+    if bytes == 4 && x.d16 == 0 && !x.hi && !lanes_contiguous(exec, first, last, bytes, &addrs) {
+        let reg = if x.load { *vdst } else { *data };
+        if x.load {
+            let mut got = [0u32; LANES];
+            if let Err(addr) = ctx.mem.read_dwords(&addrs, exec, &mut got) {
+                return Step::MemoryViolation { addr };
+            }
+            if let Some(row) = r.vgpr.get_mut(reg as usize) {
+                blend_row(row, &got, exec);
+            }
+            return Step::Continue;
+        }
+        let row = r.vgpr.get(reg as usize).unwrap_or(&ZERO_ROW);
+        return match ctx.mem.write_dwords(&addrs, exec, row) {
+            Ok(()) => Step::Continue,
+            Err(addr) => Step::MemoryViolation { addr },
+        };
+    }
     // The lanes' slots of a lane-packed staging buffer, moved to or from
     // memory by `lanes_xfer` (one access when the lanes are contiguous).
     let mut stack = [0u8; LANES * 16];
