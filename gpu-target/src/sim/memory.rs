@@ -626,4 +626,80 @@ mod tests {
         bm.read(0x103c, &mut b).unwrap();
         assert_eq!(b, [9; 4]);
     }
+
+    /// A memory with only `read` and `write`: the trait's own
+    /// `read_dwords`/`write_dwords` (through `read_lanes`/`write_lanes`).
+    struct Plain(BufferMemory);
+
+    impl GlobalMemory for Plain {
+        fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+            self.0.read(addr, buf)
+        }
+        fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
+            self.0.write(addr, data)
+        }
+    }
+
+    /// Dword gathers and scatters of a wave: `BufferMemory`'s (one lock,
+    /// the previous lane's region) and the trait's agree, lanes outside
+    /// EXEC untouched, lanes in two regions in any order; a lane whose
+    /// dword leaves its region (or lies in no region) is the fault, the
+    /// first in lane order, and a store writes the lanes before it.
+    #[test]
+    fn dword_gathers_and_scatters() {
+        let make = || {
+            let bm = BufferMemory::new();
+            bm.map(0x1000, (0..64u8).collect());
+            bm.map(0x2000, (64..128u8).collect());
+            bm
+        };
+        let (fast, plain) = (make(), Plain(make()));
+        let mems: [&dyn GlobalMemory; 2] = [&fast, &plain];
+        let mut addrs = [0u64; LANES];
+        for (lane, a) in addrs.iter_mut().enumerate() {
+            // Alternating regions, descending offsets.
+            *a = if lane % 2 == 0 { 0x1000 } else { 0x2000 } + (60 - 4 * (lane % 16)) as u64;
+        }
+        let exec = 0xf0f0_0000_ffff_0ff1u64;
+        for m in mems {
+            let mut row = [0xdead_beefu32; LANES];
+            m.read_dwords(&addrs, exec, &mut row).unwrap();
+            for lane in 0..LANES {
+                let want = if exec >> lane & 1 != 0 {
+                    let mut b = [0u8; 4];
+                    m.read(addrs[lane], &mut b).unwrap();
+                    u32::from_le_bytes(b)
+                } else {
+                    0xdead_beef
+                };
+                assert_eq!(row[lane], want, "lane {lane}");
+            }
+            // A dword straddling the end of the region at lane 5, no
+            // region at lane 9: the first in lane order is the fault.
+            let mut bad = addrs;
+            bad[5] = 0x103e;
+            bad[9] = 0x3000;
+            assert_eq!(m.read_dwords(&bad, u64::MAX, &mut row), Err(0x103e));
+            assert_eq!(m.read_dwords(&bad, !(1 << 5), &mut row), Err(0x3000));
+            // Scatters: lanes 0..4 to distinct dwords, then a fault.
+            let mut st = [0u64; LANES];
+            let mut vals = [0u32; LANES];
+            for lane in 0..LANES {
+                st[lane] = 0x2000 + 4 * lane as u64;
+                vals[lane] = 0x1111_0000 + lane as u32;
+            }
+            st[4] = 0x2040;
+            assert_eq!(m.write_dwords(&st, 0b1_0111, &vals), Err(0x2040));
+            for lane in 0..4 {
+                let mut b = [0u8; 4];
+                m.read(st[lane], &mut b).unwrap();
+                let want = if lane == 3 {
+                    [76, 77, 78, 79]
+                } else {
+                    vals[lane].to_le_bytes()
+                };
+                assert_eq!(b, want, "lane {lane}");
+            }
+        }
+    }
 }
