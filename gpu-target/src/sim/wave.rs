@@ -1073,16 +1073,27 @@ pub(super) fn ldexp(x: f64, e: i32) -> f64 {
     let mut x = x;
     let mut e = e.clamp(-2200, 2200);
     while e > 1000 {
-        x *= 2f64.powi(1000);
+        x *= pow2(1000);
         e -= 1000;
     }
     while e < -1000 {
         // Avoid double rounding in the subnormal range: scale in one step
         // once close.
-        x *= 2f64.powi(-1000);
+        x *= pow2(-1000);
         e += 1000;
     }
-    x * 2f64.powi(e)
+    x * pow2(e)
+}
+
+/// `2^e`, exact: made from its bits in the normal range (no `powi` call),
+/// else `powi` as before.
+#[inline]
+pub(super) fn pow2(e: i32) -> f64 {
+    if (-1022..=1023).contains(&e) {
+        f64::from_bits(((e + 1023) as u64) << 52)
+    } else {
+        2f64.powi(e)
+    }
 }
 
 /// `v_div_fixup`: the special cases of `n / d` (src2 = n, src1 = d) on the
@@ -1183,16 +1194,17 @@ pub fn f64_to_f16(x: f64) -> u16 {
         return sign | 0x7c00;
     }
     // Scale to units of the smallest subnormal (2^-24) or of the ulp.
-    let e = if a < 2f64.powi(-14) {
+    let e = if a < pow2(-14) {
         -14
     } else {
-        a.log2().floor() as i32
+        // floor(log2(a)): `a` is normal, its exponent field.
+        ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023
     };
     let mut e = e.clamp(-14, 15);
-    if e > -14 && a < 2f64.powi(e) {
+    if e > -14 && a < pow2(e) {
         e -= 1;
     }
-    let ulp = 2f64.powi(e - 10);
+    let ulp = pow2(e - 10);
     let q = (a / ulp).round_ties_even();
     let (mut e, mut q) = (e, q as u32);
     if q >= 2048 {
@@ -2286,9 +2298,19 @@ fn lanes_contiguous(
     bytes: usize,
     addrs: &[u64; LANES],
 ) -> bool {
-    (exec >> first).count_ones() as usize == last - first + 1
-        && (first..=last)
-            .all(|l| addrs[l] == addrs[first].wrapping_add(((l - first) * bytes) as u64))
+    if (exec >> first).count_ones() as usize != last - first + 1 {
+        return false;
+    }
+    // Branch-free over all lanes (it vectorises), those outside
+    // `first..=last` masked out.
+    let a0 = addrs[first];
+    let mut differ = 0u64;
+    for (l, &a) in addrs.iter().enumerate() {
+        let want = a0.wrapping_add(l.wrapping_sub(first).wrapping_mul(bytes) as u64);
+        let inside = 0u64.wrapping_sub(((l >= first) & (l <= last)) as u64);
+        differ |= (a ^ want) & inside;
+    }
+    differ == 0
 }
 
 /// How [`lanes_xfer`] moves the staging buffer.
@@ -3652,6 +3674,47 @@ mod tests {
     fn run(words: &[u32], regs: &mut WaveRegs, mem: &BufferMemory) -> Step {
         let code: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         crate::sim::row_tests::run_code(mem, code, regs, &mut [0u8; 256])
+    }
+
+    /// `pow2` is `2f64.powi` (exact powers of two) for every exponent, and
+    /// `f64_to_f16` (its exponent from the bits, not `log2`) rounds to the
+    /// nearest f16, ties to even: every finite f16 comes back as itself,
+    /// each midpoint between neighbours goes to the even one, a value just
+    /// off a midpoint to the nearer one, and past the largest f16 to
+    /// infinity.
+    #[test]
+    fn pow2_and_f16_rounding() {
+        for e in -1100..=1100 {
+            assert_eq!(pow2(e).to_bits(), 2f64.powi(e).to_bits(), "2^{e}");
+        }
+        let finite: Vec<u16> = (0u16..0x7c00).collect();
+        for &h in &finite {
+            for sign in [0u16, 0x8000] {
+                let x = f16_to_f32(h | sign) as f64;
+                assert_eq!(f64_to_f16(x), h | sign, "{h:#x}");
+            }
+        }
+        for w in finite.windows(2) {
+            let (lo, hi) = (f16_to_f32(w[0]) as f64, f16_to_f32(w[1]) as f64);
+            let mid = (lo + hi) / 2.0;
+            let even = if w[0] & 1 == 0 { w[0] } else { w[1] };
+            assert_eq!(f64_to_f16(mid), even, "midpoint of {:#x}", w[0]);
+            let off = (hi - lo) / 1024.0;
+            assert_eq!(
+                f64_to_f16(mid - off),
+                w[0],
+                "below the midpoint of {:#x}",
+                w[0]
+            );
+            assert_eq!(
+                f64_to_f16(mid + off),
+                w[1],
+                "above the midpoint of {:#x}",
+                w[0]
+            );
+        }
+        assert_eq!(f64_to_f16(65520.0), 0x7c00);
+        assert_eq!(f64_to_f16(65519.99), 0x7bff);
     }
 
     /// Every VALU row and VOPC compare in its VOP3 form (VGPR operands of
