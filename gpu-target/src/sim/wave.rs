@@ -2611,9 +2611,13 @@ fn atomic_lanes(
             lo
         }
     };
-    // The EXEC lanes in order, their addresses, and the old values.
+    // The EXEC lanes in order, their addresses, data and compare
+    // operands (read before the memory's lock is taken), and the old
+    // values.
     let mut lanes = [0u8; LANES];
     let mut at = [0u64; LANES];
+    let mut ds = [0u64; LANES];
+    let mut cmps = [0u64; LANES];
     let mut n = 0;
     let mut rest = exec;
     while rest != 0 {
@@ -2621,17 +2625,15 @@ fn atomic_lanes(
         rest &= rest - 1;
         lanes[n] = lane as u8;
         at[n] = addrs[lane];
+        ds[n] = get(r, data as usize, lane);
+        cmps[n] = get(r, data as usize + w, lane);
         n += 1;
     }
     let mut olds = [0u64; LANES];
-    let regs = &*r;
     let done = ctx
         .mem
         .update_lanes(&at[..n], 4 * w, &mut olds[..n], &mut |k, old| {
-            let lane = lanes[k] as usize;
-            let d = get(regs, data as usize, lane);
-            let cmp = get(regs, data as usize + w, lane);
-            atomics::apply(&FLAT_ATOMICS, i, old, d, cmp, 32 * w as u32)
+            atomics::apply(&FLAT_ATOMICS, i, old, ds[k], cmps[k], 32 * w as u32)
         });
     // The lanes before a failing one completed (their old values returned).
     let (complete, step) = match done {
