@@ -141,6 +141,15 @@ pub trait GlobalMemory: Send + Sync {
         Ok(())
     }
 
+    /// Whether [`update_lanes`](Self::update_lanes) is atomic by itself: it
+    /// holds one lock over all its lanes that every other access of this
+    /// memory waits for, so the interpreter need not serialise atomics
+    /// around it ([`BufferMemory`]; not the default's read and write per
+    /// lane).
+    fn atomic_update_lanes(&self) -> bool {
+        false
+    }
+
     /// The lanes of a scatter: for each `(addr, at)` of `lanes`, in order,
     /// writes `data[at..at + size]` at `addr`; stops at the first that
     /// fails and returns its address.
@@ -405,6 +414,11 @@ impl GlobalMemory for BufferMemory {
             super::wave::copy_small(dst, src);
         }
         Ok(())
+    }
+
+    /// `update_lanes` holds the regions' write lock for all its lanes.
+    fn atomic_update_lanes(&self) -> bool {
+        true
     }
 
     fn read_dwords(

@@ -41,7 +41,8 @@ pub const LANES: usize = 64;
 /// Addressable SGPRs on gfx9 (s0..s101).
 pub const NUM_SGPRS: usize = 102;
 
-/// Serialises global atomics between device threads.
+/// Serialises global atomics between device threads (on a memory whose
+/// `update_lanes` is not atomic by itself).
 static ATOMICS: Mutex<()> = Mutex::new(());
 
 /// The architectural state of one wave.
@@ -2602,7 +2603,7 @@ fn atomic_lanes(
         _ => return Step::IllegalInstruction,
     };
     let exec = r.exec;
-    let _guard = ATOMICS.lock();
+    let _guard = (!ctx.mem.atomic_update_lanes()).then(|| ATOMICS.lock());
     let get = |r: &WaveRegs, reg: usize, lane: usize| {
         let lo = r.vgpr.get(reg).map(|x| x[lane]).unwrap_or(0) as u64;
         if w == 2 {
