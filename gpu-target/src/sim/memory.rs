@@ -16,6 +16,8 @@ use nix::sys::uio::process_vm_writev;
 use nix::sys::uio::RemoteIoVec;
 use nix::unistd::Pid;
 
+use super::wave::LANES;
+
 /// Base of the flat-address aperture of the LDS (gfx9, as the Linux kernel
 /// driver sets it up: `1 << 48`); `src_shared_base` is its high half.
 pub const SHARED_APERTURE: u64 = 1 << 48;
@@ -61,6 +63,59 @@ pub trait GlobalMemory: Send + Sync {
         Ok(())
     }
 
+    /// The dword loads of a wave (`global_load_dword` and its FLAT form):
+    /// for each lane of `exec`, in lane order, the 4 bytes at `addrs[lane]`
+    /// into `row[lane]` (the other lanes are left alone); stops at the first
+    /// lane that fails and returns its address (`row` may then hold some
+    /// lanes). Through [`read_lanes`](Self::read_lanes) and a staging buffer
+    /// unless the memory does better ([`BufferMemory`]: straight into the
+    /// row under one lock).
+    fn read_dwords(
+        &self,
+        addrs: &[u64; LANES],
+        exec: u64,
+        row: &mut [u32; LANES],
+    ) -> Result<(), u64> {
+        let mut lanes = [(0u64, 0usize); LANES];
+        let mut n = 0;
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            lanes[n] = (addrs[lane], 4 * lane);
+            n += 1;
+        }
+        let mut buf = [0u8; 4 * LANES];
+        self.read_lanes(&lanes[..n], 4, &mut buf)?;
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let w = &buf[4 * lane..4 * lane + 4];
+            row[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        }
+        Ok(())
+    }
+
+    /// The dword stores of a wave: for each lane of `exec`, in lane order,
+    /// `row[lane]` to the 4 bytes at `addrs[lane]`; stops at the first lane
+    /// that fails and returns its address (the lanes before it are
+    /// written, as [`write_lanes`](Self::write_lanes) leaves them).
+    fn write_dwords(&self, addrs: &[u64; LANES], exec: u64, row: &[u32; LANES]) -> Result<(), u64> {
+        let mut lanes = [(0u64, 0usize); LANES];
+        let mut buf = [0u8; 4 * LANES];
+        let mut n = 0;
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            lanes[n] = (addrs[lane], 4 * lane);
+            buf[4 * lane..4 * lane + 4].copy_from_slice(&row[lane].to_le_bytes());
+            n += 1;
+        }
+        self.write_lanes(&lanes[..n], 4, &buf)
+    }
+
     /// The lanes of an atomic: for each address of `addrs`, in order, reads
     /// the `size` bytes (4 or 8) there as `old`, writes `new(i, old)` back
     /// (`i`: the address's index) and keeps `old` in `olds[i]`; stops at the
@@ -84,6 +139,15 @@ pub trait GlobalMemory: Send + Sync {
                 .map_err(|_| (i, addr))?;
         }
         Ok(())
+    }
+
+    /// Whether [`update_lanes`](Self::update_lanes) is atomic by itself: it
+    /// holds one lock over all its lanes that every other access of this
+    /// memory waits for, so the interpreter need not serialise atomics
+    /// around it ([`BufferMemory`]; not the default's read and write per
+    /// lane).
+    fn atomic_update_lanes(&self) -> bool {
+        false
     }
 
     /// The lanes of a scatter: for each `(addr, at)` of `lanes`, in order,
@@ -352,6 +416,70 @@ impl GlobalMemory for BufferMemory {
         Ok(())
     }
 
+    /// `update_lanes` holds the regions' write lock for all its lanes.
+    fn atomic_update_lanes(&self) -> bool {
+        true
+    }
+
+    fn read_dwords(
+        &self,
+        addrs: &[u64; LANES],
+        exec: u64,
+        row: &mut [u32; LANES],
+    ) -> Result<(), u64> {
+        let first = addrs[(exec.trailing_zeros() as usize) & (LANES - 1)];
+        let regions = self.regions.read().map_err(|_| first)?;
+        // The region of the previous lane, tried first (as `read_lanes`);
+        // the end of the region is kept less 4, so one compare checks a
+        // whole dword.
+        let mut last: Option<(u64, u64, &[u8])> = None;
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let addr = addrs[lane];
+            let (base, bytes) = match last {
+                Some((base, span, bytes)) if addr.wrapping_sub(base) <= span => (base, bytes),
+                _ => {
+                    let (&base, bytes) = regions.range(..=addr).next_back().ok_or(addr)?;
+                    let span = (bytes.len() as u64).checked_sub(4).ok_or(addr)?;
+                    last = Some((base, span, bytes.as_slice()));
+                    (base, bytes.as_slice())
+                }
+            };
+            let off = usize::try_from(addr - base).map_err(|_| addr)?;
+            let w = bytes.get(off..off.wrapping_add(4)).ok_or(addr)?;
+            row[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        }
+        Ok(())
+    }
+
+    fn write_dwords(&self, addrs: &[u64; LANES], exec: u64, row: &[u32; LANES]) -> Result<(), u64> {
+        let first = addrs[(exec.trailing_zeros() as usize) & (LANES - 1)];
+        let mut regions = self.regions.write().map_err(|_| first)?;
+        // The region of the previous lane, tried first (as `read_dwords`).
+        let mut last: Option<(u64, u64, &mut Vec<u8>)> = None;
+        let mut rest = exec;
+        while rest != 0 {
+            let lane = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let addr = addrs[lane];
+            let (base, span, bytes) = match last.take() {
+                Some((base, span, bytes)) if addr.wrapping_sub(base) <= span => (base, span, bytes),
+                _ => {
+                    let (&base, bytes) = regions.range_mut(..=addr).next_back().ok_or(addr)?;
+                    let span = (bytes.len() as u64).checked_sub(4).ok_or(addr)?;
+                    (base, span, bytes)
+                }
+            };
+            let off = usize::try_from(addr - base).map_err(|_| addr)?;
+            let w = bytes.get_mut(off..off.wrapping_add(4)).ok_or(addr)?;
+            w.copy_from_slice(&row[lane].to_le_bytes());
+            last = Some((base, span, bytes));
+        }
+        Ok(())
+    }
+
     fn update_lanes(
         &self,
         addrs: &[u64],
@@ -377,10 +505,26 @@ impl GlobalMemory for BufferMemory {
             let m = bytes
                 .get_mut(off..off.checked_add(size).ok_or((i, addr))?)
                 .ok_or((i, addr))?;
-            let mut b = [0u8; 8];
-            b[..size].copy_from_slice(m);
-            *old = u64::from_le_bytes(b);
-            m.copy_from_slice(&new(i, *old).to_le_bytes()[..size]);
+            // Fixed-size moves for the two sizes atomics have (no `memcpy`
+            // call of a run-time length).
+            match *m {
+                [a, b, c, d] => {
+                    *old = u32::from_le_bytes([a, b, c, d]) as u64;
+                    let v = (new(i, *old) as u32).to_le_bytes();
+                    m.copy_from_slice(&v);
+                }
+                [a, b, c, d, e, f, g, h] => {
+                    *old = u64::from_le_bytes([a, b, c, d, e, f, g, h]);
+                    let v = new(i, *old).to_le_bytes();
+                    m.copy_from_slice(&v);
+                }
+                _ => {
+                    let mut b = [0u8; 8];
+                    b[..size].copy_from_slice(m);
+                    *old = u64::from_le_bytes(b);
+                    m.copy_from_slice(&new(i, *old).to_le_bytes()[..size]);
+                }
+            }
             last = Some((base, bytes));
         }
         Ok(())
@@ -511,5 +655,131 @@ mod tests {
         let mut b = [0u8; 4];
         bm.read(0x103c, &mut b).unwrap();
         assert_eq!(b, [9; 4]);
+    }
+
+    /// The lanes of an atomic on `BufferMemory` and through the trait's own
+    /// `update_lanes` (a read and a write per lane) agree: 4- and 8-byte
+    /// words, lanes in two regions, the same address twice (the second
+    /// lane sees the first's result), the old values returned in order,
+    /// and a fault at the first lane out of range, the lanes before it
+    /// done.
+    #[test]
+    fn atomic_lanes_in_order_across_regions() {
+        let make = || {
+            let bm = BufferMemory::new();
+            bm.map(0x1000, (0..64u8).collect());
+            bm.map(0x2000, (64..128u8).collect());
+            bm
+        };
+        let (fast, plain) = (make(), Plain(make()));
+        let mems: [&dyn GlobalMemory; 2] = [&fast, &plain];
+        let mut results = Vec::new();
+        for m in mems {
+            for size in [4usize, 8] {
+                let addrs = [0x1008u64, 0x2010, 0x1008, 0x2038];
+                let mut olds = [0u64; 4];
+                m.update_lanes(&addrs, size, &mut olds, &mut |i, old| {
+                    old.wrapping_add(0x0101_0101_0101_0101 * (i as u64 + 1))
+                })
+                .unwrap();
+                let mut after = [0u8; 8];
+                m.read(0x1008, &mut after[..size]).unwrap();
+                results.push((size, olds, after));
+                let mut olds = [0u64; 2];
+                assert_eq!(
+                    m.update_lanes(&[0x1000, 0x103e], size, &mut olds, &mut |_, old| !old),
+                    Err((1, 0x103e))
+                );
+                let mut b = [0u8; 8];
+                m.read(0x1000, &mut b[..size]).unwrap();
+                assert_eq!(
+                    u64::from_le_bytes(b),
+                    !olds[0] & (u64::MAX >> (64 - 8 * size))
+                );
+            }
+        }
+        // The second memory saw the same sequence.
+        assert_eq!(results[..2], results[2..]);
+        // Lane 2 read what lane 0 wrote.
+        for (size, olds, _) in &results {
+            let mask = u64::MAX >> (64 - 8 * size);
+            assert_eq!(olds[2], olds[0].wrapping_add(0x0101_0101_0101_0101) & mask);
+        }
+    }
+
+    /// A memory with only `read` and `write`: the trait's own
+    /// `read_dwords`/`write_dwords` (through `read_lanes`/`write_lanes`).
+    struct Plain(BufferMemory);
+
+    impl GlobalMemory for Plain {
+        fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+            self.0.read(addr, buf)
+        }
+        fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemFault> {
+            self.0.write(addr, data)
+        }
+    }
+
+    /// Dword gathers and scatters of a wave: `BufferMemory`'s (one lock,
+    /// the previous lane's region) and the trait's agree, lanes outside
+    /// EXEC untouched, lanes in two regions in any order; a lane whose
+    /// dword leaves its region (or lies in no region) is the fault, the
+    /// first in lane order, and a store writes the lanes before it.
+    #[test]
+    fn dword_gathers_and_scatters() {
+        let make = || {
+            let bm = BufferMemory::new();
+            bm.map(0x1000, (0..64u8).collect());
+            bm.map(0x2000, (64..128u8).collect());
+            bm
+        };
+        let (fast, plain) = (make(), Plain(make()));
+        let mems: [&dyn GlobalMemory; 2] = [&fast, &plain];
+        let mut addrs = [0u64; LANES];
+        for (lane, a) in addrs.iter_mut().enumerate() {
+            // Alternating regions, descending offsets.
+            *a = if lane % 2 == 0 { 0x1000 } else { 0x2000 } + (60 - 4 * (lane % 16)) as u64;
+        }
+        let exec = 0xf0f0_0000_ffff_0ff1u64;
+        for m in mems {
+            let mut row = [0xdead_beefu32; LANES];
+            m.read_dwords(&addrs, exec, &mut row).unwrap();
+            for lane in 0..LANES {
+                let want = if exec >> lane & 1 != 0 {
+                    let mut b = [0u8; 4];
+                    m.read(addrs[lane], &mut b).unwrap();
+                    u32::from_le_bytes(b)
+                } else {
+                    0xdead_beef
+                };
+                assert_eq!(row[lane], want, "lane {lane}");
+            }
+            // A dword straddling the end of the region at lane 5, no
+            // region at lane 9: the first in lane order is the fault.
+            let mut bad = addrs;
+            bad[5] = 0x103e;
+            bad[9] = 0x3000;
+            assert_eq!(m.read_dwords(&bad, u64::MAX, &mut row), Err(0x103e));
+            assert_eq!(m.read_dwords(&bad, !(1 << 5), &mut row), Err(0x3000));
+            // Scatters: lanes 0..4 to distinct dwords, then a fault.
+            let mut st = [0u64; LANES];
+            let mut vals = [0u32; LANES];
+            for lane in 0..LANES {
+                st[lane] = 0x2000 + 4 * lane as u64;
+                vals[lane] = 0x1111_0000 + lane as u32;
+            }
+            st[4] = 0x2040;
+            assert_eq!(m.write_dwords(&st, 0b1_0111, &vals), Err(0x2040));
+            for lane in 0..4 {
+                let mut b = [0u8; 4];
+                m.read(st[lane], &mut b).unwrap();
+                let want = if lane == 3 {
+                    [76, 77, 78, 79]
+                } else {
+                    vals[lane].to_le_bytes()
+                };
+                assert_eq!(b, want, "lane {lane}");
+            }
+        }
     }
 }

@@ -260,12 +260,17 @@ pub fn mfma(
                 } else {
                     f32::from_bits(c[reg][lane]) as f64
                 };
-                for kk in 0..s.k {
-                    // A(i, kk) and B(kk, j) of this block.
-                    let step = blk * kl + kk / e;
-                    let x = av[i + s.m * step][kk % e];
-                    let y = bv[j + s.n * step][kk % e];
-                    acc += x * y;
+                // A(i, kk) and B(kk, j) of this block, kk = step * e + q,
+                // summed in the order of kk (no division per product).
+                for step in blk * kl..(blk + 1) * kl {
+                    let (x, y) = (&av[i + s.m * step], &bv[j + s.n * step]);
+                    if e == 1 {
+                        acc += x[0] * y[0];
+                    } else {
+                        for q in 0..4 {
+                            acc += x[q] * y[q];
+                        }
+                    }
                 }
                 // Integer sums are exact in f64 (|A * B| <= 2^14, k <= 16);
                 // i32 wraps.

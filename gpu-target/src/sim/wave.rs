@@ -41,7 +41,8 @@ pub const LANES: usize = 64;
 /// Addressable SGPRs on gfx9 (s0..s101).
 pub const NUM_SGPRS: usize = 102;
 
-/// Serialises global atomics between device threads.
+/// Serialises global atomics between device threads (on a memory whose
+/// `update_lanes` is not atomic by itself).
 static ATOMICS: Mutex<()> = Mutex::new(());
 
 /// The architectural state of one wave.
@@ -1073,16 +1074,27 @@ pub(super) fn ldexp(x: f64, e: i32) -> f64 {
     let mut x = x;
     let mut e = e.clamp(-2200, 2200);
     while e > 1000 {
-        x *= 2f64.powi(1000);
+        x *= pow2(1000);
         e -= 1000;
     }
     while e < -1000 {
         // Avoid double rounding in the subnormal range: scale in one step
         // once close.
-        x *= 2f64.powi(-1000);
+        x *= pow2(-1000);
         e += 1000;
     }
-    x * 2f64.powi(e)
+    x * pow2(e)
+}
+
+/// `2^e`, exact: made from its bits in the normal range (no `powi` call),
+/// else `powi` as before.
+#[inline]
+pub(super) fn pow2(e: i32) -> f64 {
+    if (-1022..=1023).contains(&e) {
+        f64::from_bits(((e + 1023) as u64) << 52)
+    } else {
+        2f64.powi(e)
+    }
 }
 
 /// `v_div_fixup`: the special cases of `n / d` (src2 = n, src1 = d) on the
@@ -1183,16 +1195,17 @@ pub fn f64_to_f16(x: f64) -> u16 {
         return sign | 0x7c00;
     }
     // Scale to units of the smallest subnormal (2^-24) or of the ulp.
-    let e = if a < 2f64.powi(-14) {
+    let e = if a < pow2(-14) {
         -14
     } else {
-        a.log2().floor() as i32
+        // floor(log2(a)): `a` is normal, its exponent field.
+        ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023
     };
     let mut e = e.clamp(-14, 15);
-    if e > -14 && a < 2f64.powi(e) {
+    if e > -14 && a < pow2(e) {
         e -= 1;
     }
-    let ulp = 2f64.powi(e - 10);
+    let ulp = pow2(e - 10);
     let q = (a / ulp).round_ties_even();
     let (mut e, mut q) = (e, q as u32);
     if q >= 2048 {
@@ -2262,10 +2275,7 @@ fn lanes_xfer(
     addrs: &[u64; LANES],
     lanes: &mut [(u64, usize); LANES],
 ) -> LaneXfer {
-    let contiguous = (exec >> first).count_ones() as usize == last - first + 1
-        && (first..=last)
-            .all(|l| addrs[l] == addrs[first].wrapping_add(((l - first) * bytes) as u64));
-    if contiguous {
+    if lanes_contiguous(exec, first, last, bytes, addrs) {
         return LaneXfer::Block(addrs[first], (last - first + 1) * bytes);
     }
     let mut n = 0;
@@ -2277,6 +2287,31 @@ fn lanes_xfer(
         n += 1;
     }
     LaneXfer::Lanes(n)
+}
+
+/// Whether the lanes `first..=last` are all in `exec` and address one
+/// block, `bytes` apart.
+#[inline(always)]
+fn lanes_contiguous(
+    exec: u64,
+    first: usize,
+    last: usize,
+    bytes: usize,
+    addrs: &[u64; LANES],
+) -> bool {
+    if (exec >> first).count_ones() as usize != last - first + 1 {
+        return false;
+    }
+    // Branch-free over all lanes (it vectorises), those outside
+    // `first..=last` masked out.
+    let a0 = addrs[first];
+    let mut differ = 0u64;
+    for (l, &a) in addrs.iter().enumerate() {
+        let want = a0.wrapping_add(l.wrapping_sub(first).wrapping_mul(bytes) as u64);
+        let inside = 0u64.wrapping_sub(((l >= first) & (l <= last)) as u64);
+        differ |= (a ^ want) & inside;
+    }
+    differ == 0
 }
 
 /// How [`lanes_xfer`] moves the staging buffer.
@@ -2359,6 +2394,27 @@ fn flat_body(r: &mut WaveRegs, ctx: &mut Ctx<'_>, inst: &Inst) -> Step {
     let Some(x) = op.xfer() else {
         return atomic_lanes(r, ctx, *op, *vdst, *data, *glc, &addrs);
     };
+    // A dword per lane at addresses that are not one block (gathers and
+    // scatters): straight between the VGPR row and the memory
+    // (`GlobalMemory::read_dwords`/`write_dwords`), no staging buffer.
+    if bytes == 4 && x.d16 == 0 && !x.hi && !lanes_contiguous(exec, first, last, bytes, &addrs) {
+        let reg = if x.load { *vdst } else { *data };
+        if x.load {
+            let mut got = [0u32; LANES];
+            if let Err(addr) = ctx.mem.read_dwords(&addrs, exec, &mut got) {
+                return Step::MemoryViolation { addr };
+            }
+            if let Some(row) = r.vgpr.get_mut(reg as usize) {
+                blend_row(row, &got, exec);
+            }
+            return Step::Continue;
+        }
+        let row = r.vgpr.get(reg as usize).unwrap_or(&ZERO_ROW);
+        return match ctx.mem.write_dwords(&addrs, exec, row) {
+            Ok(()) => Step::Continue,
+            Err(addr) => Step::MemoryViolation { addr },
+        };
+    }
     // The lanes' slots of a lane-packed staging buffer, moved to or from
     // memory by `lanes_xfer` (one access when the lanes are contiguous).
     let mut stack = [0u8; LANES * 16];
@@ -2547,7 +2603,7 @@ fn atomic_lanes(
         _ => return Step::IllegalInstruction,
     };
     let exec = r.exec;
-    let _guard = ATOMICS.lock();
+    let _guard = (!ctx.mem.atomic_update_lanes()).then(|| ATOMICS.lock());
     let get = |r: &WaveRegs, reg: usize, lane: usize| {
         let lo = r.vgpr.get(reg).map(|x| x[lane]).unwrap_or(0) as u64;
         if w == 2 {
@@ -2556,9 +2612,13 @@ fn atomic_lanes(
             lo
         }
     };
-    // The EXEC lanes in order, their addresses, and the old values.
+    // The EXEC lanes in order, their addresses, data and compare
+    // operands (read before the memory's lock is taken), and the old
+    // values.
     let mut lanes = [0u8; LANES];
     let mut at = [0u64; LANES];
+    let mut ds = [0u64; LANES];
+    let mut cmps = [0u64; LANES];
     let mut n = 0;
     let mut rest = exec;
     while rest != 0 {
@@ -2566,17 +2626,15 @@ fn atomic_lanes(
         rest &= rest - 1;
         lanes[n] = lane as u8;
         at[n] = addrs[lane];
+        ds[n] = get(r, data as usize, lane);
+        cmps[n] = get(r, data as usize + w, lane);
         n += 1;
     }
     let mut olds = [0u64; LANES];
-    let regs = &*r;
     let done = ctx
         .mem
         .update_lanes(&at[..n], 4 * w, &mut olds[..n], &mut |k, old| {
-            let lane = lanes[k] as usize;
-            let d = get(regs, data as usize, lane);
-            let cmp = get(regs, data as usize + w, lane);
-            atomics::apply(&FLAT_ATOMICS, i, old, d, cmp, 32 * w as u32)
+            atomics::apply(&FLAT_ATOMICS, i, old, ds[k], cmps[k], 32 * w as u32)
         });
     // The lanes before a failing one completed (their old values returned).
     let (complete, step) = match done {
@@ -3619,6 +3677,47 @@ mod tests {
     fn run(words: &[u32], regs: &mut WaveRegs, mem: &BufferMemory) -> Step {
         let code: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         crate::sim::row_tests::run_code(mem, code, regs, &mut [0u8; 256])
+    }
+
+    /// `pow2` is `2f64.powi` (exact powers of two) for every exponent, and
+    /// `f64_to_f16` (its exponent from the bits, not `log2`) rounds to the
+    /// nearest f16, ties to even: every finite f16 comes back as itself,
+    /// each midpoint between neighbours goes to the even one, a value just
+    /// off a midpoint to the nearer one, and past the largest f16 to
+    /// infinity.
+    #[test]
+    fn pow2_and_f16_rounding() {
+        for e in -1100..=1100 {
+            assert_eq!(pow2(e).to_bits(), 2f64.powi(e).to_bits(), "2^{e}");
+        }
+        let finite: Vec<u16> = (0u16..0x7c00).collect();
+        for &h in &finite {
+            for sign in [0u16, 0x8000] {
+                let x = f16_to_f32(h | sign) as f64;
+                assert_eq!(f64_to_f16(x), h | sign, "{h:#x}");
+            }
+        }
+        for w in finite.windows(2) {
+            let (lo, hi) = (f16_to_f32(w[0]) as f64, f16_to_f32(w[1]) as f64);
+            let mid = (lo + hi) / 2.0;
+            let even = if w[0] & 1 == 0 { w[0] } else { w[1] };
+            assert_eq!(f64_to_f16(mid), even, "midpoint of {:#x}", w[0]);
+            let off = (hi - lo) / 1024.0;
+            assert_eq!(
+                f64_to_f16(mid - off),
+                w[0],
+                "below the midpoint of {:#x}",
+                w[0]
+            );
+            assert_eq!(
+                f64_to_f16(mid + off),
+                w[1],
+                "above the midpoint of {:#x}",
+                w[0]
+            );
+        }
+        assert_eq!(f64_to_f16(65520.0), 0x7c00);
+        assert_eq!(f64_to_f16(65519.99), 0x7bff);
     }
 
     /// Every VALU row and VOPC compare in its VOP3 form (VGPR operands of
