@@ -58,8 +58,17 @@ gpu.Continue()
 cpu_t.DeleteAllBreakpoints()
 cpu.Continue()
 wait_state(dbg, gpu, [lldb.eStateStopped], gpu_stop_id)
-th = gpu.GetSelectedThread()
-check(th.GetStopReason() == lldb.eStopReasonBreakpoint, f"a wave stopped at the GPU breakpoint ({th.GetStopDescription(100)})")
+# The wave that hit: wait_state may return before this listener has pulled
+# the stop event, and with no event handler of lldb's own (an SB client's
+# listener) nothing has selected the thread with the stop reason yet, as
+# the command line's `Process::HandleProcessStateChangedEvent` does: the
+# selected thread can still be the one selected before the resume.
+hits = [t for t in gpu if t.GetStopReason() == lldb.eStopReasonBreakpoint]
+sel = gpu.GetSelectedThread()
+check(len(hits) >= 1, f"a wave stopped at the GPU breakpoint (selected thread {sel.GetThreadID()}: "
+      f"'{sel.GetStopDescription(100)}'; {gpu.GetNumThreads()} threads)")
+th = hits[0]
+gpu.SetSelectedThread(th)
 check(gpu.GetNumThreads() >= 1, f"waves are threads: {gpu.GetNumThreads()}")
 print(cmd(dbg, "thread list"))
 fr = th.GetFrameAtIndex(0)
