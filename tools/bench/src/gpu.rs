@@ -267,6 +267,24 @@ impl Rsp {
         self.ask_s("?")
     }
 
+    /// Interrupt the running session: its stop reply. With `echo` the
+    /// second stop reply gdbmux sends to lldb's dialect after an interrupt
+    /// (as lldb reads it, `GDBRemoteClientBase::ShouldStop`) is read too.
+    fn interrupt(&mut self, echo: bool) -> Result<String> {
+        self.s.write_all(b"\x03")?;
+        let stop = self.recv_stop()?;
+        if echo && (stop.starts_with('T') || stop.starts_with('S')) {
+            let again = self.recv()?;
+            if !matches!(again.first(), Some(b'T' | b'S')) {
+                bail!(
+                    "the second stop reply to the interrupt: {}",
+                    String::from_utf8_lossy(&again)
+                );
+            }
+        }
+        Ok(stop)
+    }
+
     /// The next reply that is not console output (`O…`).
     fn recv_stop(&mut self) -> Result<String> {
         loop {
@@ -378,8 +396,20 @@ pub fn measure(gdbmux: &Path, fx: &GpuFixture, a: &Args, waves: usize) -> Result
         fx.hsaco.display().to_string(),
         "1".to_string(),
     ];
-    let (mut child, port) = start_args("gdbmux", gdbmux, &a.gdbmux_args, &fx.prog, &args, &[])?;
-    let r = measure_on(port, fx, waves, child.id());
+    // The baseline may predate the interrupt echo as the default, and
+    // takes `--lldb-interrupt-echo` as the current build does: both echo,
+    // unless the run turns it off, and the client reads the echo.
+    let echo = !a
+        .gdbmux_args
+        .split_whitespace()
+        .any(|w| w == "--no-lldb-interrupt-echo");
+    let extra = if echo {
+        format!("--lldb-interrupt-echo {}", a.gdbmux_args)
+    } else {
+        a.gdbmux_args.clone()
+    };
+    let (mut child, port) = start_args("gdbmux", gdbmux, &extra, &fx.prog, &args, &[])?;
+    let r = measure_on(port, fx, waves, child.id(), echo);
     let _ = child.kill();
     let _ = child.wait();
     let mut r = r?;
@@ -406,7 +436,13 @@ fn thread_cpu_ns(pid: u32, tid: u32) -> Result<u64> {
         .with_context(|| format!("{path}: {text}"))
 }
 
-fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuFigures> {
+fn measure_on(
+    port: u16,
+    fx: &GpuFixture,
+    waves: usize,
+    pid: u32,
+    echo: bool,
+) -> Result<GpuFigures> {
     let mut cpu = Rsp::connect(port)?;
     cpu.handshake_lldb()?;
     let ready = nm(&fx.prog, "bench_gpu_ready")?;
@@ -439,8 +475,7 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuF
     // upper bound (it may include part of the resume).
     g.send(b"vCont;c")?;
     let t = Instant::now();
-    g.s.write_all(b"\x03")?;
-    let stop = g.recv_stop()?;
+    let stop = g.interrupt(echo)?;
     let stop_all_ms = t.elapsed().as_secs_f64() * 1e3;
     if !stop.starts_with('T') && !stop.starts_with('S') {
         bail!("GPU interrupt: {stop}");
@@ -493,8 +528,7 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuF
         std::thread::sleep(RESUME_SETTLE);
         let c = thread_cpu_ns(pid, pid)?;
         let t = Instant::now();
-        g.s.write_all(b"\x03")?;
-        let stop = g.recv_stop()?;
+        let stop = g.interrupt(echo)?;
         stops.push(t.elapsed().as_secs_f64() * 1e3);
         stop_cpu.push(thread_cpu_ns(pid, pid)?.saturating_sub(c) as f64 / 1e6);
         if !stop.starts_with('T') && !stop.starts_with('S') {
@@ -505,8 +539,7 @@ fn measure_on(port: u16, fx: &GpuFixture, waves: usize, pid: u32) -> Result<GpuF
     let stop_running_cpu_ms = quantiles(stop_cpu).0;
 
     // End: stop the CPU and kill the program through the stub.
-    cpu.s.write_all(b"\x03")?;
-    let _ = cpu.recv_stop();
+    let _ = cpu.interrupt(echo);
     let _ = cpu.send(b"k");
     let _ = cpu.recv();
     Ok(GpuFigures {
