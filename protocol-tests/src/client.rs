@@ -141,6 +141,78 @@ pub struct RspClient {
     pending_acks: VecDeque<Frame>,
     transcript: Vec<TranscriptEntry>,
     last_reply_raw: Vec<u8>,
+    echo: LldbEcho,
+    /// What the client wrote, as frames ([`LldbEcho`] follows them).
+    sent_frames: FrameDecoder,
+}
+
+/// How the client reads a second stop reply after its interrupts, as
+/// stock lldb does (`GDBRemoteClientBase::ShouldStop`: after a `T`/`S`
+/// stop reply read while an interrupt it sent during the run was pending,
+/// lldb reads one more packet, up to 100 ms). gdbmux sends that second
+/// reply to an all-stop client that speaks lldb's dialect (its
+/// `qSupported`) unless `--no-lldb-interrupt-echo`: when the interrupt came
+/// while the process ran (the stop reply twice), and when it came after
+/// the stop reply to a resume, before any other packet (the stop reply
+/// again, as debugserver answers an interrupt that finds the process
+/// stopped). The client mirrors that rule and reads the second reply
+/// where it comes, so it stays in step without waiting.
+#[derive(Debug, Default)]
+struct LldbEcho {
+    /// Off: the client never expects a second reply
+    /// ([`RspClient::set_lldb_echo`]: a gdbmux run with
+    /// `--no-lldb-interrupt-echo`, or another server).
+    off: bool,
+    /// The last `qSupported` sent was lldb's (gdbmux's rule:
+    /// `session/handlers/query.rs`, `handle_qsupported`).
+    lldb: bool,
+    /// `QNonStop:1` was sent last (no echo in non-stop).
+    nonstop: bool,
+    /// A resume was sent and no reply to it has been read yet.
+    running: bool,
+    /// An interrupt was sent while `running`.
+    interrupted: bool,
+    /// The last packet read was a `T`/`S` reply to a resume and no packet
+    /// was sent since: an interrupt now is answered with it again.
+    stop_unanswered: bool,
+    /// Second replies read so far.
+    read: u64,
+}
+
+impl LldbEcho {
+    fn on(&self) -> bool {
+        !self.off && self.lldb && !self.nonstop
+    }
+
+    /// A packet goes out.
+    fn sent(&mut self, payload: &[u8]) {
+        self.stop_unanswered = false;
+        self.interrupted = false;
+        if let Some(list) = payload.strip_prefix(b"qSupported") {
+            let list = String::from_utf8_lossy(list);
+            let features: Vec<&str> = list.trim_start_matches(':').split(';').collect();
+            self.lldb = !features.contains(&"vContSupported+")
+                && features.iter().any(|f| {
+                    *f == "qXfer:libraries:read+"
+                        || (f.starts_with("xmlRegisters=") && f.contains(','))
+                });
+        } else if payload == b"QNonStop:1" {
+            self.nonstop = true;
+        } else if payload == b"QNonStop:0" {
+            self.nonstop = false;
+        }
+        self.running = is_resume(payload);
+    }
+}
+
+/// The all-stop packets whose reply is a stop reply that comes when the
+/// program stops.
+fn is_resume(p: &[u8]) -> bool {
+    match p.first() {
+        Some(b'c' | b'C' | b's' | b'S') => true,
+        Some(b'v') => p.starts_with(b"vCont;"),
+        _ => false,
+    }
 }
 
 impl RspClient {
@@ -182,7 +254,22 @@ impl RspClient {
             pending_acks: VecDeque::new(),
             transcript: Vec::new(),
             last_reply_raw: Vec::new(),
+            echo: LldbEcho::default(),
+            sent_frames: FrameDecoder::new(),
         }
+    }
+
+    /// Whether this client reads the second stop reply gdbmux sends after
+    /// an interrupt in lldb's dialect ([`LldbEcho`]); on by default. Turn
+    /// it off against a server that does not send it (gdbmux with
+    /// `--no-lldb-interrupt-echo`, lldb-server).
+    pub fn set_lldb_echo(&mut self, on: bool) {
+        self.echo.off = !on;
+    }
+
+    /// How many second stop replies (lldb's interrupt echo) were read.
+    pub fn lldb_echoes_read(&self) -> u64 {
+        self.echo.read
     }
 
     /// Current deadline for a single wait.
@@ -215,13 +302,38 @@ impl RspClient {
         &self.last_reply_raw
     }
 
-    /// Write bytes verbatim (framing tests, `+`, interrupts).
+    /// Write bytes verbatim (framing tests, `+`, interrupts). The packets
+    /// and interrupts in them are followed for lldb's interrupt echo
+    /// ([`LldbEcho`]): in lldb's dialect an interrupt sent after the stop
+    /// reply to a resume, before any other packet, is answered with that
+    /// stop reply again, which is read here.
     pub fn send_raw(&mut self, bytes: &[u8]) -> Result<()> {
         self.transcript.push(TranscriptEntry {
             dir: Dir::Sent,
             bytes: bytes.to_vec(),
         });
         self.stream.write_all(bytes)?;
+        self.sent_frames.push(bytes);
+        let mut echo_due = false;
+        while let Some(f) = self.sent_frames.next_frame() {
+            match f {
+                Frame::Packet {
+                    raw,
+                    checksum_ok: true,
+                } => self.echo.sent(&raw),
+                Frame::Interrupt if self.echo.on() => {
+                    if self.echo.running {
+                        self.echo.interrupted = true;
+                    } else if std::mem::take(&mut self.echo.stop_unanswered) {
+                        echo_due = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if echo_due {
+            self.read_echo()?;
+        }
         Ok(())
     }
 
@@ -230,9 +342,22 @@ impl RspClient {
         self.send_raw(b"+")
     }
 
-    /// Send the `0x03` interrupt byte.
+    /// Send the `0x03` interrupt byte ([`send_raw`](Self::send_raw)).
     pub fn interrupt(&mut self) -> Result<()> {
         self.send_raw(&[framing::INTERRUPT])
+    }
+
+    /// Read the second stop reply of an lldb interrupt ([`LldbEcho`]).
+    fn read_echo(&mut self) -> Result<()> {
+        let raw = self.recv_packet_raw(self.timeout)?;
+        if !matches!(raw.first(), Some(b'T' | b'S')) {
+            return Err(ClientError::Unexpected {
+                request: "the second stop reply to an lldb interrupt".into(),
+                reply: framing::printable(&raw),
+            });
+        }
+        self.echo.read += 1;
+        Ok(())
     }
 
     /// Read the next frame of any kind, waiting at most `timeout`.
@@ -315,8 +440,33 @@ impl RspClient {
         self.recv_packet_within(self.timeout)
     }
 
-    /// [`recv_packet`](Self::recv_packet) with an explicit deadline.
+    /// [`recv_packet`](Self::recv_packet) with an explicit deadline. The
+    /// second stop reply of an lldb interrupt is read with its first
+    /// ([`LldbEcho`]).
     pub fn recv_packet_within(&mut self, timeout: Duration) -> Result<Vec<u8>> {
+        let p = self.recv_packet_raw(timeout)?;
+        if !self.echo.on() || !self.echo.running {
+            return Ok(p);
+        }
+        // `O` output comes before the stop reply; any other packet ends the
+        // resume.
+        if p.first() == Some(&b'O') && p != b"OK" {
+            return Ok(p);
+        }
+        self.echo.running = false;
+        if matches!(p.first(), Some(b'T' | b'S')) {
+            if std::mem::take(&mut self.echo.interrupted) {
+                let first = std::mem::take(&mut self.last_reply_raw);
+                self.read_echo()?;
+                self.last_reply_raw = first;
+            } else {
+                self.echo.stop_unanswered = true;
+            }
+        }
+        Ok(p)
+    }
+
+    fn recv_packet_raw(&mut self, timeout: Duration) -> Result<Vec<u8>> {
         let deadline = Instant::now() + timeout;
         loop {
             let f = match self.pending_acks.pop_front() {

@@ -61,7 +61,8 @@ pub struct Cli {
     pub max_connections: usize,
     pub max_pending_output: usize,
     pub busy_poll_us: u64,
-    /// `--lldb-interrupt-echo`.
+    /// Off with `--no-lldb-interrupt-echo`; on by default
+    /// (`--lldb-interrupt-echo` says so again).
     pub lldb_interrupt_echo: bool,
     pub log_file: Option<PathBuf>,
     pub log_channels: Vec<String>,
@@ -93,7 +94,7 @@ impl Default for Cli {
             max_connections: stub::server::MAX_CONNECTIONS,
             max_pending_output: stub::session::MAX_PENDING_OUTPUT,
             busy_poll_us: stub::server::busy::DEFAULT_BUSY_POLL.as_micros() as u64,
-            lldb_interrupt_echo: false,
+            lldb_interrupt_echo: true,
             log_file: None,
             log_channels: Vec::new(),
             log_timestamps: true,
@@ -135,8 +136,9 @@ pub fn usage() -> String {
      \x20 --gpu-stops report|log\n\
      \x20 --advertise HOST:PORT address put in GPU connection offers\n\
      \x20 --max-connections N  --max-pending-output BYTES  --busy-poll-us MICROSECONDS\n\
-     \x20 --lldb-interrupt-echo  send the stop reply to an lldb interrupt twice (lldb waits\n\
-     \x20                        100 ms for a second one); only for stock lldb clients\n\
+     \x20 --no-lldb-interrupt-echo  send the stop reply to an lldb client's interrupt once, as\n\
+     \x20                        lldb-server does (default: twice, as debugserver does; lldb\n\
+     \x20                        waits 100 ms for the second; --lldb-interrupt-echo: the default)\n\
      \x20 --log-file FILE  --log-channels packets,ptrace,mux,dbgapi,session  --log-format text|json\n"
         .to_string()
 }
@@ -282,6 +284,7 @@ pub fn parse(argv: Vec<String>) -> Result<Parsed, String> {
                 cli.max_pending_output = number(&name, &value(&name, inline, &mut it)?)?
             }
             "--lldb-interrupt-echo" => cli.lldb_interrupt_echo = true,
+            "--no-lldb-interrupt-echo" => cli.lldb_interrupt_echo = false,
             "--busy-poll-us" => cli.busy_poll_us = number(&name, &value(&name, inline, &mut it)?)?,
             "--log-channels" => cli.log_channels.extend(
                 value(&name, inline, &mut it)?

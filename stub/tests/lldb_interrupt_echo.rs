@@ -1,15 +1,27 @@
-//! Stock lldb 23.1 and `--lldb-interrupt-echo`: after an interrupt it
-//! sent, lldb waits up to 100 ms for a second stop reply before it goes on
+//! Stock lldb 23.1 and the interrupt echo (on by default,
+//! `--no-lldb-interrupt-echo` turns it off): after an interrupt it sent,
+//! lldb waits up to 100 ms for a second stop reply before it goes on
 //! (`GDBRemoteClientBase::ShouldStop`, for debugservers that send two).
-//! With the option gdbmux sends the interrupt's stop reply twice, lldb
-//! reads both (its packet log shows them back to back, before its next
-//! request) and the session goes on in step: two stops of all threads,
-//! then `thread list` lists every thread. Without the option the reply
-//! goes out once, as lldb-server sends it.
+//! By default (and with `--lldb-interrupt-echo`, the same) gdbmux sends
+//! the interrupt's stop reply twice, lldb reads both (its packet log shows
+//! them back to back, before its next request) and the session goes on in
+//! step: two stops of all threads, a breakpoint set while the process runs
+//! (lldb interrupts, sends `Z0` and continues), then `thread list` lists
+//! every thread. With `--no-lldb-interrupt-echo` the reply goes out once,
+//! as lldb-server sends it.
+//!
+//! The repository's own client (`RspClient`) reads the echo as lldb does,
+//! where gdbmux sends it: after an interrupt that came while the process
+//! ran, and after an interrupt that came after the stop reply to a resume,
+//! before the next packet (the race lldb also reads two replies for).
 //!
 //! Needs `lldb` (pip `lldb-for-pwndbg`) and gcc.
 
 mod compare_support;
+#[allow(dead_code)]
+mod gpu_support;
+#[allow(dead_code)]
+mod harden_support;
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -37,21 +49,38 @@ for round in range(2):
     if not wait_state(lldb.eStateStopped):
         raise Exception("no stopped event")
     print("STOPPED", round)
+# A breakpoint set while the process runs: lldb interrupts, sends Z0 and
+# continues (the interrupt's stop is not reported).
+proc.Continue()
+if not wait_state(lldb.eStateRunning):
+    raise Exception("no running event")
+bp = dbg.GetSelectedTarget().BreakpointCreateByName("main")
+print("BREAKPOINT", bp.GetNumLocations() > 0, proc.GetState() == lldb.eStateRunning)
+dbg.GetSelectedTarget().BreakpointDelete(bp.GetID())
+# A halt right after the async packets' continue may be answered by lldb
+# without a public stopped event (its continue is cancelled): the state
+# says it stopped.
+err = proc.Stop()
+if not err.Success():
+    raise Exception("stop: " + str(err))
+if not wait_state(lldb.eStateStopped) and proc.GetState() != lldb.eStateStopped:
+    raise Exception("no stopped event, state " + str(proc.GetState()))
+print("STOPPED", 2)
 dbg.SetAsync(False)
 "#;
 
 /// One session: attach, the driver's two stops, `thread list`, detach.
 /// lldb's output and, per `\x03` it sent, the stop replies it read before
 /// its next request.
-fn session(dir: &Path, echo: bool) -> (String, Vec<usize>) {
+fn session(dir: &Path, option: Option<&str>) -> (String, Vec<usize>) {
     let v = compare_support::sleepers(dir);
     let pid = v.0.id().to_string();
     let mut args = vec!["--attach", "127.0.0.1:0", pid.as_str()];
-    if echo {
-        args.insert(0, "--lldb-interrupt-echo");
+    if let Some(o) = option {
+        args.insert(0, o);
     }
     let (mut child, port) = compare_support::start_gdbmux(dir, &args);
-    let tag = if echo { "echo" } else { "plain" };
+    let tag = option.unwrap_or("default").trim_start_matches('-');
     let log = dir.join(format!("interrupt-{tag}.log"));
     let driver = dir.join(format!("interrupt-{tag}.py"));
     let _ = std::fs::remove_file(&log);
@@ -94,32 +123,120 @@ fn session(dir: &Path, echo: bool) -> (String, Vec<usize>) {
 #[test]
 fn lldb_reads_the_echoed_stop_reply_and_stays_in_step() {
     let dir: PathBuf = compare_support::build_fixtures("lldb-interrupt-echo", &["sleepers"]);
-    for echo in [false, true] {
-        let (out, replies) = session(&dir, echo);
-        assert!(out.contains("STOPPED 1"), "echo {echo}: {out}");
-        // Each interrupt's stop reply, read once or twice before lldb's
-        // next request.
+    for (option, echo) in [
+        (None, true),
+        (Some("--lldb-interrupt-echo"), true),
+        (Some("--no-lldb-interrupt-echo"), false),
+    ] {
+        let (out, replies) = session(&dir, option);
+        assert!(out.contains("STOPPED 2"), "{option:?}: {out}");
+        // The breakpoint was set while the process ran, and it runs on.
+        assert!(out.contains("BREAKPOINT True True"), "{option:?}: {out}");
+        // Each interrupt's stop reply (the two stops, the interrupts to set
+        // and delete the breakpoint, the last stop), read once or twice
+        // before lldb's next request.
         let want = if echo { 2 } else { 1 };
-        assert_eq!(replies, vec![want, want], "echo {echo}:\n{out}");
+        assert!(
+            replies.len() >= 4 && replies.iter().all(|n| *n == want),
+            "{option:?}: {replies:?}\n{out}"
+        );
         // The session is in step: `thread list` after the two stops lists
         // the three threads, each with its name.
         let list = out
             .split("(lldb) thread list")
             .nth(1)
-            .unwrap_or_else(|| panic!("echo {echo}: no thread list:\n{out}"));
+            .unwrap_or_else(|| panic!("{option:?}: no thread list:\n{out}"));
         let threads: Vec<&str> = list
             .lines()
             .take_while(|l| !l.starts_with("(lldb)"))
             .filter(|l| l.contains("thread #"))
             .collect();
-        assert_eq!(threads.len(), 3, "echo {echo}: {threads:?}");
+        assert_eq!(threads.len(), 3, "{option:?}: {threads:?}");
         assert!(
             threads.iter().all(|l| l.contains("name = 'sleepers'")),
-            "echo {echo}: {threads:?}"
+            "{option:?}: {threads:?}"
         );
         assert!(
             out.contains("Process") && out.contains("detached"),
-            "echo {echo}: {out}"
+            "{option:?}: {out}"
         );
     }
+}
+
+/// gdbmux serving `spin` (stopped at its entry) with `extra` options, and
+/// a client after lldb's handshake.
+fn lldb_client(extra: &[&str]) -> (harden_support::Gdbmux, harden_support::RspClient) {
+    let spin = harden_support::helper("spin");
+    let prog = spin.display().to_string();
+    let mut args = vec!["--no-gpu"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["127.0.0.1:0", "--", &prog]);
+    let g = harden_support::Gdbmux::start(&args);
+    let mut c = g.connect();
+    c.handshake_lldb().unwrap();
+    (g, c)
+}
+
+/// The next packet after the interrupts is answered by its own reply: the
+/// session is in step.
+fn in_step(c: &mut harden_support::RspClient, what: &str) {
+    let r = c.request(b"qC").unwrap();
+    assert!(
+        r.starts_with(b"QC"),
+        "{what}: {}",
+        String::from_utf8_lossy(&r)
+    );
+}
+
+#[test]
+fn the_repository_client_reads_the_echo_where_gdbmux_sends_it() {
+    use harden_support::StopReply;
+    // The interrupt comes while the process runs: two stop replies.
+    let (_g, mut c) = lldb_client(&[]);
+    c.send_packet(b"vCont;c").unwrap();
+    c.interrupt().unwrap();
+    let (stop, _) = c.wait_stop("vCont;c + \\x03").unwrap();
+    assert!(matches!(stop, StopReply::Signal(_)), "{stop:?}");
+    assert_eq!(c.lldb_echoes_read(), 1);
+    in_step(&mut c, "after the interrupt");
+    // The interrupt comes after the stop reply to a resume (a step), before
+    // the next packet, as when lldb's interrupt races with a real stop: the
+    // stop reply again.
+    let (stop, _) = c.stop_reply("vCont;s").unwrap();
+    assert!(matches!(stop, StopReply::Signal(_)), "{stop:?}");
+    c.interrupt().unwrap();
+    assert_eq!(c.lldb_echoes_read(), 2);
+    in_step(&mut c, "after the raced interrupt");
+    // An interrupt while stopped after another packet: nothing comes back.
+    c.interrupt().unwrap();
+    assert_eq!(c.lldb_echoes_read(), 2);
+    in_step(&mut c, "after an interrupt while stopped");
+
+    // `--no-lldb-interrupt-echo`: one reply each time.
+    let (_g, mut c) = lldb_client(&["--no-lldb-interrupt-echo"]);
+    c.set_lldb_echo(false);
+    c.send_packet(b"vCont;c").unwrap();
+    c.interrupt().unwrap();
+    let (stop, _) = c.wait_stop("vCont;c + \\x03").unwrap();
+    assert!(matches!(stop, StopReply::Signal(_)), "{stop:?}");
+    in_step(&mut c, "off: after the interrupt");
+    c.stop_reply("vCont;s").unwrap();
+    c.interrupt().unwrap();
+    in_step(&mut c, "off: after the raced interrupt");
+    assert_eq!(c.lldb_echoes_read(), 0);
+
+    // gdb's dialect: never.
+    let spin = harden_support::helper("spin");
+    let prog = spin.display().to_string();
+    let g = harden_support::Gdbmux::start(&["--no-gpu", "127.0.0.1:0", "--", &prog]);
+    let mut c = g.connect();
+    c.handshake_gdb().unwrap();
+    c.send_packet(b"vCont;c").unwrap();
+    c.interrupt().unwrap();
+    c.wait_stop("vCont;c + \\x03").unwrap();
+    in_step(&mut c, "gdb: after the interrupt");
+    c.stop_reply("vCont;s").unwrap();
+    c.interrupt().unwrap();
+    in_step(&mut c, "gdb: after the raced interrupt");
+    assert_eq!(c.lldb_echoes_read(), 0);
 }

@@ -324,11 +324,12 @@ impl ServerBuilder {
         self
     }
 
-    /// `--lldb-interrupt-echo`: send the stop reply to an lldb client's
-    /// interrupt twice, as debugserver does (lldb waits up to 100 ms for
-    /// the second one, `GDBRemoteClientBase::ShouldStop`).
+    /// Send the stop reply to an lldb client's interrupt twice, as
+    /// debugserver does (lldb waits up to 100 ms for the second one,
+    /// `GDBRemoteClientBase::ShouldStop`): on by default;
+    /// `--no-lldb-interrupt-echo` turns it off.
     pub fn lldb_interrupt_echo(mut self, on: bool) -> Self {
-        self.cfg.launch.lldb_interrupt_echo = on;
+        self.cfg.launch.no_lldb_interrupt_echo = !on;
         self
     }
 

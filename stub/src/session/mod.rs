@@ -330,16 +330,23 @@ pub struct Session<R: SessionRole = CpuRole> {
     g_thread: Option<(Pid, Tid)>,
     c_thread: Option<(Pid, Tid)>,
     thread_cursor: bool,
-    /// An lldb client interrupted this resume and `--lldb-interrupt-echo`
-    /// is on: its stop reply goes out twice. lldb, after an interrupt it
-    /// sent (`GDBRemoteClientBase::ShouldStop`, whenever an async packet or
-    /// a halt interrupted a run), waits up to 100 ms for a second stop
-    /// reply, which debugserver sends, before it goes on; lldb-server
-    /// sends one, so every interrupt from lldb costs it those 100 ms.
-    /// Only lldb reads the second one: a client that does not (the test
-    /// clients that speak lldb's dialect) would take it for the reply to
-    /// its next packet, so the echo is opt-in.
+    /// An lldb client interrupted this resume (all-stop; the echo is on
+    /// unless `--no-lldb-interrupt-echo`): its stop reply goes out twice.
+    /// lldb, after a `T`/`S` stop reply read while an interrupt it sent
+    /// was pending (`GDBRemoteClientBase::ShouldStop`, whenever an async
+    /// packet or a halt interrupted a run), reads up to 100 ms for a
+    /// second stop reply, which debugserver sends, before it goes on;
+    /// lldb-server sends one, so every interrupt from lldb cost it those
+    /// 100 ms. Cleared at every resume.
     interrupt_echo_due: bool,
+    /// The last reply was an lldb client's `T`/`S` stop reply to a resume,
+    /// sent once, and no packet has come since (same conditions as
+    /// `interrupt_echo_due`). An interrupt now raced with that stop: lldb
+    /// sent it while it still waited for the stop and will read a second
+    /// stop reply after the first, so the stop reply goes out again, as
+    /// debugserver does for an interrupt that finds the process stopped
+    /// (`RNBRemote::HandlePacket_stop_process`).
+    stop_echo_owed: bool,
     journal: Journal,
     run: RunState,
     /// All-stop: exits of other processes collected in the wake-up that
@@ -446,6 +453,7 @@ impl<R: SessionRole> Session<R> {
             c_thread: None,
             thread_cursor: false,
             interrupt_echo_due: false,
+            stop_echo_owed: false,
             journal: Journal::default(),
             run: RunState::Stopped,
             deferred_ends: Vec::new(),
@@ -689,6 +697,7 @@ impl<R: SessionRole> Session<R> {
     }
 
     fn handle_packet(&mut self, p: &[u8]) {
+        self.stop_echo_owed = false;
         match packet::parse(p) {
             Ok(cmd) => self.dispatch(cmd),
             Err(e) => {

@@ -265,6 +265,24 @@ impl Rsp {
         self.ask_s("?")
     }
 
+    /// Interrupt the running session: its stop reply. With `echo` the
+    /// second stop reply gdbmux sends to lldb's dialect after an interrupt
+    /// (as lldb reads it, `GDBRemoteClientBase::ShouldStop`) is read too.
+    fn interrupt(&mut self, echo: bool) -> Result<String> {
+        self.s.write_all(b"\x03")?;
+        let stop = self.recv_stop()?;
+        if echo && (stop.starts_with('T') || stop.starts_with('S')) {
+            let again = self.recv()?;
+            if !matches!(again.first(), Some(b'T' | b'S')) {
+                bail!(
+                    "the second stop reply to the interrupt: {}",
+                    String::from_utf8_lossy(&again)
+                );
+            }
+        }
+        Ok(stop)
+    }
+
     /// The next reply that is not console output (`O…`).
     fn recv_stop(&mut self) -> Result<String> {
         loop {
@@ -376,8 +394,20 @@ pub fn measure(gdbmux: &Path, fx: &GpuFixture, a: &Args, waves: usize) -> Result
         fx.hsaco.display().to_string(),
         "1".to_string(),
     ];
-    let (mut child, port) = start_args("gdbmux", gdbmux, &a.gdbmux_args, &fx.prog, &args, &[])?;
-    let r = measure_on(port, fx, waves, child.id(), a.gpu_stop_cycles.max(1));
+    // The baseline may predate the interrupt echo as the default, and
+    // takes `--lldb-interrupt-echo` as the current build does: both echo,
+    // unless the run turns it off, and the client reads the echo.
+    let echo = !a
+        .gdbmux_args
+        .split_whitespace()
+        .any(|w| w == "--no-lldb-interrupt-echo");
+    let extra = if echo {
+        format!("--lldb-interrupt-echo {}", a.gdbmux_args)
+    } else {
+        a.gdbmux_args.clone()
+    };
+    let (mut child, port) = start_args("gdbmux", gdbmux, &extra, &fx.prog, &args, &[])?;
+    let r = measure_on(port, fx, waves, child.id(), a.gpu_stop_cycles.max(1), echo);
     let _ = child.kill();
     let _ = child.wait();
     let mut r = r?;
@@ -410,6 +440,7 @@ fn measure_on(
     waves: usize,
     pid: u32,
     stop_cycles: usize,
+    echo: bool,
 ) -> Result<GpuFigures> {
     let mut cpu = Rsp::connect(port)?;
     cpu.handshake_lldb()?;
@@ -443,8 +474,7 @@ fn measure_on(
     // upper bound (it may include part of the resume).
     g.send(b"vCont;c")?;
     let t = Instant::now();
-    g.s.write_all(b"\x03")?;
-    let stop = g.recv_stop()?;
+    let stop = g.interrupt(echo)?;
     let stop_all_ms = t.elapsed().as_secs_f64() * 1e3;
     if !stop.starts_with('T') && !stop.starts_with('S') {
         bail!("GPU interrupt: {stop}");
@@ -497,8 +527,7 @@ fn measure_on(
         std::thread::sleep(RESUME_SETTLE);
         let c = thread_cpu_ns(pid, pid)?;
         let t = Instant::now();
-        g.s.write_all(b"\x03")?;
-        let stop = g.recv_stop()?;
+        let stop = g.interrupt(echo)?;
         stops.push(t.elapsed().as_secs_f64() * 1e3);
         stop_cpu.push(thread_cpu_ns(pid, pid)?.saturating_sub(c) as f64 / 1e6);
         if !stop.starts_with('T') && !stop.starts_with('S') {
@@ -509,8 +538,7 @@ fn measure_on(
     let stop_running_cpu_ms = quantiles(stop_cpu).0;
 
     // End: stop the CPU and kill the program through the stub.
-    cpu.s.write_all(b"\x03")?;
-    let _ = cpu.recv_stop();
+    let _ = cpu.interrupt(echo);
     let _ = cpu.send(b"k");
     let _ = cpu.recv();
     Ok(GpuFigures {

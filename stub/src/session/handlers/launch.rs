@@ -39,10 +39,12 @@ pub struct LaunchDefaults {
     /// The server's output terminal, for launched programs' stdout and
     /// stderr ([`crate::native::OutputTerminal`]); `None` inherits ours.
     pub output_fd: Option<std::os::fd::RawFd>,
-    /// `--lldb-interrupt-echo`: the stop reply to an lldb client's
-    /// interrupt goes out twice ([`crate::session::Session`]'s
-    /// `interrupt_echo_due`).
-    pub lldb_interrupt_echo: bool,
+    /// `--no-lldb-interrupt-echo`: the stop reply to an lldb client's
+    /// interrupt goes out once, as lldb-server sends it. Off (the default):
+    /// it goes out twice, as debugserver sends it
+    /// ([`crate::session::Session`]'s `interrupt_echo_due` and
+    /// `stop_echo_owed`).
+    pub no_lldb_interrupt_echo: bool,
 }
 
 /// Packets turned off with gdbserver's `--disable-packet=` (server.cc:

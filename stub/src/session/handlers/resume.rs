@@ -259,6 +259,7 @@ impl<R: SessionRole> Session<R> {
     pub(in crate::session) fn start_resume(&mut self, plans: BTreeMap<Pid, ResumePlan>) {
         self.xfer_cache.clear();
         self.interrupt_echo_due = false;
+        self.stop_echo_owed = false;
         // An exit kept from the last stop's wake-up is this resume's
         // reply; nothing runs (gdbserver reports a pending status without
         // resuming).
@@ -307,15 +308,33 @@ impl<R: SessionRole> Session<R> {
         R::report_gpu_stop(self);
     }
 
+    /// Whether this session answers lldb's interrupts twice, as lldb reads
+    /// them (`interrupt_echo_due`, `stop_echo_owed`): an all-stop session
+    /// whose client speaks lldb's dialect, unless
+    /// `--no-lldb-interrupt-echo`.
+    pub(in crate::session) fn lldb_echoes(&self) -> bool {
+        !self.launch.no_lldb_interrupt_echo
+            && self.features.dialect == crate::session::Dialect::Lldb
+            && !self.nonstop.on
+    }
+
     pub(in crate::session) fn handle_interrupt(&mut self) {
         if !self.is_running() {
+            if std::mem::take(&mut self.stop_echo_owed) {
+                // The interrupt raced with the stop just reported: lldb
+                // reads a second stop reply (`stop_echo_owed`).
+                let opts = self.features.stop_options();
+                if let Some(r) = self.journal.reply(&opts) {
+                    tracing::debug!(target: "packets", session = self.id, "interrupt after the stop: its reply sent again for lldb");
+                    self.send(&r);
+                }
+                return;
+            }
             tracing::debug!(target: "packets", session = self.id, "interrupt while stopped: ignored");
             return;
         }
         self.role.client_interrupted();
-        self.interrupt_echo_due = self.launch.lldb_interrupt_echo
-            && self.features.dialect == crate::session::Dialect::Lldb
-            && !self.nonstop.on;
+        self.interrupt_echo_due = self.lldb_echoes();
         if R::release_held_end(self) || R::stop_now_if_held(self) {
             return;
         }

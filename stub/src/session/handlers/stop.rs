@@ -77,8 +77,8 @@ impl<R: SessionRole> Session<R> {
         }
         // lldb reads a second reply only after a `T`/`S` (an exit ends
         // its wait for the stop at once).
-        let echo = std::mem::take(&mut self.interrupt_echo_due)
-            && matches!(stop, StopEvent::Stopped { .. });
+        let stopped = matches!(stop, StopEvent::Stopped { .. });
+        let echo = std::mem::take(&mut self.interrupt_echo_due) && stopped;
         self.record_stop(stop);
         if self.is_running() {
             let orphaned = self.run == crate::session::RunState::Orphaned;
@@ -101,8 +101,13 @@ impl<R: SessionRole> Session<R> {
             if let Some(r) = self.journal.reply(&opts) {
                 self.send(&r);
                 if echo {
-                    // `--lldb-interrupt-echo` (`interrupt_echo_due`).
+                    // lldb's interrupt is answered twice
+                    // (`interrupt_echo_due`).
                     self.send(&r);
+                } else {
+                    // An interrupt that comes before the next packet is
+                    // answered with this reply again (`stop_echo_owed`).
+                    self.stop_echo_owed = stopped && self.lldb_echoes();
                 }
             }
         }
