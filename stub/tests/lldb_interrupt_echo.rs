@@ -17,10 +17,12 @@
 //!
 //! Needs `lldb` (pip `lldb-for-pwndbg`) and gcc.
 
+// Both support modules build their C fixtures with `fixture_support`,
+// each through its own `#[path]` module: the same file twice, on purpose.
+#![allow(clippy::duplicate_mod)]
+
 mod compare_support;
-#[allow(dead_code)]
 mod gpu_support;
-#[allow(dead_code)]
 mod harden_support;
 
 use std::path::Path;
