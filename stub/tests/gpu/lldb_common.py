@@ -54,6 +54,40 @@ def wait_state(dbg, process, states, after_stop_id=None):
     return process.GetState()
 
 
+def drain_events(dbg):
+    """Drop the events queued on the debugger's listener (before a resume
+    whose stop `wait_stop_event` then waits for)."""
+    ev = lldb.SBEvent()
+    while dbg.GetListener().GetNextEvent(ev):
+        pass
+
+
+def wait_stop_event(dbg, process):
+    """Wait on the debugger's events for `process`'s next stopped event (not
+    one lldb restarts from). Polling the state is not enough right after an
+    asynchronous resume: the public state can still be the stop before it
+    while the stop id already counts the new private stop, whose thread
+    list lldb's private state thread is still building (0 threads seen)."""
+    listener = dbg.GetListener()
+    deadline = time.monotonic() + TIMEOUT
+    ev = lldb.SBEvent()
+    target = process.GetTarget()
+    while True:
+        left = deadline - time.monotonic()
+        check(left > 0, f"process {process.GetProcessID()} stopped in time (state {process.GetState()})")
+        if not listener.WaitForEvent(max(1, int(left)), ev):
+            continue
+        if not lldb.SBProcess.EventIsProcessEvent(ev):
+            continue
+        if lldb.SBProcess.GetProcessFromEvent(ev).GetTarget() != target:
+            continue
+        state = lldb.SBProcess.GetStateFromEvent(ev)
+        if state == lldb.eStateStopped and not lldb.SBProcess.GetRestartedFromEvent(ev):
+            return state
+        check(state not in (lldb.eStateExited, lldb.eStateDetached, lldb.eStateCrashed),
+              f"process {process.GetProcessID()} ended before it stopped ({state})")
+
+
 def connect(port, exe, packet_log=False):
     """A synchronous debugger with a target for `exe` connected to gdbmux on
     `port`. With `packet_log`, LLDB_PACKET_LOG=FILE (when set) logs the

@@ -2,13 +2,16 @@
 
 usage: lldb_fault.py PORT EXE
 """
+import os
 import sys
-import time
 
-import lldb
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import lldb  # noqa: E402
+from lldb_common import drain_events, wait_stop_event  # noqa: E402
 
 PORT, EXE = sys.argv[1], sys.argv[2]
-TIMEOUT = 30.0
 
 
 def check(cond, what):
@@ -30,18 +33,16 @@ cpu.Continue()
 check(dbg.GetNumTargets() == 2, "the GPU target appeared")
 gpu = dbg.GetTargetAtIndex(1).GetProcess()
 dbg.SetAsync(True)
-stop_id = gpu.GetStopID()
+drain_events(dbg)
 gpu.Continue()
 cpu_t.DeleteAllBreakpoints()
 cpu.Continue()
-ev = lldb.SBEvent()
-deadline = time.monotonic() + TIMEOUT
-while not (gpu.GetState() == lldb.eStateStopped and gpu.GetStopID() > stop_id):
-    left = deadline - time.monotonic()
-    if left <= 0:
-        check(False, "the GPU stopped in time")
-    dbg.GetListener().WaitForEvent(max(1, int(left)), ev)
-th = gpu.GetSelectedThread()
+# On the stop event, not the polled state (lldb_common.wait_stop_event).
+wait_stop_event(dbg, gpu)
+# The faulting wave (nothing of lldb's own selects it for an SB listener).
+faulted = [t for t in gpu if t.GetStopReason() == lldb.eStopReasonSignal]
+check(len(faulted) >= 1, f"a wave stopped with a signal ({gpu.GetNumThreads()} threads)")
+th = faulted[0]
 check(th.GetStopReason() == lldb.eStopReasonSignal and th.GetStopReasonDataAtIndex(0) == 11,
       f"a wave stopped with SIGSEGV ({th.GetStopDescription(100)})")
 check("memory violation" in th.GetStopDescription(100),

@@ -14,7 +14,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import lldb  # noqa: E402
-from lldb_common import check, cmd, connect, gpu_target, wait_state  # noqa: E402
+from lldb_common import check, cmd, connect, drain_events, gpu_target, wait_state, wait_stop_event  # noqa: E402
 
 PORT, EXE, SYM_OFF = sys.argv[1], sys.argv[2], int(sys.argv[3], 0)
 MODE = sys.argv[4] if len(sys.argv) > 4 else "address"
@@ -53,15 +53,14 @@ a_ptr = frame.FindVariable("a").GetValueAsUnsigned()
 check(a_ptr != 0, f"CPU variable a = {a_ptr:#x}")
 
 dbg.SetAsync(True)
-gpu_stop_id = gpu.GetStopID()
+drain_events(dbg)
 gpu.Continue()
 cpu_t.DeleteAllBreakpoints()
 cpu.Continue()
-wait_state(dbg, gpu, [lldb.eStateStopped], gpu_stop_id)
-# The wave that hit: wait_state may return before this listener has pulled
-# the stop event, and with no event handler of lldb's own (an SB client's
-# listener) nothing has selected the thread with the stop reason yet, as
-# the command line's `Process::HandleProcessStateChangedEvent` does: the
+wait_stop_event(dbg, gpu)
+# The wave that hit: with no event handler of lldb's own (an SB client's
+# listener) nothing has selected the thread with the stop reason, as the
+# command line's `Process::HandleProcessStateChangedEvent` does: the
 # selected thread can still be the one selected before the resume.
 hits = [t for t in gpu if t.GetStopReason() == lldb.eStopReasonBreakpoint]
 sel = gpu.GetSelectedThread()
