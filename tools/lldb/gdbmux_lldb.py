@@ -63,6 +63,8 @@ _state = {
     "cpu_is_stopped": True,
     "carry": None,  # breakpoints for the GPU target's stop hook to set
     "gpu_hook_id": None,  # the GPU target's stop hook (enabled for a carry)
+    "gpu_markers": {},  # GPU process uid -> broadcaster of the continue markers
+    "gpu_markers_pending": {},  # GPU process uid -> markers its listener has not taken
     "lock": threading.Lock(),
 }
 
@@ -79,6 +81,8 @@ ALL_STOP_PREFIX = "gdbmux all-stop:"
 # target's stop (it comes at once; the bound only keeps lldb responsive
 # if gdbmux went away).
 GPU_STOP_WAIT_S = 30.0
+# The event bit of the helper's continue markers (_mark_gpu_continue).
+MARKER_BIT = 1
 
 
 def _log(msg):
@@ -309,7 +313,10 @@ def _run_gpu_in_background(dbg, cpu, gpu):
     user's command ends after both targets have exited."""
     _set_gpu_stopped(False)
     if dbg.GetAsync():
-        # Interactive lldb: the listener sees the GPU's events.
+        # Interactive lldb: the listener sees the GPU's events. A stop the
+        # GPU listener has not taken yet is older than this continue: the
+        # marker queued behind it tells the listener so (finding 17).
+        _mark_gpu_continue(gpu)
         gpu.Continue()
         return
 
@@ -328,6 +335,22 @@ def _run_gpu_in_background(dbg, cpu, gpu):
     worker = threading.Thread(target=work, name="gdbmux-gpu-bg", daemon=True)
     _state["gpu_bg_thread"] = worker
     worker.start()
+
+
+def _mark_gpu_continue(gpu):
+    """Queues a marker event on the GPU listener before the helper continues
+    the GPU target: the listener takes events in order, so a stop it takes
+    while a marker is pending was broadcast before that continue (finding
+    17). Taken for the stop it is not, it cleared `gpu_run_by_helper`, and
+    the GPU's exit after the continue then never released the CPU's held
+    end (interactive lldb hung at the second `exited`)."""
+    uid = gpu.GetUniqueID()
+    marker = _state["gpu_markers"].get(uid)
+    if marker is None:
+        return
+    with _state["lock"]:
+        _state["gpu_markers_pending"][uid] = _state["gpu_markers_pending"].get(uid, 0) + 1
+    marker.BroadcastEventByType(MARKER_BIT)
 
 
 def _join_cpu_stop(dbg, cpu, gpu):
@@ -603,6 +626,12 @@ def _watch(dbg, proc, role):
     # one.
     mask = lldb.SBProcess.eBroadcastBitStateChanged | lldb.SBProcess.eBroadcastBitProfileData
     listener.StartListeningForEvents(proc.GetBroadcaster(), mask)
+    marker = None
+    if role == "gpu":
+        marker = lldb.SBBroadcaster(f"gdbmux-gpu-continue-{uid}")
+        listener.StartListeningForEvents(marker, MARKER_BIT)
+        with _state["lock"]:
+            _state["gpu_markers"][uid] = marker
 
     def notice(ev, p):
         data = ""
@@ -646,6 +675,11 @@ def _watch(dbg, proc, role):
         while True:
             if not listener.WaitForEvent(3600, ev):
                 continue
+            if marker is not None and ev.BroadcasterMatchesRef(marker):
+                with _state["lock"]:
+                    _state["gpu_markers_pending"][uid] -= 1
+                _trace("gpu continue marker taken")
+                continue
             if not lldb.SBProcess.EventIsProcessEvent(ev):
                 _trace(f"{role} other event {ev.GetType()}")
                 continue
@@ -657,6 +691,14 @@ def _watch(dbg, proc, role):
             _trace(f"{role} event state {st} restarted {lldb.SBProcess.GetRestartedFromEvent(ev)}")
             if lldb.SBProcess.GetRestartedFromEvent(ev):
                 continue
+            if role == "gpu" and st == lldb.eStateStopped:
+                with _state["lock"]:
+                    stale = _state["gpu_markers_pending"].get(uid, 0) > 0
+                if stale:
+                    # Broadcast before a continue of the helper's: that
+                    # continue's own stop or exit follows the marker.
+                    _trace("gpu stop older than the helper's continue: left alone")
+                    continue
             if role == "gpu":
                 if st == lldb.eStateStopped:
                     # The GPU target is where the user is; selected before a
