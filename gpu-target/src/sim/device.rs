@@ -357,11 +357,15 @@ impl Workgroup {
     /// are. A stop request of 10,000 waves then reads one wave's state per
     /// stop instead of its whole workgroup's (each wave's state sits in its
     /// own cache lines, last written by a device thread on another CPU).
+    ///
+    /// Only its control state (state, stop reason): the callers (a stop
+    /// or resume request) change no register, so the published pc and exec
+    /// still hold (every unlock published them), and the registers' cache
+    /// lines, written by the interpreter at every instruction, are not
+    /// touched.
     fn publish_one(&self, inner: &WgInner, i: usize) {
         if let (Some(w), Some(snap)) = (inner.waves.get(i), self.snaps.get(i)) {
             snap.stop_reason.store(w.stop_reason.0, Ordering::Relaxed);
-            snap.pc.store(w.regs.pc, Ordering::Relaxed);
-            snap.exec.store(w.regs.exec, Ordering::Relaxed);
             snap.state.store(wave_state(w), Ordering::Release);
         }
     }
@@ -451,9 +455,11 @@ fn release<'a>(
     release_changed(shared, wg, inner, events, None)
 }
 
-/// [`release`] for a caller that changed wave `only` alone since it took
-/// the lock (`events` empty: no stop request was carried out meanwhile):
-/// unless a stop request is carried out now, only that wave is published.
+/// [`release`] for a caller that changed wave `only`'s control state alone
+/// (run state, stepping, stop reason; no register) since it took the lock
+/// (`events` empty: no stop request was carried out meanwhile): unless a
+/// stop request is carried out now, only that wave's control state is
+/// published ([`Workgroup::publish_one`]).
 fn release_changed<'a>(
     shared: &Shared,
     wg: &'a Workgroup,
@@ -1083,11 +1089,15 @@ impl Device {
                     w.run = Run::Stopped;
                     w.single_step = false;
                     w.stop_reason = StopReasons::NONE;
+                    // As the last unlock published them (the registers
+                    // did not change since): the snapshot's line is written
+                    // below anyway, the registers' lines are not read.
+                    let snap = &wg.snaps[i];
                     Ok(DeviceEvent::WaveStop {
                         wave: id,
                         reasons: StopReasons::NONE,
-                        pc: w.regs.pc,
-                        exec: w.regs.exec,
+                        pc: snap.pc.load(Ordering::Relaxed),
+                        exec: snap.exec.load(Ordering::Relaxed),
                     })
                 }
             };
