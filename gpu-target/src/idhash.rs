@@ -23,8 +23,8 @@
 //! id) still spread over about as many buckets as random keys take. The
 //! table's control bytes (the top 7 bits) come from the whole id's
 //! product, so the ids of one run do not share them (a probe compares one
-//! key, not the run's). Measured (`rsp-bench --gpu-scale`, 10,000 waves):
-//! the loop thread's CPU per stop-all ×0.89, per `jThreadsInfo` ×0.61.
+//! key, not the run's). Measured on the shared VM (`rsp-bench --gpu-scale`, 10,000 waves),
+//! this change alone: the loop thread's CPU per stop-all ×0.89, per `jThreadsInfo` ×0.61.
 
 use std::collections::HashMap;
 use std::collections::HashSet;
