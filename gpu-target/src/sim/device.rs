@@ -250,16 +250,37 @@ enum Run {
     Done,
 }
 
+const _: () = {
+    assert!(std::mem::offset_of!(SimWave, regs) == 64);
+    assert!(std::mem::size_of::<SimWave>().is_multiple_of(64));
+};
+
+/// A cache line's alignment, as a zero-sized field ([`SimWave`]).
+#[derive(Clone, Copy, Default)]
+#[repr(align(64))]
+struct LineStart;
+
+/// A wave. Its control state (run, stop reason, stepping) comes first, in
+/// a cache line of its own: the interpreter only reads it while the wave
+/// runs, so the debugger's stop request (which reads and writes it for
+/// every wave of a stop-all) does not take that line from the device
+/// thread's cache, where the registers written at every instruction (the
+/// pc, SCC) used to share it with `run`.
+#[repr(C)]
 struct SimWave {
-    id: WaveId,
-    index: u32,
-    regs: WaveRegs,
     run: Run,
     at_barrier: bool,
     single_step: bool,
     stop_reason: StopReasons,
+    index: u32,
+    id: WaveId,
     /// Private memory, lane-major (`private_segment_fixed_size` per lane).
     scratch: Vec<u8>,
+    /// The registers start on the next line (and the wave's size is a
+    /// whole number of lines: the next wave's control state does not share
+    /// the last one).
+    _line: [LineStart; 0],
+    regs: WaveRegs,
 }
 
 struct WgInner {
@@ -336,11 +357,15 @@ impl Workgroup {
     /// are. A stop request of 10,000 waves then reads one wave's state per
     /// stop instead of its whole workgroup's (each wave's state sits in its
     /// own cache lines, last written by a device thread on another CPU).
+    ///
+    /// Only its control state (state, stop reason): the callers (a stop
+    /// or resume request) change no register, so the published pc and exec
+    /// still hold (every unlock published them), and the registers' cache
+    /// lines, written by the interpreter at every instruction, are not
+    /// touched.
     fn publish_one(&self, inner: &WgInner, i: usize) {
         if let (Some(w), Some(snap)) = (inner.waves.get(i), self.snaps.get(i)) {
             snap.stop_reason.store(w.stop_reason.0, Ordering::Relaxed);
-            snap.pc.store(w.regs.pc, Ordering::Relaxed);
-            snap.exec.store(w.regs.exec, Ordering::Relaxed);
             snap.state.store(wave_state(w), Ordering::Release);
         }
     }
@@ -350,6 +375,15 @@ impl Workgroup {
     /// needs nothing (the event of the stop it made completes the request)
     /// and one that ended reports its request terminated.
     fn apply_stop_requests(&self, inner: &mut WgInner, out: &mut Vec<DeviceEvent>) {
+        // A load first: with no request pending (every call of a
+        // stop-all's own stops, twice per wave) nothing is cleared, and a
+        // read-modify-write of the line the device threads share cost a
+        // locked instruction each time. A request set after this load is
+        // seen by its requester's `try_lock` or by `release`'s check after
+        // the unlock, as one set after the `fetch_and` would be.
+        if self.attention.load(Ordering::Acquire) & STOP_BITS == 0 {
+            return;
+        }
         let bits = self.attention.fetch_and(!STOP_BITS, Ordering::AcqRel) & STOP_BITS;
         if bits == 0 {
             return;
@@ -421,9 +455,11 @@ fn release<'a>(
     release_changed(shared, wg, inner, events, None)
 }
 
-/// [`release`] for a caller that changed wave `only` alone since it took
-/// the lock (`events` empty: no stop request was carried out meanwhile):
-/// unless a stop request is carried out now, only that wave is published.
+/// [`release`] for a caller that changed wave `only`'s control state alone
+/// (run state, stepping, stop reason; no register) since it took the lock
+/// (`events` empty: no stop request was carried out meanwhile): unless a
+/// stop request is carried out now, only that wave's control state is
+/// published ([`Workgroup::publish_one`]).
 fn release_changed<'a>(
     shared: &Shared,
     wg: &'a Workgroup,
@@ -1015,6 +1051,26 @@ impl Device {
     /// ([`Device::wave_index`]): the wave is found without a lock, and the
     /// only lock taken is its workgroup's, when free.
     pub fn stop_wave_in(&self, ix: &WaveIndex, id: WaveId) -> Result<(), DeviceError> {
+        if let Some(ev) = self.stop_wave_taking(ix, id)? {
+            push_one(&self.shared, ev);
+        }
+        Ok(())
+    }
+
+    /// [`Device::stop_wave_in`] for the consumer of the event hand-off
+    /// ([`Device::pop_event`]): a wave stopped here, at once, comes back as
+    /// its [`DeviceEvent::WaveStop`] instead of going through the
+    /// hand-off, and the caller delivers it as if it had popped it (it was
+    /// published like every stop event). `Ok(None)`: the request was left
+    /// to the device thread holding the workgroup, whose event comes
+    /// through the hand-off. A stop-all of 10,000 waves thereby takes no
+    /// hand-off lock per wave, on either side, and does not contend with
+    /// the device threads for it.
+    pub fn stop_wave_taking(
+        &self,
+        ix: &WaveIndex,
+        id: WaveId,
+    ) -> Result<Option<DeviceEvent>, DeviceError> {
         let wg = ix.find(id).ok_or(DeviceError::InvalidWave(id))?;
         let i = wg.index_of(id).ok_or(DeviceError::InvalidWave(id))?;
         let mut events = Vec::new();
@@ -1033,22 +1089,24 @@ impl Device {
                     w.run = Run::Stopped;
                     w.single_step = false;
                     w.stop_reason = StopReasons::NONE;
+                    // As the last unlock published them (the registers
+                    // did not change since): the snapshot's line is written
+                    // below anyway, the registers' lines are not read.
+                    let snap = &wg.snaps[i];
                     Ok(DeviceEvent::WaveStop {
                         wave: id,
                         reasons: StopReasons::NONE,
-                        pc: w.regs.pc,
-                        exec: w.regs.exec,
+                        pc: snap.pc.load(Ordering::Relaxed),
+                        exec: snap.exec.load(Ordering::Relaxed),
                     })
                 }
             };
             release_changed(&self.shared, wg, inner, events, Some(i));
-            // Queued once `release` published the stopped wave (as every
-            // stop event is), on its own: `events` stays empty in a
+            // Handed over once `release` published the stopped wave (as
+            // every stop event is), on its own: `events` stays empty in a
             // stop-all, which therefore allocates nothing per wave (a `Vec`
             // of one event was a malloc and a free per wave stopped).
-            let ev = r?;
-            push_one(&self.shared, ev);
-            return Ok(());
+            return r.map(Some);
         }
         match wg.snaps[i].state.load(Ordering::Acquire) {
             STATE_STOPPED => return Err(DeviceError::WaveStopped(id)),
@@ -1063,7 +1121,7 @@ impl Device {
             Err(TryLockError::Poisoned(p)) => release(&self.shared, wg, p.into_inner(), events),
             Err(TryLockError::WouldBlock) => {}
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Resumes a stopped wave.
@@ -1254,6 +1312,7 @@ fn launch_more(shared: &Shared, s: &mut Sched) {
                         desc.kd.private_segment_fixed_size.next_multiple_of(16) as usize
                             * LANES
                     ],
+                    _line: [],
                 })
                 .collect();
             let ids: Vec<WaveId> = waves.iter().map(|w| w.id).collect();

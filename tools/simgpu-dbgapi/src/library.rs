@@ -323,11 +323,48 @@ struct EventRec {
     thread: usize,
     runtime: i32,
     queue: u64,
-    returned: bool,
     /// Made from a storm event (counted in the storm report).
     storm: bool,
     /// A device WAVE_STOP's facts (none for a storm stop).
     facts: Option<StopFacts>,
+}
+
+/// [`Inbox`] and whether it has news for the library's caller: `poll`
+/// runs once per event the client takes (10,000 in a stop-all of 10,000
+/// waves) and looks at the inbox only when a thread posted to it, instead
+/// of locking it each time.
+#[derive(Default)]
+struct Mailbox {
+    /// Set after `hello` or `runtime_gone` was set (before the notifier is
+    /// written); cleared by the reader before it locks the inbox.
+    news: AtomicBool,
+    inbox: Mutex<Inbox>,
+}
+
+impl Mailbox {
+    /// The inbox. A change of `hello` or `runtime_gone` is followed, once
+    /// the lock is dropped, by [`Mailbox::posted`].
+    fn open(&self) -> std::sync::MutexGuard<'_, Inbox> {
+        lock(&self.inbox)
+    }
+
+    /// Says that `hello` or `runtime_gone` changed (after the change).
+    fn posted(&self) {
+        self.news.store(true, Ordering::Release);
+    }
+
+    /// The news, if a thread posted since the last call: the runtime's
+    /// HELLO and whether it went away.
+    fn take_news(&self) -> (Option<(u64, UnixStream)>, bool) {
+        // A post after the load is seen by the next call (its flag stays
+        // set); one between the swap and the lock is seen now, and again
+        // (as nothing) by the next call.
+        if !self.news.load(Ordering::Acquire) || !self.news.swap(false, Ordering::AcqRel) {
+            return (None, false);
+        }
+        let mut ib = lock(&self.inbox);
+        (ib.hello.take(), std::mem::take(&mut ib.runtime_gone))
+    }
 }
 
 /// What the listener / dispatch threads hand to the library caller.
@@ -379,13 +416,15 @@ struct Process {
     notifier_r: OwnedFd,
     notifier_w: Arc<OwnedFd>,
     device: Arc<Device>,
-    inbox: Arc<Mutex<Inbox>>,
+    inbox: Arc<Mailbox>,
     listener_stop: Arc<AtomicBool>,
     listener: Option<std::thread::JoinHandle<()>>,
     runtime: Runtime,
     agent: u64,
     queue: u64,
-    pending: VecDeque<u64>,
+    /// Events not yet returned to the client, with their records (a
+    /// stop-all's 10,000 are read in the order they were queued).
+    pending: VecDeque<(u64, EventRec)>,
     /// Per wave: stop requested, fetched (with its facts), unprocessed.
     stops: WaveStops,
     /// The device's wave index as last used: per-wave calls find their
@@ -425,6 +464,10 @@ pub struct Library {
     client: Box<dyn Client>,
     next_handle: u64,
     processes: BTreeMap<u64, Process>,
+    /// Events returned to the client and not yet processed (gdbmux
+    /// processes each before it takes the next: the map stays small and
+    /// cached, where it held every pending event of a stop-all, 10,000
+    /// records of 80 bytes, each lookup a cache miss).
     events: IdMap<u64, EventRec>,
 }
 
@@ -539,7 +582,7 @@ impl Library {
         device.set_debug(true);
         let hook_fd = notifier_w.clone();
         device.set_event_hook(Some(Box::new(move || wake(&hook_fd))));
-        let inbox = Arc::new(Mutex::new(Inbox::default()));
+        let inbox = Arc::new(Mailbox::default());
         let listener_stop = Arc::new(AtomicBool::new(false));
         let name = socket_name(pid as u32);
         let addr = SocketAddr::from_abstract_name(name.as_bytes()).map_err(|_| st::ERROR)?;
@@ -566,7 +609,7 @@ impl Library {
                                 kind: MessageKind::Hello,
                                 value,
                             }) => {
-                                let mut ib = lock(&inbox);
+                                let mut ib = inbox.open();
                                 // A runtime that went away and came back
                                 // before the client saw it go: its HELLO
                                 // goes through a new RUNTIME event.
@@ -576,6 +619,7 @@ impl Library {
                                 } else {
                                     ib.hello = Some((value, s));
                                     drop(ib);
+                                    inbox.posted();
                                     wake(&wfd);
                                 }
                             }
@@ -709,7 +753,7 @@ impl Library {
         for stream in proc.held_ack.take().into_iter().flat_map(|h| h.streams) {
             ack_and_serve(stream, &proc.device, None);
         }
-        if let Some((_, stream)) = lock(&proc.inbox).hello.take() {
+        if let Some((_, stream)) = proc.inbox.open().hello.take() {
             ack_and_serve(stream, &proc.device, None);
         }
         proc.listener_stop.store(true, Ordering::SeqCst);
@@ -740,14 +784,12 @@ impl Library {
             thread: 0,
             runtime: 0,
             queue: 0,
-            returned: false,
             storm: false,
             facts: None,
         };
         f(&mut e);
-        self.events.insert(id, e);
         if let Some(proc) = self.processes.get_mut(&p) {
-            proc.pending.push_back(id);
+            proc.pending.push_back((id, e));
         }
         id
     }
@@ -774,10 +816,7 @@ impl Library {
                 {
                 }
             }
-            let mut inbox = lock(&proc.inbox);
-            let hello = inbox.hello.take();
-            let gone = std::mem::take(&mut inbox.runtime_gone);
-            drop(inbox);
+            let (hello, gone) = proc.inbox.take_news();
             (proc.client, hello, gone)
         };
         // An unload first: a HELLO that came with it belongs to the
@@ -787,7 +826,7 @@ impl Library {
             let had = !proc.code_objects.is_empty();
             proc.runtime = Runtime::Down;
             // A new runtime connection goes through a new RUNTIME event.
-            lock(&proc.inbox).announced = false;
+            proc.inbox.open().announced = false;
             proc.held_ack = None;
             proc.code_objects.clear();
             proc.announced.clear();
@@ -821,8 +860,10 @@ impl Library {
         }
         // Device events are pulled one at a time, and only while nothing
         // is pending for the client: the device's bounded hand-off stays the
-        // only buffer, so device threads (and storm producers) feel
-        // backpressure instead of growing a queue here.
+        // only buffer of the device threads' events, so they (and storm
+        // producers) feel backpressure instead of growing a queue here.
+        // (The stops `wave_stop` made itself are queued here directly: one
+        // per wave at most, as the stop requests that made them.)
         loop {
             let proc = self.proc(p)?;
             if !proc.pending.is_empty() || proc.faults.stall {
@@ -850,30 +891,6 @@ impl Library {
                 },
             };
             match ev {
-                DeviceEvent::WaveStop {
-                    wave,
-                    reasons,
-                    pc,
-                    exec,
-                } => {
-                    let h = p << SHIFT | wave.0;
-                    self.push_event(p, event_kind::WAVE_STOP, |e| {
-                        e.wave = h;
-                        e.facts = Some(StopFacts {
-                            reason: reasons.0,
-                            pc,
-                            exec,
-                        });
-                    });
-                }
-                DeviceEvent::WaveCommandTerminated { wave } => {
-                    let h = p << SHIFT | wave.0;
-                    if let Ok(proc) = self.proc(p) {
-                        proc.stops.set_requested(wave, false);
-                    }
-                    self.push_event(p, event_kind::WAVE_COMMAND_TERMINATED, |e| e.wave = h);
-                }
-                DeviceEvent::DispatchDone { .. } => {}
                 DeviceEvent::Storm(ev) => {
                     if Self::storm_blocked(self.proc(p)?, &ev) {
                         let proc = self.proc(p)?;
@@ -885,10 +902,43 @@ impl Library {
                     }
                     self.storm_apply(p, ev)?;
                 }
+                ev => self.take_device_event(p, ev),
             }
         }
         self.storm_report(p);
         Ok(())
+    }
+
+    /// A device event of process `p` other than a storm's, taken from the
+    /// hand-off (or from a stop request carried out at once,
+    /// [`Library::wave_stop`]): its ABI event, if it has one, is queued.
+    fn take_device_event(&mut self, p: u64, ev: DeviceEvent) {
+        match ev {
+            DeviceEvent::WaveStop {
+                wave,
+                reasons,
+                pc,
+                exec,
+            } => {
+                let h = p << SHIFT | wave.0;
+                self.push_event(p, event_kind::WAVE_STOP, |e| {
+                    e.wave = h;
+                    e.facts = Some(StopFacts {
+                        reason: reasons.0,
+                        pc,
+                        exec,
+                    });
+                });
+            }
+            DeviceEvent::WaveCommandTerminated { wave } => {
+                let h = p << SHIFT | wave.0;
+                if let Ok(proc) = self.proc(p) {
+                    proc.stops.set_requested(wave, false);
+                }
+                self.push_event(p, event_kind::WAVE_COMMAND_TERMINATED, |e| e.wave = h);
+            }
+            DeviceEvent::DispatchDone { .. } | DeviceEvent::Storm(_) => {}
+        }
     }
 
     /// A storm resume must wait until the client processed its wave's stop
@@ -1016,10 +1066,9 @@ impl Library {
         for &p in ps {
             self.poll(p)?;
             let proc = self.proc(p)?;
-            if let Some(id) = proc.pending.pop_front() {
-                let e = self.events.get_mut(&id).ok_or(st::ERROR)?;
-                e.returned = true;
+            if let Some((id, e)) = proc.pending.pop_front() {
                 let (kind, wave, storm, facts) = (e.kind, e.wave, e.storm, e.facts);
+                self.events.insert(id, e);
                 if storm {
                     if let Some(run) = self.proc(p)?.storm.as_mut() {
                         count_kind(&mut run.delivered, kind);
@@ -1062,7 +1111,7 @@ impl Library {
             return Ok(());
         };
         let late = {
-            let mut ib = lock(&proc.inbox);
+            let mut ib = proc.inbox.open();
             ib.announced = true;
             ib.hello.take()
         };
@@ -1074,11 +1123,7 @@ impl Library {
     }
 
     pub fn event_info(&self, ev: u64, q: i32) -> Result<Info, Status> {
-        let e = self
-            .events
-            .get(&ev)
-            .filter(|e| e.returned)
-            .ok_or(st::ERROR_INVALID_EVENT_ID)?;
+        let e = self.events.get(&ev).ok_or(st::ERROR_INVALID_EVENT_ID)?;
         use info::event as q_;
         Ok(match q {
             q_::PROCESS => Info::Handle(e.process),
@@ -1102,7 +1147,7 @@ impl Library {
     pub fn event_processed(&mut self, ev: u64) -> Result<(), Status> {
         // One lookup, and the record moved out rather than copied.
         let e = match self.events.entry(ev) {
-            std::collections::hash_map::Entry::Occupied(o) if o.get().returned => o.remove(),
+            std::collections::hash_map::Entry::Occupied(o) => o.remove(),
             _ => {
                 for proc in self.processes.values_mut() {
                     if let Some(run) = proc.storm.as_mut() {
@@ -1825,9 +1870,26 @@ impl Library {
             return Ok(());
         }
         let ix = proc.device.wave_index(&mut proc.wave_index);
-        match proc.device.stop_wave_in(ix, w) {
-            // Stopped already (its WAVE_STOP is pending): that event completes the request.
-            Ok(()) | Err(DeviceError::WaveStopped(_)) => Ok(()),
+        match proc.device.stop_wave_taking(ix, w) {
+            // Stopped here, at once: the library is the hand-off's consumer,
+            // and takes the event as it would have popped it.
+            Ok(Some(ev)) => {
+                let p = proc.handle;
+                let was_idle = proc.pending.is_empty();
+                self.take_device_event(p, ev);
+                if was_idle {
+                    // As a device thread's first event after the client saw
+                    // none: the notifier says there is one.
+                    if let Ok(proc) = self.proc(p) {
+                        wake(&proc.notifier_w);
+                    }
+                }
+                Ok(())
+            }
+            // Left to the device thread holding the workgroup, or stopped
+            // already (its WAVE_STOP is pending): that event completes the
+            // request.
+            Ok(None) | Err(DeviceError::WaveStopped(_)) => Ok(()),
             Err(e) => refuse(proc, dev_status(e)),
         }
     }
@@ -2182,7 +2244,7 @@ fn count_kind(k: &mut crate::storm::KindCounts, kind: i32) {
 fn ack_and_serve(
     mut stream: UnixStream,
     device: &Arc<Device>,
-    notify: Option<(Arc<Mutex<Inbox>>, Arc<OwnedFd>)>,
+    notify: Option<(Arc<Mailbox>, Arc<OwnedFd>)>,
 ) {
     let ack = Message {
         kind: MessageKind::Ack,
@@ -2197,7 +2259,7 @@ fn ack_and_serve(
 fn serve_runtime(
     mut stream: UnixStream,
     device: Arc<Device>,
-    notify: Option<(Arc<Mutex<Inbox>>, Arc<OwnedFd>)>,
+    notify: Option<(Arc<Mailbox>, Arc<OwnedFd>)>,
 ) {
     let _ = std::thread::Builder::new()
         .name("simgpu-queue".into())
@@ -2219,7 +2281,8 @@ fn serve_runtime(
                 }
             }
             if let Some((inbox, fd)) = notify {
-                lock(&inbox).runtime_gone = true;
+                inbox.open().runtime_gone = true;
+                inbox.posted();
                 wake(&fd);
             }
         });
