@@ -465,6 +465,7 @@ impl HostIo {
             }
         }
         buf.truncate(filled);
+        debug!(target: LOG_TARGET, fd, offset, len = filled, "vFile:pread from the page cache");
         Some(pread_reply(buf))
     }
 
