@@ -2,7 +2,10 @@
 //!
 //! A `pread` of a regular file on a slow file system (NFS, a FUSE mount, a
 //! disk that stalls) blocks in the kernel, `O_NONBLOCK` or not. So the
-//! server runs every `vFile` operation on a small pool of worker threads:
+//! server runs every `vFile` operation that might wait on a file system on
+//! a small pool of worker threads (the session answers the others itself:
+//! `setfs`, and `fstat`, `close` and page-cached `pread`s of files on a
+//! local file system, `HostIo::handle_inline`):
 //! the session hands its [`HostIo`] (behind a mutex only the workers lock)
 //! and the packet's arguments to [`Handle::submit`], holds the client's
 //! further input (the protocol waits for the reply anyway), and the worker
@@ -131,6 +134,13 @@ impl Offload {
 }
 
 impl Handle {
+    /// Whether a session may answer a request on the loop when it cannot
+    /// block (`HostIo::handle_inline`): always, except with the test hook
+    /// set, whose gated `pread`s must reach a worker.
+    pub fn inline_allowed(&self) -> bool {
+        self.shared.gate.is_none()
+    }
+
     /// Queues `args` (the bytes after `vFile:`) for `io`; the reply comes
     /// back as a [`Done`] with `session` and `seq`.
     pub fn submit(

@@ -4,7 +4,14 @@
 //! bench times `thread list`, a stop of all N threads from running
 //! (`SBProcess.Stop` to the stopped event) and `thread list` again after
 //! that stop. Driven through lldb's Python API inside `lldb -b`, timed with
-//! `perf_counter`; the number of threads listed is checked.
+//! `perf_counter`; the number of threads listed is checked. lldb's own CPU
+//! time over each `thread list` (`process_time`) is printed beside it: with
+//! gdbmux lldb sends no packet during the listing (every stack read is in
+//! `jThreadsInfo`), so the listing is all lldb CPU, and on a machine whose
+//! CPUs are busy with other work it gets a share of a CPU, while with
+//! lldb-server it sleeps on a thousand `x` round trips and is woken ahead
+//! of CPU-bound tasks: the wall-clock ratio then measures the scheduler,
+//! the CPU row what lldb did.
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -54,9 +61,9 @@ def named(text):
     # Frames lldb could name (`module`function`): a stub that gives lldb no
     # library list leaves the other threads' frames as bare addresses.
     return sum(1 for l in text.splitlines() if l.lstrip("* ").startswith("thread #") and "`" in l)
-t = time.perf_counter()
+t = time.perf_counter(); c = time.process_time()
 out = run("thread list")
-print("LIST", time.perf_counter() - t, listed(out), named(out))
+print("LIST", time.perf_counter() - t, listed(out), named(out), time.process_time() - c)
 proc = dbg.GetSelectedTarget().GetProcess()
 listener = lldb.SBListener("rsp-bench")
 proc.GetBroadcaster().AddListener(listener, lldb.SBProcess.eBroadcastBitStateChanged)
@@ -83,16 +90,17 @@ if not wait_state(lldb.eStateStopped):
     raise Exception("no stopped event")
 print("STOPALL", time.perf_counter() - t)
 dbg.SetAsync(False)
-t = time.perf_counter()
+t = time.perf_counter(); c = time.process_time()
 out = run("thread list")
-print("LIST2", time.perf_counter() - t, listed(out), named(out))
+print("LIST2", time.perf_counter() - t, listed(out), named(out), time.process_time() - c)
 proc.Kill()
 "#;
 
 /// One lldb session against `stub`: [set-up, thread list, stop-all,
 /// thread list after the stop] in seconds, then the number of threads
-/// whose frame lldb named (`module`function`) in each listing.
-pub fn session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args, n: usize) -> Result<[f64; 6]> {
+/// whose frame lldb named (`module`function`) in each listing, then lldb's
+/// CPU seconds in each listing.
+pub fn session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args, n: usize) -> Result<[f64; 8]> {
     let (mut child, port) = start_args(
         stub,
         super::binary_for(stub, gdbmux, a),
@@ -159,11 +167,13 @@ pub fn session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args, n: usize) -> Re
         field("LIST2 ", 0)?,
         field("LIST ", 2)?,
         field("LIST2 ", 2)?,
+        field("LIST ", 3)?,
+        field("LIST2 ", 3)?,
     ])
 }
 
 /// Per stub: set-up, `thread list`, stop-all, `thread list` again (s).
-type StubFigures<'a> = Vec<(&'a str, [f64; 6])>;
+type StubFigures<'a> = Vec<(&'a str, [f64; 8])>;
 
 /// `--lldb-threads N,…`: lldb sessions against every stub for each thread
 /// count, interleaved rounds, medians, ratios to the best peer (lower is
@@ -195,6 +205,13 @@ pub fn mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<()> 
             let (cells, ratio) = super::figure_cells(med, i);
             println!("| {name} | {cells} | {ratio} | {target} |");
         }
+        for (i, name) in [
+            (6, "lldb's CPU in `thread list` at the breakpoint stop"),
+            (7, "lldb's CPU in `thread list` after that stop"),
+        ] {
+            let (cells, ratio) = super::figure_cells(med, i);
+            println!("| {name} | {cells} | {ratio} | - |");
+        }
         same_listing(med, &names);
     }
     if let (Some((n0, lo)), Some((n1, hi))) = (all.first(), all.last()) {
@@ -225,7 +242,7 @@ pub fn mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<()> 
 /// gets a listing of bare addresses, which costs lldb far less than
 /// symbolizing every frame with its arguments.
 fn same_listing(med: &StubFigures, names: &[(&str, &str)]) {
-    let named = |f: &[f64; 6]| format!("{:.0} / {:.0}", f[4], f[5]);
+    let named = |f: &[f64; 8]| format!("{:.0} / {:.0}", f[4], f[5]);
     println!(
         "threads whose frame lldb named (`thread list` at the breakpoint stop / after the stop): {}",
         med.iter()
@@ -236,7 +253,7 @@ fn same_listing(med: &StubFigures, names: &[(&str, &str)]) {
     let Some((_, g)) = med.iter().find(|(s, _)| *s == "gdbmux") else {
         return;
     };
-    let peers: Vec<&(&str, [f64; 6])> = med
+    let peers: Vec<&(&str, [f64; 8])> = med
         .iter()
         .filter(|(s, f)| !s.starts_with("gdbmux") && f[4] >= g[4] && f[5] >= g[5])
         .collect();
@@ -270,15 +287,15 @@ fn one_count<'a>(
     a: &Args,
     n: usize,
 ) -> StubFigures<'a> {
-    let mut runs: Vec<(&str, Vec<[f64; 6]>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
+    let mut runs: Vec<(&str, Vec<[f64; 8]>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
     for round in 0..a.rounds.max(1) {
         for (s, v) in runs.iter_mut() {
             eprintln!("round {} : lldb against {s}, {n} threads …", round + 1);
             match session(s, gdbmux, prog, a, n) {
                 Ok(f) => {
                     eprintln!(
-                        "  {s}: set-up {:.3}, list {:.3}, stop-all {:.3}, list after {:.3}",
-                        f[0], f[1], f[2], f[3]
+                        "  {s}: set-up {:.3}, list {:.3} (lldb CPU {:.3}), stop-all {:.3}, list after {:.3} (lldb CPU {:.3})",
+                        f[0], f[1], f[6], f[2], f[3], f[7]
                     );
                     v.push(f)
                 }
@@ -291,7 +308,7 @@ fn one_count<'a>(
         .map(|(s, v)| {
             (
                 *s,
-                [0, 1, 2, 3, 4, 5].map(|i| median(v.iter().map(|f| f[i]).collect())),
+                [0, 1, 2, 3, 4, 5, 6, 7].map(|i| median(v.iter().map(|f| f[i]).collect())),
             )
         })
         .collect()

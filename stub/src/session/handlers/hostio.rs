@@ -18,6 +18,19 @@ impl<R: SessionRole> Session<R> {
             self.send(&r);
             return;
         };
+        // What cannot wait on a file system is answered here, without the
+        // two thread wake-ups of a worker (`HostIo::handle_inline`). The
+        // lock is free: the session holds its input while a request is out.
+        if pool.inline_allowed() {
+            let inline = match self.hostio.try_lock() {
+                Ok(mut io) => io.handle_inline(args),
+                Err(_) => None,
+            };
+            if let Some(r) = inline {
+                self.send(&r);
+                return;
+            }
+        }
         self.vfile_seq += 1;
         let seq = self.vfile_seq;
         match pool.submit(self.id, seq, self.hostio.clone(), args.to_vec()) {
