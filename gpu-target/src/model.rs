@@ -310,6 +310,12 @@ pub enum ResumeMode {
     SingleStep,
 }
 
+/// A wave's displaced step (amd-dbgapi's displaced stepping buffer
+/// handle): from [`GpuBackend::displaced_step_start`] until
+/// [`GpuBackend::displaced_step_complete`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DisplacedStep(pub u64);
+
 /// An exception delivered to the GPU runtime when a wave is resumed (the
 /// runtime then puts the queue in the error state and the dispatch fails).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -603,6 +609,30 @@ pub trait GpuBackend {
         wave: WaveId,
         exception: WaveException,
     ) -> Result<(), GpuError>;
+    /// Moves a stopped wave whose pc is on an inserted breakpoint onto an
+    /// out-of-line copy of the instruction the breakpoint replaced (`saved`:
+    /// the replaced bytes), leaving memory, the breakpoint included, as it
+    /// is. The wave must then be resumed single-step only, and completed
+    /// ([`Self::displaced_step_complete`]) once that step's stop is in (or
+    /// the wave stopped otherwise). [`GpuError::NotSupported`] where the
+    /// backend cannot (or has no buffer free now): the caller steps over
+    /// some other way. Any error changes nothing.
+    fn displaced_step_start(
+        &mut self,
+        _wave: WaveId,
+        _saved: &[u8],
+    ) -> Result<DisplacedStep, GpuError> {
+        Err(GpuError::NotSupported("displaced stepping"))
+    }
+    /// Ends a stopped wave's displaced step: its pc is past the instruction
+    /// if the step executed it, back on the breakpoint if not.
+    fn displaced_step_complete(
+        &mut self,
+        _wave: WaveId,
+        _step: DisplacedStep,
+    ) -> Result<(), GpuError> {
+        Err(GpuError::NotSupported("displaced stepping"))
+    }
     /// Stops or restarts the creation of new waves.
     fn set_wave_creation(&mut self, stopped: bool) -> Result<(), GpuError>;
     /// Reports that a host thread hit breakpoint `bp` the library asked for.

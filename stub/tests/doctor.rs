@@ -46,7 +46,7 @@ fn real(version: &str, minor: u32) {
         )),
         "{out}"
     );
-    assert!(out.contains("all 33 bound functions resolve"), "{out}");
+    assert!(out.contains("all 35 bound functions resolve"), "{out}");
     let node = if minor == 76 {
         "process_get_info@0.56 (older node)"
     } else {

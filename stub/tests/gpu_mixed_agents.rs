@@ -75,10 +75,9 @@ fn gdb_stops_a_wave_on_each_architecture() {
             // Each breakpoint is deleted at its first stop. Every wave of
             // the kernel stops at it, and a wave its device thread has not
             // run yet when the first stop is reported (a loaded machine;
-            // `monitor gpu waves` shows it Running) stops there again
-            // after `monitor gpu continue` unless it passes while the
-            // stopped waves step off the breakpoint: one more stop in
-            // that kernel, and the exit one `continue` later than here.
+            // `monitor gpu waves` shows it Running) may reach the
+            // breakpoint before the delete: one more stop in that kernel,
+            // and the exit one `continue` later than here.
             "monitor gpu delete saxpy",
             "monitor gpu continue",
             "continue",

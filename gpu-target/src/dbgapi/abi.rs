@@ -413,6 +413,11 @@ pub mod fns {
         unsafe extern "C" fn(Handle, Handle, u32, Handle, u64, *mut u64, *const c_void) -> Status;
     /// `amd_dbgapi_dwarf_address_space_to_address_space`
     pub type DwarfAddressSpace = unsafe extern "C" fn(Handle, u64, *mut Handle) -> Status;
+    /// `amd_dbgapi_displaced_stepping_start`
+    pub type DisplacedSteppingStart =
+        unsafe extern "C" fn(Handle, *const c_void, *mut Handle) -> Status;
+    /// `amd_dbgapi_displaced_stepping_complete`
+    pub type DisplacedSteppingComplete = unsafe extern "C" fn(Handle, Handle) -> Status;
     /// `amd_dbgapi_report_breakpoint_hit`
     pub type ReportBreakpointHit = unsafe extern "C" fn(Handle, ClientThread, *mut i32) -> Status;
 }

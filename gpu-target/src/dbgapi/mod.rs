@@ -29,6 +29,7 @@ use crate::model::CodeObject;
 use crate::model::CodeObjectId;
 use crate::model::DispatchId;
 use crate::model::DispatchInfo;
+use crate::model::DisplacedStep;
 use crate::model::EventId;
 use crate::model::GpuBackend;
 use crate::model::GpuError;
@@ -688,6 +689,44 @@ impl GpuBackend for DbgApiBackend {
         };
         self.process
             .wave_resume_raw(wave.0, false, bits)
+            .map_err(|e| wave_err(wave, e))
+    }
+
+    fn displaced_step_start(
+        &mut self,
+        wave: WaveId,
+        saved: &[u8],
+    ) -> Result<DisplacedStep, GpuError> {
+        let arch = self.wave_architecture(wave)?;
+        let size = self.arch_entry(arch)?.facts.breakpoint_instruction.len();
+        if size == 0 || saved.len() != size {
+            // The library reads exactly the breakpoint's size of bytes.
+            return Err(GpuError::NotSupported(
+                "displaced stepping: breakpoint size",
+            ));
+        }
+        match self.process.displaced_stepping_start(wave.0, saved) {
+            Ok(ds) => Ok(DisplacedStep(ds)),
+            // No displaced stepping here, or no buffer free now: the
+            // caller steps over another way.
+            Err(DbgApiError::Call {
+                status:
+                    abi::status::ERROR_NOT_IMPLEMENTED
+                    | abi::status::ERROR_NOT_SUPPORTED
+                    | abi::status::ERROR_DISPLACED_STEPPING_BUFFER_NOT_AVAILABLE,
+                ..
+            }) => Err(GpuError::NotSupported("displaced stepping")),
+            Err(e) => Err(wave_err(wave, e)),
+        }
+    }
+
+    fn displaced_step_complete(
+        &mut self,
+        wave: WaveId,
+        step: DisplacedStep,
+    ) -> Result<(), GpuError> {
+        self.process
+            .displaced_stepping_complete(wave.0, step.0)
             .map_err(|e| wave_err(wave, e))
     }
 

@@ -149,6 +149,8 @@ fn_table! {
     write_memory: fns::WriteMemory = "write_memory",
     dwarf_address_space_to_address_space: fns::DwarfAddressSpace = "dwarf_address_space_to_address_space",
     report_breakpoint_hit: fns::ReportBreakpointHit = "report_breakpoint_hit",
+    displaced_stepping_start: fns::DisplacedSteppingStart = "displaced_stepping_start",
+    displaced_stepping_complete: fns::DisplacedSteppingComplete = "displaced_stepping_complete",
 }
 
 /// `dlvsym(handle, "amd_dbgapi_<func>", "AMD_DBGAPI_<node>")` at the first
@@ -990,6 +992,31 @@ impl Process {
         // SAFETY: plain values.
         let s = unsafe { (self.fns().wave_resume)(Handle::new(wave), mode, exceptions) };
         self.api.check("amd_dbgapi_wave_resume", s)
+    }
+
+    /// `displaced_stepping_start`: `saved` must hold the architecture's
+    /// breakpoint instruction size of bytes (the library reads that many).
+    pub fn displaced_stepping_start(&self, wave: u64, saved: &[u8]) -> Result<u64, DbgApiError> {
+        let mut out = Handle::NONE;
+        // SAFETY: `saved` is live for the call and the caller passes the
+        // breakpoint size of bytes; `out` is a valid out-pointer.
+        let s = unsafe {
+            (self.fns().displaced_stepping_start)(
+                Handle::new(wave),
+                saved.as_ptr() as *const c_void,
+                &mut out,
+            )
+        };
+        self.api.check("amd_dbgapi_displaced_stepping_start", s)?;
+        Ok(out.handle)
+    }
+
+    /// `displaced_stepping_complete`.
+    pub fn displaced_stepping_complete(&self, wave: u64, ds: u64) -> Result<(), DbgApiError> {
+        // SAFETY: plain values.
+        let s =
+            unsafe { (self.fns().displaced_stepping_complete)(Handle::new(wave), Handle::new(ds)) };
+        self.api.check("amd_dbgapi_displaced_stepping_complete", s)
     }
 
     /// Registers of a wave.

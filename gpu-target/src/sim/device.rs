@@ -140,6 +140,15 @@ pub enum DeviceError {
     /// The wave is already stopped.
     #[error("wave {0} is already stopped")]
     WaveStopped(WaveId),
+    /// The wave already steps an instruction out of line.
+    #[error("wave {0} is already displaced")]
+    Displaced(WaveId),
+    /// The wave steps no instruction out of line.
+    #[error("wave {0} is not displaced")]
+    NotDisplaced(WaveId),
+    /// The bytes at this address decode to no instruction.
+    #[error("no instruction at {0:#x}")]
+    IllegalInstruction(u64),
 }
 
 /// How a dispatch ended.
@@ -274,6 +283,9 @@ struct SimWave {
     stop_reason: StopReasons,
     index: u32,
     id: WaveId,
+    /// The instruction this wave steps out of line ([`Device::displace`]):
+    /// boxed, so a wave without one costs a null pointer.
+    displaced: Option<Box<Displaced>>,
     /// Private memory, lane-major (`private_segment_fixed_size` per lane).
     scratch: Vec<u8>,
     /// The registers start on the next line (and the wave's size is a
@@ -281,6 +293,55 @@ struct SimWave {
     /// the last one).
     _line: [LineStart; 0],
     regs: WaveRegs,
+}
+
+/// An instruction a wave executes out of line, as amd-dbgapi's displaced
+/// stepping does: the wave's pc is moved to `buffer`, an address the
+/// debugger library owns, where the device fetches `bytes` (the original
+/// instruction, whose first bytes a breakpoint's `s_trap` replaced in
+/// memory) instead of memory. It runs as if at `orig`, so PC-relative
+/// instructions (branches, `s_getpc_b64`) give what they give there; a
+/// pc that falls through lands at `buffer + size`, which
+/// [`Device::undisplace`] relocates to `orig + size`.
+#[derive(Clone, Copy, Debug)]
+struct Displaced {
+    orig: u64,
+    buffer: u64,
+    bytes: [u8; 8],
+    len: u8,
+    size: u8,
+}
+
+/// How [`Device::undisplace`] left a wave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Undisplaced {
+    /// The instruction had not executed: the pc is back at its address.
+    NotExecuted,
+    /// It executed: the pc is where it left the wave at its own address.
+    Executed,
+}
+
+/// Runs a displaced wave's saved instruction at its buffer (see
+/// [`Displaced`]); `None` when the wave's pc is not at the buffer (its
+/// next instruction comes from memory as usual).
+fn run_displaced(w: &mut SimWave, ctx: &mut Ctx<'_>) -> Option<Step> {
+    let d = **w.displaced.as_ref()?;
+    if w.regs.pc != d.buffer {
+        return None;
+    }
+    let Some(inst) = super::decode::decode(&d.bytes[..d.len as usize]) else {
+        return Some(Step::IllegalInstruction);
+    };
+    w.regs.pc = d.orig;
+    let out = super::wave::execute(&mut w.regs, ctx, &inst);
+    if w.regs.pc == d.orig + inst.size as u64 {
+        // Fell through: out of line, past the buffer's copy.
+        w.regs.pc = d.buffer + inst.size as u64;
+    } else if w.regs.pc == d.orig {
+        // Not executed (a fault leaves the pc at the instruction).
+        w.regs.pc = d.buffer;
+    }
+    Some(out)
 }
 
 struct WgInner {
@@ -1124,6 +1185,68 @@ impl Device {
         Ok(None)
     }
 
+    /// Moves a stopped wave onto an out-of-line copy of the instruction at
+    /// its pc (amd-dbgapi's displaced stepping, done by its library):
+    /// `saved` are the bytes a breakpoint replaced at the pc, the rest of
+    /// the instruction is read from memory after them. The wave's pc
+    /// becomes `buffer`, where a single step executes the copy as if at the
+    /// original address; memory is not touched. Fails (changing nothing)
+    /// when the wave is not stopped, already displaced
+    /// ([`DeviceError::Displaced`]), or the bytes are no instruction
+    /// ([`DeviceError::IllegalInstruction`]).
+    pub fn displace(&self, id: WaveId, buffer: u64, saved: &[u8]) -> Result<u64, DeviceError> {
+        let mem = self.shared.mem.clone();
+        self.with_wave(id, |inner, i, _| {
+            let w = &mut inner.waves[i];
+            if w.run != Run::Stopped {
+                return Err(DeviceError::WaveNotStopped(id));
+            }
+            if w.displaced.is_some() {
+                return Err(DeviceError::Displaced(id));
+            }
+            let orig = w.regs.pc;
+            let mut bytes = [0u8; 8];
+            let head = saved.len().min(8);
+            bytes[..head].copy_from_slice(&saved[..head]);
+            let tail = mem.read_partial(orig + head as u64, &mut bytes[head..]);
+            let len = head + tail;
+            let inst = super::decode::decode(&bytes[..len])
+                .ok_or(DeviceError::IllegalInstruction(orig))?;
+            w.displaced = Some(Box::new(Displaced {
+                orig,
+                buffer,
+                bytes,
+                len: len as u8,
+                size: inst.size,
+            }));
+            w.regs.pc = buffer;
+            Ok(orig)
+        })
+    }
+
+    /// Ends a stopped wave's displaced step ([`Device::displace`]): a pc
+    /// still at the buffer goes back to the original address (not
+    /// executed), one past the buffer's copy to past the original
+    /// instruction; any other pc (a branch taken) is where the instruction
+    /// sent the wave already.
+    pub fn undisplace(&self, id: WaveId) -> Result<Undisplaced, DeviceError> {
+        self.with_wave(id, |inner, i, _| {
+            let w = &mut inner.waves[i];
+            if w.run != Run::Stopped {
+                return Err(DeviceError::WaveNotStopped(id));
+            }
+            let d = w.displaced.take().ok_or(DeviceError::NotDisplaced(id))?;
+            if w.regs.pc == d.buffer {
+                w.regs.pc = d.orig;
+                return Ok(Undisplaced::NotExecuted);
+            }
+            if w.regs.pc == d.buffer + d.size as u64 {
+                w.regs.pc = d.orig + d.size as u64;
+            }
+            Ok(Undisplaced::Executed)
+        })
+    }
+
     /// Resumes a stopped wave.
     pub fn resume_wave(&self, id: WaveId, mode: ResumeMode) -> Result<(), DeviceError> {
         self.resume_wave_in(&self.index(), id, mode)
@@ -1307,6 +1430,7 @@ fn launch_more(shared: &Shared, s: &mut Sched) {
                     at_barrier: false,
                     single_step: false,
                     stop_reason: StopReasons::NONE,
+                    displaced: None,
                     scratch: vec![
                         0;
                         desc.kd.private_segment_fixed_size.next_multiple_of(16) as usize
@@ -1530,20 +1654,33 @@ fn run_workgroup(shared: &Shared, wg: &Arc<Workgroup>) {
             while n < quantum && wg.attention.load(Ordering::Relaxed) == 0 {
                 n += 1;
                 let pc = w.regs.pc;
-                let inst = match page.get(pc, code.generation()) {
-                    Some(i) => i,
-                    None => {
-                        let next = match other.take() {
-                            Some(p) if p.get(pc, code.generation()).is_some() => p,
-                            _ => code.page(pc),
-                        };
-                        other = Some(std::mem::replace(&mut page, next));
-                        page.at(pc)
-                    }
+                // A displaced wave runs single-step only (its library
+                // refuses any other resume): the check is a load of a line
+                // the loop reads anyway.
+                let displaced = if w.displaced.is_some() {
+                    run_displaced(w, &mut ctx)
+                } else {
+                    None
                 };
-                let out = match inst {
-                    Some(d) => d.run(&mut w.regs, &mut ctx),
-                    None => Step::IllegalInstruction,
+                let out = match displaced {
+                    Some(out) => out,
+                    None => {
+                        let inst = match page.get(pc, code.generation()) {
+                            Some(i) => i,
+                            None => {
+                                let next = match other.take() {
+                                    Some(p) if p.get(pc, code.generation()).is_some() => p,
+                                    _ => code.page(pc),
+                                };
+                                other = Some(std::mem::replace(&mut page, next));
+                                page.at(pc)
+                            }
+                        };
+                        match inst {
+                            Some(d) => d.run(&mut w.regs, &mut ctx),
+                            None => Step::IllegalInstruction,
+                        }
+                    }
                 };
                 // The common case: on to the next instruction.
                 if out == Step::Continue && !w.single_step {

@@ -23,6 +23,7 @@ use gpu_target::model::Architecture;
 use gpu_target::model::BreakpointAction;
 use gpu_target::model::BreakpointId;
 use gpu_target::model::CodeObject;
+use gpu_target::model::DisplacedStep;
 use gpu_target::model::GpuBackend;
 use gpu_target::model::GpuError;
 use gpu_target::model::GpuEvent;
@@ -149,6 +150,20 @@ pub struct WaveStop {
     pub reasons: StopReasons,
     /// Its PC at the stop (already rewound past a breakpoint).
     pub pc: Option<u64>,
+}
+
+/// A wave single-stepping off a GPU breakpoint.
+#[derive(Clone, Copy, Debug)]
+struct StepOver {
+    /// The breakpoint's address.
+    addr: u64,
+    /// Run on once past it (`true`), or report the step (`false`).
+    run_on: bool,
+    /// How: out of line through the library's displaced stepping (the
+    /// trap stays in memory), or `None` with the trap lifted for it (the
+    /// fallback where the library has no displaced stepping: the trap goes
+    /// back when the last wave stepping off its address has stepped).
+    displaced: Option<DisplacedStep>,
 }
 
 /// Events handled per [`GpuController::process_events`] call when the loop
@@ -279,11 +294,10 @@ pub struct GpuController {
     all_stop: super::allstop::AllStop,
     code_objects: Vec<CodeObject>,
     gpu_bps: crate::swbreak::Patches,
-    /// Waves single-stepping off a GPU breakpoint whose `s_trap` was lifted
-    /// for them: the breakpoint's address, and whether the wave runs on
-    /// (`true`) or reports the step (`false`) once it is past. The trap goes
-    /// back when the last wave stepping off its address has stepped.
-    stepping_over: BTreeMap<WaveId, (u64, bool)>,
+    /// Waves single-stepping off a GPU breakpoint (see
+    /// [`GpuController::resume_wave_over`]), until that step's stop or the
+    /// wave's end.
+    stepping_over: BTreeMap<WaveId, StepOver>,
     /// Waves past a breakpoint that run on once their stop event is
     /// processed (at most one entry per wave stepping over).
     run_on: Vec<WaveId>,
@@ -811,7 +825,7 @@ impl GpuController {
                 self.stop_infos.clear();
             }
             GpuEvent::WaveStop { wave } => {
-                if self.finish_step_over(wave) == Some(true)
+                if self.finish_step_over(wave, true) == Some(true)
                     && self
                         .backend()
                         .and_then(|b| b.stopped_wave_reason(wave).map_err(gerr))
@@ -850,7 +864,7 @@ impl GpuController {
             GpuEvent::WaveCommandTerminated { wave } => {
                 // The wave is gone: so is its queued stop (bounded memory
                 // under wave churn).
-                let _ = self.finish_step_over(wave);
+                let _ = self.finish_step_over(wave, false);
                 self.terminations += 1;
                 self.stop_infos.remove(&wave);
                 self.waves.remove(&wave);
@@ -1595,14 +1609,17 @@ impl GpuController {
         Ok(())
     }
 
-    /// Resume one stopped wave the way a CPU debugger leaves a breakpoint:
-    /// a wave whose pc is on an inserted GPU breakpoint first single-steps
-    /// with that breakpoint's `s_trap` lifted (the trap goes back when the
-    /// step's stop arrives, see `finish_step_over`), then runs on
-    /// (`step == false`) or reports the step. Without a breakpoint under
-    /// the pc it is [`Self::resume_wave`]. While the trap is lifted another
-    /// running wave can pass the address without stopping (the same window
-    /// gdb has on a CPU without displaced stepping).
+    /// Resume one stopped wave the way ROCgdb leaves a breakpoint: a wave
+    /// whose pc is on an inserted GPU breakpoint first single-steps off it,
+    /// then runs on (`step == false`) or reports the step. The step is
+    /// displaced where the library has displaced stepping (amd-dbgapi
+    /// 0.76+): the wave executes a copy of the original instruction out of
+    /// line while the `s_trap` stays in memory, so every other wave still
+    /// stops there; at the step's stop `finish_step_over` completes it.
+    /// Where the library answers that it cannot (not implemented, not
+    /// supported, no buffer free now), the trap is lifted for the step and
+    /// put back at its stop instead. Without a breakpoint under the pc it
+    /// is [`Self::resume_wave`].
     pub fn resume_wave_over(&mut self, wave: WaveId, step: bool) -> GpuResult<()> {
         let pc = self.wave_pc(wave)?;
         let Some((addr, orig)) =
@@ -1610,28 +1627,65 @@ impl GpuController {
         else {
             return self.resume_wave(wave, step);
         };
-        let lifted = self.stepping_over.values().any(|(a, _)| *a == addr);
-        if !lifted {
+        let displaced = match self.backend()?.displaced_step_start(wave, &orig) {
+            Ok(ds) => Some(ds),
+            Err(GpuError::NotSupported(why)) => {
+                tracing::debug!(target: "dbgapi", wave = wave.0, "no displaced step ({why}): lifting the trap");
+                None
+            }
+            Err(e) => return Err(gerr(e)),
+        };
+        if displaced.is_none() && !self.trap_lifted(addr) {
             self.backend()?
                 .write_memory(AddressSpace::Global, None, addr, &orig)
                 .map_err(gerr)?;
         }
-        self.stepping_over.insert(wave, (addr, !step));
+        let over = StepOver {
+            addr,
+            run_on: !step,
+            displaced,
+        };
+        self.stepping_over.insert(wave, over);
         if let Err(e) = self.resume_wave(wave, true) {
-            let _ = self.finish_step_over(wave);
+            // Not resumed: the displaced step completes as not executed
+            // (the wave is back on the breakpoint), the trap goes back.
+            let _ = self.finish_step_over(wave, true);
             return Err(e);
         }
-        tracing::debug!(target: "dbgapi", wave = wave.0, addr = format_args!("{addr:#x}"), "stepping off a GPU breakpoint");
+        tracing::debug!(target: "dbgapi", wave = wave.0, addr = format_args!("{addr:#x}"), displaced = displaced.is_some(), "stepping off a GPU breakpoint");
         Ok(())
     }
 
-    /// A wave that was stepping off a breakpoint stopped or ended: put the
-    /// trap back if no other wave is still stepping off it (and it was not
+    /// Whether a wave stepping off `addr` has its trap lifted.
+    fn trap_lifted(&self, addr: u64) -> bool {
+        self.stepping_over
+            .values()
+            .any(|s| s.addr == addr && s.displaced.is_none())
+    }
+
+    /// A wave that was stepping off a breakpoint stopped (`alive`) or
+    /// ended: a displaced step is completed (the library released an
+    /// ended wave's buffer itself), a lifted trap goes back if no other
+    /// wave is still stepping off it with the trap lifted (and it was not
     /// deleted meanwhile). `Some(run_on)` when the wave was stepping over.
-    fn finish_step_over(&mut self, wave: WaveId) -> Option<bool> {
-        let (addr, run_on) = self.stepping_over.remove(&wave)?;
-        let still_lifted = self.stepping_over.values().any(|(a, _)| *a == addr);
-        if !still_lifted && self.gpu_bps.contains(addr) {
+    fn finish_step_over(&mut self, wave: WaveId, alive: bool) -> Option<bool> {
+        let over = self.stepping_over.remove(&wave)?;
+        if let Some(ds) = over.displaced {
+            if alive {
+                // The pc moves (past the instruction, or back onto the
+                // breakpoint): what was kept of the stop no longer holds.
+                self.stop_infos.remove(&wave);
+                let r = self
+                    .backend()
+                    .and_then(|b| b.displaced_step_complete(wave, ds).map_err(gerr));
+                if let Err(e) = r {
+                    tracing::warn!(target: "dbgapi", wave = wave.0, "completing a displaced step: {e}");
+                }
+            }
+            return Some(over.run_on);
+        }
+        let addr = over.addr;
+        if !self.trap_lifted(addr) && self.gpu_bps.contains(addr) {
             let trap = self.arch.as_ref().map(|a| a.breakpoint_instruction.clone());
             let r = match (trap, self.backend()) {
                 (Some(t), Ok(b)) => b
@@ -1645,7 +1699,29 @@ impl GpuController {
                 tracing::warn!(target: "dbgapi", addr = format_args!("{addr:#x}"), "re-inserting a GPU breakpoint: {e}");
             }
         }
-        Some(run_on)
+        Some(over.run_on)
+    }
+
+    /// Completes the displaced steps of waves that are stopped (before a
+    /// detach: the library serves a displaced wave's buffer only while
+    /// attached). A wave still mid-step keeps its step; its stop, once
+    /// handled, completes it.
+    pub fn finish_displaced_steps(&mut self) {
+        let stopped: Vec<WaveId> = self
+            .stepping_over
+            .iter()
+            .filter(|(_, s)| s.displaced.is_some())
+            .map(|(w, _)| *w)
+            .collect();
+        for w in stopped {
+            let is_stopped = self
+                .wave_info(w)
+                .map(|i| i.state == WaveState::Stopped)
+                .unwrap_or(false);
+            if is_stopped {
+                let _ = self.finish_step_over(w, true);
+            }
+        }
     }
 
     /// Resume every stopped wave, stepping each off its breakpoint first.

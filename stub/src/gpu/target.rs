@@ -636,6 +636,7 @@ impl Target for GpuTarget {
         for bp in g.gpu_breakpoints() {
             let _ = g.remove_gpu_breakpoint(bp);
         }
+        g.finish_displaced_steps();
         g.set_wave_creation(false);
         g.resume_all();
         Ok(())

@@ -3,7 +3,9 @@
 //! - `SIMGPU_FAIL=CALL[=STATUS],…`: the named calls fail with STATUS (an
 //!   `AMD_DBGAPI_STATUS_*` number, default `AMD_DBGAPI_STATUS_ERROR`).
 //!   Calls: `read_register`, `write_register`, `read_memory`,
-//!   `write_memory`, `wave_list`, `wave_info`, `wave_stop`, `wave_resume`.
+//!   `write_memory`, `wave_list`, `wave_info`, `wave_stop`, `wave_resume`,
+//!   `displaced_stepping_start` (`=-3`, NOT_IMPLEMENTED, as a library
+//!   without displaced stepping answers).
 //! - `SIMGPU_FAIL_FILE=PATH`: the same list, read from PATH at every call
 //!   (a missing file is an empty list): a test switches failures on and off
 //!   while a session lives.
@@ -32,7 +34,7 @@ pub const STALL_ENV: &str = "SIMGPU_STALL";
 pub const QUIET_RESUME_ENV: &str = "SIMGPU_QUIET_RESUME";
 
 /// Calls that can be made to fail.
-pub const CALLS: [&str; 8] = [
+pub const CALLS: [&str; 9] = [
     "read_register",
     "write_register",
     "read_memory",
@@ -41,6 +43,7 @@ pub const CALLS: [&str; 8] = [
     "wave_info",
     "wave_stop",
     "wave_resume",
+    "displaced_stepping_start",
 ];
 
 /// The faults asked for.

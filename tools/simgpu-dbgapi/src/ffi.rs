@@ -801,6 +801,49 @@ pub mod exports {
         })
     }
 
+    // ---- displaced stepping ------------------------------------------------------
+
+    pub unsafe extern "C" fn displaced_stepping_start(
+        w: Handle,
+        saved: *const c_void,
+        out: *mut Handle,
+    ) -> Status {
+        if saved.is_null() || out.is_null() {
+            return st::ERROR_INVALID_ARGUMENT;
+        }
+        // SAFETY: the contract: `saved` holds the architecture's
+        // breakpoint instruction size of bytes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(saved as *const u8, crate::library::BREAKPOINT_SIZE)
+        }
+        .to_vec();
+        with_lib(|lib| match lib.displaced_stepping_start(w.handle, &bytes) {
+            Ok(ds) => {
+                // SAFETY: non-null out-pointer.
+                unsafe { *out = Handle::new(ds) };
+                st::SUCCESS
+            }
+            Err(e) => e,
+        })
+    }
+
+    pub extern "C" fn displaced_stepping_complete(w: Handle, ds: Handle) -> Status {
+        with_lib(|lib| status_of(lib.displaced_stepping_complete(w.handle, ds.handle)))
+    }
+
+    pub unsafe extern "C" fn displaced_stepping_get_info(
+        ds: Handle,
+        q: i32,
+        size: usize,
+        value: *mut c_void,
+    ) -> Status {
+        with_lib(|lib| {
+            let r = lib.displaced_stepping_info(ds.handle, q);
+            // SAFETY: `value` holds `size` bytes (the client's contract).
+            unsafe { write_info(lib, r, size, value) }
+        })
+    }
+
     // ---- the rest of the ABI: not implemented ----------------------------------
 
     macro_rules! not_implemented {
@@ -819,7 +862,6 @@ pub mod exports {
         architecture_register_class_get_info,
         architecture_register_class_list,
         breakpoint_get_info,
-        displaced_stepping_get_info,
         dwarf_address_class_to_address_class,
         dwarf_register_to_register,
         queue_packet_list,
@@ -833,8 +875,6 @@ pub mod exports {
         address_dependency,
         process_workgroup_list,
         workgroup_get_info,
-        displaced_stepping_complete,
-        displaced_stepping_start,
         process_freeze,
         process_unfreeze,
         remove_watchpoint,
@@ -859,3 +899,6 @@ const _: fns::ReportBreakpointHit = exports::report_breakpoint_hit;
 const _: fns::WaveRegisterExists = exports::wave_register_exists;
 const _: fns::DwarfAddressSpace = exports::dwarf_address_space_to_address_space;
 const _: fns::GetStatusString = exports::get_status_string;
+const _: fns::DisplacedSteppingStart = exports::displaced_stepping_start;
+const _: fns::DisplacedSteppingComplete = exports::displaced_stepping_complete;
+const _: fns::GetInfo = exports::displaced_stepping_get_info;

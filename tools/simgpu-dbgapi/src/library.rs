@@ -454,7 +454,25 @@ struct Process {
     /// Dispatch id → its architecture's handle (`dispatch_placement`),
     /// bounded by [`MAX_DISPATCH_ARCHS`].
     dispatch_archs: HashMap<u64, u64>,
+    /// Active displaced steps: wave → its displaced stepping handle
+    /// (one per wave; bounded by [`MAX_DISPLACED`]).
+    displaced: HashMap<WaveId, u64>,
 }
+
+/// Most displaced stepping buffers a process has at once; beyond,
+/// `displaced_stepping_start` answers BUFFER_NOT_AVAILABLE (the contract
+/// says there is always at least one).
+const MAX_DISPLACED: usize = 1024;
+
+/// Where the displaced stepping buffers live: the library's own range of
+/// the GPU address space, one 16-byte slot per handle. The device fetches
+/// a displaced wave's instruction from its saved copy there, never from
+/// memory.
+const DISPLACED_BUFFERS: u64 = 0x7e00_0000_0000;
+
+/// The gfx9 breakpoint instruction's size (`s_trap 1`): the saved bytes
+/// `displaced_stepping_start` takes.
+pub const BREAKPOINT_SIZE: usize = 4;
 
 /// Most dispatch architectures remembered per process (cleared when full:
 /// each is found again from the code object).
@@ -487,6 +505,9 @@ fn dev_status(e: DeviceError) -> Status {
         _ => st::ERROR,
     }
 }
+
+/// `AMD_DBGAPI_DISPLACED_STEPPING_INFO_PROCESS`.
+const DISPLACED_STEPPING_INFO_PROCESS: i32 = 1;
 
 /// Handles of waves and dispatches are `process << 40 | device id`.
 const SHIFT: u32 = 40;
@@ -663,6 +684,7 @@ impl Library {
                 faults,
                 agents: Agents::from_env(),
                 dispatch_archs: HashMap::new(),
+                displaced: HashMap::new(),
             },
         );
         self.client
@@ -733,6 +755,14 @@ impl Library {
         }
         // Waves keep running, undebugged. Leaving debug mode closes the
         // event hand-off, which stops storm producers.
+        // A displaced wave left as it is would run on from its buffer,
+        // which only this library serves: a stopped one goes back to its
+        // breakpoint (or past the instruction, had it stepped). The client
+        // completes its displaced steps before detaching (the contract);
+        // this only covers one that did not.
+        for (w, _) in proc.displaced.drain() {
+            let _ = proc.device.undisplace(w);
+        }
         proc.device.set_debug(false);
         proc.device.set_event_hook(None);
         if let Some(run) = proc.storm.as_mut() {
@@ -934,6 +964,9 @@ impl Library {
                 let h = p << SHIFT | wave.0;
                 if let Ok(proc) = self.proc(p) {
                     proc.stops.set_requested(wave, false);
+                    // The wave exited: its displaced stepping buffer is
+                    // released with it.
+                    proc.displaced.remove(&wave);
                 }
                 self.push_event(p, event_kind::WAVE_COMMAND_TERMINATED, |e| e.wave = h);
             }
@@ -1904,6 +1937,16 @@ impl Library {
         if proc.stops.is_unprocessed(&w) {
             return Err(st::ERROR_WAVE_NOT_RESUMABLE);
         }
+        if let Some(&ds) = proc.displaced.get(&w) {
+            // While displaced: one single step from the buffer, no more.
+            let at_buffer = i.pc == Self::displaced_buffer(ds);
+            if mode != gpu_target::dbgapi::abi::RESUME_MODE_SINGLE_STEP
+                || exceptions != 0
+                || !at_buffer
+            {
+                return Err(st::ERROR_RESUME_DISPLACED_STEPPING);
+            }
+        }
         if is_storm_id(w.0) {
             if exceptions != 0 {
                 return Err(st::ERROR_NOT_IMPLEMENTED);
@@ -1947,6 +1990,90 @@ impl Library {
             .map_err(dev_status)?;
         proc.stops.unfetch(w);
         Ok(())
+    }
+
+    /// The buffer address of displaced stepping handle `ds`.
+    fn displaced_buffer(ds: u64) -> u64 {
+        DISPLACED_BUFFERS + (ds & 0xffff_ffff) * 16
+    }
+
+    /// `amd_dbgapi_displaced_stepping_start`: the stopped wave `wh` gets a
+    /// buffer holding `saved` (the bytes its breakpoint replaced at its
+    /// pc) and the rest of the instruction; its pc moves there. Memory,
+    /// the breakpoint included, is not touched. Any error changes nothing.
+    pub fn displaced_stepping_start(&mut self, wh: u64, saved: &[u8]) -> Result<u64, Status> {
+        let ds = self.handle();
+        let (proc, w) = self.wave_proc(wh)?;
+        proc.faults.check("displaced_stepping_start")?;
+        let i = Self::sim_wave(proc, w)?;
+        if Self::visible_state(proc, w, i.state) != wave_state::STOP {
+            return Err(st::ERROR_WAVE_NOT_STOPPED);
+        }
+        if is_storm_id(w.0) {
+            return Err(st::ERROR_NOT_SUPPORTED);
+        }
+        if proc.displaced.contains_key(&w) {
+            return Err(st::ERROR_DISPLACED_STEPPING_ACTIVE);
+        }
+        if proc.displaced.len() >= MAX_DISPLACED {
+            // Waves that ended without an event released theirs.
+            let dev = proc.device.clone();
+            proc.displaced.retain(|w, _| dev.wave_info(*w).is_ok());
+            if proc.displaced.len() >= MAX_DISPLACED {
+                return Err(st::ERROR_DISPLACED_STEPPING_BUFFER_NOT_AVAILABLE);
+            }
+        }
+        proc.device
+            .displace(w, Self::displaced_buffer(ds), saved)
+            .map_err(|e| match e {
+                DeviceError::Displaced(_) => st::ERROR_DISPLACED_STEPPING_ACTIVE,
+                DeviceError::IllegalInstruction(_) => st::ERROR_ILLEGAL_INSTRUCTION,
+                e => dev_status(e),
+            })?;
+        // The stop's pc no longer holds.
+        proc.stops.forget_facts(w);
+        proc.displaced.insert(w, ds);
+        Ok(ds)
+    }
+
+    /// `amd_dbgapi_displaced_stepping_complete`: releases wave `wh`'s
+    /// buffer `ds`; the wave's pc goes back to the breakpoint if the step
+    /// did not execute, past the instruction (or to its branch target) if
+    /// it did.
+    pub fn displaced_stepping_complete(&mut self, wh: u64, ds: u64) -> Result<(), Status> {
+        if !self
+            .processes
+            .values()
+            .any(|p| p.displaced.values().any(|&d| d == ds))
+        {
+            return Err(st::ERROR_INVALID_DISPLACED_STEPPING_ID);
+        }
+        let (proc, w) = self.wave_proc(wh)?;
+        proc.faults.check("displaced_stepping_complete")?;
+        let i = Self::sim_wave(proc, w)?;
+        if Self::visible_state(proc, w, i.state) != wave_state::STOP {
+            return Err(st::ERROR_WAVE_NOT_STOPPED);
+        }
+        if proc.displaced.get(&w) != Some(&ds) {
+            return Err(st::ERROR_INVALID_ARGUMENT_COMPATIBILITY);
+        }
+        proc.device.undisplace(w).map_err(dev_status)?;
+        proc.stops.forget_facts(w);
+        proc.displaced.remove(&w);
+        Ok(())
+    }
+
+    /// `amd_dbgapi_displaced_stepping_get_info`.
+    pub fn displaced_stepping_info(&self, ds: u64, q: i32) -> Result<Info, Status> {
+        let proc = self
+            .processes
+            .values()
+            .find(|p| p.displaced.values().any(|&d| d == ds))
+            .ok_or(st::ERROR_INVALID_DISPLACED_STEPPING_ID)?;
+        match q {
+            DISPLACED_STEPPING_INFO_PROCESS => Ok(Info::Handle(proc.handle)),
+            _ => Err(st::ERROR_INVALID_ARGUMENT),
+        }
     }
 
     pub fn wave_register_list(&mut self, wh: u64) -> Result<Vec<u64>, Status> {

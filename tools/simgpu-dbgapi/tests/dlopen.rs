@@ -243,8 +243,57 @@ fn debug_a_running_sample_through_dlopen() {
         b.event_processed(ev).unwrap();
     }
 
+    // Displaced stepping over the breakpoint (amd-dbgapi 0.76's contract):
+    // the wave steps a copy of the original instruction out of line and
+    // the trap never leaves memory.
+    let (w0, w1) = (stopped[0].1, stopped[1].1);
+    let pci = reg_index(&mut b, w0, "pc");
+    let status = |r: Result<(), GpuError>| match r {
+        Err(GpuError::Library { status, .. }) => status,
+        other => panic!("expected a library status, got {other:?}"),
+    };
+    let trap_in_memory = |b: &mut DbgApiBackend| {
+        let mut m = [0u8; 4];
+        b.read_memory(AddressSpace::Global, None, entry, &mut m)
+            .unwrap();
+        m == [1, 0, 0x92, 0xbf]
+    };
+    b.write_register(w0, pci, &entry.to_le_bytes()).unwrap();
+    let ds = b.displaced_step_start(w0, &orig).unwrap();
+    let buffer = b.wave_info(w0).unwrap().pc.unwrap();
+    assert_ne!(buffer, entry, "the pc moved to the buffer");
+    // DISPLACED_STEPPING_ACTIVE; RESUME_DISPLACED_STEPPING for a normal
+    // resume: refused, nothing changed.
+    assert_eq!(status(b.displaced_step_start(w0, &orig).map(|_| ())), -28);
+    assert_eq!(status(b.resume_wave(w0, ResumeMode::Normal)), -29);
+    let i = b.wave_info(w0).unwrap();
+    assert_eq!((i.state, i.pc), (WaveState::Stopped, Some(buffer)));
+    assert!(trap_in_memory(&mut b));
+    // One single step: s_load_dword (8 bytes: the 4 saved bytes and the
+    // 4 after them) out of line.
+    b.resume_wave(w0, ResumeMode::SingleStep).unwrap();
+    let (ev, e) = next_event(&mut b);
+    assert_eq!(e, GpuEvent::WaveStop { wave: w0 });
+    let i = b.wave_info(w0).unwrap();
+    assert_eq!(i.stop_reason, Some(StopReasons::SINGLE_STEP));
+    assert_eq!(i.pc, Some(buffer + 8));
+    b.event_processed(ev).unwrap();
+    assert!(trap_in_memory(&mut b), "the trap stays during the step");
+    // Stepped once already: only completing it is allowed.
+    assert_eq!(status(b.resume_wave(w0, ResumeMode::SingleStep)), -29);
+    b.displaced_step_complete(w0, ds).unwrap();
+    assert_eq!(b.wave_info(w0).unwrap().pc, Some(entry + 8));
+    // The handle is released: INVALID_DISPLACED_STEPPING_ID.
+    assert_eq!(status(b.displaced_step_complete(w0, ds)), -26);
+    // Completed without stepping: back on the breakpoint.
+    b.write_register(w1, pci, &entry.to_le_bytes()).unwrap();
+    let ds1 = b.displaced_step_start(w1, &orig).unwrap();
+    // Another wave's handle: INVALID_ARGUMENT_COMPATIBILITY.
+    assert_eq!(status(b.displaced_step_complete(w0, ds1)), -7);
+    b.displaced_step_complete(w1, ds1).unwrap();
+    assert_eq!(b.wave_info(w1).unwrap().pc, Some(entry));
+
     // Global memory through the library: kernarg (s[6:7]) → a[0..4].
-    let w0 = stopped[0].1;
     let kernarg = read_u64(&mut b, w0, "s6") as u32 as u64 | (read_u64(&mut b, w0, "s7") << 32);
     let mut ptr = [0u8; 8];
     b.read_memory(AddressSpace::Global, None, kernarg, &mut ptr)
