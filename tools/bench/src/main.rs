@@ -299,6 +299,28 @@ fn placed_latency(
     r
 }
 
+/// CPU per request (µs) of the floor server in the scheduler's placement,
+/// measured as the stubs' "server CPU per qC" is: what a server with the
+/// fewest possible system calls per request (one blocking `read`, one
+/// `write`, no readiness call) costs the machine, so that the figure's
+/// target can be set against it.
+fn floor_cpu(gdbmux: &Path, prog: &Path, a: &Args) -> Result<f64> {
+    pin(None)?;
+    let (mut child, port) = start("floor", gdbmux, &a.gdbmux_args, prog)?;
+    let r = (|| -> Result<f64> {
+        let mut c = Rsp::connect(port)?;
+        c.noack = true;
+        // Warm the connection as the stubs' handshake does.
+        qc_latency(&mut c, 100)?;
+        let cpu0 = server_cpu_ns(child.id());
+        qc_latency(&mut c, a.latency)?;
+        Ok((server_cpu_ns(child.id()).saturating_sub(cpu0)) as f64 / 1000.0 / a.latency as f64)
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    r
+}
+
 /// Minimal no-ack RSP client (the tool measures servers, it does not test
 /// them; protocol-tests has the full client).
 ///
@@ -1412,6 +1434,7 @@ fn main() -> Result<()> {
 
     let mut runs: Vec<(&str, Vec<Figures>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
     let mut floor: Vec<(f64, f64)> = Vec::new();
+    let mut floor_cpus: Vec<f64> = Vec::new();
     let mut no_poll: Vec<NoPoll> = Vec::new();
     // The same for `--baseline` (the A/B of the figure busy polling hides).
     let mut no_poll_base: Vec<NoPoll> = Vec::new();
@@ -1444,6 +1467,10 @@ fn main() -> Result<()> {
             let same = placed_latency("floor", &gdbmux, &prog, &a, Placement::Same)?;
             let split = placed_latency("floor", &gdbmux, &prog, &a, Placement::Split)?;
             floor.push((same, split));
+        }
+        match floor_cpu(&gdbmux, &prog, &a) {
+            Ok(c) => floor_cpus.push(c),
+            Err(e) => eprintln!("  floor CPU: {e:#}"),
         }
     }
     let median = |mut v: Vec<f64>| -> f64 {
@@ -1682,6 +1709,15 @@ fn main() -> Result<()> {
         println!(
             "- floor (do-nothing blocking read/write server, same client): \
              one CPU {same:.1} µs, two CPUs {split:.1} µs"
+        );
+    }
+    if !floor_cpus.is_empty() {
+        let cpu = median(floor_cpus.clone());
+        println!(
+            "- floor server CPU per request (one blocking read and one write, the scheduler's \
+             placement): {cpu:.1} µs = {} × the best peer's server CPU per qC (the busy-poll-off \
+             target is 0.7 × the best peer's)",
+            best_peer_cpu.map_or("-".into(), |p| format!("{:.2}", cpu / p))
         );
     }
     Ok(())
