@@ -1,7 +1,7 @@
 //! GPU breakpoints are not missed while a wave steps off one (ROCgdb's
 //! way: amd-dbgapi displaced stepping). gdbmux steps a wave off a
 //! breakpoint by executing a copy of the original instruction out of line
-//! (`amd_dbgapi_displaced_stepping_start` / `_complete`), so the breakpoint's
+//! (the library's `displaced_stepping_start` / `_complete`), so the breakpoint's
 //! `s_trap` never leaves memory and every other wave still stops there. The
 //! lift-the-trap step-over it replaces let waves that ran through the
 //! address meanwhile pass it (measured: 4 of 34 sessions under load lost 3
@@ -16,34 +16,22 @@
 
 mod gpu_support;
 
-use std::path::Path;
 use std::path::PathBuf;
-use std::process::Command;
 
 use gpu_support::*;
-
-/// Compile `stub/tests/gpu/typed/KERNEL.cl` for gfx90a into `dir`.
-fn build_kernel(env: &GpuEnv, kernel: &str, dir: &Path) {
-    let src = env.root.join("stub/tests/gpu/typed");
-    let st = Command::new("clang-19")
-        .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a"])
-        .args(["-O1", "-g", "-nogpulib", "-cl-std=CL2.0", "-x", "cl"])
-        .arg(format!("-I{}", env.root.join("samples/kernels").display()))
-        .arg(src.join(format!("{kernel}.cl")))
-        .arg("-o")
-        .arg(dir.join(format!("{kernel}.hsaco")))
-        .status()
-        .expect("clang-19");
-    assert!(st.success(), "compiling {kernel}");
-}
 
 /// The typed host program (saxpy: 256 work-items in workgroups of 64, 4
 /// waves; then negate) in its own directory. Returns (program, directory).
 fn build(test: &str) -> (PathBuf, PathBuf) {
     let env = GpuEnv::get();
     let (host, dir) = env.build_typed("gpu-displaced", test, "host.c", &[], &["-O1"]);
-    build_kernel(env, "saxpy", &dir);
-    build_kernel(env, "negate", &dir);
+    let src = env.root.join("stub/tests/gpu/typed");
+    for kernel in ["saxpy", "negate"] {
+        env.build_kernel(
+            &src.join(format!("{kernel}.cl")),
+            &dir.join(format!("{kernel}.hsaco")),
+        );
+    }
     (host, dir)
 }
 
