@@ -313,3 +313,186 @@ fn one_count<'a>(
         })
         .collect()
 }
+
+/// The lldb Python driver of `--clients`, run once lldb is stopped at the
+/// first `bench_func` breakpoint: `thread step-inst` N times with the
+/// breakpoint disabled (`SBThread.StepInstruction`, synchronous, as
+/// `thread step-inst` and lldb's `si` alias do), then M breakpoint hits
+/// through lldb's ignore count (lldb continues past each hit itself: one
+/// stop round trip each, as gdb's `ignore`). The loop turns stepped
+/// through and the hits are checked by the caller.
+const CLIENT_DRIVER: &str = r#"
+import lldb, time
+dbg = lldb.debugger
+dbg.SetAsync(False)
+tgt = dbg.GetSelectedTarget()
+proc = tgt.GetProcess()
+th = proc.GetSelectedThread()
+bp = tgt.GetBreakpointAtIndex(0)
+def hits():
+    return tgt.FindFirstGlobalVariable("g_hits").GetValueAsUnsigned()
+print("MODULES", tgt.GetNumModules())
+bp.SetEnabled(False)
+h0 = hits()
+t = time.perf_counter()
+for _ in range(STEPS):
+    th.StepInstruction(False)
+print("STEPI", time.perf_counter() - t)
+print("STEPLOOPS", hits() - h0)
+bp.SetEnabled(True)
+c0 = bp.GetHitCount()
+bp.SetIgnoreCount(HITS)
+t = time.perf_counter()
+proc.Continue()
+print("HITS", time.perf_counter() - t)
+print("HITCOUNT", bp.GetHitCount() - c0)
+proc.Kill()
+"#;
+
+/// One lldb session of `--clients` against `stub`: [set-up (`gdb-remote`
+/// to the first `bench_func` stop), N `si`, M breakpoint hits] in seconds,
+/// and the modules lldb had loaded at the first stop.
+pub fn client_session(stub: &str, gdbmux: &Path, prog: &Path, a: &Args) -> Result<[f64; 4]> {
+    let (mut child, port) = start_args(
+        stub,
+        super::binary_for(stub, gdbmux, a),
+        &a.gdbmux_args,
+        prog,
+        &[],
+        &[],
+    )?;
+    let script = CLIENT_DRIVER
+        .replace("STEPS", &a.client_steps.to_string())
+        .replace("(HITS)", &format!("({})", a.client_hits));
+    let file = std::env::temp_dir().join(format!("gdbmux-bench-{}-c.py", std::process::id()));
+    std::fs::write(&file, script)?;
+    let out = Command::new("lldb")
+        .args(["-b", "--no-lldbinit"])
+        .args(["-o", &format!("target create {}", prog.display())])
+        .args(["-o", "breakpoint set -n bench_func"])
+        .args(["-o", "script import time; t0 = time.perf_counter()"])
+        .args(["-o", &format!("gdb-remote 127.0.0.1:{port}")])
+        .args(["-o", "process continue"])
+        .args(["-o", "script print('SETUP', time.perf_counter() - t0)"])
+        .arg("-o")
+        .arg(format!("script exec(open('{}').read())", file.display()))
+        .stdin(Stdio::null())
+        .output();
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(&file);
+    let out = out.context("running lldb")?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let get = |k: &str| -> Result<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k).and_then(|v| v.trim().parse().ok()))
+            .with_context(|| {
+                let tail: String = text
+                    .chars()
+                    .rev()
+                    .take(2000)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                format!("lldb on {stub}: no {k} in its output: …{tail}")
+            })
+    };
+    // `thread step-inst` N times goes through the loop (about 13
+    // instructions a turn) N/13 times: fewer means the steps did not run.
+    let loops = get("STEPLOOPS ")?;
+    if loops < (a.client_steps / 32) as f64 {
+        bail!(
+            "lldb on {stub}: {} `si` went through {loops} loop turns only",
+            a.client_steps
+        );
+    }
+    let hits = get("HITCOUNT ")?;
+    if hits as usize != a.client_hits + 1 {
+        bail!(
+            "lldb on {stub}: {hits} breakpoint hits, expected {}",
+            a.client_hits + 1
+        );
+    }
+    Ok([
+        get("SETUP ")?,
+        get("STEPI ")?,
+        get("HITS ")?,
+        get("MODULES ")?,
+    ])
+}
+
+/// `--clients`' lldb part: lldb sessions against every stub, interleaved
+/// rounds, medians, ratios to the best peer. lldb asks gdbserver for no
+/// library list (it loads the program alone: no `ld.so`, no libc), so its
+/// set-up there is not the same work; the set-up ratio is also printed
+/// against the best peer with which lldb had as many modules loaded.
+pub fn clients(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<()> {
+    let mut runs: Vec<(&str, Vec<[f64; 4]>)> = stubs.iter().map(|s| (*s, Vec::new())).collect();
+    for round in 0..a.rounds.max(1) {
+        for (s, v) in runs.iter_mut() {
+            eprintln!("round {} : lldb against {s} …", round + 1);
+            match client_session(s, gdbmux, prog, a) {
+                Ok(f) => {
+                    eprintln!(
+                        "  {s}: set-up {:.3} ({} modules), si {:.3}, hits {:.3}",
+                        f[0], f[3], f[1], f[2]
+                    );
+                    v.push(f)
+                }
+                Err(e) => eprintln!("  {s}: {e:#}"),
+            }
+        }
+    }
+    let med: Vec<(&str, [f64; 4])> = runs
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(s, v)| {
+            (
+                *s,
+                [0, 1, 2, 3].map(|i| median(v.iter().map(|f| f[i]).collect())),
+            )
+        })
+        .collect();
+    println!(
+        "stock lldb 23.1, medians of {} interleaved rounds (seconds)",
+        a.rounds.max(1)
+    );
+    println!(
+        "| figure | {} | gdbmux ÷ best peer | target |",
+        med.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" | ")
+    );
+    println!("|---|{}---|---|", "---|".repeat(med.len()));
+    for (i, label, target) in [
+        (
+            0,
+            "session set-up to the first breakpoint".to_string(),
+            "≤ 0.9",
+        ),
+        (1, format!("{} `si`", a.client_steps), "≤ 0.7"),
+        (2, format!("{} breakpoint hits", a.client_hits), "≤ 0.6"),
+        (3, "modules lldb loaded by the first stop".to_string(), "-"),
+    ] {
+        let (cells, mut ratio) = super::figure_cells(&med, i);
+        if i == 3 {
+            // A count, not a cost.
+            ratio = "-".into();
+        }
+        println!("| {label} | {cells} | {ratio} | {target} |");
+    }
+    if let Some((_, g)) = med.iter().find(|(s, _)| *s == "gdbmux") {
+        let same: Vec<&(&str, [f64; 4])> = med
+            .iter()
+            .filter(|(s, f)| !s.starts_with("gdbmux") && f[3] >= g[3])
+            .collect();
+        match same.iter().min_by(|x, y| x.1[0].total_cmp(&y.1[0])) {
+            Some((s, f)) => println!(
+                "set-up: gdbmux ÷ best peer with as many modules loaded ({s}) {:.2} (target ≤ 0.9)",
+                g[0] / f[0]
+            ),
+            None => println!("set-up: no peer had as many modules loaded: no like-for-like ratio"),
+        }
+    }
+    Ok(())
+}

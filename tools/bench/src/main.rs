@@ -131,8 +131,9 @@ struct Args {
     /// of compiling it (a machine without gcc).
     #[arg(long)]
     prog: Option<PathBuf>,
-    /// Real-client mode: stock gdb drives each stub (session set-up to the
-    /// first breakpoint, `stepi` N, breakpoint hits M) instead of the raw
+    /// Real-client mode: stock gdb, then stock lldb (where it is
+    /// installed), drive each stub (session set-up to the first
+    /// breakpoint, `stepi`/`si` N, breakpoint hits M) instead of the raw
     /// client figures.
     #[arg(long)]
     clients: bool,
@@ -1069,6 +1070,18 @@ fn clients_mode(stubs: &[&str], gdbmux: &Path, prog: &Path, a: &Args) -> Result<
         };
         let (cells, ratio) = figure_cells(&med, i);
         println!("| {label} | {cells} | {ratio} | {target} |");
+    }
+    // The same figures with stock lldb, where its Python module is there.
+    let has_lldb = Command::new("lldb")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if has_lldb {
+        lldb::clients(stubs, gdbmux, prog, a)?;
+    } else {
+        eprintln!("lldb not found: no lldb rows");
     }
     Ok(())
 }
