@@ -372,14 +372,19 @@ fn snapshot() -> impl Strategy<Value = StopSnapshot> {
         ),
         proptest::option::of(text()),
         proptest::option::of(any::<u32>()),
+        proptest::collection::vec(
+            (any::<u64>(), proptest::collection::vec(any::<u8>(), 0..24)),
+            0..3,
+        ),
     )
         .prop_map(
-            |(event, expedited, threads, thread_name, core)| StopSnapshot {
+            |(event, expedited, threads, thread_name, core, memory)| StopSnapshot {
                 event,
                 expedited,
                 threads,
                 thread_name,
                 core,
+                memory,
             },
         )
 }

@@ -117,6 +117,14 @@ pub struct StopSnapshot {
     pub thread_name: Option<String>,
     /// Core the reporting thread ran on.
     pub core: Option<u32>,
+    /// Stack memory of the reporting thread sent with the reply: (address,
+    /// bytes). lldb only (`memory:0x<addr>=<hex>;`, debugserver's key):
+    /// lldb puts each piece in its process memory cache
+    /// (`ProcessGDBRemote::SetThreadStopInfo`, key `memory`), so the
+    /// stack read with which it checks frame 0 and its caller after every
+    /// stop (a 512-byte `x` of the line holding the stack pointer) is
+    /// answered there, without a round trip. Empty for gdb.
+    pub memory: Vec<(u64, Vec<u8>)>,
 }
 
 /// Format a thread id the way the client negotiated.
@@ -275,6 +283,17 @@ fn build_t(
         out.push(b':');
         hex::encode(value, out);
         out.push(b';');
+    }
+    if o.list_threads {
+        for (addr, bytes) in &snap.memory {
+            // lldb reads the address with `getAsInteger(0, …)`: the `0x`
+            // prefix makes it hex.
+            out.extend_from_slice(b"memory:0x");
+            push_hex(out, *addr);
+            out.push(b'=');
+            hex::encode(bytes, out);
+            out.push(b';');
+        }
     }
     let reason = match kind {
         StopKind::SwBreak => {
@@ -527,6 +546,27 @@ mod tests {
             &gdb,
         );
         assert_eq!(w, b"W03");
+    }
+
+    /// Stack memory goes to lldb only, as debugserver writes it: a `0x`
+    /// address (lldb's `getAsInteger(0, …)`), `=`, the bytes in hex.
+    #[test]
+    fn expedited_memory_for_lldb_only() {
+        let with = StopSnapshot {
+            memory: vec![(0x7ffd_1000, vec![0xde, 0xad]), (0x7ffd_2000, vec![1])],
+            ..snap(StopKind::Step, 5)
+        };
+        let lldb = StopReplyOptions {
+            list_threads: true,
+            ..Default::default()
+        };
+        let r = String::from_utf8(build(&with, &lldb)).unwrap();
+        assert!(
+            r.contains(";memory:0x7ffd1000=dead;memory:0x7ffd2000=01;"),
+            "{r}"
+        );
+        let r = String::from_utf8(build(&with, &StopReplyOptions::default())).unwrap();
+        assert!(!r.contains("memory"), "{r}");
     }
 
     #[test]

@@ -226,6 +226,7 @@ impl Journal {
             threads: Vec::new(),
             thread_name: name,
             core: None,
+            memory: Vec::new(),
         }
     }
 }

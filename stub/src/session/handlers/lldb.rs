@@ -648,6 +648,23 @@ const FP_FRAMES: usize = 4;
 /// walk (not a frame of this stack).
 const MAX_FRAME: u64 = 1 << 20;
 
+/// The stack and frame pointers among a thread's expedited registers
+/// `(regnum, bytes)`, when the target has both as 8-byte registers.
+pub(in crate::session) fn stack_pointers(
+    t: &dyn crate::target::Target,
+    expedited: &[(u32, Vec<u8>)],
+) -> Option<(u64, u64)> {
+    let (s, f) = stack_registers(t.registers())?;
+    let word = |r: u32| {
+        expedited
+            .iter()
+            .find(|(n, _)| *n == r)
+            .and_then(|(_, v)| v.get(..8)?.try_into().ok())
+            .map(u64::from_le_bytes)
+    };
+    Some((word(s)?, word(f)?))
+}
+
 /// The register numbers of the stack and frame pointers, when the target
 /// has both as 8-byte registers (x86-64).
 fn stack_registers(regs: &[crate::target::RegisterInfo]) -> Option<(u32, u32)> {
@@ -667,7 +684,7 @@ fn stack_registers(regs: &[crate::target::RegisterInfo]) -> Option<(u32, u32)> {
 /// no longer reads each thread's stack with its own `x` round trip
 /// (lldb-server does not send it: the client then asks per thread).
 /// Unreadable pieces are left out; lldb reads what it misses as before.
-fn expedited_stack(
+pub(in crate::session) fn expedited_stack(
     t: &mut dyn crate::target::Target,
     sp: u64,
     fp: u64,

@@ -130,6 +130,7 @@ impl<R: SessionRole> Session<R> {
                         threads: vec![],
                         thread_name: None,
                         core: None,
+                        memory: Vec::new(),
                     },
                     BTreeMap::new(),
                 );
@@ -211,12 +212,22 @@ impl<R: SessionRole> Session<R> {
         } else {
             None
         };
+        let expedited = expedite(t, tid);
+        // lldb: the reporting thread's stack top and frame links, as
+        // `jThreadsInfo` sends them (`StopSnapshot::memory`).
+        let mut memory = Vec::new();
+        if self.features.list_threads && self.role.expedites_stack() {
+            if let Some((sp, fp)) = super::lldb::stack_pointers(&**t, &expedited) {
+                super::lldb::expedited_stack(&mut **t, sp, fp, &mut memory);
+            }
+        }
         let snap = StopSnapshot {
-            expedited: expedite(t, tid),
+            expedited,
             threads: snaps,
             thread_name,
             core: None,
             event: stop,
+            memory,
         };
         if lazy {
             self.journal.record_lazy(snap, others);
