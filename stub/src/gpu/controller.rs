@@ -175,6 +175,69 @@ struct StepRequest {
     step: bool,
 }
 
+/// Step-overs waiting for a displaced stepping buffer, oldest first, at
+/// most one per wave (gdb's step-over queue). A wave is only ever in it
+/// while it lives and is stopped on a breakpoint, so it is bounded by the
+/// number of live waves. Membership is a set, as in [`StopQueue`]: the
+/// resume of 10,000 waves, most of which are not queued, probes the set
+/// instead of scanning the queue once per wave.
+#[derive(Default)]
+struct StepQueue {
+    q: VecDeque<StepRequest>,
+    queued: gpu_target::idhash::IdSet<WaveId>,
+}
+
+impl StepQueue {
+    /// Queues `r` last (a wave already queued is first taken out).
+    fn push_back(&mut self, r: StepRequest) {
+        self.remove(r.wave);
+        self.queued.insert(r.wave);
+        self.q.push_back(r);
+    }
+
+    /// Puts `r` back first (it was just popped).
+    fn push_front(&mut self, r: StepRequest) {
+        self.remove(r.wave);
+        self.queued.insert(r.wave);
+        self.q.push_front(r);
+    }
+
+    fn pop_front(&mut self) -> Option<StepRequest> {
+        let r = self.q.pop_front()?;
+        self.queued.remove(&r.wave);
+        Some(r)
+    }
+
+    /// Takes the wave out, if queued.
+    fn remove(&mut self, wave: WaveId) {
+        if self.q.is_empty() || !self.queued.remove(&wave) {
+            return;
+        }
+        self.q.retain(|r| r.wave != wave);
+    }
+
+    /// Keeps the waves `keep` accepts.
+    fn retain(&mut self, mut keep: impl FnMut(WaveId) -> bool) {
+        let queued = &mut self.queued;
+        self.q.retain(|r| {
+            let k = keep(r.wave);
+            if !k {
+                queued.remove(&r.wave);
+            }
+            k
+        });
+    }
+
+    fn clear(&mut self) {
+        self.q.clear();
+        self.queued.clear();
+    }
+
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+}
+
 /// How [`GpuController::start_step_over`] went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StepStart {
@@ -325,7 +388,7 @@ pub struct GpuController {
     /// active displaced step completes and releases one
     /// ([`GpuController::resume_wave_over`]). A wave is in it at most
     /// once, and only while it lives: bounded by the number of waves.
-    step_queue: VecDeque<StepRequest>,
+    step_queue: StepQueue,
     /// A displaced step ended since the queue was last tried.
     buffer_freed: bool,
     /// Kernel names of GPU breakpoints no loaded code object defines yet
@@ -547,7 +610,7 @@ impl GpuController {
             gpu_bps: Default::default(),
             stepping_over: BTreeMap::new(),
             run_on: Vec::new(),
-            step_queue: VecDeque::new(),
+            step_queue: StepQueue::default(),
             buffer_freed: false,
             pending_bps: Vec::new(),
             named_bps: BTreeMap::new(),
@@ -1234,7 +1297,7 @@ impl GpuController {
         self.waves.retain(|w| live.contains(w));
         self.wave_regs.retain(|w, _| live.contains(w));
         self.stop_infos.retain(|w, _| live.contains(w));
-        self.step_queue.retain(|r| live.contains(&r.wave));
+        self.step_queue.retain(|w| live.contains(&w));
     }
 
     /// What is kept per wave now: (thread ids, register maps, waves
@@ -1700,9 +1763,7 @@ impl GpuController {
     /// Takes `wave` off the step-over queue (resumed otherwise, stopped,
     /// or gone).
     fn unqueue_step(&mut self, wave: WaveId) {
-        if !self.step_queue.is_empty() {
-            self.step_queue.retain(|r| r.wave != wave);
-        }
+        self.step_queue.remove(wave);
     }
 
     /// Starts the queued step-overs, oldest first, while buffers are
@@ -1951,5 +2012,42 @@ impl GpuController {
         self.named_bps.clear();
         self.located_bps.clear();
         self.dormant_bps.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(w: u64, step: bool) -> StepRequest {
+        StepRequest {
+            wave: WaveId(w),
+            step,
+        }
+    }
+
+    /// Oldest first, one entry per wave (a wave queued again moves last),
+    /// a popped wave put back first, removals by wave and by filter.
+    #[test]
+    fn step_queue_order_and_membership() {
+        let mut q = StepQueue::default();
+        q.push_back(req(1, false));
+        q.push_back(req(2, true));
+        q.push_back(req(3, false));
+        q.push_back(req(1, true));
+        assert_eq!(q.len(), 3);
+        let first = q.pop_front().unwrap();
+        assert_eq!(first, req(2, true));
+        q.push_front(first);
+        q.remove(WaveId(3));
+        q.remove(WaveId(3));
+        assert_eq!(q.len(), 2);
+        q.retain(|w| w != WaveId(2));
+        assert_eq!(q.pop_front(), Some(req(1, true)));
+        assert_eq!(q.pop_front(), None);
+        assert!(q.queued.is_empty());
+        q.push_back(req(4, false));
+        q.clear();
+        assert_eq!((q.len(), q.queued.len()), (0, 0));
     }
 }
