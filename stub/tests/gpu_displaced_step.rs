@@ -134,6 +134,28 @@ fn every_wave_stops_at_the_breakpoint_exactly_once() {
     assert!(out.contains("exited normally"), "{ctx}");
 }
 
+/// The same session with one displaced stepping buffer
+/// (`SIMGPU_DISPLACED_BUFFERS=1`): a wave continued while another's step
+/// still holds the buffer waits in the step-over queue instead of having
+/// the trap lifted for it, so no wave passes the breakpoint unreported.
+#[test]
+fn every_wave_stops_exactly_once_with_one_buffer() {
+    let (out, log) = session("one-buffer", &[("SIMGPU_DISPLACED_BUFFERS", "1")]);
+    let ctx = format!("{out}\n--- gdbmux ---\n{log}");
+    let mut seen = stops(&out);
+    let n = seen.len();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), n, "no wave reported twice:\n{ctx}");
+    assert_eq!(
+        seen,
+        ["0,0,0 0", "1,0,0 0", "2,0,0 0", "3,0,0 0"],
+        "each of saxpy's 4 waves stops at the breakpoint:\n{ctx}"
+    );
+    assert!(!log.contains("lifting the trap"), "{ctx}");
+    assert!(out.contains("exited normally"), "{ctx}");
+}
+
 /// A library without displaced stepping (NOT_IMPLEMENTED, as before 0.76):
 /// gdbmux lifts the trap for the step instead, and the session still works
 /// (how many waves stop depends on timing there: that is the window
