@@ -1890,9 +1890,8 @@ impl GpuController {
 
     /// Before the library lets go of the process (a detach: `D`, a
     /// client that went away from an attached process, `monitor exit`
-    /// with one),
-    /// or before the GPU session's client goes: the waves run on
-    /// undebugged. What ROCgdb does before `amd_dbgapi_process_detach`:
+    /// with one), or when the GPU session's client detaches
+    /// (`GpuTarget::detach`): the waves run on undebugged. What ROCgdb does before `amd_dbgapi_process_detach`:
     /// the step-over queue is dropped, every GPU breakpoint comes out of
     /// memory (an `s_trap` left there would end its dispatch with no
     /// debugger to report to), every displaced step whose wave is stopped
