@@ -472,6 +472,12 @@ pub enum GpuError {
     /// The backend does not support it.
     #[error("not supported: {0}")]
     NotSupported(&'static str),
+    /// Every displaced stepping buffer suitable for the wave is in use
+    /// (amd-dbgapi's `DISPLACED_STEPPING_BUFFER_NOT_AVAILABLE`): one is
+    /// released when an active displaced step completes or its wave
+    /// ends, and the step can be started then.
+    #[error("no displaced stepping buffer available for wave {0}")]
+    DisplacedBufferUnavailable(WaveId),
     /// Anything the library reported, with its status text.
     #[error("{call}: {message} (status {status})")]
     Library {
@@ -615,8 +621,10 @@ pub trait GpuBackend {
     /// is. The wave must then be resumed single-step only, and completed
     /// ([`Self::displaced_step_complete`]) once that step's stop is in (or
     /// the wave stopped otherwise). [`GpuError::NotSupported`] where the
-    /// backend cannot (or has no buffer free now): the caller steps over
-    /// some other way. Any error changes nothing.
+    /// backend cannot: the caller steps over some other way;
+    /// [`GpuError::DisplacedBufferUnavailable`] when every buffer is in
+    /// use now: the caller starts the step once an active one completes.
+    /// Any error changes nothing.
     fn displaced_step_start(
         &mut self,
         _wave: WaveId,

@@ -365,3 +365,95 @@ fn displaced_step_keeps_the_breakpoint_and_relocates() {
         Some(DispatchOutcome::Completed)
     );
 }
+
+/// What a library's detach does to a displaced wave
+/// (`Device::stop_undisplace`; amd-dbgapi's `amd_dbgapi_process_detach`:
+/// "Any waves with a displaced stepping buffer are stopped and the
+/// displaced stepping buffer completed"): stopped where it is, mid-step or
+/// not, and put back on the breakpoint (the step had not executed) or past
+/// the instruction (it had); never left to run from the buffer. The
+/// mid-step case races the device thread by design: whichever way it goes,
+/// the wave ends up at its own address, stopped, no longer displaced, and
+/// runs to the end.
+#[test]
+fn displaced_step_stopped_and_completed_at_detach() {
+    let mem = Arc::new(BufferMemory::new());
+    let mut image = spin_image();
+    let o = SPIN_CODE_OFFSET;
+    for (i, w) in DISPLACED_CODE.iter().enumerate() {
+        let at = o as usize + 4 * i;
+        image[at..at + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    let getpc = CODE + o + 4;
+    image[o as usize + 4..o as usize + 8].copy_from_slice(&S_TRAP_1);
+    mem.map(CODE, image);
+    mem.map(
+        PACKET,
+        encode_dispatch_packet(CODE, 0, [64, 1, 1], [64, 1, 1], 0).to_vec(),
+    );
+    let dev = Device::new(
+        mem.clone(),
+        DeviceConfig {
+            threads: 2,
+            ..Default::default()
+        },
+    );
+    dev.set_debug(true);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    dev.set_event_hook(Some(Box::new(move || {
+        let _ = tx.lock().map(|t| t.send(()));
+    })));
+    let d = dev.submit(PACKET).unwrap();
+    let a = dev.wave_ids()[0];
+    match wait_events(&dev, &rx, 1)[..] {
+        [DeviceEvent::WaveStop { reasons, pc, .. }] => {
+            assert_eq!((reasons, pc), (StopReasons::BREAKPOINT, getpc + 4))
+        }
+        ref other => panic!("unexpected {other:?}"),
+    }
+    let set_pc = |pc| dev.with_stopped_regs(a, |r| r.pc = pc).unwrap();
+    let orig = DISPLACED_CODE[1].to_le_bytes();
+    let stopped_at = |want: u64| {
+        let i = dev.wave_info(a).unwrap();
+        assert_eq!((i.state, i.pc), (WaveState::Stopped, want));
+        assert!(matches!(
+            dev.undisplace(a),
+            Err(DeviceError::NotDisplaced(_))
+        ));
+    };
+
+    // Displaced, not resumed: back on the breakpoint.
+    set_pc(getpc);
+    dev.displace(a, BUFFER, &orig).unwrap();
+    assert_eq!(dev.stop_undisplace(a).unwrap(), Undisplaced::NotExecuted);
+    stopped_at(getpc);
+    // Not displaced any more: refused.
+    assert!(matches!(
+        dev.stop_undisplace(a),
+        Err(DeviceError::NotDisplaced(_))
+    ));
+
+    // Stepped, its stop in: past the instruction.
+    dev.displace(a, BUFFER, &orig).unwrap();
+    assert_eq!(single_step(&dev, &rx, a), BUFFER + 4);
+    assert_eq!(dev.stop_undisplace(a).unwrap(), Undisplaced::Executed);
+    stopped_at(getpc + 4);
+
+    // Resumed single-step and stopped at once (mid-step, or just after).
+    set_pc(getpc);
+    dev.displace(a, BUFFER, &orig).unwrap();
+    dev.resume_wave(a, ResumeMode::SingleStep).unwrap();
+    match dev.stop_undisplace(a).unwrap() {
+        Undisplaced::NotExecuted => stopped_at(getpc),
+        Undisplaced::Executed => stopped_at(getpc + 4),
+    }
+
+    // The client took its breakpoint out: the wave runs to the end.
+    dev.write_memory(getpc, &orig).unwrap();
+    dev.resume_wave(a, ResumeMode::Normal).unwrap();
+    assert_eq!(
+        dev.wait(d, Some(Duration::from_secs(20))),
+        Some(DispatchOutcome::Completed)
+    );
+}

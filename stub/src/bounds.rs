@@ -15,6 +15,10 @@
 //! - [`stop_queue_limit`]: stops queued for the client in non-stop mode;
 //! - [`WAVE_REGISTER_MAPS`]: GPU waves' register maps (kept for live
 //!   waves only);
+//! - GPU step-overs waiting for a displaced stepping buffer
+//!   (`gpu::controller::GpuController`'s step queue): one per live wave,
+//!   by construction (a wave is queued once, and leaves the queue when it
+//!   steps, is resumed or stopped otherwise, or ends);
 //! - `vFile` requests off the loop: `crate::hostio::offload::MAX_OUTSTANDING`
 //!   (input sent meanwhile is held up to [`HELD_INPUT_LIMIT`]);
 //! - a streamed `x` reply: one escaped piece of at most twice

@@ -15,8 +15,8 @@ use gpu_support::*;
 use protocol_tests::client::RspClient;
 use protocol_tests::reply::StopReply;
 
-/// `kept per wave: T thread ids, R register maps, S stepping …` of
-/// `monitor gpu`: (T, R, S).
+/// `kept per wave: T thread ids, R register maps, S stepping …, Q
+/// waiting …` of `monitor gpu`: (T, R, S + Q).
 fn kept(c: &mut RspClient) -> (usize, usize, usize) {
     let info = monitor(c, "gpu");
     let line = info
@@ -32,8 +32,8 @@ fn kept(c: &mut RspClient) -> (usize, usize, usize) {
                 .unwrap_or_else(|| panic!("bad count in {line}"))
         })
         .collect();
-    assert_eq!(n.len(), 3, "{line}");
-    (n[0], n[1], n[2])
+    assert_eq!(n.len(), 4, "{line}");
+    (n[0], n[1], n[2] + n[3])
 }
 
 /// Continue to a breakpoint at `addr` (inserted for this stop only).

@@ -707,15 +707,20 @@ impl GpuBackend for DbgApiBackend {
         }
         match self.process.displaced_stepping_start(wave.0, saved) {
             Ok(ds) => Ok(DisplacedStep(ds)),
-            // No displaced stepping here, or no buffer free now: the
-            // caller steps over another way.
+            // No displaced stepping here: the caller steps over another
+            // way.
             Err(DbgApiError::Call {
-                status:
-                    abi::status::ERROR_NOT_IMPLEMENTED
-                    | abi::status::ERROR_NOT_SUPPORTED
-                    | abi::status::ERROR_DISPLACED_STEPPING_BUFFER_NOT_AVAILABLE,
+                status: abi::status::ERROR_NOT_IMPLEMENTED | abi::status::ERROR_NOT_SUPPORTED,
                 ..
             }) => Err(GpuError::NotSupported("displaced stepping")),
+            // The header: "If allocating a displaced stepping buffer
+            // indicates no more are available, the client must complete
+            // ongoing single steppings and release the associated buffers"
+            // (then start again): the caller waits for one.
+            Err(DbgApiError::Call {
+                status: abi::status::ERROR_DISPLACED_STEPPING_BUFFER_NOT_AVAILABLE,
+                ..
+            }) => Err(GpuError::DisplacedBufferUnavailable(wave)),
             Err(e) => Err(wave_err(wave, e)),
         }
     }

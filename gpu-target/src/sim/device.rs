@@ -321,6 +321,20 @@ pub enum Undisplaced {
     Executed,
 }
 
+/// Ends a stopped wave's displaced step ([`Device::undisplace`]); `None`
+/// when it has none.
+fn undisplace_wave(w: &mut SimWave) -> Option<Undisplaced> {
+    let d = w.displaced.take()?;
+    if w.regs.pc == d.buffer {
+        w.regs.pc = d.orig;
+        return Some(Undisplaced::NotExecuted);
+    }
+    if w.regs.pc == d.buffer + d.size as u64 {
+        w.regs.pc = d.orig + d.size as u64;
+    }
+    Some(Undisplaced::Executed)
+}
+
 /// Runs a displaced wave's saved instruction at its buffer (see
 /// [`Displaced`]); `None` when the wave's pc is not at the buffer (its
 /// next instruction comes from memory as usual).
@@ -1235,15 +1249,29 @@ impl Device {
             if w.run != Run::Stopped {
                 return Err(DeviceError::WaveNotStopped(id));
             }
-            let d = w.displaced.take().ok_or(DeviceError::NotDisplaced(id))?;
-            if w.regs.pc == d.buffer {
-                w.regs.pc = d.orig;
-                return Ok(Undisplaced::NotExecuted);
+            undisplace_wave(w).ok_or(DeviceError::NotDisplaced(id))
+        })
+    }
+
+    /// Stops a displaced wave where it is, running (mid-step) or not, and
+    /// ends its displaced step as [`Device::undisplace`] does, in one hold
+    /// of its workgroup: no device thread runs it in between, so a wave
+    /// whose step had not executed goes back to the original address and
+    /// never runs from the buffer. What a library's detach does to a wave
+    /// it leaves displaced (amd-dbgapi's `amd_dbgapi_process_detach`: "Any
+    /// waves with a displaced stepping buffer are stopped and the displaced
+    /// stepping buffer completed"). The stop is silent (no
+    /// [`DeviceEvent::WaveStop`]): the debugger is leaving. Fails only for
+    /// a wave that is gone ([`DeviceError::InvalidWave`]) or not displaced.
+    pub fn stop_undisplace(&self, id: WaveId) -> Result<Undisplaced, DeviceError> {
+        self.with_wave(id, |inner, i, _| {
+            let w = &mut inner.waves[i];
+            if w.displaced.is_none() {
+                return Err(DeviceError::NotDisplaced(id));
             }
-            if w.regs.pc == d.buffer + d.size as u64 {
-                w.regs.pc = d.orig + d.size as u64;
-            }
-            Ok(Undisplaced::Executed)
+            w.run = Run::Stopped;
+            w.single_step = false;
+            undisplace_wave(w).ok_or(DeviceError::NotDisplaced(id))
         })
     }
 

@@ -166,6 +166,88 @@ struct StepOver {
     displaced: Option<DisplacedStep>,
 }
 
+/// A resume of a wave off a breakpoint, waiting for a displaced stepping
+/// buffer (`GpuController::step_queue`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct StepRequest {
+    wave: WaveId,
+    /// Report the step (`true`) or run on past the breakpoint.
+    step: bool,
+}
+
+/// Step-overs waiting for a displaced stepping buffer, oldest first, at
+/// most one per wave (gdb's step-over queue). A wave is only ever in it
+/// while it lives and is stopped on a breakpoint, so it is bounded by the
+/// number of live waves. Membership is a set, as in [`StopQueue`]: the
+/// resume of 10,000 waves, most of which are not queued, probes the set
+/// instead of scanning the queue once per wave.
+#[derive(Default)]
+struct StepQueue {
+    q: VecDeque<StepRequest>,
+    queued: gpu_target::idhash::IdSet<WaveId>,
+}
+
+impl StepQueue {
+    /// Queues `r` last (a wave already queued is first taken out).
+    fn push_back(&mut self, r: StepRequest) {
+        self.remove(r.wave);
+        self.queued.insert(r.wave);
+        self.q.push_back(r);
+    }
+
+    /// Puts `r` back first (it was just popped).
+    fn push_front(&mut self, r: StepRequest) {
+        self.remove(r.wave);
+        self.queued.insert(r.wave);
+        self.q.push_front(r);
+    }
+
+    fn pop_front(&mut self) -> Option<StepRequest> {
+        let r = self.q.pop_front()?;
+        self.queued.remove(&r.wave);
+        Some(r)
+    }
+
+    /// Takes the wave out, if queued.
+    fn remove(&mut self, wave: WaveId) {
+        if self.q.is_empty() || !self.queued.remove(&wave) {
+            return;
+        }
+        self.q.retain(|r| r.wave != wave);
+    }
+
+    /// Keeps the waves `keep` accepts.
+    fn retain(&mut self, mut keep: impl FnMut(WaveId) -> bool) {
+        let queued = &mut self.queued;
+        self.q.retain(|r| {
+            let k = keep(r.wave);
+            if !k {
+                queued.remove(&r.wave);
+            }
+            k
+        });
+    }
+
+    fn clear(&mut self) {
+        self.q.clear();
+        self.queued.clear();
+    }
+
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+}
+
+/// How [`GpuController::start_step_over`] went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StepStart {
+    /// The wave is single-stepping off the breakpoint (or was resumed:
+    /// no breakpoint under its pc).
+    Started,
+    /// Every displaced stepping buffer is in use: nothing changed.
+    NoBuffer,
+}
+
 /// Events handled per [`GpuController::process_events`] call when the loop
 /// can be woken again (see there): bounds the work of one call under an
 /// event storm, and what [`GpuNews`] collects.
@@ -301,6 +383,14 @@ pub struct GpuController {
     /// Waves past a breakpoint that run on once their stop event is
     /// processed (at most one entry per wave stepping over).
     run_on: Vec<WaveId>,
+    /// Waves waiting for a displaced stepping buffer, oldest first (gdb's
+    /// step-over queue): each stays stopped on its breakpoint until an
+    /// active displaced step completes and releases one
+    /// ([`GpuController::resume_wave_over`]). A wave is in it at most
+    /// once, and only while it lives: bounded by the number of waves.
+    step_queue: StepQueue,
+    /// A displaced step ended since the queue was last tried.
+    buffer_freed: bool,
     /// Kernel names of GPU breakpoints no loaded code object defines yet
     /// (`monitor gpu break KERNEL` before the code object loads): resolved
     /// and inserted when a code-object list update defines them. Bounded
@@ -520,6 +610,8 @@ impl GpuController {
             gpu_bps: Default::default(),
             stepping_over: BTreeMap::new(),
             run_on: Vec::new(),
+            step_queue: StepQueue::default(),
+            buffer_freed: false,
             pending_bps: Vec::new(),
             named_bps: BTreeMap::new(),
             located_bps: BTreeSet::new(),
@@ -777,6 +869,7 @@ impl GpuController {
                 tracing::debug!(target: "dbgapi", wave = wave.0, "run on after step-over: {e}");
             }
         }
+        self.start_queued_steps();
     }
 
     /// Make the notifier readable, so the loop calls `process_events` again.
@@ -819,6 +912,7 @@ impl GpuController {
                     .push(format!("gdbmux: {}\n", self.runtime_text()));
                 news.runtime_unloaded = true;
                 news.runtime_up = Some(false);
+                self.step_queue.clear();
                 self.waves.clear();
                 self.last_wave_list.clear();
                 self.stops.clear();
@@ -865,6 +959,7 @@ impl GpuController {
                 // The wave is gone: so is its queued stop (bounded memory
                 // under wave churn).
                 let _ = self.finish_step_over(wave, false);
+                self.unqueue_step(wave);
                 self.terminations += 1;
                 self.stop_infos.remove(&wave);
                 self.waves.remove(&wave);
@@ -1202,15 +1297,18 @@ impl GpuController {
         self.waves.retain(|w| live.contains(w));
         self.wave_regs.retain(|w, _| live.contains(w));
         self.stop_infos.retain(|w, _| live.contains(w));
+        self.step_queue.retain(|w| live.contains(&w));
     }
 
     /// What is kept per wave now: (thread ids, register maps, waves
-    /// stepping off a breakpoint), for `monitor gpu` and the leak tests.
-    pub fn per_wave_counts(&self) -> (usize, usize, usize) {
+    /// stepping off a breakpoint, waves waiting for a displaced stepping
+    /// buffer), for `monitor gpu` and the leak tests.
+    pub fn per_wave_counts(&self) -> (usize, usize, usize, usize) {
         (
             self.waves.len(),
             self.wave_regs.len(),
             self.stepping_over.len(),
+            self.step_queue.len(),
         )
     }
 
@@ -1578,6 +1676,11 @@ impl GpuController {
     /// stop (the simulator answers it at the wave's next quantum: with
     /// 10,000 waves the queries took most of a stop-all).
     pub fn stop_all_waves(&mut self) -> usize {
+        // A queued step-over is a resume not carried out yet: stopping
+        // everything cancels it (gdb takes a thread off its step-over
+        // queue when it stops it); the wave stays on its breakpoint and
+        // steps off it at its next resume.
+        self.step_queue.clear();
         let mut n = 0;
         for (w, _) in self.waves() {
             if self
@@ -1599,6 +1702,7 @@ impl GpuController {
             ResumeMode::Normal
         };
         self.stop_infos.remove(&wave);
+        self.unqueue_step(wave);
         self.backend()?.resume_wave(wave, mode).map_err(gerr)?;
         // Fix (muxtests): a resumed wave's queued stop is obsolete. Without
         // this, `monitor gpu delete ADDR; monitor gpu continue` in gdb was
@@ -1616,16 +1720,94 @@ impl GpuController {
     /// 0.76+): the wave executes a copy of the original instruction out of
     /// line while the `s_trap` stays in memory, so every other wave still
     /// stops there; at the step's stop `finish_step_over` completes it.
-    /// Where the library answers that it cannot (not implemented, not
-    /// supported, no buffer free now), the trap is lifted for the step and
-    /// put back at its stop instead. Without a breakpoint under the pc it
-    /// is [`Self::resume_wave`].
+    ///
+    /// When every displaced stepping buffer is in use, the wave waits, as
+    /// in ROCgdb (gdb's step-over queue: `displaced_step_prepare` answers
+    /// UNAVAILABLE): it stays stopped on the breakpoint, queued, and its
+    /// step starts once an active displaced step completes and releases
+    /// a buffer. The header: "If allocating a displaced stepping buffer
+    /// indicates no more are available, the client must complete ongoing
+    /// single steppings and release the associated buffers. [...] Since
+    /// there is always at least one displaced stepping buffer, in
+    /// general, the worst case is that one wave at a time can be single
+    /// stepped over a breakpoint using a displaced stepping buffer." With
+    /// no displaced step of gdbmux's active (none to wait for) the resume
+    /// fails with [`GpuError::DisplacedBufferUnavailable`].
+    ///
+    /// Only where the library has no displaced stepping at all (it
+    /// answers NOT_IMPLEMENTED or NOT_SUPPORTED) is the trap lifted for
+    /// the step and put back at its stop instead. Without a breakpoint
+    /// under the pc it is [`Self::resume_wave`].
     pub fn resume_wave_over(&mut self, wave: WaveId, step: bool) -> GpuResult<()> {
+        self.unqueue_step(wave);
+        match self.start_step_over(wave, step)? {
+            StepStart::Started => Ok(()),
+            StepStart::NoBuffer if self.displaced_active() => {
+                // Resumed, for the client: a stop queued before is obsolete
+                // (as in `resume_wave`).
+                self.stops.remove(wave);
+                self.step_queue.push_back(StepRequest { wave, step });
+                tracing::debug!(target: "dbgapi", wave = wave.0, queued = self.step_queue.len(), "no displaced stepping buffer free: step-over queued");
+                Ok(())
+            }
+            StepStart::NoBuffer => Err(gerr(GpuError::DisplacedBufferUnavailable(wave))),
+        }
+    }
+
+    /// Whether a displaced step of gdbmux's is active (a buffer will be
+    /// released when it completes).
+    fn displaced_active(&self) -> bool {
+        self.stepping_over.values().any(|s| s.displaced.is_some())
+    }
+
+    /// Takes `wave` off the step-over queue (resumed otherwise, stopped,
+    /// or gone).
+    fn unqueue_step(&mut self, wave: WaveId) {
+        self.step_queue.remove(wave);
+    }
+
+    /// Starts the queued step-overs, oldest first, while buffers are
+    /// free; called after events are acknowledged (a wave's displaced step
+    /// completes at its stop, before the stop's acknowledgement, and the
+    /// library resumes a wave only once its stop is processed).
+    fn start_queued_steps(&mut self) {
+        if !std::mem::take(&mut self.buffer_freed) {
+            return;
+        }
+        while let Some(req) = self.step_queue.pop_front() {
+            let wave = req.wave;
+            match self.start_step_over(wave, req.step) {
+                Ok(StepStart::Started) => {
+                    tracing::debug!(target: "dbgapi", wave = wave.0, left = self.step_queue.len(), "queued step-over started");
+                }
+                Ok(StepStart::NoBuffer) if self.displaced_active() => {
+                    // Still first in line.
+                    self.step_queue.push_front(req);
+                    break;
+                }
+                Ok(StepStart::NoBuffer) => {
+                    // Nothing of ours to wait for (the library keeps no
+                    // buffer for this wave): it stays stopped on its
+                    // breakpoint, shown as such, until resumed again.
+                    tracing::warn!(target: "dbgapi", wave = wave.0, "queued step-over: no displaced stepping buffer and none in use; the wave stays stopped");
+                }
+                Err(e) => {
+                    tracing::debug!(target: "dbgapi", wave = wave.0, "queued step-over: {e}");
+                }
+            }
+        }
+    }
+
+    /// [`Self::resume_wave_over`] without the queue: starts the step off
+    /// the breakpoint under the wave's pc, or resumes the wave when there
+    /// is none; [`StepStart::NoBuffer`] (nothing changed) when every
+    /// displaced stepping buffer is in use.
+    fn start_step_over(&mut self, wave: WaveId, step: bool) -> GpuResult<StepStart> {
         let pc = self.wave_pc(wave)?;
         let Some((addr, orig)) =
             pc.and_then(|pc| self.gpu_bps.get(pc).map(|o| (pc, o.orig.clone())))
         else {
-            return self.resume_wave(wave, step);
+            return self.resume_wave(wave, step).map(|()| StepStart::Started);
         };
         let displaced = match self.backend()?.displaced_step_start(wave, &orig) {
             Ok(ds) => Some(ds),
@@ -1633,6 +1815,7 @@ impl GpuController {
                 tracing::debug!(target: "dbgapi", wave = wave.0, "no displaced step ({why}): lifting the trap");
                 None
             }
+            Err(GpuError::DisplacedBufferUnavailable(_)) => return Ok(StepStart::NoBuffer),
             Err(e) => return Err(gerr(e)),
         };
         if displaced.is_none() && !self.trap_lifted(addr) {
@@ -1653,7 +1836,7 @@ impl GpuController {
             return Err(e);
         }
         tracing::debug!(target: "dbgapi", wave = wave.0, addr = format_args!("{addr:#x}"), displaced = displaced.is_some(), "stepping off a GPU breakpoint");
-        Ok(())
+        Ok(StepStart::Started)
     }
 
     /// Whether a wave stepping off `addr` has its trap lifted.
@@ -1671,6 +1854,9 @@ impl GpuController {
     fn finish_step_over(&mut self, wave: WaveId, alive: bool) -> Option<bool> {
         let over = self.stepping_over.remove(&wave)?;
         if let Some(ds) = over.displaced {
+            // Its buffer is released (completed below, or with the ended
+            // wave): a queued step-over can start.
+            self.buffer_freed = true;
             if alive {
                 // The pc moves (past the instruction, or back onto the
                 // breakpoint): what was kept of the stop no longer holds.
@@ -1702,24 +1888,54 @@ impl GpuController {
         Some(over.run_on)
     }
 
-    /// Completes the displaced steps of waves that are stopped (before a
-    /// detach: the library serves a displaced wave's buffer only while
-    /// attached). A wave still mid-step keeps its step; its stop, once
-    /// handled, completes it.
+    /// Before the library lets go of the process (a detach: `D`, a
+    /// client that went away from an attached process, `monitor exit`
+    /// with one), or when the GPU session's client detaches
+    /// (`GpuTarget::detach`): the waves run on undebugged. What ROCgdb does before `amd_dbgapi_process_detach`:
+    /// the step-over queue is dropped, every GPU breakpoint comes out of
+    /// memory (an `s_trap` left there would end its dispatch with no
+    /// debugger to report to), every displaced step whose wave is stopped
+    /// is completed ([`Self::finish_displaced_steps`]), and every stopped
+    /// wave is resumed normally.
+    pub fn prepare_detach(&mut self) {
+        self.step_queue.clear();
+        for bp in self.gpu_breakpoints() {
+            if let Err(e) = self.remove_gpu_breakpoint(bp) {
+                tracing::warn!(target: "dbgapi", addr = format_args!("{bp:#x}"), "removing a GPU breakpoint before detaching: {e}");
+            }
+        }
+        self.finish_displaced_steps();
+        self.set_wave_creation(false);
+        self.resume_all();
+    }
+
+    /// Completes every active displaced step whose wave is stopped (before
+    /// a detach: a displaced wave runs from a buffer only the library
+    /// serves). A wave still mid-step runs on past the breakpoint when its
+    /// step's stop comes in while attached; one that is still mid-step when
+    /// the library detaches is the library's: the header's
+    /// `amd_dbgapi_process_detach` says "Any waves with a displaced stepping
+    /// buffer are stopped and the displaced stepping buffer completed."
+    /// gdbmux does not wait for those steps (its loop never blocks; gdb's
+    /// `prepare_for_detach` runs its event loop until they finish): the
+    /// library does what waiting would.
     pub fn finish_displaced_steps(&mut self) {
-        let stopped: Vec<WaveId> = self
+        let displaced: Vec<WaveId> = self
             .stepping_over
             .iter()
             .filter(|(_, s)| s.displaced.is_some())
             .map(|(w, _)| *w)
             .collect();
-        for w in stopped {
+        for w in displaced {
             let is_stopped = self
                 .wave_info(w)
                 .map(|i| i.state == WaveState::Stopped)
                 .unwrap_or(false);
             if is_stopped {
                 let _ = self.finish_step_over(w, true);
+            } else if let Some(s) = self.stepping_over.get_mut(&w) {
+                // The client is going: no step of it is reported.
+                s.run_on = true;
             }
         }
     }
@@ -1785,6 +2001,8 @@ impl GpuController {
         self.gpu_bps.clear();
         self.stepping_over.clear();
         self.run_on.clear();
+        self.step_queue.clear();
+        self.buffer_freed = false;
         // GPU breakpoints belong to the process: a later one (the next
         // client of `gdbmux demo`, a `run` under --multi) starts without
         // them (set them again), rather than stopping on breakpoints its
@@ -1793,5 +2011,42 @@ impl GpuController {
         self.named_bps.clear();
         self.located_bps.clear();
         self.dormant_bps.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(w: u64, step: bool) -> StepRequest {
+        StepRequest {
+            wave: WaveId(w),
+            step,
+        }
+    }
+
+    /// Oldest first, one entry per wave (a wave queued again moves last),
+    /// a popped wave put back first, removals by wave and by filter.
+    #[test]
+    fn step_queue_order_and_membership() {
+        let mut q = StepQueue::default();
+        q.push_back(req(1, false));
+        q.push_back(req(2, true));
+        q.push_back(req(3, false));
+        q.push_back(req(1, true));
+        assert_eq!(q.len(), 3);
+        let first = q.pop_front().unwrap();
+        assert_eq!(first, req(2, true));
+        q.push_front(first);
+        q.remove(WaveId(3));
+        q.remove(WaveId(3));
+        assert_eq!(q.len(), 2);
+        q.retain(|w| w != WaveId(2));
+        assert_eq!(q.pop_front(), Some(req(1, true)));
+        assert_eq!(q.pop_front(), None);
+        assert!(q.queued.is_empty());
+        q.push_back(req(4, false));
+        q.clear();
+        assert_eq!((q.len(), q.queued.len()), (0, 0));
     }
 }

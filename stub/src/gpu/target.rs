@@ -632,13 +632,7 @@ impl Target for GpuTarget {
     }
 
     fn detach(&mut self) -> TargetResult<()> {
-        let mut g = self.gpu.borrow_mut();
-        for bp in g.gpu_breakpoints() {
-            let _ = g.remove_gpu_breakpoint(bp);
-        }
-        g.finish_displaced_steps();
-        g.set_wave_creation(false);
-        g.resume_all();
+        self.gpu.borrow_mut().prepare_detach();
         Ok(())
     }
 

@@ -819,10 +819,10 @@ impl Mux {
             c.stops_dropped,
             c.passes_cut
         );
-        let (tids, reg_maps, stepping) = g.per_wave_counts();
+        let (tids, reg_maps, stepping, queued) = g.per_wave_counts();
         let _ = writeln!(
             s,
-            "kept per wave: {tids} thread ids, {reg_maps} register maps, {stepping} stepping off a breakpoint"
+            "kept per wave: {tids} thread ids, {reg_maps} register maps, {stepping} stepping off a breakpoint, {queued} waiting for a displaced stepping buffer"
         );
         for co in g.code_objects() {
             let _ = writeln!(

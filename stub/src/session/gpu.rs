@@ -136,6 +136,26 @@ impl<R: SessionRole> Session<R> {
             .unwrap_or_default()
     }
 
+    /// A CPU session's process is about to be detached (`D`, or its
+    /// client went away from an attached process): the GPU side lets go
+    /// first, while the process is still ours
+    /// ([`crate::gpu::controller::GpuController::prepare_detach`]: GPU
+    /// breakpoints out, displaced steps completed, waves resumed). The
+    /// library itself detaches once the process is released
+    /// (`MuxEvent::CpuProcessReleased`).
+    pub(super) fn gpu_before_detach(&self, pid: Pid) {
+        if !self.role.reports_process_ends() {
+            return;
+        }
+        let Some(gpu) = self.mux.as_ref().and_then(|m| m.borrow().gpu()) else {
+            return;
+        };
+        if gpu.borrow().cpu_pid() == Some(pid) {
+            tracing::info!(target: "mux", pid, "GPU: letting go before the CPU process is detached");
+            gpu.borrow_mut().prepare_detach();
+        }
+    }
+
     /// A CPU session's process was detached or killed: the multiplexer
     /// ends the GPU session that depends on it (the role decides,
     /// `SessionRole::reports_process_ends`).

@@ -968,7 +968,10 @@ impl<R: SessionRole> Session<R> {
                 crate::mux::Release::Killed
             };
             let r = match how {
-                crate::mux::Release::Detached => t.detach(),
+                crate::mux::Release::Detached => {
+                    self.gpu_before_detach(pid);
+                    t.detach()
+                }
                 crate::mux::Release::Killed => t.kill(),
             };
             if let Err(e) = r {

@@ -20,6 +20,12 @@
 //!   polls the library again by itself (a `monitor gpu` command) takes it
 //!   in, so a test can fix which session does (AMD's library sends it from
 //!   its own threads, at a moment of its choosing).
+//! - `SIMGPU_DISPLACED_BUFFERS=N`: the process has N displaced stepping
+//!   buffers (default [`DEFAULT_DISPLACED_BUFFERS`]; at least 1, as the
+//!   header promises: "there is always at least one"). One more
+//!   `displaced_stepping_start` while N are active answers
+//!   `DISPLACED_STEPPING_BUFFER_NOT_AVAILABLE`: a test with 1 buffer and
+//!   several waves on one breakpoint makes the client queue its steps.
 
 use gpu_target::dbgapi::abi::status as st;
 use gpu_target::dbgapi::abi::Status;
@@ -32,6 +38,11 @@ pub const FAIL_FILE_ENV: &str = "SIMGPU_FAIL_FILE";
 pub const STALL_ENV: &str = "SIMGPU_STALL";
 /// Environment variable of the late, quiet breakpoint resume.
 pub const QUIET_RESUME_ENV: &str = "SIMGPU_QUIET_RESUME";
+/// Environment variable of the number of displaced stepping buffers.
+pub const DISPLACED_BUFFERS_ENV: &str = "SIMGPU_DISPLACED_BUFFERS";
+/// Displaced stepping buffers a process has unless
+/// [`DISPLACED_BUFFERS_ENV`] says otherwise.
+pub const DEFAULT_DISPLACED_BUFFERS: usize = 1024;
 
 /// Calls that can be made to fail.
 pub const CALLS: [&str; 9] = [
@@ -56,6 +67,9 @@ pub struct Faults {
     /// How many more `BREAKPOINT_RESUME`s come one pass late, without a
     /// notifier write.
     pub quiet_resume: u32,
+    /// Displaced stepping buffers ([`DISPLACED_BUFFERS_ENV`]); `None`:
+    /// [`DEFAULT_DISPLACED_BUFFERS`].
+    pub displaced_buffers: Option<usize>,
 }
 
 impl Faults {
@@ -97,7 +111,21 @@ impl Faults {
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(0);
+        let (mut f, mut e) = (f, e);
+        if let Ok(v) = std::env::var(DISPLACED_BUFFERS_ENV) {
+            match v.trim().parse::<usize>() {
+                Ok(n) if n >= 1 => f.displaced_buffers = Some(n),
+                _ => e.push(format!(
+                    "{DISPLACED_BUFFERS_ENV}: '{v}' is not a count of at least 1"
+                )),
+            }
+        }
         (f, e)
+    }
+
+    /// Displaced stepping buffers of the process.
+    pub fn displaced_buffers(&self) -> usize {
+        self.displaced_buffers.unwrap_or(DEFAULT_DISPLACED_BUFFERS)
     }
 
     /// `Err(status)` when `call` is made to fail.
@@ -117,7 +145,11 @@ impl Faults {
 
     /// Whether any fault is active.
     pub fn any(&self) -> bool {
-        self.stall || self.quiet_resume > 0 || !self.fail.is_empty() || self.file.is_some()
+        self.stall
+            || self.quiet_resume > 0
+            || !self.fail.is_empty()
+            || self.file.is_some()
+            || self.displaced_buffers.is_some()
     }
 }
 

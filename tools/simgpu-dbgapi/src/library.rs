@@ -455,14 +455,13 @@ struct Process {
     /// bounded by [`MAX_DISPATCH_ARCHS`].
     dispatch_archs: HashMap<u64, u64>,
     /// Active displaced steps: wave → its displaced stepping handle
-    /// (one per wave; bounded by [`MAX_DISPLACED`]).
+    /// (one per wave; bounded by the process's buffer count,
+    /// [`Faults::displaced_buffers`]: 1024 unless
+    /// `SIMGPU_DISPLACED_BUFFERS` says otherwise; beyond,
+    /// `displaced_stepping_start` answers BUFFER_NOT_AVAILABLE, and the
+    /// contract says there is always at least one).
     displaced: HashMap<WaveId, u64>,
 }
-
-/// Most displaced stepping buffers a process has at once; beyond,
-/// `displaced_stepping_start` answers BUFFER_NOT_AVAILABLE (the contract
-/// says there is always at least one).
-const MAX_DISPLACED: usize = 1024;
 
 /// Where the displaced stepping buffers live: the library's own range of
 /// the GPU address space, one 16-byte slot per handle. The device fetches
@@ -755,13 +754,17 @@ impl Library {
         }
         // Waves keep running, undebugged. Leaving debug mode closes the
         // event hand-off, which stops storm producers.
-        // A displaced wave left as it is would run on from its buffer,
-        // which only this library serves: a stopped one goes back to its
-        // breakpoint (or past the instruction, had it stepped). The client
-        // completes its displaced steps before detaching (the contract);
-        // this only covers one that did not.
+        // The header (`amd_dbgapi_process_detach`): "Any waves with a
+        // displaced stepping buffer are stopped and the displaced stepping
+        // buffer completed." A displaced wave left as it is would run on
+        // from its buffer, which only this library serves: each is stopped
+        // where it is, mid-step or not, and goes back to its breakpoint
+        // (the step had not executed) or past the instruction (it had), in
+        // one hold of its workgroup (`Device::stop_undisplace`). ROCgdb
+        // completes its displaced steps before detaching; this covers a
+        // client that did not.
         for (w, _) in proc.displaced.drain() {
-            let _ = proc.device.undisplace(w);
+            let _ = proc.device.stop_undisplace(w);
         }
         proc.device.set_debug(false);
         proc.device.set_event_hook(None);
@@ -2015,11 +2018,12 @@ impl Library {
         if proc.displaced.contains_key(&w) {
             return Err(st::ERROR_DISPLACED_STEPPING_ACTIVE);
         }
-        if proc.displaced.len() >= MAX_DISPLACED {
+        let buffers = proc.faults.displaced_buffers();
+        if proc.displaced.len() >= buffers {
             // Waves that ended without an event released theirs.
             let dev = proc.device.clone();
             proc.displaced.retain(|w, _| dev.wave_info(*w).is_ok());
-            if proc.displaced.len() >= MAX_DISPLACED {
+            if proc.displaced.len() >= buffers {
                 return Err(st::ERROR_DISPLACED_STEPPING_BUFFER_NOT_AVAILABLE);
             }
         }

@@ -62,6 +62,7 @@ impl<R: SessionRole> Session<R> {
             self.send_error(crate::error::ErrorCode::NoSuchProcess, "no such process");
             return;
         };
+        self.gpu_before_detach(pid);
         let r = self.procs.get_mut(&pid).map(|t| t.detach());
         match r {
             Some(Ok(())) => {
