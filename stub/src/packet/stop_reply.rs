@@ -395,6 +395,7 @@ mod tests {
             ],
             thread_name: Some("prog".into()),
             core: Some(1),
+            memory: Vec::new(),
         }
     }
 
