@@ -160,3 +160,66 @@ fn breakpoint_stop_needs_no_stop_info_per_thread() {
         assert_eq!(asks(&sent), 0, "{server}: {sent:?}");
     }
 }
+
+/// One lldb session on `condloop`: a breakpoint on `f`, `continue`, four
+/// `thread step-inst` inside `f`, kill. The `frame #0` lines of the steps
+/// (addresses masked) and the packets sent from the first step on.
+fn step_session(server: &str, dir: &Path, log: &Path) -> (Vec<String>, Vec<String>) {
+    let exe = dir.join("condloop");
+    let exe_s = exe.to_str().unwrap();
+    let (mut child, port) = match server {
+        "gdbmux" => compare_support::start_gdbmux(dir, &["127.0.0.1:0", exe_s]),
+        _ => compare_support::start_lldb_server(dir, &["--", exe_s]),
+    };
+    let _ = std::fs::remove_file(log);
+    let mut cmds = vec![
+        format!("gdb-remote 127.0.0.1:{port}"),
+        "breakpoint set -n f".into(),
+        "continue".into(),
+        format!("log enable -f {} gdb-remote packets", log.display()),
+    ];
+    cmds.extend(std::iter::repeat_n("thread step-inst".to_string(), 4));
+    cmds.push("process kill".into());
+    let out = compare_support::lldb_batch(&cmds, &exe);
+    let _ = child.kill();
+    let _ = child.wait();
+    let frames: Vec<String> = out
+        .split("(lldb) thread step-inst")
+        .skip(1)
+        .filter_map(|s| s.lines().find(|l| l.contains("frame #0")))
+        .map(|l| {
+            l.split(' ')
+                .map(|w| if w.starts_with("0x") { "0x…" } else { w })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(frames.len(), 4, "{server}: {out}");
+    // The log starts with lldb's packet history (lines `history[N]`):
+    // only what was sent after it was enabled counts.
+    let text = String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
+    let sent = text
+        .lines()
+        .filter(|l| !l.contains("history["))
+        .filter_map(|l| l.split("send packet: $").nth(1))
+        .map(|p| p.split('#').next().unwrap_or("").to_string())
+        .collect();
+    (frames, sent)
+}
+
+/// Each stop reply to lldb carries the stopped thread's stack top and
+/// frame links (`memory:`, debugserver's key), so lldb's check of frame 0
+/// and its caller after a `thread step-inst` reads no stack: with
+/// lldb-server it sends an `x` of the stack's 512-byte line after every
+/// step (so the check can fail). The steps show the same frames.
+#[test]
+fn steps_need_no_stack_reads() {
+    let dir: PathBuf = compare_support::build_fixtures("lldb-step-stack", &["condloop"]);
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let reads = |v: &[String]| v.iter().filter(|p| p.starts_with('x')).count();
+    let (ref_frames, ref_sent) = step_session("lldb-server", &dir, &tmp.join("lss-ref.log"));
+    let (frames, sent) = step_session("gdbmux", &dir, &tmp.join("lss-gdbmux.log"));
+    assert_eq!(frames, ref_frames, "gdbmux vs lldb-server");
+    assert!(reads(&ref_sent) >= 4, "lldb-server: {ref_sent:?}");
+    assert_eq!(reads(&sent), 0, "gdbmux: {sent:?}");
+}

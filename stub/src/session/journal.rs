@@ -93,6 +93,19 @@ impl Journal {
         snap.thread_name.as_deref()
     }
 
+    /// The client wrote memory: the stack bytes captured with the stop
+    /// (`StopSnapshot::memory`, for lldb's cache) may no longer be what
+    /// memory holds, so later replays of the stop leave them out. Without
+    /// a write in between, every replay is still the same bytes.
+    pub fn memory_written(&mut self) {
+        if let Some(p) = self.primary.as_mut() {
+            if !p.memory.is_empty() {
+                p.memory.clear();
+                self.rendered = None;
+            }
+        }
+    }
+
     /// Forget everything (no process).
     pub fn clear(&mut self) {
         *self = Journal::default();
@@ -289,6 +302,27 @@ mod tests {
         }
         assert_eq!(j.thread_reply(1, &o).unwrap(), a);
         assert!(j.thread_reply(2, &o).is_none());
+    }
+
+    /// A memory write drops the stack bytes from later replays; replays
+    /// before and after it are each identical.
+    #[test]
+    fn a_memory_write_drops_the_stack_bytes() {
+        let mut j = Journal::default();
+        let mut snap = Journal::quiet(1, 1, vec![(0x10, vec![1; 8])], None);
+        snap.memory = vec![(0x7000, vec![0xab; 4])];
+        j.record(snap, BTreeMap::new());
+        let o = StopReplyOptions {
+            list_threads: true,
+            ..StopReplyOptions::default()
+        };
+        let with = j.reply(&o).unwrap();
+        assert!(String::from_utf8_lossy(&with).contains("memory:0x7000=abababab;"));
+        assert_eq!(j.reply(&o).unwrap(), with);
+        j.memory_written();
+        let without = j.reply(&o).unwrap();
+        assert!(!String::from_utf8_lossy(&without).contains("memory:"));
+        assert_eq!(j.reply(&o).unwrap(), without);
     }
 
     #[test]

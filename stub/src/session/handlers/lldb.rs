@@ -648,6 +648,43 @@ const FP_FRAMES: usize = 4;
 /// walk (not a frame of this stack).
 const MAX_FRAME: u64 = 1 << 20;
 
+/// Bytes below the stack pointer a stop reply sends with the stack top:
+/// the x86-64 SysV red zone, where a leaf function keeps its locals and
+/// spilled arguments without moving `rsp` (what lldb reads to show frame
+/// 0's arguments after a step inside one).
+const RED_ZONE: u64 = 128;
+
+/// The stack memory of a stop reply's reporting thread
+/// (`StopSnapshot::memory`): what `jThreadsInfo` sends
+/// ([`expedited_stack`]), with the red zone below the stack pointer in
+/// the same piece as the stack top. lldb serves a read from its cache only
+/// when one piece holds all of it.
+pub(in crate::session) fn stop_stack(
+    t: &mut dyn crate::target::Target,
+    sp: u64,
+    fp: u64,
+    out: &mut Vec<(u64, Vec<u8>)>,
+) {
+    let first = out.len();
+    expedited_stack(t, sp, fp, out);
+    let Some(low) = sp.checked_sub(RED_ZONE) else {
+        return;
+    };
+    let mut red = vec![0u8; RED_ZONE as usize];
+    if !matches!(t.read_memory_into(low, &mut red), Ok(n) if n == red.len()) {
+        return;
+    }
+    match out[first..].iter_mut().find(|(a, _)| *a == sp) {
+        Some((a, top)) => {
+            red.append(top);
+            *a = low;
+            *top = red;
+        }
+        None => out.push((low, red)),
+    }
+    out[first..].sort_unstable_by_key(|(a, _)| *a);
+}
+
 /// The stack and frame pointers among a thread's expedited registers
 /// `(regnum, bytes)`, when the target has both as 8-byte registers.
 pub(in crate::session) fn stack_pointers(

@@ -201,6 +201,10 @@ impl<R: SessionRole> Session<R> {
             self.current_target()
                 .and_then(|t| write_memory_whole(t.as_mut(), addr, data))
         };
+        if r.is_ok() && !data.is_empty() {
+            // The recorded stop's stack bytes may be stale now.
+            self.journal.memory_written();
+        }
         self.reply_unit(r);
     }
 }

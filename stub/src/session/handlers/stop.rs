@@ -218,7 +218,7 @@ impl<R: SessionRole> Session<R> {
         let mut memory = Vec::new();
         if self.features.list_threads && self.role.expedites_stack() {
             if let Some((sp, fp)) = super::lldb::stack_pointers(&**t, &expedited) {
-                super::lldb::expedited_stack(&mut **t, sp, fp, &mut memory);
+                super::lldb::stop_stack(&mut **t, sp, fp, &mut memory);
             }
         }
         let snap = StopSnapshot {
