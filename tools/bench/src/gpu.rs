@@ -8,7 +8,9 @@
 //! resident, it measures on the GPU session:
 //!
 //! - the wave list (`qfThreadInfo` + `qsThreadInfo` to the end), median and
-//!   p99, while the waves run and once they are stopped;
+//!   p99, while the waves run and once they are stopped, with its parts
+//!   ([`ListParts`]), and the same list from a floor server
+//!   ([`floor_list`]) beside it;
 //! - stop-all: from the `\x03` that interrupts the GPU session to its stop
 //!   reply, every wave stopped (checked: each wave's pc is readable), sent
 //!   right after `vCont;c` (resume and stop) and, from running waves, after
