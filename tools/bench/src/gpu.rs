@@ -8,7 +8,9 @@
 //! resident, it measures on the GPU session:
 //!
 //! - the wave list (`qfThreadInfo` + `qsThreadInfo` to the end), median and
-//!   p99, while the waves run and once they are stopped;
+//!   p99, while the waves run and once they are stopped, with its parts
+//!   ([`ListParts`]), and the same list from a floor server
+//!   ([`floor_list`]) beside it;
 //! - stop-all: from the `\x03` that interrupts the GPU session to its stop
 //!   reply, every wave stopped (checked: each wave's pc is readable), sent
 //!   right after `vCont;c` (resume and stop) and, from running waves, after
@@ -52,8 +54,6 @@ use super::Rsp;
 /// lldb's dialect from it.
 const LLDB_QSUPPORTED: &str = "qSupported:xmlRegisters=i386,arm,mips,arc;multiprocess+;fork-events+;vfork-events+;swbreak+;hwbreak+;qXfer:libraries:read+;qXfer:libraries-svr4:read+";
 
-/// Samples per wave-list figure.
-const LIST_SAMPLES: usize = 200;
 /// `jThreadsInfo` samples (the median is printed).
 const JTI_SAMPLES: usize = 5;
 /// How long a resume of every wave is given before the interrupt (the
@@ -297,17 +297,56 @@ impl Rsp {
     /// The whole thread list (`qfThreadInfo`, then `qsThreadInfo` until
     /// `l`): the number of threads.
     fn thread_count(&mut self) -> Result<usize> {
+        Ok(self.list_threads(&mut Vec::new())?.0)
+    }
+
+    /// The whole thread list, each reply decoded into `buf` (reused, as a
+    /// client keeps its packet buffer) and its checksum checked, every id
+    /// counted: the number of threads, and the list's [`ListParts`].
+    pub(super) fn list_threads(&mut self, buf: &mut Vec<u8>) -> Result<(usize, ListParts)> {
         let mut n = 0;
-        let mut r = self.ask("qfThreadInfo")?;
+        let t0 = Instant::now();
+        self.send(b"qfThreadInfo")?;
+        self.recv_into(buf)?;
+        let t1 = self.read_at;
+        let mut t2 = None;
         loop {
-            match r.split_first() {
-                Some((b'm', ids)) => n += ids.iter().filter(|b| **b == b',').count() + 1,
-                Some((b'l', _)) => return Ok(n),
-                _ => bail!("thread list: {}", String::from_utf8_lossy(&r)),
+            match buf.split_first() {
+                Some((b'm', ids)) => n += super::count_byte(ids, b',') + 1,
+                Some((b'l', _)) => {
+                    let end = Instant::now();
+                    let t2 = t2.unwrap_or(end);
+                    let us = |a: Instant, b: Instant| b.duration_since(a).as_secs_f64() * 1e6;
+                    let parts = ListParts {
+                        first: us(t0, t1),
+                        client: us(t1, t2),
+                        rest: us(t2, end),
+                    };
+                    return Ok((n, parts));
+                }
+                _ => bail!("thread list: {}", String::from_utf8_lossy(buf)),
             }
-            r = self.ask("qsThreadInfo")?;
+            t2.get_or_insert_with(Instant::now);
+            self.send(b"qsThreadInfo")?;
+            self.recv_into(buf)?;
         }
     }
+}
+
+/// Where one wave list's time goes, as the client sees it (µs): the three
+/// add up to the list's time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ListParts {
+    /// `qfThreadInfo` sent → the `read` that completed the first reply
+    /// returned: gdbmux's turn, the reply's way through loopback, and this
+    /// client's wake-up.
+    pub first: f64,
+    /// That `read` → `qsThreadInfo` sent: this client's decoding, checksum
+    /// and id count of the first reply.
+    pub client: f64,
+    /// `qsThreadInfo` sent → the `l` read and decoded: the second round
+    /// trip (and any further `m` replies).
+    pub rest: f64,
 }
 
 /// Figures for one wave count.
@@ -331,6 +370,9 @@ pub struct GpuFigures {
     /// CPU time of gdbmux's loop thread per wave list, mean over the
     /// samples, running and stopped (µs).
     pub list_cpu_us: (f64, f64),
+    /// The wave list's parts ([`ListParts`]: first reply, client, rest),
+    /// median and p99 of each (µs), running and stopped.
+    pub list_parts: [PartQuantiles; 2],
     pub jti_bytes: usize,
     /// lldb: `SBProcess.Stop` of the GPU process, then `thread list` (ms;
     /// NaN when not measured).
@@ -349,21 +391,35 @@ fn quantiles(mut v: Vec<f64>) -> (f64, f64) {
     (v[v.len() / 2], v[p99])
 }
 
-/// Wave list figures: (median, p99) wall-clock µs, and the loop thread's
-/// mean CPU µs per listing.
-fn timed_list(g: &mut Rsp, n: usize, expect: usize, pid: u32) -> Result<((f64, f64), f64)> {
+/// Median and p99 (µs) of each [`ListParts`] field: first reply, client,
+/// rest.
+pub type PartQuantiles = [(f64, f64); 3];
+
+/// Wave list figures: (median, p99) wall-clock µs, the loop thread's mean
+/// CPU µs per listing, and the parts' quantiles.
+fn timed_list(
+    g: &mut Rsp,
+    n: usize,
+    expect: usize,
+    pid: u32,
+) -> Result<((f64, f64), f64, PartQuantiles)> {
     let mut v = Vec::with_capacity(n);
+    let mut parts: [Vec<f64>; 3] = std::array::from_fn(|_| Vec::with_capacity(n));
+    let mut buf = Vec::new();
     let c0 = thread_cpu_ns(pid, pid)?;
     for _ in 0..n {
         let t = Instant::now();
-        let got = g.thread_count()?;
+        let (got, p) = g.list_threads(&mut buf)?;
         v.push(t.elapsed().as_secs_f64() * 1e6);
         if got != expect {
             bail!("wave list: {got} waves, expected {expect}");
         }
+        for (q, x) in parts.iter_mut().zip([p.first, p.client, p.rest]) {
+            q.push(x);
+        }
     }
     let cpu = thread_cpu_ns(pid, pid)?.saturating_sub(c0) as f64 / 1e3 / n as f64;
-    Ok((quantiles(v), cpu))
+    Ok((quantiles(v), cpu, parts.map(quantiles)))
 }
 
 /// `connect://HOST:PORT` of the Initialize reply's offer.
@@ -407,7 +463,7 @@ pub fn measure(gdbmux: &Path, fx: &GpuFixture, a: &Args, waves: usize) -> Result
         a.gdbmux_args.clone()
     };
     let (mut child, port) = start_args("gdbmux", gdbmux, &extra, &fx.prog, &args, &[])?;
-    let r = measure_on(port, fx, waves, child.id(), a.gpu_stop_cycles.max(1), echo);
+    let r = measure_on(port, fx, waves, child.id(), a, echo);
     let _ = child.kill();
     let _ = child.wait();
     let mut r = r?;
@@ -439,9 +495,11 @@ fn measure_on(
     fx: &GpuFixture,
     waves: usize,
     pid: u32,
-    stop_cycles: usize,
+    a: &Args,
     echo: bool,
 ) -> Result<GpuFigures> {
+    let stop_cycles = a.gpu_stop_cycles.max(1);
+    let list_samples = a.gpu_list_samples.max(1);
     let mut cpu = Rsp::connect(port)?;
     cpu.handshake_lldb()?;
     let ready = nm(&fx.prog, "bench_gpu_ready")?;
@@ -467,7 +525,8 @@ fn measure_on(
             bail!("{waves} waves did not become resident within 120 s");
         }
     }
-    let (list_running, list_running_cpu) = timed_list(&mut g, LIST_SAMPLES, waves, pid)?;
+    let (list_running, list_running_cpu, parts_running) =
+        timed_list(&mut g, list_samples, waves, pid)?;
 
     // Stop-all: resume the GPU session and interrupt it at once. gdbmux
     // serves the resume before it reads the interrupt, so the figure is an
@@ -515,7 +574,8 @@ fn measure_on(
     }
     let jti_ms = quantiles(jti).0;
     let jti_cpu_ms = quantiles(jti_cpu).0;
-    let (list_stopped, list_stopped_cpu) = timed_list(&mut g, LIST_SAMPLES, waves, pid)?;
+    let (list_stopped, list_stopped_cpu, parts_stopped) =
+        timed_list(&mut g, list_samples, waves, pid)?;
 
     // Stop-all of waves that run: resume every stopped wave, give the
     // resume time to be served (nothing on the wire says when it was), then
@@ -551,6 +611,7 @@ fn measure_on(
         jti_ms,
         jti_cpu_ms,
         list_cpu_us: (list_running_cpu, list_stopped_cpu),
+        list_parts: [parts_running, parts_stopped],
         jti_bytes,
         lldb_stop_ms: f64::NAN,
         lldb_list_ms: f64::NAN,
@@ -578,6 +639,7 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
         .iter()
         .map(|_| counts.iter().map(|_| Vec::new()).collect())
         .collect();
+    let mut floors: Vec<Vec<FloorList>> = counts.iter().map(|_| Vec::new()).collect();
     for round in 0..a.rounds.max(1) {
         for (i, n) in counts.iter().enumerate() {
             for k in 0..bins.len() {
@@ -589,6 +651,11 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
                     Err(e) => eprintln!("  {name}, {n} waves: {e:#}"),
                 }
             }
+            eprintln!("round {} : floor server, a list of {n} ids …", round + 1);
+            match floor_list(gdbmux, &fx, a, *n) {
+                Ok(f) => floors[i].push(f),
+                Err(e) => eprintln!("  floor server, {n} ids: {e:#}"),
+            }
         }
     }
     let reports: Vec<Vec<GpuFigures>> = runs.into_iter().map(medians).collect();
@@ -598,7 +665,77 @@ pub fn mode(a: &Args, root: &Path, out: &Path, gdbmux: &Path) -> Result<()> {
     if let [new, base] = reports.as_slice() {
         ab_table(new, base);
     }
+    floor_table(&counts, floors);
     Ok(())
+}
+
+/// The floor server's wave list ([`floor_list`]).
+struct FloorList {
+    /// Median and p99 (µs).
+    list: (f64, f64),
+    /// The floor server's CPU per list (µs).
+    cpu: f64,
+    parts: PartQuantiles,
+}
+
+/// The wave list from the floor server (`rsp-bench --echo-server 0
+/// --echo-list N`: blocking reads and writes, the list of `waves` ids
+/// framed once at its start, `l` for `qsThreadInfo`), timed by the same
+/// client as gdbmux's: what the list costs with no server work but its
+/// two reads and writes, the kernel's loopback and this client.
+fn floor_list(gdbmux: &Path, fx: &GpuFixture, a: &Args, waves: usize) -> Result<FloorList> {
+    let args = ["--echo-list".to_string(), waves.to_string()];
+    let (mut child, port) = start_args("floor", gdbmux, "", &fx.prog, &args, &[])?;
+    let r = (|| -> Result<FloorList> {
+        let mut c = Rsp::connect(port)?;
+        c.noack = true;
+        // Warm the connection as gdbmux's lists are (it has served many).
+        for _ in 0..20 {
+            c.thread_count()?;
+        }
+        let (list, cpu, parts) = timed_list(&mut c, a.gpu_list_samples.max(1), waves, child.id())?;
+        Ok(FloorList { list, cpu, parts })
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    r
+}
+
+/// The floor server's wave-list figures per wave count, medians over the
+/// rounds.
+fn floor_table(counts: &[usize], floors: Vec<Vec<FloorList>>) {
+    let med = |v: Vec<f64>| quantiles(v).0;
+    println!();
+    println!(
+        "Floor server's wave list (blocking read and write, the reply framed once; the same \
+         client), medians over the rounds, µs"
+    );
+    println!("| ids | median | p99 | server CPU per list | first reply median / p99 | client median / p99 | qsThreadInfo round trip median / p99 |");
+    println!("|---|---|---|---|---|---|---|");
+    for (n, f) in counts.iter().zip(floors) {
+        if f.is_empty() {
+            continue;
+        }
+        let part = |k: usize| {
+            (
+                med(f.iter().map(|x| x.parts[k].0).collect()),
+                med(f.iter().map(|x| x.parts[k].1).collect()),
+            )
+        };
+        let (p0, p1, p2) = (part(0), part(1), part(2));
+        println!(
+            "| {n} | {:.1} | {:.1} | {:.1} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1} / {:.1} |",
+            med(f.iter().map(|x| x.list.0).collect()),
+            med(f.iter().map(|x| x.list.1).collect()),
+            med(f.iter().map(|x| x.cpu).collect()),
+            p0.0,
+            p0.1,
+            p1.0,
+            p1.1,
+            p2.0,
+            p2.1
+        );
+    }
 }
 
 /// Each wave count's figures, the median over its rounds.
@@ -625,6 +762,14 @@ fn medians(runs: Vec<Vec<GpuFigures>>) -> Vec<GpuFigures> {
                 med(v.iter().map(|f| f.list_cpu_us.0).collect()),
                 med(v.iter().map(|f| f.list_cpu_us.1).collect()),
             ),
+            list_parts: std::array::from_fn(|state| {
+                std::array::from_fn(|part| {
+                    (
+                        med(v.iter().map(|f| f.list_parts[state][part].0).collect()),
+                        med(v.iter().map(|f| f.list_parts[state][part].1).collect()),
+                    )
+                })
+            }),
             jti_bytes: v[0].jti_bytes,
             lldb_stop_ms: med(v
                 .iter()
@@ -673,6 +818,15 @@ fn report(name: &str, rows: &[GpuFigures], a: &Args) -> Result<()> {
             "- jThreadsInfo reply for {} waves: {} bytes",
             r.waves, r.jti_bytes
         );
+    }
+    for r in rows {
+        for (state, q) in ["running", "stopped"].iter().zip(&r.list_parts) {
+            println!(
+                "- wave list of {} waves, {state}, median / p99 (µs): first reply {:.1} / {:.1}, \
+                 client {:.1} / {:.1}, qsThreadInfo round trip {:.1} / {:.1}",
+                r.waves, q[0].0, q[0].1, q[1].0, q[1].1, q[2].0, q[2].1
+            );
+        }
     }
     for r in rows.iter().filter(|r| !r.lldb_list_packets.is_empty()) {
         println!(

@@ -163,6 +163,10 @@ struct Args {
     /// more of the stop-all to sample).
     #[arg(long, default_value_t = 3)]
     gpu_stop_cycles: usize,
+    /// GPU scale: wave lists timed per figure (running, stopped), per
+    /// round (more give a profiler or tracer more lists to see).
+    #[arg(long, default_value_t = 200)]
+    gpu_list_samples: usize,
     /// lldb mode: stock lldb 23.1 against each stub with programs of these
     /// many threads (comma list, e.g. 100,1000: `thread list`, stop of all
     /// threads, and how each grows with the thread count).
@@ -183,6 +187,11 @@ struct Args {
     /// Internal: run the do-nothing floor server on this port.
     #[arg(long, hide = true)]
     echo_server: Option<u16>,
+    /// Internal: the floor server answers `qfThreadInfo` with a prebuilt
+    /// list of this many thread ids (lldb's form) and `qsThreadInfo` with
+    /// `l` (the GPU scale's floor for the wave list).
+    #[arg(long, hide = true)]
+    echo_list: Option<usize>,
 }
 
 /// Where the client and the server run for a latency figure.
@@ -226,14 +235,33 @@ fn start_affinity() -> nix::sched::CpuSet {
 }
 
 /// The floor server: answers every `#xx`-terminated packet with a fixed
-/// `qC` reply, blocking reads and writes, no parsing beyond that.
-fn echo_server(port: u16) -> Result<()> {
+/// `qC` reply, blocking reads and writes, no parsing beyond that. With
+/// `list` (`--echo-list N`) it answers `qfThreadInfo` with a list of N
+/// thread ids framed once at the start (`mp<pid>.2,3,…`, the pid on the
+/// first id only, as gdbmux answers lldb) and `qsThreadInfo` with `l`:
+/// what a wave list costs with nothing to do but the two reads and writes.
+fn echo_server(port: u16, list: Option<usize>) -> Result<()> {
     let l = std::net::TcpListener::bind(("127.0.0.1", port))?;
     eprintln!("Listening on port {}", l.local_addr()?.port());
+    echo_serve(l, list)
+}
+
+/// [`echo_server`] on a bound listener: one client, until it closes.
+fn echo_serve(l: std::net::TcpListener, list: Option<usize>) -> Result<()> {
     let (mut s, _) = l.accept()?;
     s.set_nodelay(true)?;
+    let framed_list = list.map(|n| {
+        let mut body = format!("mp{:x}.2", std::process::id());
+        for tid in 3..n as u64 + 2 {
+            body.push_str(&format!(",{tid:x}"));
+        }
+        format!("${body}#{:02x}", checksum(body.as_bytes())).into_bytes()
+    });
     let mut buf = [0u8; 4096];
     let mut tail = 0usize;
+    // The start of the packet's body, enough to tell the two list packets.
+    let mut head = [0u8; 12];
+    let mut head_len = 0usize;
     loop {
         let n = s.read(&mut buf)?;
         if n == 0 {
@@ -243,10 +271,19 @@ fn echo_server(port: u16) -> Result<()> {
             if tail > 0 {
                 tail -= 1;
                 if tail == 0 {
-                    s.write_all(b"$QCp1.1#94")?;
+                    match (&framed_list, &head[..head_len]) {
+                        (Some(f), b"qfThreadInfo") => s.write_all(f)?,
+                        (Some(_), b"qsThreadInfo") => s.write_all(b"$l#6c")?,
+                        _ => s.write_all(b"$QCp1.1#94")?,
+                    }
                 }
             } else if *b == b'#' {
                 tail = 2;
+            } else if *b == b'$' {
+                head_len = 0;
+            } else if head_len < head.len() {
+                head[head_len] = *b;
+                head_len += 1;
             }
         }
     }
@@ -328,9 +365,9 @@ fn floor_cpu(gdbmux: &Path, prog: &Path, a: &Args) -> Result<f64> {
 /// A fair client for large replies: the socket is read straight into one
 /// buffer (no copy from a scratch buffer), `$`/`#` are found with `memchr`,
 /// and each read's part of the frame is decoded at once into a reused
-/// output buffer ([`Rsp::recv_into`]). The read buffer is reset whenever
-/// it has been consumed to its end; at most the two bytes of an escape cut
-/// by a read, or a split `#cc`, are moved.
+/// output buffer ([`Rsp::recv_into`]), its checksum checked. The read
+/// buffer is reset whenever it has been consumed to its end; at most the
+/// two bytes of an escape cut by a read, or a split `#cc`, are moved.
 struct Rsp {
     s: TcpStream,
     /// Received bytes are `buf[pos..filled]`.
@@ -338,6 +375,9 @@ struct Rsp {
     pos: usize,
     filled: usize,
     noack: bool,
+    /// When the last `read` returned (the GPU wave list's per-part
+    /// figures: the read that completed a reply).
+    read_at: Instant,
 }
 
 /// The receive buffer (frames are decoded as they arrive, so it never
@@ -359,6 +399,7 @@ impl Rsp {
             pos: 0,
             filled: 0,
             noack: false,
+            read_at: Instant::now(),
         })
     }
 
@@ -378,17 +419,20 @@ impl Rsp {
         Ok(out)
     }
 
-    /// Receive one packet, decoded into `out` (cleared first). The body is
-    /// decoded as it arrives, after each read, as gdb's `read_frame`
-    /// (remote.c) takes each byte as it is read: the decoding of a large
-    /// reply overlaps the server's sending of the rest, instead of
-    /// following the last byte (until 2026-12-02 this client decoded the
-    /// whole frame after its `#`, a wait of about 0.4 ms per MiB here in
-    /// which no server could send anything). A `}` or `*` that ends a read
-    /// waits for the byte after it.
+    /// Receive one packet, decoded into `out` (cleared first), its
+    /// checksum checked (a mismatch is an error). The body is decoded as
+    /// it arrives, after each read, as gdb's `read_frame` (remote.c) takes
+    /// each byte as it is read: the decoding of a large reply overlaps the
+    /// server's sending of the rest, instead of following the last byte
+    /// (until 2026-12-02 this client decoded the whole frame after its
+    /// `#`, a wait of about 0.4 ms per MiB here in which no server could
+    /// send anything). A `}` or `*` that ends a read waits for the byte
+    /// after it. The checksum is summed over the same raw bytes as they
+    /// are decoded (a vectorised pass over bytes already in cache).
     fn recv_into(&mut self, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         let mut in_frame = false;
+        let mut sum = 0u8;
         loop {
             if !in_frame {
                 match memchr::memchr(b'$', &self.buf[self.pos..self.filled]) {
@@ -406,11 +450,23 @@ impl Rsp {
                 match memchr::memchr(b'#', pending) {
                     Some(h) => {
                         let used = decode_into(&pending[..h], out);
+                        sum = sum.wrapping_add(checksum(&pending[..used]));
                         self.pos += used;
                         if used < h {
                             bail!("a frame ends inside an escape or a run");
                         }
                         if self.filled - self.pos >= 3 {
+                            let cc = &self.buf[self.pos + 1..self.pos + 3];
+                            let got = std::str::from_utf8(cc)
+                                .ok()
+                                .and_then(|t| u8::from_str_radix(t, 16).ok());
+                            if got != Some(sum) {
+                                bail!(
+                                    "checksum {} of a {}-byte reply, computed {sum:02x}",
+                                    String::from_utf8_lossy(cc),
+                                    out.len()
+                                );
+                            }
                             self.pos += 3;
                             if self.pos == self.filled {
                                 self.pos = 0;
@@ -422,7 +478,11 @@ impl Rsp {
                             return Ok(());
                         }
                     }
-                    None => self.pos += decode_into(pending, out),
+                    None => {
+                        let used = decode_into(pending, out);
+                        sum = sum.wrapping_add(checksum(&pending[..used]));
+                        self.pos += used;
+                    }
                 }
             }
             // At most a `}`, a `*` or a part of `#cc` is left: move it to
@@ -436,6 +496,7 @@ impl Rsp {
                 self.pos = 0;
             }
             let n = self.s.read(&mut self.buf[self.filled..])?;
+            self.read_at = Instant::now();
             if n == 0 {
                 bail!("connection closed");
             }
@@ -482,32 +543,45 @@ fn marks(block: &[u8; 64]) -> u64 {
     mask
 }
 
+/// Blocks without an escape or a run, in a row, after which
+/// [`decode_into`] searches for the next one with `memchr2` (binary data
+/// rarely has four: a block is free of the two bytes about a third of the
+/// time).
+const PLAIN_BLOCKS: u32 = 4;
+
 /// Undo `}` escapes and RLE, appending to `out`: 64 bytes at a time, a
 /// block without `}` or `*` copied whole, otherwise the plain bytes up to
 /// the first one copied in one go. Binary memory has an escape every 64
 /// bytes or so: a search that restarts at each one (`memchr2`) decoded at
 /// about 1 GB/s here and capped the read figures; this runs about three
-/// times faster. Returns how many bytes of `raw` it took: all but a `}`
-/// or `*` that ends it, whose second byte has not arrived yet.
+/// times faster. But text with no escape at all (a thread list's 45 KB of
+/// ids) went at the blocks' pace too, 6 µs for such a list here: after
+/// [`PLAIN_BLOCKS`] blocks in a row without one, the rest up to the next
+/// `}` or `*` is found with `memchr2` and copied in one go (1.6 µs for that
+/// list). Returns how many bytes of `raw` it took: all but a `}` or `*`
+/// that ends it, whose second byte has not arrived yet.
 fn decode_into(raw: &[u8], out: &mut Vec<u8>) -> usize {
     out.reserve(raw.len());
     let mut i = 0;
+    let mut plain_blocks = 0;
     while i < raw.len() {
-        let plain = match raw
+        let block = raw
             .get(i..i + 64)
-            .and_then(|s| <&[u8; 64]>::try_from(s).ok())
-        {
-            Some(block) => {
+            .and_then(|s| <&[u8; 64]>::try_from(s).ok());
+        let plain = match block {
+            Some(block) if plain_blocks < PLAIN_BLOCKS => {
                 let m = marks(block);
                 if m == 0 {
                     out.extend_from_slice(block);
                     i += 64;
+                    plain_blocks += 1;
                     continue;
                 }
                 m.trailing_zeros() as usize
             }
-            None => memchr::memchr2(b'}', b'*', &raw[i..]).unwrap_or(raw.len() - i),
+            _ => memchr::memchr2(b'}', b'*', &raw[i..]).unwrap_or(raw.len() - i),
         };
+        plain_blocks = 0;
         out.extend_from_slice(&raw[i..i + plain]);
         i += plain;
         match &raw[i..] {
@@ -529,6 +603,30 @@ fn decode_into(raw: &[u8], out: &mut Vec<u8>) -> usize {
         }
     }
     i
+}
+
+/// The RSP checksum of `raw` (the sum of its bytes modulo 256): written
+/// so that it compiles to a vector loop.
+fn checksum(raw: &[u8]) -> u8 {
+    raw.iter().fold(0u8, |a, b| a.wrapping_add(*b))
+}
+
+/// How many times `needle` occurs in `hay`, 64 bytes at a time with a byte
+/// counter per block (vector compares and adds). The plain
+/// `filter(..).count()` of every byte compiled to four bytes per step with
+/// 64-bit counters here: 15 µs for the 45 KB of a 10,000-wave list, a
+/// third of that list's whole round trip on this VM; this takes about 1 µs.
+fn count_byte(hay: &[u8], needle: u8) -> usize {
+    let mut blocks = hay.chunks_exact(64);
+    let mut n = 0;
+    for block in &mut blocks {
+        let mut k = 0u8;
+        for &b in block {
+            k += u8::from(b == needle);
+        }
+        n += usize::from(k);
+    }
+    n + blocks.remainder().iter().filter(|&&b| b == needle).count()
 }
 
 /// Hex text to bytes (pairs; a bad digit reads as 0).
@@ -1399,7 +1497,7 @@ fn main() -> Result<()> {
     let a = Args::parse();
     START_AFFINITY.get_or_init(start_affinity);
     if let Some(port) = a.echo_server {
-        return echo_server(port);
+        return echo_server(port, a.echo_list);
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     // The fixtures are built per run: two benches at once (two engineers'
@@ -1770,29 +1868,132 @@ mod tests {
         let mut out = Vec::new();
         decode_into(b"a*\"b", &mut out);
         assert_eq!(out, b"aaaaaab");
+        // Long stretches without an escape (`memchr2` after four plain
+        // blocks), an escape now and then, one right after the stretch.
+        let text: Vec<u8> = (0..20_000usize)
+            .map(|i| match i % 700 {
+                0 => b'#',
+                1 => b'}',
+                _ => b"0123456789abcdef,"[i % 17],
+            })
+            .collect();
+        for cut in [0, 5, 64] {
+            let mut out = text[..cut].to_vec();
+            assert_eq!(decode_into(&escaped(&text), &mut out), escaped(&text).len());
+            assert_eq!(&out[cut..], &text[..], "after {cut} bytes");
+        }
     }
 
     /// Decoded read by read (as `Rsp::recv_into` does): an escape or a run
     /// cut by a read waits for its second byte, wherever the cut falls.
     #[test]
     fn decode_in_pieces_matches_decode_whole() {
-        let data: Vec<u8> = (0..3000usize).map(|i| (i * 7 + 0x11) as u8).collect();
-        let mut raw = escaped(&data);
-        raw.extend(b"z*\"");
-        let mut whole = Vec::new();
-        assert_eq!(decode_into(&raw, &mut whole), raw.len());
-        for piece in [1, 2, 63, 64, 65, 127, 500] {
-            let mut out = Vec::new();
-            let (mut pos, mut end) = (0, 0);
-            while end < raw.len() {
-                end = (end + piece).min(raw.len());
-                pos += decode_into(&raw[pos..end], &mut out);
+        let binary: Vec<u8> = (0..3000usize).map(|i| (i * 7 + 0x11) as u8).collect();
+        // Text: escapes far apart (the `memchr2` stretches).
+        let text: Vec<u8> = (0..3000usize)
+            .map(|i| {
+                if i % 900 == 0 {
+                    b'$'
+                } else {
+                    b"0123456789abcdef,"[i % 17]
+                }
+            })
+            .collect();
+        for data in [binary, text] {
+            let mut raw = escaped(&data);
+            raw.extend(b"z*\"");
+            let mut whole = Vec::new();
+            assert_eq!(decode_into(&raw, &mut whole), raw.len());
+            for piece in [1, 2, 63, 64, 65, 127, 500] {
+                let mut out = Vec::new();
+                let (mut pos, mut end) = (0, 0);
+                while end < raw.len() {
+                    end = (end + piece).min(raw.len());
+                    pos += decode_into(&raw[pos..end], &mut out);
+                }
+                assert_eq!(pos, raw.len(), "pieces of {piece}");
+                assert_eq!(out, whole, "pieces of {piece}");
             }
-            assert_eq!(pos, raw.len(), "pieces of {piece}");
-            assert_eq!(out, whole, "pieces of {piece}");
         }
         let mut out = b"a".to_vec();
         assert_eq!(decode_into(b"b}", &mut out), 1);
         assert_eq!(decode_into(b"b*", &mut out), 1);
+    }
+
+    #[test]
+    fn count_byte_matches_a_plain_count() {
+        let data: Vec<u8> = (0..1000usize).map(|i| b",0a,"[(i * 7) % 4]).collect();
+        for len in [0, 1, 63, 64, 65, 127, 128, 129, 1000] {
+            let plain = data[..len].iter().filter(|&&b| b == b',').count();
+            assert_eq!(super::count_byte(&data[..len], b','), plain, "{len} bytes");
+        }
+        // 64 of them in one block (the block's byte counter at its most).
+        assert_eq!(super::count_byte(&[b','; 64 * 3 + 5], b','), 64 * 3 + 5);
+    }
+
+    /// A client connected to a server socket that this test writes to.
+    fn pair() -> (super::Rsp, std::net::TcpStream) {
+        let l = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let mut c = super::Rsp::connect(port).unwrap();
+        c.noack = true;
+        let (s, _) = l.accept().unwrap();
+        (c, s)
+    }
+
+    /// Replies are checked against their checksums, escapes and runs
+    /// included (the sum is over the bytes as sent), in one read or cut
+    /// across reads; a wrong one is an error.
+    #[test]
+    fn replies_are_checked_against_their_checksums() {
+        use std::io::Write as _;
+        let (mut c, mut s) = pair();
+        let mut out = Vec::new();
+        let body = b"m1,2,}\x03a*\"";
+        let sum = super::checksum(body);
+        let mut frame = b"$".to_vec();
+        frame.extend_from_slice(body);
+        frame.extend(format!("#{sum:02x}").bytes());
+        s.write_all(&frame).unwrap();
+        c.recv_into(&mut out).unwrap();
+        assert_eq!(out, b"m1,2,#aaaaaa");
+        // Written in three pieces (after the `}`, then inside `#cc`), which
+        // the client may read cut there or not: the same reply either way.
+        s.write_all(&frame[..7]).unwrap();
+        let (rest, tail) = frame[7..].split_at(frame.len() - 8);
+        let writer = std::thread::spawn({
+            let mut s = s.try_clone().unwrap();
+            let (rest, tail) = (rest.to_vec(), tail.to_vec());
+            move || {
+                s.write_all(&rest).unwrap();
+                s.write_all(&tail).unwrap();
+            }
+        });
+        c.recv_into(&mut out).unwrap();
+        writer.join().unwrap();
+        assert_eq!(out, b"m1,2,#aaaaaa");
+        let last = frame.len() - 1;
+        frame[last] ^= 1;
+        s.write_all(&frame).unwrap();
+        let e = c.recv_into(&mut out).unwrap_err().to_string();
+        assert!(e.contains("checksum"), "{e}");
+    }
+
+    /// The floor server's list: the ids it was asked for, in lldb's form,
+    /// counted by the bench's own list reader; then `l`.
+    #[test]
+    fn the_floor_server_lists_its_ids() {
+        let l = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || super::echo_serve(l, Some(3000)));
+        let mut c = super::Rsp::connect(port).unwrap();
+        c.noack = true;
+        let mut buf = Vec::new();
+        for _ in 0..3 {
+            assert_eq!(c.list_threads(&mut buf).unwrap().0, 3000);
+        }
+        assert_eq!(c.ask("qC").unwrap(), b"QCp1.1");
+        drop(c);
+        server.join().unwrap().unwrap();
     }
 }
