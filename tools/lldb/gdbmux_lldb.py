@@ -63,6 +63,10 @@ _state = {
     "cpu_is_stopped": True,
     "carry": None,  # breakpoints for the GPU target's stop hook to set
     "gpu_hook_id": None,  # the GPU target's stop hook (enabled for a carry)
+    # The GPU's first run, continued asynchronously in synchronous lldb: the
+    # text of its first stop, formatted by the GPU target's stop hook on the
+    # thread that takes that stop in (lldb's event thread); see _first_stop.
+    "first_stop": None,
     "gpu_markers": {},  # GPU process uid -> broadcaster of the continue markers
     "gpu_markers_pending": {},  # GPU process uid -> markers its listener has not taken
     "lock": threading.Lock(),
@@ -454,11 +458,33 @@ class AllStopHook:
             ok = cond.wait_for(lambda: _state["gpu_is_stopped"], GPU_STOP_WAIT_S)
         _trace(f"all-stop: CPU stop hook: GPU stop taken: {ok}")
         dbg.SetSelectedTarget(gpu_t)
+        first = _state.get("first_stop")
+        if ok and first is not None:
+            if first.get("text") is None:
+                # The GPU's first run: lldb's event thread took this stop
+                # in, and the stop hook has not formatted it (lldb ran no
+                # stop hook for it): lldb prints it, the helper does not.
+                return True
+            _state["first_stop"] = None
+            if first.get("stop_id") == gpu_t.GetProcess().GetStopID():
+                # The GPU's first run (continued asynchronously): lldb's
+                # event thread took this stop in and prints it now.
+                # Formatting it here too ran two threads through lldb
+                # 23.1's source display at once, which is not thread-safe
+                # (finding 18): the GPU target's stop hook formatted it on
+                # the event thread, before that thread's own print.
+                if first["text"]:
+                    stream.Print(f"GPU target (selected): {first['text']}")
+                return True
+            # Formatted for an earlier stop (the first one was not a wave's):
+            # this one was taken in by a synchronous continue (below).
         if ok:
             # The command waited on the CPU, whose stop it prints; lldb prints
             # the GPU's on its event thread, at any time (in `lldb -b` after
             # later commands, or not at all when the GPU target was not yet
             # selected): the wave's stop goes with this command's output.
+            # (This stop was taken in by a synchronous continue of the GPU,
+            # the helper's worker: lldb's event thread never sees it.)
             th = gpu_t.GetProcess().GetSelectedThread()
             status = lldb.SBStream()
             if th.IsValid() and th.GetStatus(status):
@@ -489,8 +515,11 @@ class AllStopHook:
 
     def _gpu_stop(self, exe_ctx):
         """The GPU target's stop (enabled only while a carry waits:
-        _carry_at_all_stop). On the thread that holds the GPU target: the
-        breakpoints are set here."""
+        _carry_at_all_stop, or for the GPU's first stop: _first_stop). On
+        the thread that holds the GPU target: the breakpoints are set here."""
+        first = _state.get("first_stop")
+        if first is not None and first.get("text") is None:
+            _first_stop(first, exe_ctx, self.target)
         carry = _state.get("carry")
         if carry is None or not _all_stop_stop(exe_ctx.GetProcess()):
             return True
@@ -513,6 +542,27 @@ class AllStopHook:
             ok = cond.wait_for(lambda: _state["cpu_is_stopped"], GPU_STOP_WAIT_S)
         _trace(f"all-stop: GPU stop hook: CPU stop taken: {ok}")
         return True
+
+
+def _first_stop(first, exe_ctx, gpu_t):
+    """The GPU's first stop, in the GPU target's stop hook: formats it for
+    the CPU stop hook to print (`GPU target (selected): ...`). The GPU's
+    first run is continued asynchronously (the loader hook's callback runs
+    with the debugger's async flag on), so lldb's event thread takes this
+    stop in and, the GPU target selected, prints it with its source lines.
+    lldb 23.1's source display has no lock (`SourceManager` and its file
+    cache: two threads in `SourceManager::File::CalculateLineOffsets` on one
+    file aborted lldb with std::bad_alloc, crashed it in malloc, or listed
+    the wrong lines; finding 18). A stop hook runs on the thread that takes
+    the stop in, before that thread prints it: formatted here, the two
+    passes over the source run one after the other. The hook is disabled
+    again: it runs only for this stop."""
+    th = exe_ctx.GetThread()
+    status = lldb.SBStream()
+    first["stop_id"] = exe_ctx.GetProcess().GetStopID()
+    first["text"] = status.GetData() if th.IsValid() and th.GetStatus(status) else ""
+    _gpu_hook(_state["dbg"], gpu_t, "disable")
+    _trace(f"first GPU stop formatted in the GPU stop hook on {threading.current_thread().name}")
 
 
 def _hold_exits(dbg, cpu_t):
@@ -785,6 +835,11 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
     The CPU stays at the hook until the update is done, so breakpoints are
     in place before the new code runs."""
     dbg = _state["dbg"] or lldb.debugger
+    # In synchronous lldb (`lldb -b`) the CPU's stop is taken in, and this
+    # callback run, on lldb's main thread (the command waits there); in
+    # asynchronous lldb on lldb's event thread. (The debugger's async flag
+    # cannot tell: lldb sets it around every breakpoint callback.)
+    sync = threading.current_thread() is threading.main_thread()
     side = _cpu_side(dbg)
     if side is None:
         return False
@@ -851,6 +906,11 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
                 # that command ("Process is running").
                 _state["gpu_started"] = True
                 _set_gpu_stopped(False)
+                if sync and _state.get("gpu_hook_id"):
+                    # Its first stop goes to lldb's event thread, which prints
+                    # it: the GPU target's stop hook formats it there
+                    # (_first_stop; enabled below, on the callback's thread).
+                    _state["first_stop"] = {"text": None}
                 _async(dbg, gpu.Continue)
         finally:
             if locked:
@@ -861,6 +921,13 @@ def loader_hook(frame, bp_loc, extra_args, internal_dict):
     threading.Thread(target=work, name="gdbmux-loader", daemon=True).start()
     done.wait()
     _trace(f"loader hook: update done after {time.monotonic() - started:.3f} s")
+    first = _state.get("first_stop")
+    if first is not None and first.get("text") is None and not first.get("armed"):
+        # The GPU's first run has begun: no wave runs before the CPU leaves
+        # this hook (nothing was dispatched before the first code object),
+        # so the stop hook is on before the GPU's first stop.
+        first["armed"] = True
+        _gpu_hook(dbg, gpu_t, "enable")
     for bp, gid in carried:
         _report_carried(bp, gid)
     return False

@@ -55,6 +55,7 @@
 //! other work for it; all are in-memory kernel tables).
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::fmt;
 use std::net::IpAddr;
 use std::net::SocketAddr;
@@ -612,34 +613,50 @@ fn unix_peer(s: &mio::net::UnixStream) -> Peer {
 /// `net` (`/proc/net`: this server's; `/proc/PID/net`: that process's).
 fn socket_table(net: &str) -> Vec<TcpSocket> {
     let mut out = Vec::new();
+    let mut seen = HashSet::new();
     for (file, v6) in [("tcp", false), ("tcp6", true)] {
         let Ok(text) = std::fs::read_to_string(format!("{net}/{file}")) else {
             continue;
         };
-        for line in text.lines().skip(1) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let (Some(l), Some(r), Some(st), Some(ino)) = (f.get(1), f.get(2), f.get(3), f.get(9))
-            else {
-                continue;
-            };
-            if let (Some(local), Some(remote), Ok(inode)) =
-                (parse_addr(l, v6), parse_addr(r, v6), ino.parse::<u64>())
-            {
-                let state = match *st {
-                    "01" => TcpState::Established,
-                    "0A" => TcpState::Listen,
-                    _ => TcpState::Other,
-                };
-                out.push(TcpSocket {
-                    local,
-                    remote,
-                    state,
-                    inode,
-                });
-            }
-        }
+        parse_socket_table(&text, v6, &mut out, &mut seen);
     }
     out
+}
+
+/// Appends the sockets of one `/proc/net/tcp{,6}` text to `out`, each
+/// once (`seen`: the inodes in `out`). The kernel writes that file a page per `read(2)` and resumes the
+/// next page by position in its socket hash, so while connections come and
+/// go one text can list a socket twice (or skip one): seen with eight
+/// tests opening connections at once, a forwarder's one relayed connection
+/// listed three times made it a relay of three connections, and its claim
+/// was refused. A socket is its inode; rows without one (inode 0:
+/// `TIME_WAIT` and other ownerless states) are kept as they are.
+fn parse_socket_table(text: &str, v6: bool, out: &mut Vec<TcpSocket>, seen: &mut HashSet<u64>) {
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(l), Some(r), Some(st), Some(ino)) = (f.get(1), f.get(2), f.get(3), f.get(9))
+        else {
+            continue;
+        };
+        if let (Some(local), Some(remote), Ok(inode)) =
+            (parse_addr(l, v6), parse_addr(r, v6), ino.parse::<u64>())
+        {
+            if inode != 0 && !seen.insert(inode) {
+                continue;
+            }
+            let state = match *st {
+                "01" => TcpState::Established,
+                "0A" => TcpState::Listen,
+                _ => TcpState::Other,
+            };
+            out.push(TcpSocket {
+                local,
+                remote,
+                state,
+                inode,
+            });
+        }
+    }
 }
 
 /// `0100007F:1F90` (IPv4) or 32 hex digits `:PORT` (IPv6): the address

@@ -327,6 +327,54 @@ fn chain_host(n: u32) -> Host {
     host
 }
 
+/// One `/proc/net/tcp` row (IPv4 loopback addresses) of socket `inode`.
+fn proc_row(local: u16, remote: u16, st: &str, inode: u64) -> String {
+    let lo = u32::from_ne_bytes([127, 0, 0, 1]);
+    format!(
+        "   0: {lo:08X}:{local:04X} {lo:08X}:{remote:04X} {st} 00000000:00000000 00:00000000 00000000     0        0 {inode} 1 0000000000000000 20 4 30 10 -1"
+    )
+}
+
+/// A `/proc/net/tcp` text that lists a socket more than once (the kernel
+/// resumes each page of it by position while connections come and go; seen
+/// with eight of these tests at once: a forwarder's one relayed connection
+/// listed three times, and its claim refused as a relay of three): each
+/// socket counts once, and the forwarder is traced as a forwarder.
+#[test]
+fn a_socket_listed_twice_is_one_connection() {
+    let header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode";
+    let accepted = proc_row(1001, 30001, "01", 101);
+    let text = [
+        header.to_string(),
+        proc_row(1001, 0, "0A", 100),
+        accepted.clone(),
+        accepted.clone(),
+        proc_row(30001, 1001, "01", 102),
+        accepted,
+        proc_row(40000, 50000, "06", 0),
+        proc_row(40001, 50001, "06", 0),
+    ]
+    .join("\n");
+    let mut table = Vec::new();
+    parse_socket_table(&text, false, &mut table, &mut HashSet::new());
+    let inodes: Vec<u64> = table.iter().map(|s| s.inode).collect();
+    assert_eq!(inodes, [100, 101, 102, 0, 0], "{table:?}");
+    // Process 1 (the forwarder) listens on 1001 and accepted process 2's
+    // connection.
+    let mut host = Host::empty(false);
+    host.tables.insert(String::new(), table.into());
+    for (pid, inodes) in [(1, vec![100, 101]), (2, vec![102])] {
+        for &inode in &inodes {
+            host.owner.insert(inode, pid);
+        }
+        host.held.insert(pid, inodes);
+    }
+    let mut budget = MAX_TRACED;
+    let t = host.trace(1, &mut budget);
+    assert_eq!(t.hops, [1]);
+    assert_eq!(t.end, End::Client(2));
+}
+
 /// At most [`MAX_HOPS`] forwarders are followed; one more ends the trace
 /// with the bound in its reason.
 #[test]
