@@ -55,7 +55,7 @@ use super::Rsp;
 const LLDB_QSUPPORTED: &str = "qSupported:xmlRegisters=i386,arm,mips,arc;multiprocess+;fork-events+;vfork-events+;swbreak+;hwbreak+;qXfer:libraries:read+;qXfer:libraries-svr4:read+";
 
 /// `jThreadsInfo` samples (the median is printed).
-const JTI_SAMPLES: usize = 5;
+const JTI_SAMPLES: usize = 11;
 /// How long a resume of every wave is given before the interrupt (the
 /// resume has no reply to wait for; a benchmark figure, not a test).
 const RESUME_SETTLE: Duration = Duration::from_millis(300);
